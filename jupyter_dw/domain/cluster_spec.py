@@ -1,0 +1,865 @@
+"""What a user asks for when creating a Ray cluster, checked, and the RayCluster it becomes.
+
+``ClusterSpec.from_request`` turns a request (REST JSON, Python keyword arguments or ``%dw``
+options: the field names are the same everywhere) into a validated ``ClusterSpec``, applying the
+defaults and limits of a ``SpecPolicy``. Every problem is collected and reported per field in a
+``SpecError``. ``ClusterSpec.to_raycluster`` builds the ``ray.io/v1`` RayCluster object that is
+created suspended and labelled for Kueue, so nothing runs before Kueue admits it.
+
+Upstream rules this module follows (KubeRay v1.7.0, Kueue v0.19.2):
+
+- KubeRay rejects a RayCluster whose name is not a DNS-1035 label of at most 53 characters
+  (``MaxRayClusterNameLength``: 63 minus the longest Service suffix, ``-serve-svc``).
+- Kueue reserves quota for each worker group's ``replicas`` (times ``numOfHosts``), not for
+  ``maxReplicas``; it rejects ``enableInTreeAutoscaling`` unless the RayCluster is an elastic job
+  (annotation ``kueue.x-k8s.io/elastic-job: "true"`` with the ``ElasticJobsViaWorkloadSlices``
+  feature gate on), and it reserves the worker group name ``head``.
+- Kueue takes the queue from the ``kueue.x-k8s.io/queue-name`` label (a DNS-1123 subdomain) and
+  owns ``spec.suspend``: it sets it to false on admission.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import hashlib
+import math
+import re
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Any
+
+from jupyter_dw.domain.quantity import QuantityError, format_quantity, parse_quantity
+from jupyter_dw.domain.validation import (
+    DNS1123_LABEL_MAX_LENGTH,
+    dns1035_label_error,
+    dns1123_label_error,
+    dns1123_subdomain_error,
+    env_name_error,
+    is_label_value,
+    label_key_error,
+    label_value_error,
+)
+
+RAYCLUSTER_API_VERSION = "ray.io/v1"
+RAYCLUSTER_KIND = "RayCluster"
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "jupyter-dw"
+# Not app.kubernetes.io/created-by: KubeRay already puts that key (value kuberay-operator) on
+# the pods and Services it makes, so it would mean two different things.
+OWNER_LABEL = "jupyter-dw/owner"
+OWNER_ANNOTATION = "jupyter-dw/owner"
+GPU_RESOURCE = "nvidia.com/gpu"
+
+# Newest Ray release on PyPI when this was written (2.60.0); the image need not be pullable in
+# tests, where pods run on fake nodes.
+DEFAULT_RAY_IMAGE = "rayproject/ray:2.60.0"
+
+MAX_NAME_LENGTH = 53
+"""KubeRay's ``MaxRayClusterNameLength``: 63 minus len("-serve-svc"), its longest suffix."""
+
+MIN_MEMORY = Decimal(2**20)
+"""Below 1Mi a memory amount is almost surely a unit mistake ("4" is 4 bytes, not 4 GiB)."""
+
+WORKER_GROUP_NAME = "workers"  # Kueue reserves "head" for the head group's PodSet.
+HEAD_CONTAINER_NAME = "ray-head"
+WORKER_CONTAINER_NAME = "ray-worker"
+# KubeRay's own port names (GcsServerPortName, DashboardPortName, ClientPortName): KubeRay looks
+# ports up by these names when it builds the head Service.
+HEAD_PORTS: tuple[tuple[str, int], ...] = (
+    ("gcs-server", 6379),
+    ("dashboard", 8265),
+    ("client", 10001),
+)
+
+_INT32_MAX = 2**31 - 1  # replicas, minReplicas and maxReplicas are int32 in the CRD
+
+FIELDS: tuple[str, ...] = (
+    "name",
+    "queue",
+    "workers",
+    "worker_cpu",
+    "worker_memory",
+    "worker_gpu",
+    "head_cpu",
+    "head_memory",
+    "image",
+    "min_workers",
+    "max_workers",
+    "env",
+    "labels",
+)
+"""Every field a request may carry; the same names in REST JSON, Python and ``%dw`` options."""
+
+REQUEST_ERROR_KEY = "request"
+"""``SpecError.errors`` key for a problem with the request as a whole (not a mapping)."""
+
+# Environment variables KubeRay refuses in the head container unless GCS fault tolerance is set
+# up through options this form does not offer (utils.ValidateRayClusterSpec).
+_KUBERAY_REJECTED_ENV = ("RAY_REDIS_ADDRESS", "REDIS_PASSWORD", "REDIS_USERNAME")
+_AUTOSCALER_V2_ENV = "RAY_enable_autoscaler_v2"
+
+_RESERVED_LABELS = {
+    QUEUE_LABEL: "it is set from the 'queue' field",
+    MANAGED_BY_LABEL: "jupyter-dw sets it to find the clusters it created",
+    OWNER_LABEL: "jupyter-dw sets it from the identity that creates the cluster",
+}
+_RESERVED_LABEL_PREFIXES = {
+    "ray.io/": "the 'ray.io/' prefix belongs to KubeRay",
+    "kueue.x-k8s.io/": (
+        f"the 'kueue.x-k8s.io/' prefix belongs to Kueue (only {PRIORITY_CLASS_LABEL!r} "
+        "may be set, to choose a WorkloadPriorityClass)"
+    ),
+}
+_ALLOWED_PREFIXED_LABELS = frozenset({PRIORITY_CLASS_LABEL})
+
+_RAY_IMAGE_TAG = re.compile(r"ray(?:-ml|-llm)?:(\d+\.\d+\.\d+)(?:[-@].*)?")
+_COUNT_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
+class SpecError(ValueError):
+    """A cluster request that cannot be used; ``errors`` maps each bad field to a message."""
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors: dict[str, str] = dict(errors)
+        details = "; ".join(f"{name}: {message}" for name, message in self.errors.items())
+        super().__init__(f"invalid cluster spec: {details}")
+
+
+class _FieldError(ValueError):
+    """One field's problem; its message is shown to the user as it is."""
+
+
+@dataclass(frozen=True)
+class SpecPolicy:
+    """Defaults and limits for cluster requests, set by the server's configuration.
+
+    Quantity fields accept anything ``parse_quantity`` does (``"2Gi"``, ``"500m"``, ``4``) and
+    are stored as ``Decimal``; counts accept whole numbers. A limit of ``None`` means no limit
+    beyond the Kueue quota. ``allowed_images`` holds image prefixes (``"quay.io/team/"``) or
+    ``fnmatch`` patterns (any entry containing ``*``, ``?`` or ``[``); empty allows any image.
+    ``elastic_jobs`` says Kueue runs with ``ElasticJobsViaWorkloadSlices``, the only way it
+    accepts autoscaling RayClusters. An inconsistent policy raises ``ValueError`` at creation,
+    so a bad configuration fails when the server starts, not on every request.
+    """
+
+    default_image: str = DEFAULT_RAY_IMAGE
+    default_head_cpu: Decimal = Decimal(1)
+    default_head_memory: Decimal = Decimal(2 * 2**30)
+    default_worker_cpu: Decimal = Decimal(1)
+    default_worker_memory: Decimal = Decimal(2 * 2**30)
+    default_worker_gpu: int = 0
+    default_workers: int = 1
+    max_workers: int | None = None
+    max_head_cpu: Decimal | None = None
+    max_head_memory: Decimal | None = None
+    max_worker_cpu: Decimal | None = None
+    max_worker_memory: Decimal | None = None
+    max_worker_gpu: int | None = None
+    allowed_images: tuple[str, ...] = ()
+    elastic_jobs: bool = False
+
+    def __post_init__(self) -> None:
+        problems: dict[str, str] = {}
+
+        def normalise(name: str, parse: Callable[[Any], Any], optional: bool = False) -> None:
+            value = getattr(self, name)
+            if optional and value is None:
+                return
+            try:
+                object.__setattr__(self, name, parse(value))
+            except ValueError as err:
+                problems[name] = str(err)
+
+        # Limits first: the defaults are checked against them.
+        normalise("max_workers", _parse_count, optional=True)
+        normalise("max_head_cpu", _parse_cpu, optional=True)
+        normalise("max_head_memory", _parse_memory, optional=True)
+        normalise("max_worker_cpu", _parse_cpu, optional=True)
+        normalise("max_worker_memory", _parse_memory, optional=True)
+        normalise("max_worker_gpu", _parse_gpu, optional=True)
+        normalise("allowed_images", _parse_allowed_images)
+        if problems:
+            _raise_policy_problems(problems)  # the defaults below are compared with the limits
+        normalise("default_workers", lambda v: _at_most_workers(_parse_count(v), self))
+        normalise("default_head_cpu", lambda v: _check_head_cpu(_parse_cpu(v), self))
+        normalise("default_head_memory", lambda v: _check_head_memory(_parse_memory(v), self))
+        normalise("default_worker_cpu", lambda v: _check_worker_cpu(_parse_cpu(v), self))
+        normalise("default_worker_memory", lambda v: _check_worker_memory(_parse_memory(v), self))
+        normalise("default_worker_gpu", lambda v: _check_worker_gpu(_parse_gpu(v), self))
+        normalise("default_image", lambda v: _check_image(_parse_image(v), self.allowed_images))
+        if not isinstance(self.elastic_jobs, bool):
+            problems["elastic_jobs"] = f"must be true or false, got {_show(self.elastic_jobs)}"
+        if problems:
+            _raise_policy_problems(problems)
+
+
+def _raise_policy_problems(problems: Mapping[str, str]) -> None:
+    details = "; ".join(f"{name}: {message}" for name, message in problems.items())
+    raise ValueError(f"invalid SpecPolicy: {details}")
+
+
+def owner_label_value(identity: str) -> str:
+    """A label-safe, deterministic form of ``identity`` for the ``jupyter-dw/owner`` label.
+
+    An identity that is already a valid label value is used as it is. Anything else (``:`` in
+    ``system:serviceaccount:ns:name``, ``@`` in an e-mail, more than 63 characters) is made
+    readable by replacing invalid characters with ``.`` and suffixed with a hash of the full
+    identity, so two identities never share a label value. Use the same function to build the
+    selector that lists a user's clusters.
+    """
+    if identity and is_label_value(identity):
+        return identity
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
+    readable = re.sub(r"[^A-Za-z0-9_.-]+", ".", identity)
+    readable = readable[: DNS1123_LABEL_MAX_LENGTH - len(digest) - 1]
+    readable = readable.strip("-_.")
+    return f"{readable}-{digest}" if readable else digest
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterSpec:
+    """A validated request for a Ray cluster: one head and one group of identical workers.
+
+    Build it with ``from_request``; constructing it directly skips validation. Quantities are
+    exact ``Decimal`` amounts (cores, bytes). ``workers`` is the number started; the cluster may
+    autoscale between ``min_workers`` and ``max_workers`` (only with Kueue elastic jobs).
+    """
+
+    name: str
+    queue: str
+    image: str
+    head_cpu: Decimal
+    head_memory: Decimal
+    workers: int
+    min_workers: int
+    max_workers: int
+    worker_cpu: Decimal
+    worker_memory: Decimal
+    worker_gpu: int = 0
+    env: Mapping[str, str] = field(default_factory=dict, hash=False)
+    labels: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        # Read-only views, so a frozen spec cannot be changed through its mappings.
+        object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
+        object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
+
+    @classmethod
+    def from_request(
+        cls,
+        data: Mapping[str, Any],
+        policy: SpecPolicy | None = None,
+        known_queues: Collection[str] | None = None,
+        default_queue: str | None = None,
+    ) -> ClusterSpec:
+        """Parse, default and validate a request; raise ``SpecError`` listing every bad field.
+
+        ``data`` uses the names in ``FIELDS``; a ``None`` value counts as omitted. Quantities
+        may be strings or numbers in Kubernetes quantity syntax. ``known_queues`` are the
+        LocalQueue names in the target namespace (``None``: unknown, so not checked);
+        ``default_queue`` is used when the request names no queue.
+        """
+        return _RequestParser(policy or SpecPolicy(), known_queues, default_queue).parse(data)
+
+    @property
+    def autoscaling(self) -> bool:
+        """Whether the Ray autoscaler may change the worker count (needs Kueue elastic jobs)."""
+        return self.min_workers != self.max_workers
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready fields with canonical quantity strings; ``from_request`` reads them back."""
+        return {
+            "name": self.name,
+            "queue": self.queue,
+            "workers": self.workers,
+            "worker_cpu": _cpu_text(self.worker_cpu),
+            "worker_memory": _memory_text(self.worker_memory),
+            "worker_gpu": self.worker_gpu,
+            "head_cpu": _cpu_text(self.head_cpu),
+            "head_memory": _memory_text(self.head_memory),
+            "image": self.image,
+            "min_workers": self.min_workers,
+            "max_workers": self.max_workers,
+            "env": dict(self.env),
+            "labels": dict(self.labels),
+        }
+
+    def total_requests(self, *, at_max: bool = False) -> dict[str, Decimal]:
+        """Resources the whole cluster requests: head plus workers times one worker's requests.
+
+        Keys are ``cpu`` (cores), ``memory`` (bytes) and ``nvidia.com/gpu`` (only when more than
+        0). By default this counts ``workers``, which is what Kueue reserves at admission: it
+        sizes a worker group's PodSet from ``replicas``, not ``maxReplicas``. With
+        ``at_max=True`` it counts ``max_workers``, the most an autoscaling cluster can grow to
+        (each step up is a new Workload slice that Kueue must admit). KubeRay's autoscaler
+        sidecar is not counted, as Kueue does not count it either: it is not in the template.
+        """
+        count = self.max_workers if at_max else self.workers
+        totals = {
+            "cpu": self.head_cpu + count * self.worker_cpu,
+            "memory": self.head_memory + count * self.worker_memory,
+        }
+        gpus = count * self.worker_gpu
+        if gpus > 0:
+            totals[GPU_RESOURCE] = Decimal(gpus)
+        return totals
+
+    def to_raycluster(self, namespace: str, owner: str | None = None) -> dict[str, Any]:
+        """The ``ray.io/v1`` RayCluster to create in ``namespace``, suspended until admitted.
+
+        ``owner`` is the identity creating it (e.g. ``system:serviceaccount:ns:name``): its
+        label-safe form goes in the ``jupyter-dw/owner`` label and the full identity in the
+        annotation of the same name. Raises ``ValueError`` for an invalid namespace name.
+        """
+        if not isinstance(namespace, str):
+            raise ValueError(f"invalid namespace: must be a string, got {_show(namespace)}")
+        problem = dns1123_label_error(namespace)
+        if problem is not None:
+            raise ValueError(f"invalid namespace: {problem}")
+        spec: dict[str, Any] = {}
+        ray_version = _ray_version(self.image)
+        if ray_version is not None:
+            spec["rayVersion"] = ray_version
+        # Created suspended: Kueue unsuspends it on admission, so no pod starts before then.
+        spec["suspend"] = True
+        spec["enableInTreeAutoscaling"] = self.autoscaling
+        spec["headGroupSpec"] = self._head_group()
+        spec["workerGroupSpecs"] = [self._worker_group()]
+        return {
+            "apiVersion": RAYCLUSTER_API_VERSION,
+            "kind": RAYCLUSTER_KIND,
+            "metadata": self._metadata(namespace, owner),
+            "spec": spec,
+        }
+
+    def _metadata(self, namespace: str, owner: str | None) -> dict[str, Any]:
+        labels = dict(self.labels)
+        labels[QUEUE_LABEL] = self.queue
+        labels[MANAGED_BY_LABEL] = MANAGED_BY_VALUE
+        annotations: dict[str, str] = {}
+        if owner:
+            labels[OWNER_LABEL] = owner_label_value(owner)
+            annotations[OWNER_ANNOTATION] = owner
+        if self.autoscaling:
+            annotations[ELASTIC_JOB_ANNOTATION] = "true"
+        metadata: dict[str, Any] = {"name": self.name, "namespace": namespace, "labels": labels}
+        if annotations:
+            metadata["annotations"] = annotations
+        return metadata
+
+    def _head_group(self) -> dict[str, Any]:
+        container = self._container(HEAD_CONTAINER_NAME, self.head_cpu, self.head_memory, 0)
+        container["ports"] = [{"name": name, "containerPort": port} for name, port in HEAD_PORTS]
+        return {
+            # 0.0.0.0 so the dashboard is reachable through the head Service, not only in-pod.
+            "rayStartParams": {"dashboard-host": "0.0.0.0"},
+            "template": {"spec": {"containers": [container]}},
+        }
+
+    def _worker_group(self) -> dict[str, Any]:
+        container = self._container(
+            WORKER_CONTAINER_NAME, self.worker_cpu, self.worker_memory, self.worker_gpu
+        )
+        return {
+            "groupName": WORKER_GROUP_NAME,
+            "replicas": self.workers,
+            "minReplicas": self.min_workers,
+            "maxReplicas": self.max_workers,
+            "rayStartParams": {},
+            "template": {"spec": {"containers": [container]}},
+        }
+
+    def _container(self, name: str, cpu: Decimal, memory: Decimal, gpu: int) -> dict[str, Any]:
+        amounts = {"cpu": _cpu_text(cpu), "memory": _memory_text(memory)}
+        if gpu > 0:
+            amounts[GPU_RESOURCE] = str(gpu)
+        container: dict[str, Any] = {
+            "name": name,
+            "image": self.image,
+            # requests == limits: Guaranteed QoS, and Kueue's quota matches what pods may use.
+            "resources": {"requests": dict(amounts), "limits": dict(amounts)},
+        }
+        if self.env:
+            container["env"] = [{"name": key, "value": value} for key, value in self.env.items()]
+        return container
+
+
+class _RequestParser:
+    """Turns one request into a ``ClusterSpec``, collecting a message for every bad field."""
+
+    def __init__(
+        self,
+        policy: SpecPolicy,
+        known_queues: Collection[str] | None,
+        default_queue: str | None,
+    ) -> None:
+        self.policy = policy
+        self.known_queues = known_queues
+        self.default_queue = default_queue
+        self.errors: dict[str, str] = {}
+        self.values: dict[str, Any] = {}
+        self.unknown: list[str] = []
+
+    def parse(self, data: Mapping[str, Any]) -> ClusterSpec:
+        if not isinstance(data, Mapping):
+            raise SpecError({REQUEST_ERROR_KEY: f"must be a mapping of fields, got {_show(data)}"})
+        # None means "not given", so JSON null and unset keyword arguments behave alike.
+        self.values = {str(key): value for key, value in data.items() if value is not None}
+        self.unknown = [str(key) for key in data if str(key) not in FIELDS]
+        policy = self.policy
+        name = self._field("name", _parse_name, None)
+        if name is None and "name" not in self.values:
+            self.errors["name"] = "required: give the cluster a name, e.g. 'my-ray'"
+        queue = self._queue()
+        image = self._field(
+            "image",
+            lambda v: _check_image(_parse_image(v), policy.allowed_images),
+            policy.default_image,
+        )
+        head_cpu = self._field(
+            "head_cpu", lambda v: _check_head_cpu(_parse_cpu(v), policy), policy.default_head_cpu
+        )
+        head_memory = self._field(
+            "head_memory",
+            lambda v: _check_head_memory(_parse_memory(v), policy),
+            policy.default_head_memory,
+        )
+        worker_cpu = self._field(
+            "worker_cpu",
+            lambda v: _check_worker_cpu(_parse_cpu(v), policy),
+            policy.default_worker_cpu,
+        )
+        worker_memory = self._field(
+            "worker_memory",
+            lambda v: _check_worker_memory(_parse_memory(v), policy),
+            policy.default_worker_memory,
+        )
+        worker_gpu = self._field(
+            "worker_gpu",
+            lambda v: _check_worker_gpu(_parse_gpu(v), policy),
+            policy.default_worker_gpu,
+        )
+        scaling = self._scaling()
+        env = self._field("env", _parse_env, {})
+        labels = self._field("labels", _parse_labels, {})
+        if scaling is not None and env is not None:
+            self._check_autoscaler_env(env, autoscaling=scaling[1] != scaling[2])
+        self._reject_unknown_fields()
+        if self.errors:
+            raise SpecError(self.errors)
+        assert scaling is not None  # no errors, so every count parsed
+        workers, min_workers, max_workers = scaling
+        return ClusterSpec(
+            name=name,
+            queue=queue,
+            image=image,
+            head_cpu=head_cpu,
+            head_memory=head_memory,
+            workers=workers,
+            min_workers=min_workers,
+            max_workers=max_workers,
+            worker_cpu=worker_cpu,
+            worker_memory=worker_memory,
+            worker_gpu=worker_gpu,
+            env=env,
+            labels=labels,
+        )
+
+    def _field(self, name: str, parse: Callable[[Any], Any], default: Any) -> Any:
+        """The parsed value of ``name``, or ``default`` when omitted, or None after an error."""
+        if name not in self.values:
+            return default
+        try:
+            return parse(self.values[name])
+        except ValueError as err:
+            self.errors[name] = str(err)
+            return None
+
+    def _queue(self) -> str | None:
+        raw = self.values.get("queue")
+        if isinstance(raw, str) and not raw.strip():
+            raw = None  # an empty queue (e.g. `--queue ""`) asks for the default, like omitting it
+        try:
+            return _resolve_queue(raw, self.known_queues, self.default_queue)
+        except _FieldError as err:
+            self.errors["queue"] = str(err)
+            return None
+
+    def _scaling(self) -> tuple[int, int, int] | None:
+        """(workers, min_workers, max_workers) after defaults and checks, or None on error."""
+        given = {
+            name: self._field(name, _parse_count, None)
+            for name in ("workers", "min_workers", "max_workers")
+            if name in self.values
+        }
+        if any(value is None for value in given.values()):
+            return None  # a count did not parse: comparing the others would only add noise
+        for name, value in given.items():
+            try:
+                _at_most_workers(value, self.policy)
+            except _FieldError as err:
+                self.errors[name] = str(err)
+        low, high = given.get("min_workers"), given.get("max_workers")
+        workers = given.get("workers")
+        if workers is None:
+            # Start from the configured default, kept inside the bounds the user gave.
+            workers = self.policy.default_workers
+            workers = max(workers, low) if low is not None else workers
+            workers = min(workers, high) if high is not None else workers
+        low = workers if low is None else low
+        high = workers if high is None else high
+        self._check_bounds(given, workers, low, high)
+        if any(name in self.errors for name in given):
+            return None
+        return workers, low, high
+
+    def _check_bounds(self, given: Mapping[str, int], workers: int, low: int, high: int) -> None:
+        if "min_workers" in given and "max_workers" in given and low > high:
+            self.errors.setdefault("min_workers", f"{low} is more than max_workers ({high})")
+        elif low > workers:
+            self.errors.setdefault(
+                "min_workers",
+                f"{low} is more than workers ({workers}); the cluster starts with 'workers' and "
+                "may shrink to min_workers",
+            )
+        elif high < workers:
+            self.errors.setdefault(
+                "max_workers",
+                f"{high} is less than workers ({workers}); the cluster starts with 'workers' "
+                "and may grow to max_workers",
+            )
+        elif low != high and not self.policy.elastic_jobs:
+            message = (
+                f"autoscaling between {low} and {high} workers needs Kueue elastic jobs, "
+                "which this server does not enable: without them Kueue admits a fixed number "
+                "of workers and rejects a RayCluster that uses the Ray autoscaler. Set "
+                "min_workers and max_workers equal to workers, or ask an administrator to "
+                "enable elastic jobs (Kueue feature gate ElasticJobsViaWorkloadSlices)"
+            )
+            for name, value in (("min_workers", low), ("max_workers", high)):
+                if name in given and value != workers:
+                    self.errors.setdefault(name, message)
+
+    def _check_autoscaler_env(self, env: Mapping[str, str], *, autoscaling: bool) -> None:
+        # KubeRay refuses autoscaler v2 switched on by env while the autoscaler is off.
+        if not autoscaling and env.get(_AUTOSCALER_V2_ENV, "").lower() in ("1", "true"):
+            self.errors.setdefault(
+                "env",
+                f"{_AUTOSCALER_V2_ENV!r} turns on Ray's autoscaler v2, but this cluster does "
+                "not autoscale (min_workers == max_workers), and KubeRay rejects that",
+            )
+
+    def _reject_unknown_fields(self) -> None:
+        for name in self.unknown:
+            self.errors[name] = _unknown_field_message(name)
+
+
+def _show(value: object) -> str:
+    """A short repr of a user-supplied value for messages."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _cpu_text(cpu: Decimal) -> str:
+    # binary=False: 1024 CPUs is "1024", never "1Ki".
+    return format_quantity(cpu, binary=False)
+
+
+def _memory_text(memory: Decimal) -> str:
+    """The shorter of the binary and decimal forms: "2Gi" and "8G", not "7812500Ki"."""
+    return min(format_quantity(memory, binary=True), format_quantity(memory, binary=False), key=len)
+
+
+def _unknown_field_message(name: str) -> str:
+    close = difflib.get_close_matches(name, FIELDS, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown field{hint}; known fields: {', '.join(FIELDS)}"
+
+
+def _parse_name(raw: object) -> str:
+    if not isinstance(raw, str):
+        raise _FieldError(f"must be a string, got {_show(raw)}")
+    problem = dns1035_label_error(raw, MAX_NAME_LENGTH)
+    if problem is None:
+        return raw
+    message = (
+        f"{problem} (KubeRay requires a DNS-1035 label of at most {MAX_NAME_LENGTH} characters: "
+        f"it derives Service names such as '<name>-head-svc' from it)"
+    )
+    suggestion = _suggest_name(raw)
+    if suggestion is not None and suggestion != raw:
+        message += f"; did you mean {suggestion!r}?"
+    raise _FieldError(message)
+
+
+def _suggest_name(raw: str) -> str | None:
+    candidate = re.sub(r"[^a-z0-9]+", "-", raw.lower())
+    candidate = re.sub(r"^[^a-z]+", "", candidate)[:MAX_NAME_LENGTH].rstrip("-")
+    if not candidate or dns1035_label_error(candidate, MAX_NAME_LENGTH) is not None:
+        return None
+    return candidate
+
+
+def _resolve_queue(
+    raw: object, known_queues: Collection[str] | None, default_queue: str | None
+) -> str:
+    available = ""
+    if known_queues is not None:
+        names = sorted(known_queues)
+        available = f"; available: {', '.join(names)}" if names else "; it has no LocalQueues"
+    if raw is None:
+        if not default_queue:
+            raise _FieldError(
+                f"required: this namespace has no default LocalQueue, so name one{available}"
+            )
+        queue, source = default_queue, " (the namespace default)"
+    elif not isinstance(raw, str):
+        raise _FieldError(f"must be a string naming a LocalQueue, got {_show(raw)}")
+    else:
+        queue, source = raw.strip(), ""
+    # The queue goes into a label value (<= 63) and Kueue checks it as a DNS-1123 subdomain.
+    problem = dns1123_subdomain_error(queue, DNS1123_LABEL_MAX_LENGTH)
+    if problem is not None:
+        raise _FieldError(f"not a valid LocalQueue name{source}: {problem}")
+    if known_queues is not None and queue not in known_queues:
+        raise _FieldError(f"no LocalQueue {queue!r}{source} in this namespace{available}")
+    return queue
+
+
+def _parse_image(raw: object) -> str:
+    if not isinstance(raw, str):
+        raise _FieldError(f"must be a string, got {_show(raw)}")
+    image = raw.strip()
+    if not image:
+        raise _FieldError("must not be empty")
+    if any(char.isspace() or not char.isprintable() for char in image):
+        raise _FieldError(f"{_show(raw)} must not contain spaces or control characters")
+    return image
+
+
+def _parse_allowed_images(raw: object) -> tuple[str, ...]:
+    if isinstance(raw, str) or not isinstance(raw, Collection):
+        raise _FieldError(f"must be a list of image prefixes or patterns, got {_show(raw)}")
+    entries = tuple(raw)
+    if not all(isinstance(entry, str) and entry for entry in entries):
+        raise _FieldError("every entry must be a non-empty string")
+    return entries
+
+
+def _image_allowed(image: str, allowed: tuple[str, ...]) -> bool:
+    for entry in allowed:
+        if any(char in entry for char in "*?["):
+            if fnmatch.fnmatchcase(image, entry):
+                return True
+        elif image.startswith(entry):
+            return True
+    return False
+
+
+def _check_image(image: str, allowed: tuple[str, ...]) -> str:
+    if allowed and not _image_allowed(image, allowed):
+        listed = ", ".join(repr(entry) for entry in allowed)
+        raise _FieldError(f"{image!r} is not allowed on this server; allowed images: {listed}")
+    return image
+
+
+def _parse_amount(raw: object) -> Decimal:
+    # Strip first: parse_quantity's "$" anchor would let a trailing newline through.
+    value = raw.strip() if isinstance(raw, str) else raw
+    try:
+        return parse_quantity(value)  # type: ignore[arg-type]  # it rejects other types itself
+    except QuantityError as err:
+        raise _FieldError(str(err)) from err
+
+
+def _parse_cpu(raw: object) -> Decimal:
+    cpu = _parse_amount(raw)
+    if cpu <= 0:
+        raise _FieldError(f"must be more than 0 CPUs, got {_show(raw)}")
+    if (cpu * 1000) % 1 != 0:
+        raise _FieldError(
+            f"{_show(raw)} is finer than a millicore; CPUs are counted in steps of 1m (0.001)"
+        )
+    return cpu
+
+
+def _parse_memory(raw: object) -> Decimal:
+    memory = _parse_amount(raw)
+    if memory <= 0:
+        raise _FieldError(f"must be more than 0 bytes, got {_show(raw)}")
+    if memory % 1 != 0:
+        hint = ""
+        if isinstance(raw, str) and raw.strip().endswith("m"):
+            hint = f"; 'm' means milli, did you mean {raw.strip()[:-1] + 'Mi'!r}?"
+        raise _FieldError(f"{_show(raw)} is a fraction of a byte{hint}")
+    if memory < MIN_MEMORY:
+        hint = ""
+        if isinstance(raw, int) or (isinstance(raw, str) and raw.strip().isdigit()):
+            hint = f"; memory is counted in bytes, did you mean {str(raw).strip() + 'Gi'!r}?"
+        raise _FieldError(f"{_show(raw)} is only {memory} bytes, less than 1Mi{hint}")
+    return memory
+
+
+def _parse_gpu(raw: object) -> int:
+    amount = _parse_amount(raw)
+    if amount < 0 or amount % 1 != 0:
+        raise _FieldError(f"must be a whole number of GPUs, 0 or more, got {_show(raw)}")
+    return int(amount)
+
+
+def _parse_count(raw: object) -> int:
+    """A whole number >= 0 given as an int, a digit string ("3") or an integral number (3.0)."""
+    if isinstance(raw, bool):
+        count = None
+    elif isinstance(raw, int):
+        count = raw
+    elif isinstance(raw, str) and _COUNT_TEXT.fullmatch(raw.strip()):
+        count = int(raw.strip())
+    elif isinstance(raw, float | Decimal) and math.isfinite(raw) and raw == int(raw):
+        count = int(raw)
+    else:
+        count = None
+    if count is None:
+        raise _FieldError(f"must be a whole number, got {_show(raw)}")
+    if count < 0:
+        raise _FieldError(f"must be 0 or more, got {count} (0 workers is a head-only cluster)")
+    if count > _INT32_MAX:
+        raise _FieldError(f"{count} is too large (at most {_INT32_MAX})")
+    return count
+
+
+def _over_limit(shown: str, limit: str) -> _FieldError:
+    return _FieldError(f"{shown} is more than this server's limit of {limit}")
+
+
+def _at_most_workers(count: int, policy: SpecPolicy) -> int:
+    if policy.max_workers is not None and count > policy.max_workers:
+        raise _over_limit(str(count), f"{policy.max_workers} workers")
+    return count
+
+
+def _check_head_cpu(cpu: Decimal, policy: SpecPolicy) -> Decimal:
+    if policy.max_head_cpu is not None and cpu > policy.max_head_cpu:
+        raise _over_limit(_cpu_text(cpu), f"{_cpu_text(policy.max_head_cpu)} CPUs for the head")
+    return cpu
+
+
+def _check_head_memory(memory: Decimal, policy: SpecPolicy) -> Decimal:
+    limit = policy.max_head_memory
+    if limit is not None and memory > limit:
+        raise _over_limit(_memory_text(memory), f"{_memory_text(limit)} for the head")
+    return memory
+
+
+def _check_worker_cpu(cpu: Decimal, policy: SpecPolicy) -> Decimal:
+    limit = policy.max_worker_cpu
+    if limit is not None and cpu > limit:
+        raise _over_limit(_cpu_text(cpu), f"{_cpu_text(limit)} CPUs per worker")
+    return cpu
+
+
+def _check_worker_memory(memory: Decimal, policy: SpecPolicy) -> Decimal:
+    limit = policy.max_worker_memory
+    if limit is not None and memory > limit:
+        raise _over_limit(_memory_text(memory), f"{_memory_text(limit)} per worker")
+    return memory
+
+
+def _check_worker_gpu(gpus: int, policy: SpecPolicy) -> int:
+    if policy.max_worker_gpu is not None and gpus > policy.max_worker_gpu:
+        raise _over_limit(str(gpus), f"{policy.max_worker_gpu} GPUs per worker")
+    return gpus
+
+
+def _parse_env(raw: object) -> dict[str, str]:
+    if not isinstance(raw, Mapping):
+        raise _FieldError(
+            "must be a mapping of variable names to string values, e.g. {'OMP_NUM_THREADS': '4'}"
+        )
+    problems = []
+    for name, value in raw.items():
+        if not isinstance(name, str):
+            problems.append(f"variable name {_show(name)} is not a string")
+            continue
+        name_problem = env_name_error(name)
+        if name_problem is not None:
+            problems.append(name_problem)
+        elif name in _KUBERAY_REJECTED_ENV:
+            problems.append(
+                f"{name!r} is not allowed: KubeRay rejects it unless GCS fault tolerance is "
+                "configured, which this form does not offer"
+            )
+        if not isinstance(value, str):
+            problems.append(f"the value of {name!r} must be a string, got {_show(value)}")
+    if problems:
+        raise _FieldError("; ".join(problems))
+    return dict(raw)
+
+
+def _parse_labels(raw: object) -> dict[str, str]:
+    if not isinstance(raw, Mapping):
+        raise _FieldError("must be a mapping of label keys to string values, e.g. {'team': 'nlp'}")
+    problems = []
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            problems.append(f"label key {_show(key)} is not a string")
+            continue
+        problem = label_key_error(key) or _reserved_label_error(key)
+        if problem is not None:
+            problems.append(problem)
+        if not isinstance(value, str):
+            problems.append(f"the value of label {key!r} must be a string, got {_show(value)}")
+        elif (value_problem := label_value_error(value)) is not None:
+            problems.append(value_problem)
+    if problems:
+        raise _FieldError("; ".join(problems))
+    return dict(raw)
+
+
+def _reserved_label_error(key: str) -> str | None:
+    if key in _RESERVED_LABELS:
+        return f"label {key!r} cannot be set: {_RESERVED_LABELS[key]}"
+    if key in _ALLOWED_PREFIXED_LABELS:
+        return None
+    for prefix, reason in _RESERVED_LABEL_PREFIXES.items():
+        if key.startswith(prefix):
+            return f"label {key!r} cannot be set: {reason}"
+    return None
+
+
+def _ray_version(image: str) -> str | None:
+    """The Ray version in a ``.../ray:X.Y.Z...`` image tag, for ``spec.rayVersion``.
+
+    KubeRay uses rayVersion to gate features; a custom image's tag says nothing reliable about
+    Ray, so for any other image the field is left out.
+    """
+    match = _RAY_IMAGE_TAG.fullmatch(image.rsplit("/", 1)[-1])
+    return match[1] if match else None
+
+
+__all__ = [
+    "DEFAULT_RAY_IMAGE",
+    "ELASTIC_JOB_ANNOTATION",
+    "FIELDS",
+    "GPU_RESOURCE",
+    "MANAGED_BY_LABEL",
+    "MANAGED_BY_VALUE",
+    "MAX_NAME_LENGTH",
+    "OWNER_ANNOTATION",
+    "OWNER_LABEL",
+    "QUEUE_LABEL",
+    "RAYCLUSTER_API_VERSION",
+    "RAYCLUSTER_KIND",
+    "REQUEST_ERROR_KEY",
+    "ClusterSpec",
+    "SpecError",
+    "SpecPolicy",
+    "owner_label_value",
+]

@@ -1,0 +1,508 @@
+"""Kueue queue objects as plain, immutable Python values.
+
+Each ``from_object`` takes the JSON dict the Kubernetes API returns for a ``LocalQueue``,
+``ClusterQueue`` or ``Cohort`` of API version ``kueue.x-k8s.io/v1beta1`` or ``v1beta2`` and
+returns the same model for both. The renames between the versions (checked against the Kueue
+v0.19.2 CRDs and ``apis/kueue/v1beta1/*_conversion.go``):
+
+- ClusterQueue ``spec.cohort`` (v1beta1) became ``spec.cohortName`` (v1beta2);
+- LocalQueue ``status.flavorUsage`` (v1beta1) became ``status.flavorsUsage`` (v1beta2);
+- Cohort ``spec.parent`` (early v1beta1 / v1alpha1) became ``spec.parentName``.
+
+Objects Kueue has not reconciled yet have no ``status``; every status field then reads as zero
+or empty instead of failing. Quantities are exact ``Decimal`` values (see ``quantity.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+
+from jupyter_dw.domain.quantity import QuantityError, parse_quantity
+
+DEFAULT_QUEUE_ANNOTATION = "kueue.x-k8s.io/default-queue"
+"""OpenShift AI / CodeFlare convention: the LocalQueue annotated ``"true"`` is the default."""
+
+DEFAULT_QUEUE_NAME = "default"
+"""Upstream Kueue convention (``LocalQueueDefaulting``): a LocalQueue named ``default``."""
+
+STOP_POLICY_NONE = "None"
+
+FlavorResource = tuple[str, str]
+"""A ``(flavor, resource)`` pair, e.g. ``("default-flavor", "cpu")``."""
+
+DefaultConvention = Literal["annotation", "name"]
+
+_ZERO = Decimal(0)
+
+
+class KueueObjectError(ValueError):
+    """A Kueue object dict that cannot be read (wrong shape or a bad quantity)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Small readers for untrusted JSON
+# --------------------------------------------------------------------------------------------
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise KueueObjectError(f"{where} must be an object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise KueueObjectError(f"{where} must be a list, got {type(value).__name__}")
+    return value
+
+
+def _count(value: Any, where: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise KueueObjectError(f"{where} must be an integer, got {value!r}")
+    return value
+
+
+def _quantity(value: Any, where: str) -> Decimal:
+    try:
+        return parse_quantity(value)
+    except QuantityError as err:
+        raise KueueObjectError(f"{where}: {err}") from err
+
+
+def _optional_quantity(value: Any, where: str) -> Decimal | None:
+    return None if value is None else _quantity(value, where)
+
+
+def _name(obj: Any, kind: str) -> tuple[str, str | None]:
+    """Return ``(metadata.name, metadata.namespace)``; a missing name is an error."""
+    if not isinstance(obj, Mapping):
+        raise KueueObjectError(f"a {kind} must be an object, got {type(obj).__name__}")
+    metadata = _mapping(obj.get("metadata"), f"{kind}.metadata")
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise KueueObjectError(f"{kind} has no metadata.name")
+    namespace = metadata.get("namespace")
+    return name, namespace if isinstance(namespace, str) and namespace else None
+
+
+def _active_condition(status: Mapping[str, Any], where: str) -> tuple[bool | None, str | None]:
+    """Read the ``Active`` condition: ``(True/False, message)`` or ``(None, None)`` if absent."""
+    for condition in _list(status.get("conditions"), f"{where}.status.conditions"):
+        if isinstance(condition, Mapping) and condition.get("type") == "Active":
+            message = condition.get("message") or condition.get("reason")
+            return condition.get("status") == "True", message if isinstance(message, str) else None
+    return None, None
+
+
+def _stop_policy(spec: Mapping[str, Any]) -> str:
+    policy = spec.get("stopPolicy")
+    return policy if isinstance(policy, str) and policy else STOP_POLICY_NONE
+
+
+# --------------------------------------------------------------------------------------------
+# Quota specification (ClusterQueue and Cohort spec.resourceGroups)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResourceQuota:
+    """Quota of one resource in one flavor, as written in ``spec.resourceGroups``.
+
+    ``borrowing_limit`` None: no limit on borrowing from the cohort (unbounded).
+    ``lending_limit`` None: no lending limit, all unused nominal quota may be lent.
+    """
+
+    name: str
+    nominal: Decimal
+    borrowing_limit: Decimal | None = None
+    lending_limit: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class FlavorQuotas:
+    """One flavor of a resource group with its per-resource quotas."""
+
+    name: str
+    resources: tuple[ResourceQuota, ...]
+
+
+@dataclass(frozen=True)
+class ResourceGroup:
+    """A set of covered resources and the flavors, in order of preference, that provide them."""
+
+    covered_resources: tuple[str, ...]
+    flavors: tuple[FlavorQuotas, ...]
+
+
+def _resource_groups(value: Any, where: str) -> tuple[ResourceGroup, ...]:
+    groups = []
+    for i, group in enumerate(_list(value, where)):
+        gwhere = f"{where}[{i}]"
+        group = _mapping(group, gwhere)
+        flavors = []
+        for j, flavor in enumerate(_list(group.get("flavors"), f"{gwhere}.flavors")):
+            fwhere = f"{gwhere}.flavors[{j}]"
+            flavor = _mapping(flavor, fwhere)
+            resources = []
+            for k, res in enumerate(_list(flavor.get("resources"), f"{fwhere}.resources")):
+                rwhere = f"{fwhere}.resources[{k}]"
+                res = _mapping(res, rwhere)
+                resources.append(
+                    ResourceQuota(
+                        name=str(res.get("name", "")),
+                        nominal=_quantity(res.get("nominalQuota", 0), f"{rwhere}.nominalQuota"),
+                        borrowing_limit=_optional_quantity(
+                            res.get("borrowingLimit"), f"{rwhere}.borrowingLimit"
+                        ),
+                        lending_limit=_optional_quantity(
+                            res.get("lendingLimit"), f"{rwhere}.lendingLimit"
+                        ),
+                    )
+                )
+            flavors.append(
+                FlavorQuotas(name=str(flavor.get("name", "")), resources=tuple(resources))
+            )
+        covered = tuple(str(r) for r in _list(group.get("coveredResources"), gwhere))
+        groups.append(ResourceGroup(covered_resources=covered, flavors=tuple(flavors)))
+    return tuple(groups)
+
+
+def _flatten_quotas(groups: tuple[ResourceGroup, ...]) -> dict[FlavorResource, ResourceQuota]:
+    return {
+        (flavor.name, quota.name): quota
+        for group in groups
+        for flavor in group.flavors
+        for quota in flavor.resources
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Status amounts (flavorsReservation / flavorsUsage)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlavorResourceAmount:
+    """A status total for one flavor and resource.
+
+    ``borrowed`` is the part above nominal quota taken from the cohort (ClusterQueue status
+    only; always zero for LocalQueues, whose status does not report it).
+    """
+
+    flavor: str
+    resource: str
+    total: Decimal
+    borrowed: Decimal = _ZERO
+
+
+def _amounts(value: Any, where: str) -> tuple[FlavorResourceAmount, ...]:
+    amounts = []
+    for i, flavor in enumerate(_list(value, where)):
+        fwhere = f"{where}[{i}]"
+        flavor = _mapping(flavor, fwhere)
+        for j, res in enumerate(_list(flavor.get("resources"), f"{fwhere}.resources")):
+            rwhere = f"{fwhere}.resources[{j}]"
+            res = _mapping(res, rwhere)
+            amounts.append(
+                FlavorResourceAmount(
+                    flavor=str(flavor.get("name", "")),
+                    resource=str(res.get("name", "")),
+                    total=_quantity(res.get("total", 0), f"{rwhere}.total"),
+                    borrowed=_quantity(res.get("borrowed", 0), f"{rwhere}.borrowed"),
+                )
+            )
+    return tuple(amounts)
+
+
+def amounts_by_key(amounts: Iterable[FlavorResourceAmount]) -> dict[FlavorResource, Decimal]:
+    """Map ``(flavor, resource)`` to ``total`` (entries repeated in status are summed)."""
+    out: dict[FlavorResource, Decimal] = {}
+    for amount in amounts:
+        key = (amount.flavor, amount.resource)
+        out[key] = out.get(key, _ZERO) + amount.total
+    return out
+
+
+def _total(amounts: tuple[FlavorResourceAmount, ...], flavor: str, resource: str) -> Decimal:
+    return sum((a.total for a in amounts if a.flavor == flavor and a.resource == resource), _ZERO)
+
+
+# --------------------------------------------------------------------------------------------
+# ClusterQueue
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterQueueQuota:
+    """A ClusterQueue's quota (spec) and what its workloads hold (status).
+
+    ``cohort`` is ``spec.cohortName`` (v1beta2) / ``spec.cohort`` (v1beta1); None when unset.
+    ``reservation`` is ``status.flavorsReservation``: quota held by workloads with a quota
+    reservation — this is what Kueue's scheduler counts against quota. ``usage`` is
+    ``status.flavorsUsage``: the part held by fully admitted workloads.
+    ``active_condition`` is the ``Active`` condition (None while Kueue has not reported it).
+    """
+
+    name: str
+    cohort: str | None = None
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    stop_policy: str = STOP_POLICY_NONE
+    active_condition: bool | None = None
+    active_message: str | None = None
+    pending: int = 0
+    reserving: int = 0
+    admitted: int = 0
+    reservation: tuple[FlavorResourceAmount, ...] = ()
+    usage: tuple[FlavorResourceAmount, ...] = ()
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any]) -> ClusterQueueQuota:
+        """Read a ``ClusterQueue`` dict of API version v1beta1 or v1beta2."""
+        name, _ = _name(obj, "ClusterQueue")
+        where = f"ClusterQueue {name!r}"
+        spec = _mapping(obj.get("spec"), f"{where}.spec")
+        status = _mapping(obj.get("status"), f"{where}.status")
+        # v1beta2 renamed spec.cohort to spec.cohortName; accept either.
+        cohort = spec.get("cohortName") or spec.get("cohort")
+        active, message = _active_condition(status, where)
+        return cls(
+            name=name,
+            cohort=str(cohort) if cohort else None,
+            resource_groups=_resource_groups(
+                spec.get("resourceGroups"), f"{where}.spec.resourceGroups"
+            ),
+            stop_policy=_stop_policy(spec),
+            active_condition=active,
+            active_message=message,
+            pending=_count(status.get("pendingWorkloads"), f"{where}.status.pendingWorkloads"),
+            reserving=_count(
+                status.get("reservingWorkloads"), f"{where}.status.reservingWorkloads"
+            ),
+            admitted=_count(status.get("admittedWorkloads"), f"{where}.status.admittedWorkloads"),
+            reservation=_amounts(
+                status.get("flavorsReservation"), f"{where}.status.flavorsReservation"
+            ),
+            usage=_amounts(status.get("flavorsUsage"), f"{where}.status.flavorsUsage"),
+        )
+
+    @property
+    def stopped(self) -> bool:
+        """True when ``spec.stopPolicy`` is Hold or HoldAndDrain: no new admissions."""
+        return self.stop_policy != STOP_POLICY_NONE
+
+    @property
+    def active(self) -> bool:
+        """True when Kueue reports ``Active=True`` and the queue is not stopped."""
+        return self.active_condition is True and not self.stopped
+
+    def quotas(self) -> dict[FlavorResource, ResourceQuota]:
+        """All ``(flavor, resource)`` quotas in spec order."""
+        return _flatten_quotas(self.resource_groups)
+
+    def reserved(self, flavor: str, resource: str) -> Decimal:
+        """Quota reserved in ``status.flavorsReservation`` (0 if not reported)."""
+        return _total(self.reservation, flavor, resource)
+
+    def used(self, flavor: str, resource: str) -> Decimal:
+        """Quota used by admitted workloads in ``status.flavorsUsage`` (0 if not reported)."""
+        return _total(self.usage, flavor, resource)
+
+    def borrowed(self, flavor: str, resource: str) -> Decimal:
+        """Reserved quota above nominal, borrowed from the cohort (``flavorsReservation``)."""
+        return sum(
+            (a.borrowed for a in self.reservation if a.flavor == flavor and a.resource == resource),
+            _ZERO,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Cohort (hierarchical cohorts)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CohortQuota:
+    """A ``Cohort`` object: a node of the cohort tree that may hold quota of its own.
+
+    ``parent`` is ``spec.parentName`` (``spec.parent`` in early v1beta1); None for a root.
+    Its resource groups add a shared pool on top of the member ClusterQueues' quota; its
+    borrowing/lending limits apply towards its parent.
+    """
+
+    name: str
+    parent: str | None = None
+    resource_groups: tuple[ResourceGroup, ...] = ()
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any]) -> CohortQuota:
+        """Read a ``Cohort`` dict of API version v1beta1 or v1beta2."""
+        name, _ = _name(obj, "Cohort")
+        where = f"Cohort {name!r}"
+        spec = _mapping(obj.get("spec"), f"{where}.spec")
+        parent = spec.get("parentName") or spec.get("parent")
+        return cls(
+            name=name,
+            parent=str(parent) if parent else None,
+            resource_groups=_resource_groups(
+                spec.get("resourceGroups"), f"{where}.spec.resourceGroups"
+            ),
+        )
+
+    def quotas(self) -> dict[FlavorResource, ResourceQuota]:
+        """All ``(flavor, resource)`` quotas in spec order."""
+        return _flatten_quotas(self.resource_groups)
+
+
+# --------------------------------------------------------------------------------------------
+# LocalQueue
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LocalQueueInfo:
+    """A namespace's LocalQueue: where it sends workloads and what they hold.
+
+    ``active`` is True only when Kueue reports ``Active=True`` and ``spec.stopPolicy`` is
+    ``None`` (a stopped queue admits nothing even before Kueue updates the condition).
+    ``reservation``/``usage`` are the LocalQueue's own ``flavorsReservation`` /
+    ``flavorsUsage`` (``flavorUsage`` in v1beta1): the share of this queue's workloads only.
+    """
+
+    name: str
+    namespace: str | None
+    cluster_queue: str
+    annotated_default: bool = False
+    stop_policy: str = STOP_POLICY_NONE
+    active_condition: bool | None = None
+    active_message: str | None = None
+    pending: int = 0
+    reserving: int = 0
+    admitted: int = 0
+    reservation: tuple[FlavorResourceAmount, ...] = ()
+    usage: tuple[FlavorResourceAmount, ...] = ()
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any]) -> LocalQueueInfo:
+        """Read a ``LocalQueue`` dict of API version v1beta1 or v1beta2."""
+        name, namespace = _name(obj, "LocalQueue")
+        where = f"LocalQueue {namespace}/{name}"
+        metadata = _mapping(obj.get("metadata"), f"{where}.metadata")
+        annotations = _mapping(metadata.get("annotations"), f"{where}.metadata.annotations")
+        spec = _mapping(obj.get("spec"), f"{where}.spec")
+        status = _mapping(obj.get("status"), f"{where}.status")
+        active, message = _active_condition(status, where)
+        # v1beta2 renamed status.flavorUsage to status.flavorsUsage.
+        usage_key = "flavorsUsage" if "flavorsUsage" in status else "flavorUsage"
+        return cls(
+            name=name,
+            namespace=namespace,
+            cluster_queue=str(spec.get("clusterQueue") or ""),
+            annotated_default=str(annotations.get(DEFAULT_QUEUE_ANNOTATION, "")).lower() == "true",
+            stop_policy=_stop_policy(spec),
+            active_condition=active,
+            active_message=message,
+            pending=_count(status.get("pendingWorkloads"), f"{where}.status.pendingWorkloads"),
+            reserving=_count(
+                status.get("reservingWorkloads"), f"{where}.status.reservingWorkloads"
+            ),
+            admitted=_count(status.get("admittedWorkloads"), f"{where}.status.admittedWorkloads"),
+            reservation=_amounts(
+                status.get("flavorsReservation"), f"{where}.status.flavorsReservation"
+            ),
+            usage=_amounts(status.get(usage_key), f"{where}.status.{usage_key}"),
+        )
+
+    @property
+    def stopped(self) -> bool:
+        """True when ``spec.stopPolicy`` is Hold or HoldAndDrain."""
+        return self.stop_policy != STOP_POLICY_NONE
+
+    @property
+    def active(self) -> bool:
+        """True when Kueue reports ``Active=True`` and the queue is not stopped."""
+        return self.active_condition is True and not self.stopped
+
+    @property
+    def default_convention(self) -> DefaultConvention | None:
+        """Which default-queue convention this queue satisfies (annotation first), if any."""
+        if self.annotated_default:
+            return "annotation"
+        if self.name == DEFAULT_QUEUE_NAME:
+            return "name"
+        return None
+
+    @property
+    def is_default_candidate(self) -> bool:
+        """True if either convention marks this queue as a namespace default."""
+        return self.default_convention is not None
+
+    def reserved(self, flavor: str, resource: str) -> Decimal:
+        """This queue's reserved quota for ``(flavor, resource)`` (0 if not reported)."""
+        return _total(self.reservation, flavor, resource)
+
+    def used(self, flavor: str, resource: str) -> Decimal:
+        """This queue's admitted usage for ``(flavor, resource)`` (0 if not reported)."""
+        return _total(self.usage, flavor, resource)
+
+
+@dataclass(frozen=True)
+class DefaultQueueChoice:
+    """The default LocalQueue of a namespace and the convention that chose it.
+
+    ``candidates`` lists every queue the winning convention matched; more than one means the
+    namespace is ambiguous (several annotated queues) and the first by name was taken.
+    """
+
+    queue: LocalQueueInfo
+    convention: DefaultConvention
+    candidates: tuple[str, ...]
+
+    @property
+    def ambiguous(self) -> bool:
+        """True when several queues carry the default annotation."""
+        return len(self.candidates) > 1
+
+    @property
+    def reason(self) -> str:
+        """A sentence for the user saying why this queue is the default."""
+        if self.convention == "annotation":
+            text = f"LocalQueue {self.queue.name!r} is annotated {DEFAULT_QUEUE_ANNOTATION}=true"
+            if self.ambiguous:
+                others = ", ".join(repr(c) for c in self.candidates if c != self.queue.name)
+                text += f" (also annotated: {others}; the first by name was chosen)"
+            return text
+        return f"LocalQueue is named {DEFAULT_QUEUE_NAME!r} (Kueue's LocalQueueDefaulting)"
+
+
+def default_local_queue(
+    local_queues: Iterable[LocalQueueInfo], namespace: str | None = None
+) -> DefaultQueueChoice | None:
+    """Pick THE default LocalQueue of one namespace, or None if there is none.
+
+    The ``kueue.x-k8s.io/default-queue: "true"`` annotation wins over a queue named
+    ``default``; among several annotated queues the first by name wins (and the choice is
+    marked ambiguous). With ``namespace`` None all queues must be from one namespace.
+    """
+    queues = [q for q in local_queues if namespace is None or q.namespace == namespace]
+    if namespace is None and len({q.namespace for q in queues}) > 1:
+        raise ValueError("LocalQueues from several namespaces: pass namespace=")
+    annotated = sorted((q for q in queues if q.annotated_default), key=lambda q: q.name)
+    if annotated:
+        return DefaultQueueChoice(
+            queue=annotated[0],
+            convention="annotation",
+            candidates=tuple(q.name for q in annotated),
+        )
+    for queue in queues:
+        if queue.name == DEFAULT_QUEUE_NAME:
+            return DefaultQueueChoice(queue=queue, convention="name", candidates=(queue.name,))
+    return None

@@ -1,0 +1,121 @@
+"""Kubernetes name rules as small pure checks.
+
+Each ``*_error`` function returns ``None`` when the value is valid and otherwise a short,
+human message saying what is wrong and what is allowed. They mirror the checks of
+``k8s.io/apimachinery/pkg/util/validation`` (``IsDNS1035Label``, ``IsDNS1123Label``,
+``IsDNS1123Subdomain``, ``IsQualifiedName``, ``IsValidLabelValue``) so that a request rejected
+here would also have been rejected by the API server, only later and less clearly.
+
+All patterns use ``fullmatch``: a ``$`` anchor would accept a trailing newline.
+"""
+
+from __future__ import annotations
+
+import re
+
+DNS1123_LABEL_MAX_LENGTH = 63
+DNS1123_SUBDOMAIN_MAX_LENGTH = 253
+LABEL_VALUE_MAX_LENGTH = 63
+LABEL_NAME_MAX_LENGTH = 63
+
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _too_long(value: str, max_length: int) -> str | None:
+    if len(value) > max_length:
+        return f"{value!r} is {len(value)} characters long; the limit is {max_length}"
+    return None
+
+
+def dns1035_label_error(value: str, max_length: int = DNS1123_LABEL_MAX_LENGTH) -> str | None:
+    """Check a DNS-1035 label: lower-case letters, digits and '-', starting with a letter."""
+    if not value:
+        return "must not be empty"
+    if _DNS1035_LABEL.fullmatch(value) is None:
+        return (
+            f"{value!r} may contain only lower-case letters, digits and '-', "
+            "must start with a letter and end with a letter or digit"
+        )
+    return _too_long(value, max_length)
+
+
+def dns1123_label_error(value: str) -> str | None:
+    """Check a DNS-1123 label (e.g. a namespace name): like DNS-1035 but may start with a digit."""
+    if not value:
+        return "must not be empty"
+    if _DNS1123_LABEL.fullmatch(value) is None:
+        return (
+            f"{value!r} may contain only lower-case letters, digits and '-', "
+            "and must start and end with a letter or digit"
+        )
+    return _too_long(value, DNS1123_LABEL_MAX_LENGTH)
+
+
+def dns1123_subdomain_error(
+    value: str, max_length: int = DNS1123_SUBDOMAIN_MAX_LENGTH
+) -> str | None:
+    """Check a DNS-1123 subdomain (most object names): dot-separated DNS-1123 labels."""
+    if not value:
+        return "must not be empty"
+    if _DNS1123_SUBDOMAIN.fullmatch(value) is None:
+        return (
+            f"{value!r} may contain only lower-case letters, digits, '-' and '.', "
+            "and must start and end with a letter or digit"
+        )
+    return _too_long(value, max_length)
+
+
+def label_key_error(key: str) -> str | None:
+    """Check a label key: an optional DNS-subdomain prefix and '/', then a name of <= 63 chars."""
+    if not key:
+        return "a label key must not be empty"
+    prefix, slash, name = key.rpartition("/")
+    if slash:
+        if not prefix:
+            return f"label key {key!r} has an empty prefix before '/'"
+        prefix_error = dns1123_subdomain_error(prefix)
+        if prefix_error is not None:
+            return f"label key {key!r} has an invalid prefix: {prefix_error}"
+    if not name:
+        return f"label key {key!r} has an empty name after the prefix"
+    if _LABEL_NAME.fullmatch(name) is None:
+        return (
+            f"label key {key!r}: the name part may contain only letters, digits, '-', '_' "
+            "and '.', and must start and end with a letter or digit"
+        )
+    if len(name) > LABEL_NAME_MAX_LENGTH:
+        return f"label key {key!r}: the name part is longer than {LABEL_NAME_MAX_LENGTH} characters"
+    return None
+
+
+def label_value_error(value: str) -> str | None:
+    """Check a label value: empty, or <= 63 letters, digits, '-', '_', '.' with alnum ends."""
+    if value == "":
+        return None
+    if _LABEL_NAME.fullmatch(value) is None:
+        return (
+            f"label value {value!r} may contain only letters, digits, '-', '_' and '.', "
+            "and must start and end with a letter or digit"
+        )
+    if len(value) > LABEL_VALUE_MAX_LENGTH:
+        return f"label value {value!r} is longer than {LABEL_VALUE_MAX_LENGTH} characters"
+    return None
+
+
+def is_label_value(value: str) -> bool:
+    """Whether ``value`` can be used as a label value as it is."""
+    return label_value_error(value) is None
+
+
+def env_name_error(name: str) -> str | None:
+    """Check an environment variable name in C-identifier style (what shells can expand)."""
+    if _C_IDENTIFIER.fullmatch(name) is None:
+        return (
+            f"{name!r} is not a valid variable name "
+            "(letters, digits and '_', not starting with a digit)"
+        )
+    return None

@@ -1,0 +1,59 @@
+"""``python -m tests.cluster up|down|status|kubeconfig``: drive the local control plane."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .controlplane import LocalCluster
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.cluster", description=__doc__)
+    parser.add_argument(
+        "command", choices=["up", "down", "status", "kubeconfig", "build", "demo-queues"]
+    )
+    parser.add_argument("--kueue", help="Kueue version (default: DW_KUEUE_VERSION or pinned)")
+    args = parser.parse_args(argv)
+    from .versions import Versions
+
+    cluster = LocalCluster(versions=Versions.selected(args.kueue))
+    if args.command == "build":
+        cluster.build()
+    elif args.command == "up":
+        state = cluster.up()
+        print(f"kube-apiserver {state.apiserver}; versions {state.versions}")
+        print(f"export KUBECONFIG={state.kubeconfig}")
+    elif args.command == "down":
+        cluster.down()
+        print("stopped")
+    elif args.command == "status":
+        state = cluster.state()
+        healthy = cluster.is_healthy(state)
+        print("running" if healthy else ("unhealthy" if state else "not running"))
+        if state:
+            for name, pid in state.pids.items():
+                print(f"  {name}: pid {pid}")
+        return 0 if healthy else 1
+    elif args.command == "demo-queues":
+        state = cluster.state()
+        if state is None or not cluster.is_healthy(state):
+            print("no running cluster: run `make cluster-up`", file=sys.stderr)
+            return 1
+        from .demo import apply_demo_queues
+        from .kubeapi import AdminApi
+
+        api_version = "v1beta2" if cluster.versions.kueue_serves_v1beta2 else "v1beta1"
+        for applied in apply_demo_queues(AdminApi(state.kubeconfig), api_version):
+            print(f"applied {applied}")
+    elif args.command == "kubeconfig":
+        state = cluster.state()
+        if state is None:
+            print("no cluster: run `make cluster-up`", file=sys.stderr)
+            return 1
+        print(state.kubeconfig)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

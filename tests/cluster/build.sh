@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds every binary of the local test cluster from Go modules into a cache outside the repo,
+# one directory per component and version, so later runs (and CI on the same machine) reuse it.
+# Usage: build.sh [KUEUE_VERSION|legacy]   (default: $DW_KUEUE_VERSION, else KUEUE_VERSION)
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+source "$here/versions.env"
+kueue_version="${1:-${DW_KUEUE_VERSION:-$KUEUE_VERSION}}"
+[[ "$kueue_version" == legacy ]] && kueue_version="$KUEUE_LEGACY_VERSION"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/jupyter-dw/bin"
+export GOFLAGS=-mod=mod
+
+command -v go >/dev/null || { echo "build.sh: Go is required (https://go.dev/dl)" >&2; exit 1; }
+
+kube_version="$(cd "$here/go/kubernetes" && go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+kube_dir="$cache/kubernetes-$kube_version"
+if [[ ! -x "$kube_dir/kube-scheduler" || ! -x "$kube_dir/kube-apiserver" || ! -x "$kube_dir/kube-controller-manager" ]]; then
+  echo "building Kubernetes $kube_version (first time: several minutes)" >&2
+  mkdir -p "$kube_dir.tmp"
+  (cd "$here/go/kubernetes" && go build -o "$kube_dir.tmp/" \
+      k8s.io/kubernetes/cmd/kube-apiserver \
+      k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler)
+  rm -rf "$kube_dir" && mv "$kube_dir.tmp" "$kube_dir"
+fi
+
+# Each of these modules is built as its own main module, from its source in the module cache,
+# so its own go.mod and go.sum decide every dependency (none of them uses replace directives).
+# Not `go install module@version`: that also lists the module's versions, which the proxy refuses.
+build_module() { # name version module package binary
+  local dir="$cache/$1-$2" src
+  if [[ ! -x "$dir/$5" ]]; then
+    echo "building $1 $2" >&2
+    src="$(go mod download -json "$3@$2" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+    mkdir -p "$dir.tmp"
+    (cd "$src" && GOFLAGS=-mod=readonly go build -o "$dir.tmp/$5" "$4")
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+}
+build_module kueue "$kueue_version" sigs.k8s.io/kueue ./cmd/kueue kueue
+build_module kuberay "$KUBERAY_VERSION" github.com/ray-project/kuberay/ray-operator . ray-operator
+build_module kwok "$KWOK_VERSION" sigs.k8s.io/kwok ./cmd/kwok kwok
+
+if ! command -v etcd >/dev/null; then
+  echo "etcd not found: install Debian's etcd-server (make deps does)" >&2
+  exit 1
+fi

@@ -1,0 +1,599 @@
+"""Start, inspect and stop the local control plane (every process on 127.0.0.1, stopped by PID)."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+from . import manifests
+from .kubeapi import AdminApi, ComponentDied, wait_for
+from .pki import CertificateAuthority, KeyPair, write_service_account_keys
+from .versions import HERE, Versions
+
+STARTUP_TIMEOUT = 120.0
+# Kueue 0.14 binds its visibility server to this port; newer releases take it from config.
+LEGACY_VISIBILITY_PORT = 8082
+FAKE_NODES = 4
+
+
+def default_state_dir() -> Path:
+    """Where a cluster keeps its state (certificates, etcd data, logs, PIDs, kubeconfig)."""
+    override = os.environ.get("DW_CLUSTER_DIR")
+    return Path(override) if override else Path(tempfile.gettempdir()) / "jupyter-dw-cluster"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _log(message: str) -> None:
+    print(f"[cluster] {message}", file=sys.stderr, flush=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child of this process still answers kill(0); reap it if it is ours.
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        return True
+
+
+@dataclass
+class ClusterState:
+    """What a running cluster needs to be found and stopped again (saved as state.json)."""
+
+    versions: dict[str, str]
+    kubeconfig: str
+    apiserver: str
+    ca_file: str
+    pids: dict[str, int] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+    started_seconds: float = 0.0
+
+
+class LocalCluster:
+    """One local control plane, its state kept under ``state_dir``."""
+
+    def __init__(self, state_dir: Path | None = None, versions: Versions | None = None) -> None:
+        self.state_dir = state_dir or default_state_dir()
+        self.versions = versions or Versions.selected()
+        self.state_file = self.state_dir / "state.json"
+        self.logs = self.state_dir / "logs"
+
+    # ----------------------------------------------------------------- inspection
+    def state(self) -> ClusterState | None:
+        """The saved state, or None when no cluster was started here."""
+        if not self.state_file.exists():
+            return None
+        return ClusterState(**json.loads(self.state_file.read_text()))
+
+    def is_healthy(self, state: ClusterState | None = None) -> bool:
+        """Every process alive and the API server ready."""
+        state = state or self.state()
+        if state is None or not all(_alive(pid) for pid in state.pids.values()):
+            return False
+        try:
+            return self._get(state, "/readyz") == b"ok"
+        except OSError:
+            return False
+
+    def _get(self, state: ClusterState, path: str) -> bytes:
+        ctx = ssl.create_default_context(cafile=state.ca_file)
+        pki = Path(state.ca_file).parent
+        ctx.load_cert_chain(pki / "admin.crt", pki / "admin.key")
+        with urllib.request.urlopen(state.apiserver + path, context=ctx, timeout=5) as resp:
+            return resp.read()
+
+    # ----------------------------------------------------------------- lifecycle
+    def up(self) -> ClusterState:
+        """Start the cluster, or keep the running one if it is healthy and the same versions."""
+        state = self.state()
+        if state and state.versions == asdict(self.versions) and self.is_healthy(state):
+            _log(f"already running ({self.state_dir})")
+            return state
+        if state:
+            _log("stopping the previous cluster (unhealthy or other versions)")
+            self.down()
+        self.build()
+        started = time.monotonic()
+        state = self._start()
+        state.started_seconds = round(time.monotonic() - started, 1)
+        self._save(state)
+        _log(f"ready in {state.started_seconds}s")
+        return state
+
+    def build(self) -> None:
+        """Build (or find cached) binaries for the selected versions."""
+        subprocess.run(["bash", str(HERE / "build.sh"), self.versions.kueue], check=True)
+
+    def down(self) -> None:
+        """Stop every process of the cluster (newest first) and remove its state."""
+        state = self.state()
+        if state:
+            for name, pid in reversed(list(state.pids.items())):
+                _stop(name, pid)
+        if self.state_dir.exists():
+            subprocess.run(["rm", "-rf", str(self.state_dir)], check=True)
+
+    def _save(self, state: ClusterState) -> None:
+        self.state_file.write_text(json.dumps(asdict(state), indent=2))
+
+    # ----------------------------------------------------------------- start-up
+    def _start(self) -> ClusterState:
+        if self.state_dir.exists():
+            subprocess.run(["rm", "-rf", str(self.state_dir)], check=True)
+        pki = self.state_dir / "pki"
+        for directory in (pki, self.logs, self.state_dir / "etcd", self.state_dir / "kueue-certs"):
+            directory.mkdir(parents=True, exist_ok=True)
+        self.state_dir.chmod(0o700)
+
+        ports = {
+            name: free_port()
+            for name in (
+                "etcd",
+                "etcd-peer",
+                "apiserver",
+                "controller-manager",
+                "scheduler",
+                "kueue-webhook",
+                "kueue-health",
+                "kuberay-health",
+                "kuberay-metrics",
+                "kwok",
+            )
+        }
+        ports["kueue-visibility"] = (
+            free_port() if self.versions.kueue_serves_v1beta2 else LEGACY_VISIBILITY_PORT
+        )
+
+        ca = CertificateAuthority(pki, "ca")
+        front_proxy_ca = CertificateAuthority(pki, "front-proxy-ca")
+        loopback = ("127.0.0.1", "localhost")
+        apiserver_cert = ca.issue(
+            "apiserver",
+            "kube-apiserver",
+            hosts=(
+                *loopback,
+                "10.96.0.1",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            ),
+        )
+        etcd_cert = ca.issue("etcd", "etcd", hosts=loopback)
+        etcd_client = ca.issue("etcd-client", "kube-apiserver-etcd-client", client=True)
+        admin = ca.issue("admin", "admin", organization="system:masters", client=True)
+        front_proxy_client = front_proxy_ca.issue(
+            "front-proxy-client", "front-proxy-client", client=True
+        )
+        kueue_cert = ca.issue("kueue-webhook", "kueue-webhook", hosts=loopback)
+        (self.state_dir / "kueue-certs" / "tls.crt").write_bytes(kueue_cert.cert.read_bytes())
+        (self.state_dir / "kueue-certs" / "tls.key").write_bytes(kueue_cert.key.read_bytes())
+        sa_keys = write_service_account_keys(pki)
+
+        apiserver = f"https://127.0.0.1:{ports['apiserver']}"
+        kubeconfig = self.state_dir / "kubeconfig"
+        _write_kubeconfig(kubeconfig, apiserver, ca.pem, admin)
+        state = ClusterState(
+            versions=asdict(self.versions),
+            kubeconfig=str(kubeconfig),
+            apiserver=apiserver,
+            ca_file=str(ca.pair.cert),
+            ports=ports,
+        )
+        try:
+            self._start_processes(
+                state,
+                ca,
+                front_proxy_ca,
+                apiserver_cert,
+                etcd_cert,
+                etcd_client,
+                front_proxy_client,
+                sa_keys,
+            )
+        except BaseException:
+            self._save(state)
+            _log(f"start-up failed; logs are in {self.logs}")
+            for name, pid in reversed(list(state.pids.items())):
+                _stop(name, pid)
+            raise
+        return state
+
+    def _spawn(self, state: ClusterState, name: str, argv: list[str]) -> None:
+        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
+        proc = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=self.state_dir,
+        )
+        log.close()
+        state.pids[name] = proc.pid
+        self._save(state)
+
+    def _wait_healthy(self, state: ClusterState, name: str, url: str, ca_file: str | None) -> None:
+        pid = state.pids[name]
+
+        def check() -> bool:
+            if not _alive(pid):
+                tail = (self.logs / f"{name}.log").read_text(errors="replace")[-3000:]
+                raise ComponentDied(f"{name} exited during start-up; log tail:\n{tail}")
+            ctx = ssl.create_default_context(cafile=ca_file) if ca_file else _insecure_context()
+            if url.startswith(state.apiserver):
+                pki = Path(state.ca_file).parent
+                ctx.load_cert_chain(pki / "admin.crt", pki / "admin.key")
+            try:
+                with urllib.request.urlopen(url, context=ctx, timeout=3) as resp:
+                    return resp.status == 200
+            except OSError:
+                return False
+
+        wait_for(check, timeout=STARTUP_TIMEOUT, what=f"{name} at {url}")
+
+    def _start_processes(
+        self,
+        state: ClusterState,
+        ca: CertificateAuthority,
+        front_proxy_ca: CertificateAuthority,
+        apiserver_cert: KeyPair,
+        etcd_cert: KeyPair,
+        etcd_client: KeyPair,
+        front_proxy_client: KeyPair,
+        sa_keys: KeyPair,
+    ) -> None:
+        v, ports = self.versions, state.ports
+        etcd_url = f"https://127.0.0.1:{ports['etcd']}"
+        peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
+        t0 = time.monotonic()
+        self._spawn(
+            state,
+            "etcd",
+            [
+                "etcd",
+                "--name=default",
+                f"--data-dir={self.state_dir / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=default={peer_url}",
+                f"--cert-file={etcd_cert.cert}",
+                f"--key-file={etcd_cert.key}",
+                "--client-cert-auth",
+                f"--trusted-ca-file={ca.pair.cert}",
+                "--listen-metrics-urls=",
+                "--log-level=warn",
+            ],
+        )
+
+        kubeconfig = state.kubeconfig
+        self._spawn(
+            state,
+            "kube-apiserver",
+            [
+                str(v.binary("kube-apiserver")),
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={ports['apiserver']}",
+                f"--tls-cert-file={apiserver_cert.cert}",
+                f"--tls-private-key-file={apiserver_cert.key}",
+                f"--client-ca-file={ca.pair.cert}",
+                f"--etcd-servers={etcd_url}",
+                f"--etcd-cafile={ca.pair.cert}",
+                f"--etcd-certfile={etcd_client.cert}",
+                f"--etcd-keyfile={etcd_client.key}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={sa_keys.cert}",
+                f"--service-account-signing-key-file={sa_keys.key}",
+                "--authorization-mode=Node,RBAC",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                "--endpoint-reconciler-type=none",
+                "--allow-privileged=true",
+                "--profiling=false",
+                f"--requestheader-client-ca-file={front_proxy_ca.pair.cert}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={front_proxy_client.cert}",
+                f"--proxy-client-key-file={front_proxy_client.key}",
+            ],
+        )
+        self._wait_healthy(state, "kube-apiserver", f"{state.apiserver}/readyz", state.ca_file)
+        _log(f"kube-apiserver ready after {time.monotonic() - t0:.1f}s")
+
+        common = [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            "--leader-elect=false",
+        ]
+        self._spawn(
+            state,
+            "kube-controller-manager",
+            [
+                str(v.binary("kube-controller-manager")),
+                *common,
+                f"--secure-port={ports['controller-manager']}",
+                f"--service-account-private-key-file={sa_keys.key}",
+                f"--root-ca-file={ca.pair.cert}",
+                f"--cluster-signing-cert-file={ca.pair.cert}",
+                f"--cluster-signing-key-file={ca.pair.key}",
+                "--use-service-account-credentials=false",
+                "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,"
+                "-node-route-controller,-persistentvolume-binder-controller",
+            ],
+        )
+        self._spawn(
+            state,
+            "kube-scheduler",
+            [
+                str(v.binary("kube-scheduler")),
+                *common,
+                f"--secure-port={ports['scheduler']}",
+            ],
+        )
+
+        api = AdminApi(kubeconfig)
+        webhook_url = f"https://127.0.0.1:{ports['kueue-webhook']}"
+        for obj in manifests.kueue_crds(v, webhook_url, ca.pem) + manifests.kuberay_crds(v):
+            api.apply(obj)
+        for obj in manifests.kueue_visibility(v, ports["kueue-visibility"]):
+            api.apply(obj)
+        for obj in manifests.kueue_webhooks(v, webhook_url, ca.pem):
+            api.apply(obj)
+        for crd in manifests.kueue_crds(v, webhook_url, ca.pem) + manifests.kuberay_crds(v):
+            _wait_crd_established(api, crd["metadata"]["name"])
+
+        kueue_cfg = self.state_dir / "kueue-config.yaml"
+        kueue_cfg.write_text(
+            yaml.safe_dump(
+                manifests.kueue_config(
+                    v,
+                    webhook_port=ports["kueue-webhook"],
+                    cert_dir=self.state_dir / "kueue-certs",
+                    health_port=ports["kueue-health"],
+                    visibility_port=ports["kueue-visibility"],
+                )
+            )
+        )
+        _install_visibility_cert(kueue_cfg.parent / "kueue-certs")
+        self._spawn(
+            state,
+            "kueue",
+            [
+                str(v.binary("kueue")),
+                f"--config={kueue_cfg}",
+                f"--kubeconfig={kubeconfig}",
+                "--zap-log-level=info",
+            ],
+        )
+        self._spawn(
+            state,
+            "kuberay-operator",
+            [
+                str(v.binary("ray-operator")),
+                f"--metrics-addr=127.0.0.1:{ports['kuberay-metrics']}",
+                f"--health-probe-bind-address=127.0.0.1:{ports['kuberay-health']}",
+                "--enable-leader-election=false",
+                "--log-stdout-encoder=console",
+            ],
+        )
+        stages = self.state_dir / "kwok-stages.yaml"
+        stages.write_text(manifests.kwok_stages(v))
+        self._spawn(
+            state,
+            "kwok",
+            [
+                str(v.binary("kwok")),
+                f"--kubeconfig={kubeconfig}",
+                f"--config={stages}",
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={manifests.FAKE_NODE_ANNOTATION}=fake",
+                "--cidr=10.244.0.0/16",
+                "--node-ip=127.0.0.1",
+                f"--node-port={ports['kwok']}",
+            ],
+        )
+        for index in range(FAKE_NODES):
+            api.apply(manifests.fake_node(f"kwok-node-{index}", cpu="32", memory="128Gi", gpus=4))
+
+        self._wait_healthy(
+            state,
+            "kube-controller-manager",
+            f"https://127.0.0.1:{ports['controller-manager']}/healthz",
+            None,
+        )
+        self._wait_healthy(
+            state, "kube-scheduler", f"https://127.0.0.1:{ports['scheduler']}/healthz", None
+        )
+        self._wait_healthy(state, "kueue", f"http://127.0.0.1:{ports['kueue-health']}/readyz", None)
+        self._wait_healthy(
+            state, "kuberay-operator", f"http://127.0.0.1:{ports['kuberay-health']}/readyz", None
+        )
+        _wait_kueue_webhooks(api, v)
+        _wait_visibility_api(api, v)
+        _wait_nodes_ready(api)
+        _wait_default_service_account(api)
+        _log(f"all components ready after {time.monotonic() - t0:.1f}s")
+
+
+def _insecure_context() -> ssl.SSLContext:
+    # Health endpoints of our own loopback processes with self-signed serving certificates.
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def _install_visibility_cert(cert_dir: Path) -> None:
+    """Kueue reads its visibility-server certificate from the fixed directory /visibility."""
+    target = Path("/visibility")
+    target.mkdir(exist_ok=True)
+    for name in ("tls.crt", "tls.key"):
+        (target / name).write_bytes((cert_dir / name).read_bytes())
+
+
+def _write_kubeconfig(path: Path, server: str, ca_pem: bytes, client: KeyPair) -> None:
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "jupyter-dw",
+                        "cluster": {"server": server, "certificate-authority-data": b64(ca_pem)},
+                    }
+                ],
+                "users": [
+                    {
+                        "name": "admin",
+                        "user": {
+                            "client-certificate-data": b64(client.cert.read_bytes()),
+                            "client-key-data": b64(client.key.read_bytes()),
+                        },
+                    }
+                ],
+                "contexts": [
+                    {
+                        "name": "jupyter-dw",
+                        "context": {
+                            "cluster": "jupyter-dw",
+                            "user": "admin",
+                            "namespace": "default",
+                        },
+                    }
+                ],
+                "current-context": "jupyter-dw",
+            }
+        )
+    )
+    path.chmod(0o600)
+
+
+def _wait_crd_established(api: AdminApi, name: str) -> None:
+    def established() -> bool:
+        crd = api.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+        return any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in crd.get("status", {}).get("conditions", [])
+        )
+
+    wait_for(established, timeout=30, what=f"CRD {name} established")
+
+
+def _wait_kueue_webhooks(api: AdminApi, versions: Versions) -> None:
+    """A server-side dry run goes through Kueue's webhooks: proves they answer."""
+    group_version = "v1beta2" if versions.kueue_serves_v1beta2 else "v1beta1"
+    flavor = {
+        "apiVersion": f"kueue.x-k8s.io/{group_version}",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "webhook-probe"},
+    }
+
+    def dry_run() -> bool:
+        api.request(
+            "POST",
+            "/apis/kueue.x-k8s.io/" + group_version + "/resourceflavors",
+            flavor,
+            content_type="application/json",
+            query=[("dryRun", "All")],
+        )
+        return True
+
+    wait_for(dry_run, timeout=STARTUP_TIMEOUT, what="Kueue webhooks")
+
+
+def _wait_visibility_api(api: AdminApi, versions: Versions) -> None:
+    version = "v1beta2" if versions.kueue_serves_v1beta2 else "v1beta1"
+
+    def available() -> bool:
+        svc = api.request(
+            "GET",
+            f"/apis/apiregistration.k8s.io/v1/apiservices/{version}.visibility.kueue.x-k8s.io",
+        )
+        return any(
+            c["type"] == "Available" and c["status"] == "True"
+            for c in svc.get("status", {}).get("conditions", [])
+        )
+
+    wait_for(available, timeout=STARTUP_TIMEOUT, what="Kueue visibility APIService available")
+
+
+def _wait_nodes_ready(api: AdminApi) -> None:
+    def ready() -> bool:
+        nodes = api.request("GET", "/api/v1/nodes")["items"]
+        return len(nodes) >= FAKE_NODES and all(
+            any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in n.get("status", {}).get("conditions", [])
+            )
+            for n in nodes
+        )
+
+    wait_for(ready, timeout=STARTUP_TIMEOUT, what="KWOK nodes Ready")
+
+
+def _wait_default_service_account(api: AdminApi) -> None:
+    # Pods need the namespace's default ServiceAccount, made by the controller manager.
+    wait_for(
+        lambda: api.get(
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"namespace": "default", "name": "default"},
+            }
+        ),
+        timeout=STARTUP_TIMEOUT,
+        what="the default ServiceAccount",
+    )
+
+
+def _stop(name: str, pid: int, timeout: float = 15.0) -> None:
+    """SIGTERM the process group of ``pid``, then SIGKILL whatever is left after ``timeout``."""
+    if not _alive(pid):
+        return
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    if _alive(pid):
+        _log(f"{name} (pid {pid}) ignored SIGTERM; killing it")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)

@@ -1,0 +1,69 @@
+"""Demo queues for ``make demo``: two teams' ClusterQueues in one cohort, GPUs in one of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .kubeapi import AdminApi
+
+DEMO_NAMESPACE = "default"
+
+
+def demo_objects(api_version: str) -> list[dict[str, Any]]:
+    """ResourceFlavors, ClusterQueues sharing a cohort, and LocalQueues in ``default``."""
+    group = f"kueue.x-k8s.io/{api_version}"
+    cohort_key = "cohortName" if api_version == "v1beta2" else "cohort"
+
+    def cluster_queue(name: str, cpu: str, memory: str, gpus: str) -> dict[str, Any]:
+        return {
+            "apiVersion": group,
+            "kind": "ClusterQueue",
+            "metadata": {"name": name},
+            "spec": {
+                "namespaceSelector": {},
+                cohort_key: "demo",
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                        "flavors": [
+                            {
+                                "name": "demo-default",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": cpu},
+                                    {"name": "memory", "nominalQuota": memory},
+                                    {"name": "nvidia.com/gpu", "nominalQuota": gpus},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        }
+
+    def local_queue(name: str, cq: str, default: bool = False) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "namespace": DEMO_NAMESPACE}
+        if default:
+            meta["annotations"] = {"kueue.x-k8s.io/default-queue": "true"}
+        return {
+            "apiVersion": group,
+            "kind": "LocalQueue",
+            "metadata": meta,
+            "spec": {"clusterQueue": cq},
+        }
+
+    return [
+        {"apiVersion": group, "kind": "ResourceFlavor", "metadata": {"name": "demo-default"}},
+        cluster_queue("demo-team-a", cpu="8", memory="32Gi", gpus="0"),
+        cluster_queue("demo-team-b", cpu="4", memory="16Gi", gpus="2"),
+        local_queue("team-a", "demo-team-a", default=True),
+        local_queue("team-b", "demo-team-b"),
+    ]
+
+
+def apply_demo_queues(api: AdminApi, api_version: str) -> list[str]:
+    """Create or update the demo queues; returns what was applied, as kind/name."""
+    applied = []
+    for obj in demo_objects(api_version):
+        api.apply(obj)
+        applied.append(f"{obj['kind']}/{obj['metadata']['name']}")
+    return applied

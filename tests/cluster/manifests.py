@@ -1,0 +1,185 @@
+"""Objects the test bed installs: CRDs, webhooks and the visibility APIService of Kueue,
+KubeRay's CRDs, KWOK's stages and fake nodes.
+
+Everything is read from the Go module cache of the pinned versions and adapted for processes
+on 127.0.0.1: webhook ``service`` references become ``url`` references with our CA bundle.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .versions import Versions
+
+# Only webhooks for these API groups are registered: Kueue serves many integrations, and a
+# webhook whose CRD is absent (or that intercepts core pods) only adds ways to fail.
+_WEBHOOK_GROUPS = {"kueue.x-k8s.io", "ray.io", "batch"}
+KUEUE_NAMESPACE = "kueue-system"
+FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+
+
+def _load_all(path: Path) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def _ca_bundle(ca_pem: bytes) -> str:
+    return base64.b64encode(ca_pem).decode()
+
+
+def kueue_crds(versions: Versions, webhook_url: str, ca_pem: bytes) -> list[dict[str, Any]]:
+    """Kueue's CRDs, with the conversion webhook Kueue's own kustomization enables."""
+    crd_dir = versions.source("kueue") / "config" / "components" / "crd"
+    kustomization = yaml.safe_load((crd_dir / "kustomization.yaml").read_text())
+    converted = set()
+    for patch in kustomization.get("patches") or []:
+        for doc in _load_all(crd_dir / patch["path"]):
+            if doc.get("spec", {}).get("conversion", {}).get("strategy") == "Webhook":
+                converted.add(doc["metadata"]["name"])
+    crds = []
+    for resource in kustomization["resources"]:
+        crd = yaml.safe_load((crd_dir / resource).read_text())
+        if crd["metadata"]["name"] in converted:
+            crd["spec"]["conversion"] = {
+                "strategy": "Webhook",
+                "webhook": {
+                    "clientConfig": {
+                        "url": f"{webhook_url}/convert",
+                        "caBundle": _ca_bundle(ca_pem),
+                    },
+                    "conversionReviewVersions": ["v1"],
+                },
+            }
+        crds.append(crd)
+    return crds
+
+
+def kueue_webhooks(versions: Versions, webhook_url: str, ca_pem: bytes) -> list[dict[str, Any]]:
+    """Kueue's mutating and validating webhooks for our API groups, reached by URL."""
+    manifests = versions.source("kueue") / "config" / "components" / "webhook" / "manifests.yaml"
+    configs = []
+    for doc in _load_all(manifests):
+        hooks = []
+        for hook in doc["webhooks"]:
+            groups = {g for rule in hook.get("rules", []) for g in rule.get("apiGroups", [])}
+            if not groups or not groups <= _WEBHOOK_GROUPS:
+                continue
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": webhook_url + path, "caBundle": _ca_bundle(ca_pem)}
+            hooks.append(hook)
+        doc["metadata"]["name"] = "kueue-" + doc["metadata"]["name"]
+        doc["webhooks"] = hooks
+        configs.append(doc)
+    return configs
+
+
+def kueue_visibility(versions: Versions, port: int) -> list[dict[str, Any]]:
+    """The visibility APIService(s), backed by an ExternalName Service that points at localhost."""
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}},
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kueue-visibility-server", "namespace": KUEUE_NAMESPACE},
+            "spec": {
+                "type": "ExternalName",
+                "externalName": "localhost",
+                "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+            },
+        },
+    ]
+    api_versions = ["v1beta1", "v1beta2"] if versions.kueue_serves_v1beta2 else ["v1beta1"]
+    for api_version in api_versions:
+        objects.append(
+            {
+                "apiVersion": "apiregistration.k8s.io/v1",
+                "kind": "APIService",
+                "metadata": {"name": f"{api_version}.visibility.kueue.x-k8s.io"},
+                "spec": {
+                    "group": "visibility.kueue.x-k8s.io",
+                    "version": api_version,
+                    "groupPriorityMinimum": 100,
+                    "versionPriority": 100,
+                    # Kueue serves a self-signed certificate (as in its own manifests).
+                    "insecureSkipTLSVerify": True,
+                    "service": {
+                        "name": "kueue-visibility-server",
+                        "namespace": KUEUE_NAMESPACE,
+                        "port": port,
+                    },
+                },
+            }
+        )
+    return objects
+
+
+def kueue_config(
+    versions: Versions,
+    *,
+    webhook_port: int,
+    cert_dir: Path,
+    health_port: int,
+    visibility_port: int,
+) -> dict[str, Any]:
+    """Kueue's manager configuration for a process on loopback with certificates we provide."""
+    cfg: dict[str, Any] = {
+        "apiVersion": (
+            "config.kueue.x-k8s.io/v1beta2"
+            if versions.kueue_serves_v1beta2
+            else "config.kueue.x-k8s.io/v1beta1"
+        ),
+        "kind": "Configuration",
+        "namespace": KUEUE_NAMESPACE,
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        # "0" turns the metrics endpoint off: nothing here scrapes it.
+        "metrics": {"bindAddress": "0"},
+        "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(cert_dir)},
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "manageJobsWithoutQueueName": False,
+        "integrations": {"frameworks": ["batch/job", "ray.io/raycluster", "ray.io/rayjob"]},
+    }
+    if versions.kueue_serves_v1beta2:
+        cfg["visibilityServer"] = {"bindPort": visibility_port, "bindAddress": "127.0.0.1"}
+    return cfg
+
+
+def kuberay_crds(versions: Versions) -> list[dict[str, Any]]:
+    """KubeRay's CRDs (RayCluster, RayJob, RayService, RayCronJob where present)."""
+    bases = versions.source("kuberay") / "config" / "crd" / "bases"
+    return [yaml.safe_load(path.read_text()) for path in sorted(bases.glob("ray.io_*.yaml"))]
+
+
+def kwok_stages(versions: Versions) -> str:
+    """KWOK's 'fast' node and pod lifecycle stages, as one multi-document YAML."""
+    stage_dir = versions.source("kwok") / "kustomize" / "stage"
+    files = [
+        stage_dir / "node" / "fast" / "node-initialize.yaml",
+        stage_dir / "node" / "heartbeat" / "node-heartbeat.yaml",
+        *sorted((stage_dir / "pod" / "fast").glob("pod-*.yaml")),
+    ]
+    return "\n---\n".join(path.read_text() for path in files)
+
+
+def fake_node(name: str, *, cpu: str, memory: str, gpus: int) -> dict[str, Any]:
+    """A KWOK-managed node with CPU, memory and ``nvidia.com/gpu`` capacity."""
+    capacity = {"cpu": cpu, "memory": memory, "pods": "110", "nvidia.com/gpu": str(gpus)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {FAKE_NODE_ANNOTATION: "fake"},
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "type": "kwok",
+                "nvidia.com/gpu.product": "Fake-GPU" if gpus else "none",
+            },
+        },
+        "status": {"capacity": capacity, "allocatable": capacity},
+    }

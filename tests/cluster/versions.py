@@ -1,0 +1,100 @@
+"""Pinned component versions and where their binaries and manifests live."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _versions_env() -> dict[str, str]:
+    values: dict[str, str] = {}
+    for line in (HERE / "versions.env").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip()
+    return values
+
+
+def _kubernetes_version() -> str:
+    match = re.search(
+        r"^require k8s\.io/kubernetes (v\S+)$",
+        (HERE / "go" / "kubernetes" / "go.mod").read_text(),
+        re.MULTILINE,
+    )
+    if match is None:
+        raise RuntimeError("tests/cluster/go/kubernetes/go.mod does not require k8s.io/kubernetes")
+    return match[1]
+
+
+@cache
+def _go_env(name: str) -> str:
+    return subprocess.run(
+        ["go", "env", name], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def cache_dir() -> Path:
+    """Where built binaries are kept, outside the repo, shared by later runs."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "jupyter-dw" / "bin"
+
+
+@dataclass(frozen=True)
+class Versions:
+    """The component versions one cluster runs."""
+
+    kubernetes: str
+    kueue: str
+    kuberay: str
+    kwok: str
+
+    @classmethod
+    def selected(cls, kueue: str | None = None) -> Versions:
+        """The pinned versions; Kueue from ``kueue``, else ``DW_KUEUE_VERSION``, else pinned.
+
+        ``DW_KUEUE_VERSION=legacy`` selects the pinned v1beta1-only release.
+        """
+        env = _versions_env()
+        wanted = kueue or os.environ.get("DW_KUEUE_VERSION") or env["KUEUE_VERSION"]
+        if wanted == "legacy":
+            wanted = env["KUEUE_LEGACY_VERSION"]
+        return cls(
+            kubernetes=_kubernetes_version(),
+            kueue=wanted,
+            kuberay=env["KUBERAY_VERSION"],
+            kwok=env["KWOK_VERSION"],
+        )
+
+    def binary(self, component: str) -> Path:
+        """Path of a built binary (``kube-apiserver``, ``kueue``, ``ray-operator``, ``kwok``)."""
+        where = {
+            "kube-apiserver": f"kubernetes-{self.kubernetes}",
+            "kube-controller-manager": f"kubernetes-{self.kubernetes}",
+            "kube-scheduler": f"kubernetes-{self.kubernetes}",
+            "kueue": f"kueue-{self.kueue}",
+            "ray-operator": f"kuberay-{self.kuberay}",
+            "kwok": f"kwok-{self.kwok}",
+        }[component]
+        return cache_dir() / where / component
+
+    def source(self, module: str) -> Path:
+        """The Go module cache directory of a pinned module (for CRDs and manifests)."""
+        path, version = {
+            "kueue": ("sigs.k8s.io/kueue", self.kueue),
+            "kuberay": ("github.com/ray-project/kuberay/ray-operator", self.kuberay),
+            "kwok": ("sigs.k8s.io/kwok", self.kwok),
+        }[module]
+        return Path(_go_env("GOMODCACHE")) / f"{path}@{version}"
+
+    @property
+    def kueue_serves_v1beta2(self) -> bool:
+        """Kueue 0.15 introduced kueue.x-k8s.io/v1beta2; 0.14 serves only v1beta1."""
+        major, minor = (int(x) for x in self.kueue.lstrip("v").split(".")[:2])
+        return (major, minor) >= (0, 15)
