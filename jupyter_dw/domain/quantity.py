@@ -53,7 +53,7 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
         return Decimal(repr(value))
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
-    match = _QUANTITY.match(value)
+    match = _QUANTITY.fullmatch(value)
     if match is None:
         raise QuantityError(
             f"{value!r} is not a Kubernetes quantity "

@@ -27,7 +27,7 @@ def test_parse_accepts_kubernetes_forms(text, expected):
 
 
 @pytest.mark.parametrize(
-    "text", ["", "abc", "1.2.3", "1Kii", "1ki", " 1", "1 Gi", "Gi", "1e", True, None]
+    "text", ["", "abc", "1.2.3", "1Kii", "1ki", " 1", "1 Gi", "Gi", "1e", "2Gi\n", True, None]
 )
 def test_parse_rejects_non_quantities(text):
     with pytest.raises(QuantityError):
