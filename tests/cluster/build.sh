@@ -18,7 +18,15 @@ kube_dir="$cache/kubernetes-$kube_version"
 if [[ ! -x "$kube_dir/kube-scheduler" || ! -x "$kube_dir/kube-apiserver" || ! -x "$kube_dir/kube-controller-manager" ]]; then
   echo "building Kubernetes $kube_version (first time: several minutes)" >&2
   mkdir -p "$kube_dir.tmp"
-  (cd "$here/go/kubernetes" && go build -o "$kube_dir.tmp/" \
+  # Kubernetes' own build stamps its version into the binaries; without it the API server
+  # reports v0.0.0-master, which clients that parse the server version (Kueue) reject.
+  minor="${kube_version#v1.}"; minor="${minor%%.*}"
+  ldflags=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  (cd "$here/go/kubernetes" && go build -ldflags="$ldflags" -o "$kube_dir.tmp/" \
       k8s.io/kubernetes/cmd/kube-apiserver \
       k8s.io/kubernetes/cmd/kube-controller-manager \
       k8s.io/kubernetes/cmd/kube-scheduler)

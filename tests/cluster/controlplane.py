@@ -6,6 +6,7 @@ import base64
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import ssl
@@ -37,10 +38,22 @@ def default_state_dir() -> Path:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A TCP port on 127.0.0.1 that nothing listens on right now.
+
+    Chosen below the kernel's ephemeral range: a port the kernel hands out for outgoing
+    connections could be taken by one between choosing it and the component binding it.
+    """
+    low, _ = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    candidates = list(range(max(1024, low - 12000), low))
+    random.shuffle(candidates)
+    for port in candidates:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free TCP port on 127.0.0.1")
 
 
 def _log(message: str) -> None:
@@ -234,6 +247,8 @@ class LocalCluster:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             cwd=self.state_dir,
+            # KubeRay reads only $KUBECONFIG; the others take --kubeconfig too.
+            env={**os.environ, "KUBECONFIG": state.kubeconfig},
         )
         log.close()
         state.pids[name] = proc.pid
@@ -386,7 +401,7 @@ class LocalCluster:
                 )
             )
         )
-        _install_visibility_cert(kueue_cfg.parent / "kueue-certs")
+        _install_kueue_fixed_certs(kueue_cfg.parent / "kueue-certs")
         self._spawn(
             state,
             "kueue",
@@ -455,12 +470,16 @@ def _insecure_context() -> ssl.SSLContext:
     return ctx
 
 
-def _install_visibility_cert(cert_dir: Path) -> None:
-    """Kueue reads its visibility-server certificate from the fixed directory /visibility."""
-    target = Path("/visibility")
-    target.mkdir(exist_ok=True)
-    for name in ("tls.crt", "tls.key"):
-        (target / name).write_bytes((cert_dir / name).read_bytes())
+# Kueue reads these certificates from fixed paths when its internal cert management is off.
+KUEUE_FIXED_CERT_DIRS = (Path("/visibility"), Path("/etc/kueue/metrics/certs"))
+
+
+def _install_kueue_fixed_certs(cert_dir: Path) -> None:
+    """Copy our serving certificate to the fixed paths Kueue reads (visibility, metrics)."""
+    for target in KUEUE_FIXED_CERT_DIRS:
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("tls.crt", "tls.key"):
+            (target / name).write_bytes((cert_dir / name).read_bytes())
 
 
 def _write_kubeconfig(path: Path, server: str, ca_pem: bytes, client: KeyPair) -> None:

@@ -1,0 +1,242 @@
+"""Who am I, and what may I do: SelfSubjectReview, SelfSubjectAccessReviews, 403 wording.
+
+A workbench service account usually may read its namespace's LocalQueues and Workloads but
+not the cluster-scoped ClusterQueues; the session asks before it starts a cache, so a missing
+permission degrades one feature instead of failing every request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import KubeError, KubeForbidden
+from .resources import (
+    CLUSTER_QUEUE,
+    COHORT,
+    LOCAL_QUEUE,
+    PENDING_WORKLOADS_SUBRESOURCE,
+    POD,
+    RAY_CLUSTER,
+    RESOURCE_FLAVOR,
+    SELF_SUBJECT_ACCESS_REVIEW,
+    SELF_SUBJECT_REVIEW,
+    VISIBILITY_LOCAL_QUEUE,
+    WORKLOAD,
+    ResourceKind,
+)
+
+if TYPE_CHECKING:
+    from .client import KubeApi
+
+SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+_RBAC_DENIAL = re.compile(r'cannot (\S+) resource "([^"]+)" in API group "([^"]*)"')
+
+
+@dataclass(frozen=True)
+class Permission:
+    """One RBAC permission: a verb on a resource (maybe a subresource) and why we need it."""
+
+    verb: str
+    group: str
+    resource: str
+    namespaced: bool
+    purpose: str
+    subresource: str = ""
+
+    @property
+    def name(self) -> str:
+        """``<verb> <resource>.<group>[/<subresource>]``: ``list clusterqueues.kueue.x-k8s.io``."""
+        return f"{self.verb} {describe_resource(self.resource, self.group, self.subresource)}"
+
+    def to_json(self) -> dict[str, Any]:
+        """This permission as ``GET context`` lists it (without the verdict)."""
+        return {
+            "permission": self.name,
+            "verb": self.verb,
+            "group": self.group,
+            "resource": self.resource,
+            "subresource": self.subresource or None,
+            "scope": "namespace" if self.namespaced else "cluster",
+            "purpose": self.purpose,
+        }
+
+
+def _perms(
+    kind: ResourceKind, verbs: Iterable[str], purpose: str, subresource: str = ""
+) -> list[Permission]:
+    return [
+        Permission(v, kind.group, kind.plural, kind.namespaced, purpose, subresource) for v in verbs
+    ]
+
+
+NEEDED_PERMISSIONS: tuple[Permission, ...] = (
+    *_perms(LOCAL_QUEUE, ("list", "watch"), "show the namespace's queues"),
+    *_perms(WORKLOAD, ("list", "watch"), "show queued and admitted workloads"),
+    *_perms(CLUSTER_QUEUE, ("list", "watch"), "show quota, borrowing and headroom"),
+    *_perms(COHORT, ("list", "watch"), "count quota set on Cohort objects in headroom"),
+    *_perms(RESOURCE_FLAVOR, ("list", "watch"), "describe resource flavors"),
+    *_perms(
+        VISIBILITY_LOCAL_QUEUE,
+        ("get",),
+        "show positions of pending workloads",
+        PENDING_WORKLOADS_SUBRESOURCE,
+    ),
+    *_perms(RAY_CLUSTER, ("create", "delete", "list", "watch"), "manage Ray clusters"),
+    *_perms(POD, ("list", "watch"), "show Ray cluster pods"),
+)
+"""Everything the product uses, checked at start and reported by ``GET context``."""
+
+
+@dataclass(frozen=True)
+class AccessResult:
+    """The API server's verdict on one :class:`Permission` (``reason`` from the authorizer)."""
+
+    permission: Permission
+    allowed: bool
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The permission and its verdict, as ``GET context`` lists it."""
+        return {**self.permission.to_json(), "allowed": self.allowed, "reason": self.reason}
+
+
+def check_access(
+    api: KubeApi, namespace: str, permissions: Iterable[Permission] = NEEDED_PERMISSIONS
+) -> dict[Permission, AccessResult]:
+    """Ask the API server (SelfSubjectAccessReview) about each permission in ``namespace``.
+
+    The reviews run in parallel: each is one small POST and together they delay start-up.
+    """
+    perms = list(permissions)
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="dw-access") as pool:
+        results = list(pool.map(lambda p: _review(api, namespace, p), perms))
+    return dict(zip(perms, results, strict=True))
+
+
+def _review(api: KubeApi, namespace: str, permission: Permission) -> AccessResult:
+    attributes: dict[str, Any] = {
+        "verb": permission.verb,
+        "group": permission.group,
+        "resource": permission.resource,
+    }
+    if permission.subresource:
+        attributes["subresource"] = permission.subresource
+    if permission.namespaced:
+        attributes["namespace"] = namespace
+    review = api.post(
+        SELF_SUBJECT_ACCESS_REVIEW.path(),
+        {
+            "apiVersion": SELF_SUBJECT_ACCESS_REVIEW.api_version,
+            "kind": SELF_SUBJECT_ACCESS_REVIEW.kind,
+            "spec": {"resourceAttributes": attributes},
+        },
+    )
+    status = review.get("status") or {}
+    reason = status.get("reason") or status.get("evaluationError") or None
+    return AccessResult(permission, bool(status.get("allowed")), reason)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who the API server thinks we are (SelfSubjectReview ``status.userInfo``)."""
+
+    username: str | None
+    groups: tuple[str, ...] = ()
+    uid: str | None = None
+
+    @property
+    def service_account(self) -> tuple[str, str] | None:
+        """``(namespace, name)`` when the identity is a service account."""
+        if self.username and self.username.startswith(SERVICE_ACCOUNT_PREFIX):
+            namespace, _, name = self.username[len(SERVICE_ACCOUNT_PREFIX) :].partition(":")
+            return namespace, name
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"username", "groups", "kind", "service_account"}`` for ``GET context``."""
+        sa = self.service_account
+        return {
+            "username": self.username,
+            "groups": list(self.groups),
+            "kind": "ServiceAccount" if sa else ("User" if self.username else None),
+            "service_account": {"namespace": sa[0], "name": sa[1]} if sa else None,
+        }
+
+
+def who_am_i(api: KubeApi) -> Identity:
+    """The identity from a SelfSubjectReview; unknown (None) where the API is not served
+    (Kubernetes before 1.28) rather than failing start-up."""
+    try:
+        review = api.post(
+            SELF_SUBJECT_REVIEW.path(),
+            {"apiVersion": SELF_SUBJECT_REVIEW.api_version, "kind": SELF_SUBJECT_REVIEW.kind},
+        )
+    except KubeError as err:
+        if getattr(err, "api_status", None) == 404:
+            return Identity(username=None)
+        raise
+    info = (review.get("status") or {}).get("userInfo") or {}
+    return Identity(
+        username=info.get("username"),
+        groups=tuple(info.get("groups") or ()),
+        uid=info.get("uid"),
+    )
+
+
+def describe_resource(resource: str, group: str, subresource: str = "") -> str:
+    """``resource.group`` (``resource`` alone for the core group), then ``/subresource``."""
+    text = f"{resource}.{group}" if group else resource
+    return f"{text}/{subresource}" if subresource else text
+
+
+def denied_action(status_body: str | bytes | Mapping[str, Any] | None) -> str | None:
+    """``"<verb> <resource>.<group>"`` from the body of a 403, or None if it names none.
+
+    Reads the RBAC denial message (``cannot list resource "clusterqueues" in API group
+    "kueue.x-k8s.io"``); subresources come as ``localqueues/pendingworkloads``.
+    """
+    body = _as_mapping(status_body)
+    match = _RBAC_DENIAL.search(str(body.get("message") or ""))
+    if match is None:
+        return None
+    verb, resource, group = match.groups()
+    resource, _, subresource = resource.partition("/")
+    return f"{verb} {describe_resource(resource, group, subresource)}"
+
+
+def forbidden_error(
+    status_body: str | bytes | Mapping[str, Any] | None, fallback: str = ""
+) -> KubeForbidden:
+    """A :class:`KubeForbidden` naming the denied verb and resource of a 403 body."""
+    body = _as_mapping(status_body)
+    message = str(body.get("message") or fallback or "403 Forbidden")
+    denied = denied_action(body)
+    if denied is None:
+        details = body.get("details") or {}
+        resource, group = details.get("kind"), details.get("group", "")
+        denied = f"access {describe_resource(resource, group)}" if resource else "the request"
+    return KubeForbidden(
+        f"Forbidden: this identity may not {denied}",
+        message,
+        f"Ask a cluster administrator to allow '{denied}' for this identity (a Role and "
+        "RoleBinding in the namespace, or a ClusterRole and ClusterRoleBinding for "
+        "cluster-scoped resources).",
+        denied=denied,
+    )
+
+
+def _as_mapping(body: str | bytes | Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if body is None:
+        return {}
+    if isinstance(body, Mapping):
+        return body
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return {"message": body.decode("utf-8", "replace") if isinstance(body, bytes) else body}
+    return parsed if isinstance(parsed, Mapping) else {}

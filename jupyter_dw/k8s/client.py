@@ -1,0 +1,186 @@
+"""A small JSON-over-REST client on top of ``kubernetes.client.ApiClient``.
+
+Every call in jupyter_dw goes through :class:`KubeApi`, which adds what the generated client
+lacks: raw JSON for any resource path (custom resources and core alike), one retry after a
+401 with a freshly read token, and errors translated into :mod:`jupyter_dw.k8s.errors`. All
+methods block: call them from a worker thread, never from the tornado IO loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import urllib3
+from kubernetes import client
+
+from .access import forbidden_error
+from .auth import Credentials
+from .errors import (
+    KubeApiError,
+    KubeConfigError,
+    KubeError,
+    KubeUnauthorized,
+    KubeUnreachable,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Query = Sequence[tuple[str, str | int | bool]]
+DEFAULT_TIMEOUT = 30.0
+
+
+class KubeApi:
+    """Blocking JSON calls to the API server with the given credentials."""
+
+    def __init__(self, credentials: Credentials, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.credentials = credentials
+        self.timeout = timeout
+        self._client = credentials.api_client()
+
+    @property
+    def host(self) -> str:
+        """The API server URL."""
+        return str(self._client.configuration.host)
+
+    def get(self, path: str, query: Query = (), timeout: float | None = None) -> dict[str, Any]:
+        """GET ``path`` and return the decoded JSON object."""
+        return self._json("GET", path, query, None, timeout)
+
+    def post(
+        self, path: str, body: Mapping[str, Any], query: Query = (), timeout: float | None = None
+    ) -> dict[str, Any]:
+        """POST ``body`` to ``path`` and return the decoded JSON object."""
+        return self._json("POST", path, query, body, timeout)
+
+    def delete(self, path: str, query: Query = (), timeout: float | None = None) -> dict[str, Any]:
+        """DELETE ``path`` and return the decoded JSON object (a Status or the object)."""
+        return self._json("DELETE", path, query, None, timeout)
+
+    def stream(
+        self, path: str, query: Query, read_timeout: float
+    ) -> urllib3.response.BaseHTTPResponse:
+        """Open a streaming GET (a watch). The caller reads lines and must close it.
+
+        ``read_timeout`` bounds the wait for each chunk, so a silently dead connection fails
+        instead of hanging forever; make it longer than the watch's ``timeoutSeconds``.
+        """
+        return self._call(
+            lambda: self._client.call_api(
+                path,
+                "GET",
+                query_params=list(query),
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+                _request_timeout=(self.timeout, read_timeout),
+            ),
+            path,
+        )
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        self._client.close()
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _json(
+        self,
+        method: str,
+        path: str,
+        query: Query,
+        body: Mapping[str, Any] | None,
+        timeout: float | None,
+    ) -> dict[str, Any]:
+        def call() -> Any:
+            response = self._client.call_api(
+                path,
+                method,
+                query_params=list(query),
+                header_params={"Accept": "application/json", "Content-Type": "application/json"},
+                body=dict(body) if body is not None else None,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+                _request_timeout=timeout or self.timeout,
+            )
+            try:
+                return response.data
+            finally:
+                response.release_conn()
+
+        data = self._call(call, path)
+        return json.loads(data) if data else {}
+
+    def _call(self, call: Callable[[], T], path: str) -> T:
+        try:
+            try:
+                return call()
+            except client.ApiException as err:
+                if err.status != 401:
+                    raise
+                # The token may have rotated since we last read it: re-read once and retry.
+                log.info("401 from the API server on %s: re-reading credentials once", path)
+                self.credentials.reload()
+                return call()
+        except client.ApiException as err:
+            raise translate_api_exception(err, path) from err
+        except urllib3.exceptions.HTTPError as err:
+            raise KubeUnreachable(
+                f"Cannot reach the Kubernetes API server at {self.host}",
+                _cause(err),
+                "Check that the API server is up and reachable from this pod (network "
+                "policy, proxy settings, KUBERNETES_SERVICE_HOST).",
+            ) from err
+        except OSError as err:  # token or CA file vanished or unreadable
+            raise KubeConfigError("Cannot read the Kubernetes credentials", str(err), None) from err
+
+
+def translate_api_exception(err: client.ApiException, path: str = "") -> KubeError:
+    """The :mod:`errors` exception for an ``ApiException`` (status 0 = TLS/transport)."""
+    status = int(err.status or 0)
+    body = _status_body(err)
+    message = str(body.get("message") or err.reason or "").strip()
+    if status == 0:
+        return KubeUnreachable(
+            "Cannot reach the Kubernetes API server",
+            message or "transport error",
+            "Check the API server address and its CA certificate.",
+        )
+    if status == 401:
+        return KubeUnauthorized(
+            "The Kubernetes API server rejected the credentials (401 Unauthorized)",
+            message or None,
+            "The service-account token may have expired or been revoked; restart the "
+            "workbench, or refresh the kubeconfig login.",
+        )
+    if status == 403:
+        return forbidden_error(status_body=body, fallback=message)
+    if status == 503:
+        return KubeUnreachable(
+            f"The Kubernetes API server could not serve {path or 'the request'}",
+            message or "503 Service Unavailable",
+            "An aggregated API (such as Kueue's visibility API) may be down; try again.",
+        )
+    return KubeApiError(status, f"Kubernetes API error {status} on {path}", message or None)
+
+
+def _status_body(err: client.ApiException) -> dict[str, Any]:
+    raw = err.body
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    try:
+        body = json.loads(raw) if raw else {}
+    except ValueError:
+        return {"message": str(raw)[:500]}
+    return body if isinstance(body, dict) else {}
+
+
+def _cause(err: BaseException) -> str:
+    # urllib3 wraps the real cause (connection refused, timeout) in MaxRetryError.reason.
+    reason = getattr(err, "reason", None)
+    return str(reason or err)

@@ -1,0 +1,167 @@
+"""Which Kueue, Kueue visibility and KubeRay APIs the cluster serves (asked once at start).
+
+Discovery documents are readable by every authenticated identity (the ``system:discovery``
+ClusterRole), so this works for the most restricted workbench service account.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import KubeError, NotInstalled
+from .resources import (
+    COHORT,
+    COHORT_VERSIONS,
+    KUEUE_GROUP,
+    KUEUE_VERSIONS,
+    LOCAL_QUEUE,
+    RAY_CLUSTER,
+    RAY_GROUP,
+    VISIBILITY_GROUP,
+    VISIBILITY_VERSIONS,
+    Resource,
+    ResourceKind,
+)
+
+if TYPE_CHECKING:
+    from .client import KubeApi
+
+KUEUE_HINT = (
+    "Ask a cluster administrator to install Kueue (https://kueue.sigs.k8s.io), version 0.9 "
+    "or newer, which serves kueue.x-k8s.io v1beta1 or v1beta2."
+)
+KUBERAY_HINT = (
+    "Ask a cluster administrator to install the KubeRay operator "
+    "(https://docs.ray.io/en/latest/cluster/kubernetes/), which serves ray.io/v1 RayClusters."
+)
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What the API server serves of the APIs jupyter_dw uses.
+
+    ``kueue_version`` is the preferred served version that has LocalQueues (v1beta2 before
+    v1beta1), None without Kueue. ``cohort_version`` is where Cohort objects are served (None
+    without hierarchical cohorts). ``visibility_version`` is the Kueue visibility API version
+    (None when not registered). ``ray_version`` is ``v1`` when RayClusters are served.
+    """
+
+    kueue_served: tuple[str, ...] = ()
+    kueue_version: str | None = None
+    kueue_resources: frozenset[str] = field(default_factory=frozenset)
+    cohort_version: str | None = None
+    visibility_version: str | None = None
+    ray_version: str | None = None
+
+    @property
+    def kueue_installed(self) -> bool:
+        """True when LocalQueues are served at a version jupyter_dw reads."""
+        return self.kueue_version is not None
+
+    @property
+    def kuberay_installed(self) -> bool:
+        """True when ``ray.io/v1`` RayClusters are served."""
+        return self.ray_version is not None
+
+    def kueue(self, kind: ResourceKind) -> Resource | None:
+        """``kind`` at the chosen Kueue version (Cohorts at theirs), None if not served."""
+        if kind == COHORT:
+            return kind.at(self.cohort_version) if self.cohort_version else None
+        if self.kueue_version is None or kind.plural not in self.kueue_resources:
+            return None
+        return kind.at(self.kueue_version)
+
+    def require_kueue(self) -> str:
+        """The Kueue version in use, or raise ``NotInstalled("Kueue ...")``."""
+        if self.kueue_version is None:
+            served = ", ".join(self.kueue_served) or "none"
+            raise NotInstalled(
+                "Kueue",
+                f"the API server serves no LocalQueues in {KUEUE_GROUP} "
+                f"(served versions: {served}; jupyter_dw reads {', '.join(KUEUE_VERSIONS)})",
+                KUEUE_HINT,
+                code="kueue_not_installed",
+            )
+        return self.kueue_version
+
+    def require_kuberay(self) -> Resource:
+        """The RayCluster resource, or raise ``NotInstalled("KubeRay ...")``."""
+        if self.ray_version is None:
+            raise NotInstalled(
+                "KubeRay",
+                f"the API server serves no rayclusters in {RAY_GROUP}/v1",
+                KUBERAY_HINT,
+                code="kuberay_not_installed",
+            )
+        return RAY_CLUSTER
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``kueue`` and ``kuberay`` parts of ``GET context``."""
+        return {
+            "kueue": {
+                "installed": self.kueue_installed,
+                "api_version": self.kueue_version,
+                "served_versions": list(self.kueue_served),
+                "cohorts": self.cohort_version is not None,
+                "cohort_api_version": self.cohort_version,
+                "visibility_api_version": self.visibility_version,
+            },
+            "kuberay": {"installed": self.kuberay_installed, "api_version": self.ray_version},
+        }
+
+
+def discover(api: KubeApi) -> Discovery:
+    """Ask the API server which of our APIs it serves (a handful of discovery GETs)."""
+    groups = {g.get("name"): g for g in api.get("/apis").get("groups") or []}
+    kueue_served = _versions(groups.get(KUEUE_GROUP))
+    kueue_version, kueue_resources = None, frozenset[str]()
+    cohort_version = None
+    resources_by_version: dict[str, frozenset[str]] = {}
+    for version in kueue_served:
+        resources_by_version[version] = _resources(api, KUEUE_GROUP, version)
+    for version in KUEUE_VERSIONS:
+        if LOCAL_QUEUE.plural in resources_by_version.get(version, ()):
+            kueue_version, kueue_resources = version, resources_by_version[version]
+            break
+    for version in COHORT_VERSIONS:
+        if COHORT.plural in resources_by_version.get(version, ()):
+            cohort_version = version
+            break
+    visibility_served = _versions(groups.get(VISIBILITY_GROUP))
+    visibility = next((v for v in VISIBILITY_VERSIONS if v in visibility_served), None)
+    ray_version = None
+    if RAY_CLUSTER.version in _versions(groups.get(RAY_GROUP)) and (
+        RAY_CLUSTER.plural in _resources(api, RAY_GROUP, RAY_CLUSTER.version)
+    ):
+        ray_version = RAY_CLUSTER.version
+    return Discovery(
+        kueue_served=tuple(kueue_served),
+        kueue_version=kueue_version,
+        kueue_resources=kueue_resources,
+        cohort_version=cohort_version,
+        visibility_version=visibility,
+        ray_version=ray_version,
+    )
+
+
+def _versions(group: dict[str, Any] | None) -> list[str]:
+    if not group:
+        return []
+    return [str(v.get("version")) for v in group.get("versions") or [] if v.get("version")]
+
+
+def _resources(api: KubeApi, group: str, version: str) -> frozenset[str]:
+    try:
+        listing = api.get(f"/apis/{group}/{version}")
+    except KubeError as err:
+        # A group version can be listed but momentarily unavailable (a CRD being removed):
+        # treat it as not serving anything rather than failing start-up.
+        if getattr(err, "api_status", None) in (404, 503) or err.code == "unreachable":
+            return frozenset()
+        raise
+    return frozenset(
+        str(r["name"])
+        for r in listing.get("resources") or []
+        if "/" not in str(r.get("name", ""))  # skip subresources such as localqueues/status
+    )

@@ -1,0 +1,115 @@
+"""Every Kubernetes API group, version, plural and kind jupyter_dw uses, named once.
+
+The rest of the package imports these objects instead of spelling strings, so supporting a
+new API version (Kueue ``v1beta1`` → ``v1beta2``) is a change here plus discovery, nowhere
+else. Kueue versions are never fixed: :mod:`jupyter_dw.k8s.discovery` picks one that the API
+server serves and :meth:`ResourceKind.at` binds a kind to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSIONS = ("v1beta2", "v1beta1")
+"""Kueue API versions jupyter_dw reads, most preferred first (the domain model reads both)."""
+COHORT_VERSIONS = (*KUEUE_VERSIONS, "v1alpha1")
+"""Cohort objects were ``v1alpha1`` before they moved to the main Kueue versions."""
+
+VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
+
+RAY_GROUP = "ray.io"
+RAY_VERSION = "v1"
+
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+"""Label that sends a job (RayCluster, batch Job, Workload owner) to a LocalQueue."""
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+"""Label Kueue puts on a Workload: the ``metadata.uid`` of the job it was made for."""
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """An API resource whose version is chosen at run time (by discovery)."""
+
+    group: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    def at(self, version: str) -> Resource:
+        """This kind served at ``version``."""
+        return Resource(self.group, version, self.plural, self.kind, self.namespaced)
+
+    @property
+    def qualified(self) -> str:
+        """``plural.group`` as RBAC and error messages spell it (``pods`` for the core group)."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+@dataclass(frozen=True)
+class Resource:
+    """An API resource at a fixed version, able to build its REST paths."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def qualified(self) -> str:
+        """``plural.group`` as RBAC and error messages spell it (``pods`` for the core group)."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def api_version(self) -> str:
+        """The ``apiVersion`` field of objects of this resource (``v1`` for the core group)."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_version_path(self) -> str:
+        """``/api/v1`` for the core group, ``/apis/<group>/<version>`` otherwise."""
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
+        """The REST path of the collection (no ``name``) or of one object.
+
+        ``namespace`` None on a namespaced resource means "all namespaces".
+        """
+        parts = [self.group_version_path]
+        if self.namespaced and namespace is not None:
+            parts += ["namespaces", quote(namespace, safe="")]
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(quote(name, safe=""))
+            if subresource:
+                parts.append(subresource)
+        return "/".join(parts)
+
+
+# Kueue (version chosen by discovery)
+LOCAL_QUEUE = ResourceKind(KUEUE_GROUP, "localqueues", "LocalQueue", namespaced=True)
+CLUSTER_QUEUE = ResourceKind(KUEUE_GROUP, "clusterqueues", "ClusterQueue", namespaced=False)
+RESOURCE_FLAVOR = ResourceKind(KUEUE_GROUP, "resourceflavors", "ResourceFlavor", namespaced=False)
+WORKLOAD = ResourceKind(KUEUE_GROUP, "workloads", "Workload", namespaced=True)
+COHORT = ResourceKind(KUEUE_GROUP, "cohorts", "Cohort", namespaced=False)
+
+# Kueue visibility API (aggregated; served by the Kueue process itself)
+VISIBILITY_LOCAL_QUEUE = ResourceKind(VISIBILITY_GROUP, "localqueues", "LocalQueue", True)
+PENDING_WORKLOADS_SUBRESOURCE = "pendingworkloads"
+
+# KubeRay
+RAY_CLUSTER = Resource(RAY_GROUP, RAY_VERSION, "rayclusters", "RayCluster", namespaced=True)
+
+# Core and authorization/authentication APIs
+POD = Resource("", "v1", "pods", "Pod", namespaced=True)
+SELF_SUBJECT_ACCESS_REVIEW = Resource(
+    "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False
+)
+SELF_SUBJECT_REVIEW = Resource(
+    "authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False
+)

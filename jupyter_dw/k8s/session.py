@@ -1,0 +1,421 @@
+"""``KubeSession``: the one object every surface shares to see Kueue from this identity.
+
+At start it reads credentials, discovers the APIs, asks who it is and what it may do, and
+starts a watch cache per readable resource: the namespace's LocalQueues and Workloads, and
+the cluster's ClusterQueues, Cohorts and ResourceFlavors when the identity may read them.
+Answers (:meth:`KubeSession.queues`, :meth:`KubeSession.context`) come from those caches,
+never from a list per request. Everything here is thread-based and blocking; async callers
+run it in an executor.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jupyter_dw.domain.kueue_model import (
+    ClusterQueueQuota,
+    CohortQuota,
+    KueueObjectError,
+    LocalQueueInfo,
+)
+from jupyter_dw.domain.quota import queue_summaries
+
+from .access import AccessResult, Identity, Permission, check_access, who_am_i
+from .auth import Credentials, load_credentials
+from .client import DEFAULT_TIMEOUT, KubeApi
+from .discovery import Discovery, discover
+from .errors import KubeError, KubeForbidden, NotReady
+from .resources import (
+    CLUSTER_QUEUE,
+    COHORT,
+    LOCAL_QUEUE,
+    RESOURCE_FLAVOR,
+    WORKLOAD,
+    ResourceKind,
+)
+from .watch_cache import ApiListWatch, Backoff, Object, WatchCache
+
+log = logging.getLogger(__name__)
+
+SessionListener = Callable[[str, str, Object], None]
+"""Called with ``(plural, event_type, object)`` for every change in any cache."""
+
+NAMESPACED_KINDS = (LOCAL_QUEUE, WORKLOAD)
+CLUSTER_KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR)
+
+
+class KubeSession:
+    """Credentials, identity, discovery and watch caches for one namespace.
+
+    ``namespace`` None means the service account's namespace, else the kubeconfig context's
+    (``default`` if it names none). ``request_timeout`` bounds each API call and how long a
+    request waits for the caches' first sync.
+
+    Typical use::
+
+        session = KubeSession()
+        session.start_background()          # returns at once
+        session.queues()                    # waits for the first sync, then answers
+        session.stop()
+    """
+
+    def __init__(
+        self,
+        *,
+        namespace: str | None = None,
+        service_account_dir: str | None = None,
+        kube_context: str | None = None,
+        request_timeout: float = DEFAULT_TIMEOUT,
+        credentials: Credentials | None = None,
+        environ: Mapping[str, str] | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self._configured_namespace = namespace or None
+        self._service_account_dir = service_account_dir
+        self._kube_context = kube_context or None
+        self.request_timeout = request_timeout
+        self._credentials = credentials
+        self._environ = environ
+        self._backoff = backoff
+        self._lock = threading.RLock()
+        self._start_lock = threading.Lock()
+        self._started = threading.Event()
+        self._starter: threading.Thread | None = None
+        self._start_error: KubeError | None = None
+        self._stopping = False
+        self._listeners: list[SessionListener] = []
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self._api: KubeApi | None = None
+        self._namespace: str | None = None
+        self._discovery: Discovery | None = None
+        self._identity: Identity | None = None
+        self._access: dict[Permission, AccessResult] = {}
+        self._caches: dict[str, WatchCache] = {}
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Connect and start the caches; blocks until the caches are started (not synced).
+
+        Idempotent. Raises :class:`KubeError` (no credentials, unreachable, forbidden).
+        """
+        # One start at a time; _lock stays free meanwhile so readers never wait on I/O.
+        with self._start_lock:
+            if self._started.is_set():
+                return
+            with self._lock:
+                self._stopping = False
+            try:
+                self._connect()
+            except KubeError as err:
+                with self._lock:
+                    self._start_error = err
+                    self._stop_caches()
+                    self._reset_state()
+                raise
+            with self._lock:
+                if self._stopping:  # stop() ran while we were connecting
+                    self._stop_caches()
+                    self._reset_state()
+                    return
+                self._start_error = None
+                self._started.set()
+
+    def start_background(self) -> None:
+        """Start on a daemon thread and return at once (a failed start is retried by the
+        next :meth:`wait_ready`)."""
+        with self._lock:
+            if self._started.is_set() or (self._starter and self._starter.is_alive()):
+                return
+            self._start_error = None
+            self._starter = threading.Thread(
+                target=self._start_quietly, name="dw-session-start", daemon=True
+            )
+            self._starter.start()
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """Block until started, at most ``timeout`` seconds (default ``request_timeout``).
+
+        A start that failed earlier is retried first. Raises the start's :class:`KubeError`,
+        or :class:`NotReady` when start-up is still running at the deadline.
+        """
+        timeout = self.request_timeout if timeout is None else timeout
+        if self._started.is_set():
+            return
+        with self._lock:
+            if self._starter is None or self._start_error is not None:
+                self.start_background()  # never started, or the last attempt failed
+            starter = self._starter
+        assert starter is not None
+        starter.join(timeout)
+        if self._started.is_set():
+            return
+        if self._start_error is not None:
+            raise self._start_error
+        raise NotReady(
+            "Still connecting to Kubernetes",
+            f"start-up did not finish within {timeout:g}s",
+            "Try again in a moment.",
+        )
+
+    def stop(self) -> None:
+        """Stop every cache and release connections (the session can be started again)."""
+        with self._lock:
+            self._stopping = True
+            self._stop_caches()
+            if self._api is not None:
+                self._api.close()
+            self._reset_state()
+            self._started.clear()
+
+    def _start_quietly(self) -> None:
+        try:
+            self.start()
+        except KubeError as err:
+            log.warning("jupyter_dw could not connect to Kubernetes: %s", err)
+        except Exception as err:  # unexpected: keep it visible to requests as a KubeError
+            log.exception("jupyter_dw start-up failed")
+            with self._lock:
+                self._start_error = KubeError("Start-up failed", f"{type(err).__name__}: {err}")
+
+    def _connect(self) -> None:
+        credentials = self._credentials or load_credentials(
+            self._service_account_dir, self._kube_context, self._environ
+        )
+        api = KubeApi(credentials, timeout=self.request_timeout)
+        namespace = self._configured_namespace or credentials.namespace or "default"
+        discovery = discover(api)
+        identity = who_am_i(api)
+        access = check_access(api, namespace)
+        self._credentials = credentials
+        self._api, self._namespace = api, namespace
+        self._discovery, self._identity, self._access = discovery, identity, access
+        log.info(
+            "jupyter_dw: %s as %s in namespace %s; Kueue %s, KubeRay %s",
+            credentials.description,
+            identity.username or "unknown identity",
+            namespace,
+            discovery.kueue_version or "not installed",
+            discovery.ray_version or "not installed",
+        )
+        with self._lock:  # publish caches and bind listeners atomically w.r.t. add_listener
+            if self._stopping:
+                return
+            for kind in (*NAMESPACED_KINDS, *CLUSTER_KINDS):
+                resource = discovery.kueue(kind)
+                if resource is None or self._denied(kind):
+                    continue
+                cache = WatchCache(
+                    ApiListWatch(api, resource, namespace if kind.namespaced else None),
+                    backoff=self._backoff,
+                )
+                for listener in self._listeners:
+                    cache.add_listener(_bind(listener, kind.plural))
+                self._caches[kind.plural] = cache
+            caches = list(self._caches.values())
+        for cache in caches:
+            cache.start()
+
+    def _stop_caches(self) -> None:
+        for cache in self._caches.values():
+            cache.stop()
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """True once :meth:`start` has succeeded (caches may still be syncing)."""
+        return self._started.is_set()
+
+    @property
+    def namespace(self) -> str:
+        """The namespace in use (after start)."""
+        self._require_started()
+        assert self._namespace is not None
+        return self._namespace
+
+    @property
+    def discovery(self) -> Discovery:
+        """What the cluster serves (after start)."""
+        self._require_started()
+        assert self._discovery is not None
+        return self._discovery
+
+    @property
+    def identity(self) -> Identity:
+        """Who the API server says we are (after start)."""
+        self._require_started()
+        assert self._identity is not None
+        return self._identity
+
+    @property
+    def api(self) -> KubeApi:
+        """The API client (after start), for calls no cache answers."""
+        self._require_started()
+        assert self._api is not None
+        return self._api
+
+    @property
+    def access(self) -> dict[Permission, AccessResult]:
+        """Verdicts on every needed permission, as checked at start."""
+        return dict(self._access)
+
+    def cache(self, kind: ResourceKind) -> WatchCache | None:
+        """The watch cache of ``kind``, None if not served or not readable."""
+        return self._caches.get(kind.plural)
+
+    def allowed(self, verb: str, kind: ResourceKind, subresource: str = "") -> bool | None:
+        """The start-time verdict for ``verb`` on ``kind`` (None if it was not checked)."""
+        for permission, result in self._access.items():
+            if (permission.verb, permission.group, permission.resource) == (
+                verb,
+                kind.group,
+                kind.plural,
+            ) and permission.subresource == subresource:
+                return result.allowed
+        return None
+
+    def add_listener(self, listener: SessionListener) -> Callable[[], None]:
+        """Call ``listener(plural, event_type, obj)`` on every cache change (on the cache's
+        thread). Applies to caches started later too. Returns a remover."""
+        removers = []
+        with self._lock:
+            self._listeners.append(listener)
+            for plural, cache in self._caches.items():
+                removers.append(cache.add_listener(_bind(listener, plural)))
+
+        def remove() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+            for remover in removers:
+                remover()
+
+        return remove
+
+    # -- answers -------------------------------------------------------------------------
+
+    def queues(self, timeout: float | None = None) -> dict[str, Any]:
+        """The ``GET queues`` answer: every LocalQueue of the namespace with its quota.
+
+        Waits (up to ``timeout``, default ``request_timeout``) for the start and the first
+        sync of the caches involved. Quota is hidden, not an error, when ClusterQueues are
+        not readable. Raises ``NotInstalled`` without Kueue and ``KubeForbidden`` when
+        LocalQueues cannot be listed and watched.
+        """
+        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
+        self.wait_ready(max(0.0, deadline - time.monotonic()))
+        kueue_version = self.discovery.require_kueue()
+        local_queues = self._synced_cache(LOCAL_QUEUE, deadline, required=True)
+        cq_cache = self._synced_cache(CLUSTER_QUEUE, deadline)
+        cohort_cache = self._synced_cache(COHORT, deadline)
+        assert local_queues is not None
+        cluster_queues = (
+            _parse(cq_cache.snapshot(), ClusterQueueQuota.from_object) if cq_cache else None
+        )
+        if cohort_cache is not None:
+            cohorts: list[CohortQuota] | None = _parse(
+                cohort_cache.snapshot(), CohortQuota.from_object
+            )
+        else:
+            # Not served: there are no Cohort objects to count. Served but unreadable: None,
+            # and the summaries say headroom may miss quota set on Cohort objects.
+            cohorts = [] if self.discovery.cohort_version is None else None
+        summaries = queue_summaries(
+            _parse(local_queues.snapshot(), LocalQueueInfo.from_object), cluster_queues, cohorts
+        )
+        return {
+            "namespace": self.namespace,
+            "kueue_api": kueue_version,
+            "quota_visible": cluster_queues is not None,
+            "cohorts_visible": cohorts is not None,
+            "queues": [s.to_json() for s in summaries],
+        }
+
+    def context(self, timeout: float | None = None) -> dict[str, Any]:
+        """The ``GET context`` answer: namespace, identity, installed APIs, permissions."""
+        self.wait_ready(timeout)
+        credentials = self._credentials
+        assert credentials is not None
+        return {
+            "namespace": self.namespace,
+            "namespace_source": ("config" if self._configured_namespace else credentials.source),
+            "api_server": self.api.host,
+            "credentials": {"source": credentials.source, "description": credentials.description},
+            "identity": self.identity.to_json(),
+            "kueue_api": self.discovery.kueue_version,
+            **self.discovery.to_json(),
+            "permissions": [result.to_json() for result in self._access.values()],
+            "caches": {
+                plural: {
+                    "synced": cache.synced,
+                    "error": str(cache.last_error) if cache.last_error else None,
+                }
+                for plural, cache in self._caches.items()
+            },
+        }
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _require_started(self) -> None:
+        if not self._started.is_set():
+            raise NotReady("Not connected to Kubernetes yet", None, "Start the session first.")
+
+    def _denied(self, kind: ResourceKind) -> bool:
+        return not (self.allowed("list", kind) and self.allowed("watch", kind))
+
+    def _synced_cache(
+        self, kind: ResourceKind, deadline: float, required: bool = False
+    ) -> WatchCache | None:
+        cache = self._caches.get(kind.plural)
+        if cache is None:
+            if required:
+                raise self._forbidden(kind)
+            return None
+        if cache.wait_synced(max(0.0, deadline - time.monotonic())):
+            return cache
+        error = cache.last_error
+        if isinstance(error, KubeError):
+            raise error
+        raise NotReady(
+            f"The {kind.qualified} cache has not synced yet",
+            str(error) if error else f"first list still running after {self.request_timeout:g}s",
+            "Try again in a moment.",
+        )
+
+    def _forbidden(self, kind: ResourceKind) -> KubeForbidden:
+        denied = [
+            p.name
+            for p, r in self._access.items()
+            if p.resource == kind.plural and p.group == kind.group and p.verb in ("list", "watch")
+            if not r.allowed
+        ]
+        what = " and ".join(denied) or f"list {kind.qualified}"
+        return KubeForbidden(
+            f"Forbidden: this identity may not {what}",
+            f"SelfSubjectAccessReview denied {what} in namespace {self._namespace} "
+            f"to {self._identity.username if self._identity else 'this identity'}",
+            f"Ask a cluster administrator to allow '{what}' in namespace {self._namespace} "
+            "(for example with the kueue-batch-user-role ClusterRole in a RoleBinding).",
+            denied=denied[0] if denied else f"list {kind.qualified}",
+        )
+
+
+def _bind(listener: SessionListener, plural: str) -> Callable[[str, Object], None]:
+    return lambda event_type, obj: listener(plural, event_type, obj)
+
+
+def _parse(objects: list[Object], parse: Callable[[Object], Any]) -> list[Any]:
+    parsed = []
+    for obj in objects:
+        try:
+            parsed.append(parse(obj))
+        except KueueObjectError as err:  # one malformed object must not hide the others
+            log.warning("skipping an unreadable Kueue object: %s", err)
+    return parsed

@@ -1,0 +1,464 @@
+"""A list+watch cache of one Kubernetes resource, kept current on a background thread.
+
+The protocol is client-go's reflector: list (remember the list's ``resourceVersion``), then
+watch from it with ``allowWatchBookmarks``; every event and bookmark moves the remembered
+version forward, so a watch that ends (server timeout, dropped connection, error) resumes
+from where it stopped instead of listing again. Only ``410 Gone`` (the version is too old
+for the API server's watch window) forces a new list. Errors back off exponentially.
+Nothing polls: between events the thread is blocked reading the watch stream.
+
+The ``kubernetes`` client is synchronous, so each cache owns a daemon thread; readers on any
+thread (the tornado IO loop included) get consistent snapshots without blocking on I/O.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .errors import KubeError
+from .resources import Resource
+
+if TYPE_CHECKING:
+    from .client import KubeApi
+
+log = logging.getLogger(__name__)
+
+Object = dict[str, Any]
+Listener = Callable[[str, Object], None]
+"""Called with ``(event_type, object)``: ``ADDED``, ``MODIFIED`` or ``DELETED``."""
+
+ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
+GONE = 410
+LIST_PAGE_SIZE = 500
+
+
+class WatchStream(Protocol):
+    """Raw watch events (``{"type", "object"}`` dicts); ``close`` may be called from another
+    thread and must make a blocked iteration end promptly."""
+
+    def __iter__(self) -> Iterator[Object]: ...
+
+    def close(self) -> None: ...
+
+
+class ListWatch(Protocol):
+    """How a cache lists and watches its resource (real API calls, or a fake in tests)."""
+
+    description: str
+
+    def list(self) -> tuple[list[Object], str]:
+        """All objects and the list's ``resourceVersion``."""
+        ...
+
+    def watch(self, resource_version: str) -> WatchStream:
+        """A watch starting after ``resource_version`` (with bookmarks)."""
+        ...
+
+
+class ResourceGone(Exception):
+    """The watched resourceVersion is too old (HTTP 410 Gone): list again."""
+
+
+class WatchFailed(Exception):
+    """An ``ERROR`` event other than 410 in a watch stream."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential backoff with full jitter: ``initial``, doubling, capped at ``maximum``."""
+
+    initial: float = 0.5
+    maximum: float = 30.0
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt`` (0-based)."""
+        ceiling = min(self.maximum, self.initial * (2 ** min(attempt, 16)))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+def object_key(obj: Object) -> tuple[str, str]:
+    """``(namespace, name)`` of an object (namespace ``""`` when cluster-scoped)."""
+    metadata = obj.get("metadata") or {}
+    return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+
+
+def _resource_version(obj: Object) -> str | None:
+    rv = (obj.get("metadata") or {}).get("resourceVersion")
+    return str(rv) if rv else None
+
+
+class WatchCache:
+    """Objects of one resource, listed once and then kept current by watching.
+
+    Start with :meth:`start`; :meth:`wait_synced` returns once the first list is in.
+    :meth:`snapshot` returns the current objects (shared dicts: do not mutate them).
+    Listeners get every change, on the cache's thread, after the snapshot reflects it; a
+    re-list after 410 is reported as the ADDED/MODIFIED/DELETED events it amounts to.
+    """
+
+    def __init__(
+        self,
+        list_watch: ListWatch,
+        *,
+        name: str | None = None,
+        backoff: Backoff | None = None,
+        min_watch_seconds: float = 1.0,
+    ) -> None:
+        self.name = name or list_watch.description
+        self._lw = list_watch
+        self._backoff = backoff or Backoff()
+        # A watch that ends faster than this (without events) counts as a failure, so a
+        # server that closes watches at once cannot make us spin.
+        self._min_watch_seconds = min_watch_seconds
+        self._lock = threading.Condition()
+        self._objects: dict[tuple[str, str], Object] = {}
+        self._listeners: list[Listener] = []
+        self._stop = threading.Event()
+        self._synced = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stream: WatchStream | None = None
+        self._resource_version: str | None = None
+        self._last_error: BaseException | None = None
+        self._generation = 0
+        self.relists = 0
+        """How many times the cache listed (1 + one per 410 Gone); for diagnostics."""
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the background list+watch thread (idempotent)."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(
+                target=self._run, name=f"dw-watch-{self.name}", daemon=True
+            )
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop watching; interrupts a blocked watch read and joins the thread."""
+        self._stop.set()
+        with self._lock:
+            stream, thread = self._stream, self._thread
+            self._lock.notify_all()
+        if stream is not None:
+            _close_quietly(stream)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        """Block until the first list has been stored; False on timeout."""
+        return self._synced.wait(timeout)
+
+    # -- reading -------------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        """True once the first list has been stored."""
+        return self._synced.is_set()
+
+    @property
+    def resource_version(self) -> str | None:
+        """The last resourceVersion seen (list, event or bookmark)."""
+        return self._resource_version
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """The most recent list/watch failure, cleared by the next successful list or event."""
+        return self._last_error
+
+    @property
+    def generation(self) -> int:
+        """A counter that grows with every change to the snapshot."""
+        return self._generation
+
+    def snapshot(self) -> list[Object]:
+        """The current objects, sorted by namespace and name."""
+        with self._lock:
+            return [self._objects[k] for k in sorted(self._objects)]
+
+    def get(self, name: str, namespace: str = "") -> Object | None:
+        """One object by name (and namespace for namespaced resources)."""
+        with self._lock:
+            return self._objects.get((namespace, name))
+
+    def wait_for_change(self, since: int, timeout: float | None = None) -> int:
+        """Block until :attr:`generation` exceeds ``since`` (or timeout); return it."""
+        with self._lock:
+            self._lock.wait_for(lambda: self._generation > since or self._stop.is_set(), timeout)
+            return self._generation
+
+    def add_listener(self, listener: Listener) -> Callable[[], None]:
+        """Register ``listener(event_type, obj)``; returns a function that removes it."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def remove() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return remove
+
+    # -- the reflector loop --------------------------------------------------------------
+
+    def _run(self) -> None:
+        attempt = 0  # consecutive failures; reset only by a watch that delivered
+        needs_list = True
+        while not self._stop.is_set():
+            try:
+                if needs_list:
+                    self._relist()
+                    needs_list = False
+                if self._watch_once():
+                    attempt = 0
+                    continue  # the server ended the watch: resume from the last version
+                # Ended at once without events: treat like a failure to avoid spinning.
+                raise WatchFailed("watch ended immediately")
+            except ResourceGone:
+                log.info(
+                    "%s: resourceVersion %s is gone (410); listing again",
+                    self.name,
+                    self._resource_version,
+                )
+                needs_list = True
+                if attempt == 0:  # the normal case: list again at once
+                    attempt = 1
+                    continue
+            except Exception as err:
+                if self._stop.is_set():
+                    break
+                self._last_error = err
+                log.warning("%s: list/watch failed (%s); retrying", self.name, _describe(err))
+            if self._stop.wait(self._backoff.delay(attempt)):
+                break
+            attempt += 1
+        log.debug("%s: watch thread stopped", self.name)
+
+    def _relist(self) -> None:
+        items, resource_version = self._lw.list()
+        fresh = {object_key(obj): obj for obj in items}
+        events: list[tuple[str, Object]] = []
+        with self._lock:
+            old = self._objects
+            for key, obj in old.items():
+                if key not in fresh:
+                    events.append((DELETED, obj))
+            for key, obj in fresh.items():
+                before = old.get(key)
+                if before is None:
+                    events.append((ADDED, obj))
+                elif _resource_version(before) != _resource_version(obj):
+                    events.append((MODIFIED, obj))
+            self._objects = fresh
+            self._resource_version = resource_version
+            self._last_error = None
+            self.relists += 1
+            self._generation += 1
+            self._lock.notify_all()
+        self._synced.set()
+        for event_type, obj in events:
+            self._notify(event_type, obj)
+
+    def _watch_once(self) -> bool:
+        """Follow one watch stream to its end; True if it delivered anything."""
+        resource_version = self._resource_version or ""
+        stream = self._lw.watch(resource_version)
+        with self._lock:
+            self._stream = stream
+        if self._stop.is_set():  # stop() ran while the watch was being opened
+            _close_quietly(stream)
+            return False
+        delivered = False
+        started = time.monotonic()
+        try:
+            for event in stream:
+                if self._stop.is_set():
+                    break
+                self._apply(event)
+                delivered = True
+        finally:
+            with self._lock:
+                self._stream = None
+            _close_quietly(stream)
+        return delivered or (time.monotonic() - started) >= self._min_watch_seconds
+
+    def _apply(self, event: Object) -> None:
+        event_type = event.get("type")
+        obj = event.get("object") or {}
+        if event_type == ERROR:
+            if obj.get("code") == GONE:
+                raise ResourceGone(obj.get("message", "410 Gone"))
+            raise WatchFailed(f"{obj.get('code')} {obj.get('reason')}: {obj.get('message')}")
+        resource_version = _resource_version(obj)
+        if event_type == BOOKMARK:
+            # Bookmarks carry only a newer resourceVersion: resume from it next time.
+            if resource_version:
+                self._resource_version = resource_version
+            return
+        if event_type not in (ADDED, MODIFIED, DELETED):
+            log.debug("%s: ignoring watch event %r", self.name, event_type)
+            return
+        key = object_key(obj)
+        with self._lock:
+            if event_type == DELETED:
+                self._objects.pop(key, None)
+            else:
+                self._objects[key] = obj
+            if resource_version:
+                self._resource_version = resource_version
+            self._last_error = None
+            self._generation += 1
+            self._lock.notify_all()
+        self._notify(event_type, obj)
+
+    def _notify(self, event_type: str, obj: Object) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(event_type, obj)
+            except Exception:  # a broken listener must not stop the cache
+                log.exception("%s: listener %r failed", self.name, listener)
+
+
+# --------------------------------------------------------------------------------------------
+# The real list/watch over the API server
+# --------------------------------------------------------------------------------------------
+
+
+class ApiListWatch:
+    """List and watch ``resource`` (in ``namespace``, or cluster-wide) through a KubeApi."""
+
+    def __init__(
+        self,
+        api: KubeApi,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        watch_timeout: tuple[int, int] = (300, 600),
+    ) -> None:
+        self._api = api
+        self._resource = resource
+        self._namespace = namespace if resource.namespaced else None
+        self._selectors: list[tuple[str, str]] = []
+        if label_selector:
+            self._selectors.append(("labelSelector", label_selector))
+        if field_selector:
+            self._selectors.append(("fieldSelector", field_selector))
+        # Like client-go: spread watch renewals over 5-10 minutes.
+        self._watch_timeout = watch_timeout
+        where = f" in {self._namespace}" if self._namespace else ""
+        self.description = f"{resource.qualified}{where}"
+
+    def list(self) -> tuple[list[Object], str]:
+        """List every page; the first page's resourceVersion is the snapshot's."""
+        path = self._resource.path(self._namespace)
+        items: list[Object] = []
+        continue_token = ""
+        resource_version = ""
+        while True:
+            query: list[tuple[str, str | int | bool]] = [*self._selectors]
+            query.append(("limit", LIST_PAGE_SIZE))
+            if continue_token:
+                query.append(("continue", continue_token))
+            try:
+                page = self._api.get(path, query)
+            except KubeError as err:
+                if continue_token and getattr(err, "api_status", None) == GONE:
+                    raise ResourceGone("list continuation expired") from err
+                raise
+            items.extend(page.get("items") or [])
+            metadata = page.get("metadata") or {}
+            resource_version = resource_version or str(metadata.get("resourceVersion") or "")
+            continue_token = str(metadata.get("continue") or "")
+            if not continue_token:
+                return items, resource_version
+
+    def watch(self, resource_version: str) -> WatchStream:
+        """Open a watch with bookmarks from ``resource_version``."""
+        timeout = random.randint(*self._watch_timeout)
+        query: list[tuple[str, str | int | bool]] = [
+            *self._selectors,
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", timeout),
+        ]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        try:
+            response = self._api.stream(
+                self._resource.path(self._namespace), query, read_timeout=timeout + 60
+            )
+        except KubeError as err:
+            if getattr(err, "api_status", None) == GONE:
+                raise ResourceGone(str(err)) from err
+            raise
+        return HttpWatchStream(response)
+
+
+class HttpWatchStream:
+    """Watch events read line by line from a streaming HTTP response."""
+
+    def __init__(self, response: Any) -> None:
+        self._response = response
+        self._closed = False
+
+    def __iter__(self) -> Iterator[Object]:
+        for line in _lines(self._response.stream(amt=None, decode_content=True)):
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                log.warning("ignoring an undecodable watch line (%d bytes)", len(line))
+                continue
+            if isinstance(event, dict):
+                yield event
+
+    def close(self) -> None:
+        """Interrupt a blocked read (socket shutdown) and release the connection."""
+        if self._closed:
+            return
+        self._closed = True
+        # shutdown() wakes a read blocked on another thread; it fails when the connection is
+        # already released, and then close() alone suffices.
+        with contextlib.suppress(Exception):
+            self._response.shutdown()
+        with contextlib.suppress(Exception):
+            self._response.close()
+            self._response.release_conn()
+
+
+def _lines(chunks: Iterable[bytes | str]) -> Iterator[str]:
+    buffer = bytearray()
+    for chunk in chunks:
+        buffer.extend(chunk.encode() if isinstance(chunk, str) else chunk)
+        while (newline := buffer.find(b"\n")) != -1:
+            yield buffer[:newline].decode("utf-8", errors="replace")
+            del buffer[: newline + 1]
+    if buffer:
+        yield buffer.decode("utf-8", errors="replace")
+
+
+def _close_quietly(stream: WatchStream) -> None:
+    try:
+        stream.close()
+    except Exception:
+        log.debug("closing a watch stream failed", exc_info=True)
+
+
+def _describe(err: BaseException) -> str:
+    if isinstance(err, KubeError):
+        return str(err)
+    return f"{type(err).__name__}: {err}"
