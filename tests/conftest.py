@@ -1,3 +1,4 @@
-"""Fixtures for every test: the local control plane and its helpers (tests/cluster/fixtures.py)."""
+"""Fixtures for every test: the local control plane and its helpers (tests/cluster/fixtures.py),
+and pytest-jupyter's server fixtures (jp_serverapp, jp_fetch, ...)."""
 
-pytest_plugins = ["tests.cluster.fixtures"]
+pytest_plugins = ["tests.cluster.fixtures", "pytest_jupyter.jupyter_server"]

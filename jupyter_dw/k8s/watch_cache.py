@@ -196,6 +196,23 @@ class WatchCache:
             self._lock.wait_for(lambda: self._generation > since or self._stop.is_set(), timeout)
             return self._generation
 
+    def wait_until(
+        self, predicate: Callable[[list[Object]], bool], timeout: float | None = None
+    ) -> bool:
+        """Block until ``predicate(snapshot)`` holds (checked on every change); False on
+        timeout or stop."""
+        with self._lock:
+            return (
+                self._lock.wait_for(
+                    lambda: (
+                        self._stop.is_set()
+                        or (self._synced.is_set() and predicate(self.snapshot()))
+                    ),
+                    timeout,
+                )
+                and not self._stop.is_set()
+            )
+
     def add_listener(self, listener: Listener) -> Callable[[], None]:
         """Register ``listener(event_type, obj)``; returns a function that removes it."""
         with self._lock:
@@ -263,8 +280,8 @@ class WatchCache:
             self._last_error = None
             self.relists += 1
             self._generation += 1
+            self._synced.set()  # before notify, so woken waiters see the cache as synced
             self._lock.notify_all()
-        self._synced.set()
         for event_type, obj in events:
             self._notify(event_type, obj)
 

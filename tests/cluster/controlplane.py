@@ -380,14 +380,16 @@ class LocalCluster:
 
         api = AdminApi(kubeconfig)
         webhook_url = f"https://127.0.0.1:{ports['kueue-webhook']}"
-        for obj in manifests.kueue_crds(v, webhook_url, ca.pem) + manifests.kuberay_crds(v):
-            api.apply(obj)
+        crds = manifests.kueue_crds(v, webhook_url, ca.pem) + manifests.kuberay_crds(v)
+        for crd in crds:
+            api.create(crd)
         for obj in manifests.kueue_visibility(v, ports["kueue-visibility"]):
             api.apply(obj)
         for obj in manifests.kueue_webhooks(v, webhook_url, ca.pem):
             api.apply(obj)
-        for crd in manifests.kueue_crds(v, webhook_url, ca.pem) + manifests.kuberay_crds(v):
+        for crd in crds:
             _wait_crd_established(api, crd["metadata"]["name"])
+        _log(f"CRDs established after {time.monotonic() - t0:.1f}s")
 
         kueue_cfg = self.state_dir / "kueue-config.yaml"
         kueue_cfg.write_text(
@@ -452,13 +454,18 @@ class LocalCluster:
             state, "kube-scheduler", f"https://127.0.0.1:{ports['scheduler']}/healthz", None
         )
         self._wait_healthy(state, "kueue", f"http://127.0.0.1:{ports['kueue-health']}/readyz", None)
+        _log(f"kueue healthy after {time.monotonic() - t0:.1f}s")
         self._wait_healthy(
             state, "kuberay-operator", f"http://127.0.0.1:{ports['kuberay-health']}/readyz", None
         )
         _wait_kueue_webhooks(api, v)
+        _log(f"wait_kueue_webhooks done after {time.monotonic() - t0:.1f}s")
         _wait_visibility_api(api, v)
+        _log(f"wait_visibility_api done after {time.monotonic() - t0:.1f}s")
         _wait_nodes_ready(api)
+        _log(f"wait_nodes_ready done after {time.monotonic() - t0:.1f}s")
         _wait_default_service_account(api)
+        _log(f"wait_default_service_account done after {time.monotonic() - t0:.1f}s")
         _log(f"all components ready after {time.monotonic() - t0:.1f}s")
 
 

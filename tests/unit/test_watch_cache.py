@@ -1,0 +1,285 @@
+"""The watch cache's reflector logic (resume, bookmarks, 410 Gone, backoff, stop) on a scripted
+list/watch. Real API behaviour is covered in tests/integration/test_server_session.py."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from jupyter_dw.k8s.watch_cache import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    Backoff,
+    ResourceGone,
+    WatchCache,
+    _lines,
+)
+
+WAIT = 5.0  # upper bound for every wait below; they return as soon as the condition holds
+FAST = Backoff(initial=0.001, maximum=0.005)
+
+
+def obj(name: str, rv: str, **extra: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}, **extra}
+
+
+def event(kind: str, o: dict[str, Any]) -> dict[str, Any]:
+    return {"type": kind, "object": o}
+
+
+def bookmark(rv: str) -> dict[str, Any]:
+    return {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": rv}}}
+
+
+def gone() -> dict[str, Any]:
+    return {"type": "ERROR", "object": {"code": 410, "reason": "Expired", "message": "too old"}}
+
+
+class Block:
+    """A watch script that yields ``events`` and then blocks until the stream is closed."""
+
+    def __init__(self, *events: dict[str, Any]) -> None:
+        self.events = events
+
+
+class FakeStream:
+    def __init__(self, events: tuple[dict[str, Any], ...], block: bool) -> None:
+        self.events = events
+        self.block = block
+        self.closed = threading.Event()
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        yield from self.events
+        if self.block:
+            self.closed.wait()
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+class FakeListWatch:
+    """Scripted lists and watches; records every call. Unscripted watches block until closed."""
+
+    description = "fake"
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.lists: deque[Any] = deque()
+        self.watches: deque[Any] = deque()
+        self.list_calls = 0
+        self.watch_versions: list[str] = []
+        self.streams: list[FakeStream] = []
+
+    def list(self) -> tuple[list[dict[str, Any]], str]:
+        with self.cond:
+            self.list_calls += 1
+            self.cond.notify_all()
+            result = self.lists.popleft() if self.lists else RuntimeError("no list scripted")
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def watch(self, resource_version: str) -> FakeStream:
+        with self.cond:
+            self.watch_versions.append(resource_version)
+            script = self.watches.popleft() if self.watches else Block()
+            if isinstance(script, BaseException):
+                self.cond.notify_all()
+                raise script
+            if isinstance(script, Block):
+                stream = FakeStream(script.events, block=True)
+            else:
+                stream = FakeStream(tuple(script), block=False)
+            self.streams.append(stream)
+            self.cond.notify_all()
+            return stream
+
+    def wait(self, predicate: Callable[[], bool]) -> None:
+        with self.cond:
+            assert self.cond.wait_for(predicate, WAIT), "fake list/watch never reached the state"
+
+
+@pytest.fixture
+def fake() -> FakeListWatch:
+    return FakeListWatch()
+
+
+@pytest.fixture
+def make_cache(fake: FakeListWatch) -> Iterator[Callable[..., WatchCache]]:
+    caches: list[WatchCache] = []
+
+    def make(**kwargs: Any) -> WatchCache:
+        cache = WatchCache(fake, backoff=FAST, min_watch_seconds=0.0, **kwargs)
+        caches.append(cache)
+        return cache
+
+    yield make
+    for cache in caches:
+        cache.stop()
+
+
+def names(cache: WatchCache) -> list[str]:
+    return [o["metadata"]["name"] for o in cache.snapshot()]
+
+
+def test_lists_then_watches_from_the_list_version(fake, make_cache):
+    fake.lists.append(([obj("a", "5"), obj("b", "6")], "10"))
+    fake.watches.append(Block(event(ADDED, obj("c", "11")), event(MODIFIED, obj("a", "12"))))
+    cache = make_cache()
+    seen: list[tuple[str, str]] = []
+    cache.add_listener(lambda kind, o: seen.append((kind, o["metadata"]["name"])))
+
+    cache.start()
+
+    assert cache.wait_synced(WAIT)
+    assert cache.wait_until(lambda objs: len(objs) == 3, WAIT)
+    assert fake.watch_versions[0] == "10"
+    assert names(cache) == ["a", "b", "c"]
+    assert cache.get("a", "ns")["metadata"]["resourceVersion"] == "12"
+    assert cache.resource_version == "12"
+    assert seen == [(ADDED, "a"), (ADDED, "b"), (ADDED, "c"), (MODIFIED, "a")]
+
+
+def test_deleted_event_removes_the_object(fake, make_cache):
+    fake.lists.append(([obj("a", "5"), obj("b", "6")], "10"))
+    fake.watches.append(Block(event(DELETED, obj("a", "11"))))
+    cache = make_cache()
+    cache.start()
+
+    assert cache.wait_until(lambda objs: len(objs) == 1, WAIT)
+    assert names(cache) == ["b"]
+    assert cache.get("a", "ns") is None
+
+
+def test_watch_end_and_bookmark_resume_without_listing_again(fake, make_cache):
+    fake.lists.append(([obj("a", "5")], "10"))
+    # The first watch ends normally after an event and a bookmark (server timeout).
+    fake.watches.append([event(MODIFIED, obj("a", "11")), bookmark("20")])
+    cache = make_cache()
+    cache.start()
+
+    fake.wait(lambda: len(fake.watch_versions) == 2)
+    assert fake.watch_versions == ["10", "20"]  # resumed from the bookmark's version
+    assert fake.list_calls == 1
+    assert cache.relists == 1
+
+
+def test_gone_error_event_relists_and_reports_the_difference(fake, make_cache):
+    fake.lists.append(([obj("a", "5"), obj("b", "6")], "10"))
+    fake.lists.append(([obj("b", "30"), obj("c", "31")], "40"))
+    fake.watches.append([gone()])
+    cache = make_cache()
+    seen: list[tuple[str, str]] = []
+    cache.add_listener(lambda kind, o: seen.append((kind, o["metadata"]["name"])))
+    cache.start()
+
+    fake.wait(lambda: len(fake.watch_versions) == 2)
+    assert cache.wait_until(lambda objs: [o["metadata"]["name"] for o in objs] == ["b", "c"], WAIT)
+    assert fake.list_calls == 2
+    assert fake.watch_versions == ["10", "40"]
+    assert cache.relists == 2
+    assert seen[2:] == [(DELETED, "a"), (MODIFIED, "b"), (ADDED, "c")]
+
+
+def test_http_410_when_opening_the_watch_relists(fake, make_cache):
+    fake.lists.append(([obj("a", "5")], "10"))
+    fake.lists.append(([obj("a", "5")], "50"))
+    fake.watches.append(ResourceGone("410"))
+    cache = make_cache()
+    cache.start()
+
+    fake.wait(lambda: len(fake.watch_versions) == 2)
+    assert fake.watch_versions == ["10", "50"]
+    assert fake.list_calls == 2
+
+
+def test_errors_back_off_and_resume_from_the_last_version(fake, make_cache):
+    fake.lists.append(([obj("a", "5")], "10"))
+    fake.watches.append([event(MODIFIED, obj("a", "15"))])
+    fake.watches.append(ConnectionResetError("connection reset"))
+    fake.watches.append(Block(event(MODIFIED, obj("a", "16"))))
+    cache = make_cache()
+    cache.start()
+
+    fake.wait(lambda: len(fake.watch_versions) == 3)
+    assert cache.wait_until(lambda objs: objs[0]["metadata"]["resourceVersion"] == "16", WAIT)
+    assert fake.watch_versions == ["10", "15", "15"]  # same version after the error
+    assert fake.list_calls == 1  # an error is not a reason to list again
+    assert cache.last_error is None  # cleared by the next event
+
+
+def test_a_failed_first_list_is_retried_and_reported(fake, make_cache):
+    fake.lists.append(PermissionError("forbidden"))
+    cache = make_cache()
+    cache.start()
+
+    fake.wait(lambda: fake.list_calls >= 2)  # backed off, then tried again
+    # The retry had no scripted result either; the error is kept for callers to show.
+    assert isinstance(cache.last_error, RuntimeError | PermissionError)
+    assert not cache.synced
+
+
+def test_stop_interrupts_a_blocked_watch(fake, make_cache):
+    fake.lists.append(([], "10"))
+    cache = make_cache()
+    cache.start()
+    fake.wait(lambda: len(fake.streams) == 1)
+
+    cache.stop(timeout=WAIT)
+
+    assert fake.streams[0].closed.is_set()
+    assert not any(t.name == "dw-watch-fake" for t in threading.enumerate())
+
+
+def test_a_failing_listener_does_not_stop_the_cache(fake, make_cache):
+    fake.lists.append(([obj("a", "5")], "10"))
+    fake.watches.append(Block(event(ADDED, obj("b", "11"))))
+    cache = make_cache()
+
+    def broken(kind: str, o: dict[str, Any]) -> None:
+        raise ValueError("listener bug")
+
+    cache.add_listener(broken)
+    cache.start()
+
+    assert cache.wait_until(lambda objs: len(objs) == 2, WAIT)
+
+
+def test_removed_listener_is_not_called(fake, make_cache):
+    fake.lists.append(([obj("a", "5")], "10"))
+    cache = make_cache()
+    seen: list[str] = []
+    remove = cache.add_listener(lambda kind, o: seen.append(kind))
+    remove()
+    cache.start()
+
+    assert cache.wait_synced(WAIT)
+    assert seen == []
+
+
+def test_wait_for_change_returns_a_newer_generation(fake, make_cache):
+    fake.lists.append(([obj("a", "5")], "10"))
+    fake.watches.append(Block(event(MODIFIED, obj("a", "11"))))
+    cache = make_cache()
+    cache.start()
+
+    assert cache.wait_synced(WAIT)
+    assert cache.wait_until(lambda objs: objs[0]["metadata"]["resourceVersion"] == "11", WAIT)
+    assert cache.wait_for_change(0, WAIT) >= 2  # the list and the event
+
+
+def test_lines_are_split_across_chunks():
+    chunks = [b'{"type":"ADD', b'ED"}\n{"type":', b'"BOOKMARK"}\n\n', "tail"]
+    assert list(_lines(chunks)) == ['{"type":"ADDED"}', '{"type":"BOOKMARK"}', "", "tail"]
+
+
+def test_backoff_grows_and_is_capped():
+    backoff = Backoff(initial=1.0, maximum=8.0)
+    assert 0.5 <= backoff.delay(0) <= 1.0
+    assert 2.0 <= backoff.delay(2) <= 4.0
+    assert 4.0 <= backoff.delay(30) <= 8.0
