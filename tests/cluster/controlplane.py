@@ -238,7 +238,9 @@ class LocalCluster:
             raise
         return state
 
-    def _spawn(self, state: ClusterState, name: str, argv: list[str]) -> None:
+    def _spawn(
+        self, state: ClusterState, name: str, argv: list[str], env: dict[str, str] | None = None
+    ) -> None:
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
         proc = subprocess.Popen(
             argv,
@@ -248,11 +250,53 @@ class LocalCluster:
             start_new_session=True,
             cwd=self.state_dir,
             # KubeRay reads only $KUBECONFIG; the others take --kubeconfig too.
-            env={**os.environ, "KUBECONFIG": state.kubeconfig},
+            env={**os.environ, "KUBECONFIG": state.kubeconfig, **(env or {})},
         )
         log.close()
         state.pids[name] = proc.pid
         self._save(state)
+
+    def _spawn_in_pod_like_namespace(
+        self,
+        state: ClusterState,
+        api: AdminApi,
+        ca: CertificateAuthority,
+        name: str,
+        argv: list[str],
+    ) -> None:
+        """Run ``argv`` as a pod would see itself: a service-account token at the fixed
+        in-cluster path and KUBERNETES_SERVICE_HOST/PORT set.
+
+        Kueue 0.14's visibility server authenticates its callers only through the in-cluster
+        configuration. The token directory is mounted on a tmpfs over /run inside a private mount
+        namespace, so nothing of it is visible to the rest of the machine.
+        """
+        sa_dir = self.state_dir / f"{name}-serviceaccount"
+        sa_dir.mkdir(exist_ok=True)
+        (sa_dir / "token").write_text(_cluster_admin_token(api, name))
+        (sa_dir / "ca.crt").write_bytes(ca.pem)
+        (sa_dir / "namespace").write_text(manifests.KUEUE_NAMESPACE)
+        script = (
+            "mount -t tmpfs tmpfs /run && mkdir -p /run/secrets/kubernetes.io && "
+            'cp -r "$0" /run/secrets/kubernetes.io/serviceaccount && exec "$@"'
+        )
+        host, _, port = state.apiserver.removeprefix("https://").rpartition(":")
+        self._spawn(
+            state,
+            name,
+            [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                script,
+                str(sa_dir),
+                *argv,
+            ],
+            env={"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port},
+        )
 
     def _wait_healthy(self, state: ClusterState, name: str, url: str, ca_file: str | None) -> None:
         pid = state.pids[name]
@@ -404,16 +448,16 @@ class LocalCluster:
             )
         )
         _install_kueue_fixed_certs(kueue_cfg.parent / "kueue-certs")
-        self._spawn(
-            state,
-            "kueue",
-            [
-                str(v.binary("kueue")),
-                f"--config={kueue_cfg}",
-                f"--kubeconfig={kubeconfig}",
-                "--zap-log-level=info",
-            ],
-        )
+        kueue_argv = [
+            str(v.binary("kueue")),
+            f"--config={kueue_cfg}",
+            f"--kubeconfig={kubeconfig}",
+            "--zap-log-level=info",
+        ]
+        if v.kueue_serves_v1beta2:
+            self._spawn(state, "kueue", kueue_argv)
+        else:
+            self._spawn_in_pod_like_namespace(state, api, ca, "kueue", kueue_argv)
         self._spawn(
             state,
             "kuberay-operator",
@@ -528,6 +572,42 @@ def _write_kubeconfig(path: Path, server: str, ca_pem: bytes, client: KeyPair) -
         )
     )
     path.chmod(0o600)
+
+
+def _cluster_admin_token(api: AdminApi, name: str) -> str:
+    """A token for ServiceAccount kueue-system/<name> bound to cluster-admin."""
+    namespace = manifests.KUEUE_NAMESPACE
+    api.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+    )
+    api.apply(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"jupyter-dw-testbed-{name}"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "cluster-admin",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        }
+    )
+    review = api.request(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 7 * 24 * 3600},
+        },
+        content_type="application/json",
+    )
+    return str(review["status"]["token"])
 
 
 def _wait_crd_established(api: AdminApi, name: str) -> None:
