@@ -179,26 +179,29 @@ class Cohort:
         )
 
     def admit(self, name: str, queue: str, cpu: Decimal | str) -> dict[str, Any]:
-        """Submit a Workload and wait until Kueue admits it; it then counts in :meth:`settle`."""
+        """Submit a Workload and assert that Kueue admits it; it then counts in :meth:`settle`."""
         self.submit(name, queue, cpu)
-        workload = self.wait_workload(name, is_admitted, "Admitted")
+        workload = self.decided(name)
+        assert is_admitted(workload), f"Kueue did not admit {name}: {quota_message(workload)}"
         self.holding[name] = (queue, parse_quantity(cpu) if isinstance(cpu, str) else cpu)
         return workload
 
     def refuse(self, name: str, queue: str, cpu: Decimal | str) -> dict[str, Any]:
-        """Submit a Workload and wait until Kueue has evaluated it and kept it pending for
-        lack of quota; it then counts as pending in :meth:`settle`."""
+        """Submit a Workload and assert that Kueue keeps it pending for lack of quota; it then
+        counts as pending in :meth:`settle`."""
         self.submit(name, queue, cpu)
-        workload = self.wait_workload(
-            name,
-            lambda w: "insufficient" in str((condition(w, "QuotaReserved") or {}).get("message")),
-            "kept pending for lack of quota",
-        )
-        reserved = condition(workload, "QuotaReserved") or {}
-        assert reserved.get("status") == "False", reserved
-        assert not is_admitted(workload)
+        workload = self.decided(name)
+        assert not is_admitted(workload), f"Kueue admitted {name} asking {cpu} CPU"
         self.waiting[name] = queue
         return workload
+
+    def decided(self, name: str) -> dict[str, Any]:
+        """Wait for Kueue's decision on a Workload: admitted, or pending for lack of quota."""
+        return self.wait_workload(
+            name,
+            lambda w: is_admitted(w) or "insufficient" in quota_message(w),
+            "admitted or kept pending for lack of quota",
+        )
 
     def delete(self, name: str) -> None:
         self.custom.delete_namespaced_custom_object(
@@ -269,6 +272,11 @@ def cpu_string(cpu: Decimal | str) -> str:
     if isinstance(cpu, str):
         return cpu
     return f"{int(cpu * 1000)}m"
+
+
+def quota_message(workload: dict[str, Any]) -> str:
+    """Kueue's message on the QuotaReserved condition ("" when there is none yet)."""
+    return str((condition(workload, "QuotaReserved") or {}).get("message") or "")
 
 
 def is_admitted(workload: dict[str, Any]) -> bool:
@@ -432,7 +440,8 @@ async def test_headroom_is_what_kueue_admits(kueue, jp_fetch, session):
         await asyncio.to_thread(cohort.refuse, f"more-{n}", queue, headroom + EPSILON)
         cohort.delete(f"more-{n}")
         await asyncio.to_thread(cohort.admit, f"exact-{n}", queue, headroom)
-        cohort.delete(f"exact-{n}")  # back to the state under test
+        cohort.delete(f"exact-{n}")  # back to the state under test, once Kueue has seen it
+        await asyncio.to_thread(cohort.settle)
         return headroom
 
     async def state() -> dict[str, Decimal]:

@@ -2,10 +2,11 @@ import dataclasses
 import functools
 import re
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+import yaml
 
 from jupyter_dw.domain.cluster_spec import (
     DEFAULT_RAY_IMAGE,
@@ -23,10 +24,14 @@ from jupyter_dw.domain.cluster_spec import (
     owner_label_value,
 )
 from jupyter_dw.domain.validation import env_name_error, label_key_error, label_value_error
+from tests.cluster.versions import Versions
 
 GI = 2**30
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-RAYCLUSTER_CRD = SHARED / "crds" / "ray.io_rayclusters.yaml"
+# The CRD and sample of the KubeRay version the test cluster runs, from the Go module cache
+# (tests/cluster/build.sh downloads it; `make test` runs that first).
+KUBERAY_SOURCE = Versions.selected().source("kuberay")
+RAYCLUSTER_CRD = KUBERAY_SOURCE / "config" / "crd" / "bases" / "ray.io_rayclusters.yaml"
+RAYCLUSTER_SAMPLES = (KUBERAY_SOURCE / "config" / "samples" / "ray-cluster.sample.yaml",)
 QUEUES = ("user-queue", "team-a")
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
@@ -167,15 +172,13 @@ def test_invalid_namespace_is_a_value_error(namespace):
         build().to_raycluster(namespace)
 
 
-# --- the object against the KubeRay v1.7.0 CRD schema ----------------------------------------
+# --- the object against the pinned KubeRay CRD schema ----------------------------------------
 
 
 @functools.cache
 def _rayclusters_v1_schema() -> dict:
-    # Cached: parsing the 17,000-line CRD takes seconds. A skip raises, so it is not cached.
-    yaml = pytest.importorskip("yaml")
-    if not RAYCLUSTER_CRD.exists():
-        pytest.skip(f"{RAYCLUSTER_CRD} not found (shared/ is beside the repository)")
+    # Cached: parsing the 17,000-line CRD takes seconds.
+    assert RAYCLUSTER_CRD.exists(), f"{RAYCLUSTER_CRD} missing: run tests/cluster/build.sh"
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     crd = yaml.load(RAYCLUSTER_CRD.read_text(), Loader=loader)  # a safe loader either way
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
@@ -213,7 +216,6 @@ SCHEMA_CASES = {
 
 @pytest.mark.parametrize("case", sorted(SCHEMA_CASES))
 def test_raycluster_validates_against_crd_schema(case):
-    jsonschema = pytest.importorskip("jsonschema")
     schema = _rayclusters_v1_schema()
     data, policy = SCHEMA_CASES[case]
     obj = build(data, policy).to_raycluster("ns1", owner="alice@example.com")
@@ -223,10 +225,9 @@ def test_raycluster_validates_against_crd_schema(case):
 
 
 def test_unknown_field_check_accepts_upstream_samples_and_catches_a_typo():
-    yaml = pytest.importorskip("yaml")
     schema = _rayclusters_v1_schema()
-    for sample in ("ray-cluster-sample.yaml", "ray-cluster.sample.yaml"):
-        obj = yaml.safe_load((SHARED / "samples" / sample).read_text())
+    for sample in RAYCLUSTER_SAMPLES:
+        obj = yaml.safe_load(sample.read_text())
         assert unknown_fields(obj, schema) == [], sample
     typo = build().to_raycluster("ns1")
     typo["spec"]["workerGroupSpecs"][0]["minReplica"] = 1
