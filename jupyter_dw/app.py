@@ -6,6 +6,7 @@ Configure it as ``JupyterDW`` (``c.JupyterDW.namespace = "team-a"`` in a config 
 
 from __future__ import annotations
 
+import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -92,5 +93,6 @@ class JupyterDW(ExtensionApp):
 
     async def stop_extension(self) -> None:
         """Stop the watches and the worker threads on server shutdown."""
-        self.kube_session.stop()
+        # Joining the watch threads blocks briefly: keep it off the IO loop too.
+        await asyncio.get_running_loop().run_in_executor(None, self.kube_session.stop)
         self.executor.shutdown(wait=False, cancel_futures=True)

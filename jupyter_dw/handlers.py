@@ -2,8 +2,31 @@
 
 Each handler authenticates (``@web.authenticated``) and authorizes (``@authorized`` on the
 ``jupyter_dw`` resource) through jupyter_server, runs the blocking session call on the
-extension's thread pool, and maps :class:`KubeError` to ``{"error", "reason", "hint"}`` with
-the error's HTTP status.
+extension's thread pool, and maps :class:`KubeError` to JSON with the error's HTTP status.
+
+Routes:
+
+- ``GET version`` → ``{"version": "0.1.0"}``.
+- ``GET context`` → ``{"namespace", "namespace_source", "api_server", "credentials",
+  "identity": {"username", "groups", "kind", "service_account"}, "kueue_api",
+  "kueue": {"installed", "api_version", "served_versions", "cohorts", ...},
+  "kuberay": {"installed", "api_version"}, "permissions": [{"permission", "verb", "group",
+  "resource", "subresource", "scope", "purpose", "allowed", "reason"}], "caches"}``.
+- ``GET queues`` → ``{"namespace", "kueue_api", "quota_visible", "cohorts_visible",
+  "queues": [{"name", "cluster_queue", "default", "default_convention", "active", "pending",
+  "reserving", "admitted", "quota_visible", "hint", "resources": [{"flavor", "resource",
+  "nominal", "borrowing_limit", "lending_limit", "reserved", "used", "borrowed", "headroom",
+  "max_obtainable", "queue_reserved", "queue_used"}]}]}``. Quantities are Kubernetes quantity
+  strings. ``null`` means: for ``borrowing_limit``, unlimited borrowing; for
+  ``lending_limit``, all unused nominal quota may be lent; with ``quota_visible`` false,
+  unknown (``nominal``, limits, ``borrowed``, ``headroom``, ``max_obtainable`` are hidden and
+  ``reserved``/``used`` are this LocalQueue's own numbers).
+
+Errors: ``{"error", "reason", "hint", "code"}`` (403s also ``"denied"``:
+``"<verb> <resource>.<group>"``). 403 Kubernetes denied a needed permission; 401 the
+credentials were rejected; 503 Kueue/KubeRay not installed (``code`` ``kueue_not_installed``
+/ ``kuberay_not_installed``), API server unreachable (``unreachable``), no credentials
+(``no_credentials``) or still starting (``not_ready``); 502 another API server failure.
 """
 
 from __future__ import annotations

@@ -155,9 +155,8 @@ def _resources(api: KubeApi, group: str, version: str) -> frozenset[str]:
     try:
         listing = api.get(f"/apis/{group}/{version}")
     except KubeError as err:
-        # A group version can be listed but momentarily unavailable (a CRD being removed):
-        # treat it as not serving anything rather than failing start-up.
-        if getattr(err, "api_status", None) in (404, 503) or err.code == "unreachable":
+        # Listed in /apis but gone by now (a CRD being removed): it serves nothing.
+        if getattr(err, "api_status", None) == 404:
             return frozenset()
         raise
     return frozenset(

@@ -28,7 +28,7 @@ from .access import AccessResult, Identity, Permission, check_access, who_am_i
 from .auth import Credentials, load_credentials
 from .client import DEFAULT_TIMEOUT, KubeApi
 from .discovery import Discovery, discover
-from .errors import KubeError, KubeForbidden, NotReady
+from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized, NotReady
 from .resources import (
     CLUSTER_QUEUE,
     COHORT,
@@ -122,6 +122,8 @@ class KubeSession:
             with self._lock:
                 if self._stopping:  # stop() ran while we were connecting
                     self._stop_caches()
+                    if self._api is not None:
+                        self._api.close()
                     self._reset_state()
                     return
                 self._start_error = None
@@ -378,9 +380,13 @@ class KubeSession:
             if required:
                 raise self._forbidden(kind)
             return None
-        if cache.wait_synced(max(0.0, deadline - time.monotonic())):
+        if cache.wait_synced(max(0.0, deadline - time.monotonic()), give_up=_permanent):
             return cache
         error = cache.last_error
+        if not required and isinstance(error, KubeForbidden):
+            # Readable at start, forbidden now (RBAC changed): degrade like never readable.
+            log.info("%s no longer readable: %s", kind.qualified, error)
+            return None
         if isinstance(error, KubeError):
             raise error
         raise NotReady(
@@ -405,6 +411,11 @@ class KubeSession:
             "(for example with the kueue-batch-user-role ClusterRole in a RoleBinding).",
             denied=denied[0] if denied else f"list {kind.qualified}",
         )
+
+
+def _permanent(error: BaseException) -> bool:
+    """Failures that retrying will not fix soon: stop waiting for a sync on them."""
+    return isinstance(error, KubeForbidden | KubeUnauthorized | KubeConfigError)
 
 
 def _bind(listener: SessionListener, plural: str) -> Callable[[str, Object], None]:

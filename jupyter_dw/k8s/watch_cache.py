@@ -154,9 +154,27 @@ class WatchCache:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
 
-    def wait_synced(self, timeout: float | None = None) -> bool:
-        """Block until the first list has been stored; False on timeout."""
-        return self._synced.wait(timeout)
+    def wait_synced(
+        self,
+        timeout: float | None = None,
+        give_up: Callable[[BaseException], bool] | None = None,
+    ) -> bool:
+        """Block until the first list has been stored; False on timeout or stop, or as soon
+        as a list/watch failure satisfies ``give_up`` (e.g. a 403 that retrying won't fix)."""
+        with self._lock:
+            self._lock.wait_for(
+                lambda: (
+                    self._synced.is_set()
+                    or self._stop.is_set()
+                    or (
+                        give_up is not None
+                        and self._last_error is not None
+                        and give_up(self._last_error)
+                    )
+                ),
+                timeout,
+            )
+            return self._synced.is_set()
 
     # -- reading -------------------------------------------------------------------------
 
@@ -253,7 +271,9 @@ class WatchCache:
             except Exception as err:
                 if self._stop.is_set():
                     break
-                self._last_error = err
+                with self._lock:
+                    self._last_error = err
+                    self._lock.notify_all()  # wake wait_synced(give_up=...)
                 log.warning("%s: list/watch failed (%s); retrying", self.name, _describe(err))
             if self._stop.wait(self._backoff.delay(attempt)):
                 break

@@ -9,13 +9,14 @@ import json
 import logging
 
 import pytest
+from jupyter_server.auth.authorizer import Authorizer
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import JupyterServerAuthWarning, url_path_join
 from tornado.httpclient import HTTPClientError
 
 import jupyter_dw.k8s.session as session_module
 from jupyter_dw import __version__
-from jupyter_dw.handlers import SESSION_SETTING
+from jupyter_dw.handlers import AUTH_RESOURCE, SESSION_SETTING
 from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import WAIT_TIMEOUT
 
@@ -182,12 +183,20 @@ class UndecoratedHandler(APIHandler):
         self.finish({})
 
 
-@pytest.mark.parametrize("server_options", [{"allow_unauthenticated_access": False}], indirect=True)
+STRICT_SERVER = {
+    "allow_unauthenticated_access": False,
+    # pytest-jupyter adds jupyter_server_terminals, whose websocket handler draws the warning.
+    "jpserver_extensions": {"jupyter_dw": True, "jupyter_server_terminals": False},
+}
+
+
+@pytest.mark.parametrize("server_options", [STRICT_SERVER], indirect=True)
 async def test_no_auth_warning_with_unauthenticated_access_disallowed(
     recwarn, caplog, jp_serverapp, jp_fetch
 ):
     # recwarn and caplog were set up before the server, so they saw it start.
     assert jp_serverapp.allow_unauthenticated_access is False
+    assert "jupyter_dw" in jp_serverapp.extension_manager.extension_apps
     assert [str(w.message) for w in recwarn if w.category is JupyterServerAuthWarning] == []
     logged = [
         r.getMessage()
@@ -232,3 +241,19 @@ async def test_namespace_is_configurable(jp_fetch, jp_serverapp):
     assert context["namespace"] == "team-configured"
     assert context["namespace_source"] == "config"
     assert jp_serverapp.web_app.settings[SESSION_SETTING].namespace == "team-configured"
+
+
+class DenyJupyterDW(Authorizer):
+    """Allows everything except the ``jupyter_dw`` resource (checks ``@authorized`` is used)."""
+
+    def is_authorized(self, handler, user, action, resource) -> bool:
+        return resource != AUTH_RESOURCE
+
+
+@pytest.mark.parametrize("server_options", [{"authorizer_class": DenyJupyterDW}], indirect=True)
+@pytest.mark.parametrize("route", ROUTES)
+async def test_every_route_is_authorized_by_jupyter_server(jp_fetch, route):
+    code, body = await fetch_json(jp_fetch, route)
+    assert code == 403
+    assert AUTH_RESOURCE in body["error"]
+    assert (await jp_fetch("api", "status")).code == 200  # the same user, another resource

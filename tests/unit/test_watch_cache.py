@@ -4,6 +4,7 @@ list/watch. Real API behaviour is covered in tests/integration/test_server_sessi
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -283,3 +284,16 @@ def test_backoff_grows_and_is_capped():
     assert 0.5 <= backoff.delay(0) <= 1.0
     assert 2.0 <= backoff.delay(2) <= 4.0
     assert 4.0 <= backoff.delay(30) <= 8.0
+
+
+def test_wait_synced_gives_up_on_a_permanent_error(fake, make_cache):
+    fake.lists.extend(PermissionError("forbidden") for _ in range(10_000))
+    cache = make_cache()
+    cache.start()
+
+    started = time.monotonic()
+    synced = cache.wait_synced(60, give_up=lambda err: isinstance(err, PermissionError))
+
+    assert synced is False
+    assert time.monotonic() - started < 30  # returned on the error, not at the timeout
+    assert isinstance(cache.last_error, PermissionError)
