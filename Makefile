@@ -28,6 +28,8 @@ $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test,demo]"
+	@# An editable install skips etc/jupyter: enable the server extension in the venv explicitly.
+	$(VENV)/bin/jupyter server extension enable --sys-prefix jupyter_dw >/dev/null
 	touch $(STAMP)
 
 python-deps: $(STAMP)
@@ -60,7 +62,7 @@ test-legacy: test
 demo: cluster-up
 	$(CLUSTER) demo-queues
 	KUBECONFIG=$$($(CLUSTER) kubeconfig) $(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser \
-	  --notebook-dir=examples
+	  --notebook-dir=examples $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) $(DEMO_ARGS)
 
 clean:
 	-$(CLUSTER) down
