@@ -107,7 +107,9 @@ class LocalCluster:
     def is_healthy(self, state: ClusterState | None = None) -> bool:
         """Every process alive and the API server ready."""
         state = state or self.state()
-        if state is None or not all(_alive(pid) for pid in state.pids.values()):
+        if state is None or not all(
+            _alive(pid) and _started_in(pid, self.state_dir) for pid in state.pids.values()
+        ):
             return False
         try:
             return self._get(state, "/readyz") == b"ok"
@@ -148,7 +150,7 @@ class LocalCluster:
         state = self.state()
         if state:
             for name, pid in reversed(list(state.pids.items())):
-                _stop(name, pid)
+                _stop(name, pid, self.state_dir)
         if self.state_dir.exists():
             subprocess.run(["rm", "-rf", str(self.state_dir)], check=True)
 
@@ -234,7 +236,7 @@ class LocalCluster:
             self._save(state)
             _log(f"start-up failed; logs are in {self.logs}")
             for name, pid in reversed(list(state.pids.items())):
-                _stop(name, pid)
+                _stop(name, pid, self.state_dir)
             raise
         return state
 
@@ -688,9 +690,19 @@ def _wait_default_service_account(api: AdminApi) -> None:
     )
 
 
-def _stop(name: str, pid: int, timeout: float = 15.0) -> None:
+def _started_in(pid: int, state_dir: Path) -> bool:
+    """Whether ``pid`` is still a process this cluster started: after a reboot or a kill, a
+    saved PID may belong to someone else by now, and must not be signalled."""
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return False
+    return Path(cwd) == state_dir.resolve()
+
+
+def _stop(name: str, pid: int, state_dir: Path, timeout: float = 15.0) -> None:
     """SIGTERM the process group of ``pid``, then SIGKILL whatever is left after ``timeout``."""
-    if not _alive(pid):
+    if not _alive(pid) or not _started_in(pid, state_dir):
         return
     try:
         os.killpg(pid, signal.SIGTERM)
