@@ -1,0 +1,514 @@
+"""One state for a Ray cluster, read from KubeRay's RayCluster and Kueue's Workload together.
+
+Inputs are the JSON dicts the API server returns: the ``ray.io/v1`` RayCluster, its Workload
+(label ``kueue.x-k8s.io/job-uid=<RayCluster uid>``; ``kueue.x-k8s.io/v1beta1`` or ``v1beta2``,
+whose status fields used here are the same) and optionally its entry from the visibility API's
+``pendingworkloads``. Any status field may be missing — a fresh object has no status, KubeRay
+omits zero counts, a queued cluster has no head — so every read has a default and nothing here
+raises on a malformed object.
+
+Field names checked against the CRDs in Kueue v0.19.2 and KubeRay v1.7.0:
+
+- Workload: ``status.conditions`` of type ``QuotaReserved``, ``Admitted``, ``Evicted``,
+  ``Preempted``; ``status.admission{clusterQueue, podSetAssignments[{name, flavors}]}``;
+  ``spec.active``. Kueue resets ``Evicted``/``Preempted`` to False (reason ``QuotaReserved``)
+  when it reserves quota again (``workload.SetQuotaReservation``), so ``Evicted=True`` means
+  "evicted and not re-admitted yet".
+- RayCluster: ``spec.suspend``; ``status.readyWorkerReplicas``, ``desiredWorkerReplicas``,
+  ``head{podName, serviceName}``, ``endpoints``, ``state`` (deprecated) and conditions
+  ``HeadPodReady``, ``RayClusterProvisioned``, ``ReplicaFailure``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from jupyter_dw.domain.cluster_spec import QUEUE_LABEL
+
+ClusterState = Literal[
+    "queued",
+    "admitted",
+    "starting",
+    "ready",
+    "evicted",
+    "preempted",
+    "suspended",
+    "failed",
+    "deleting",
+]
+
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+"""Kueue labels a job's Workload with the job's UID; select the Workload by it."""
+
+DASHBOARD_PORT = 8265
+"""KubeRay's default dashboard port (port name ``dashboard`` on the head Service)."""
+
+# Kueue's Evicted reason when spec.active is set to false ("InactiveWorkload" before v0.9).
+_DEACTIVATED_REASONS = frozenset({"Deactivated", "InactiveWorkload"})
+_PREEMPTED_REASON = "Preempted"
+_HEAD_POD_NOT_FOUND = "HeadPodNotFound"
+
+
+# --------------------------------------------------------------------------------------------
+# Lenient readers: status is written by controllers and may be partial at any moment
+# --------------------------------------------------------------------------------------------
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def _conditions(obj: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
+    """``status.conditions`` by type (the last one wins if a type repeats)."""
+    raw = _map(_map(obj).get("status")).get("conditions")
+    if not isinstance(raw, list):
+        return {}
+    return {c["type"]: c for c in raw if isinstance(c, Mapping) and isinstance(c.get("type"), str)}
+
+
+def _is_true(condition: Mapping[str, Any] | None) -> bool:
+    return condition is not None and condition.get("status") == "True"
+
+
+def workload_selector(raycluster: Mapping[str, Any]) -> str | None:
+    """The label selector of the RayCluster's Workload, or None before it has a UID."""
+    uid = _text(_map(_map(raycluster).get("metadata")).get("uid"))
+    return f"{JOB_UID_LABEL}={uid}" if uid else None
+
+
+# --------------------------------------------------------------------------------------------
+# The result
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    """Where the Ray dashboard listens: a Service of the cluster's namespace and a port."""
+
+    service: str
+    port: int = DASHBOARD_PORT
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"service": ..., "port": ...}``."""
+        return {"service": self.service, "port": self.port}
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    """What a user needs to know about one Ray cluster, from Kueue and KubeRay together.
+
+    ``state`` follows a fixed precedence (first match wins) — see ``cluster_status``.
+    ``reason``/``message`` are the controllers' own words for that state (Kueue's for
+    queued/admitted/evicted/preempted/suspended-by-deactivation, KubeRay's for
+    starting/failed); None when they gave none. ``quota_reserved``/``admitted`` are the
+    Workload's ``QuotaReserved``/``Admitted`` conditions. ``flavors`` lists the flavors
+    assigned (first-seen order); ``pod_set_flavors`` maps PodSet → resource → flavor.
+    Positions are Kueue's 0-based ``positionInLocalQueue``/``positionInClusterQueue``, set only
+    while the Workload waits for quota. Times are RFC 3339 strings as the API gives them.
+    """
+
+    name: str
+    namespace: str | None
+    queue: str | None
+    state: ClusterState
+    reason: str | None
+    message: str | None
+    created: str | None
+    workload: str | None
+    cluster_queue: str | None
+    quota_reserved: bool
+    admitted: bool
+    admitted_at: str | None
+    flavors: tuple[str, ...]
+    pod_set_flavors: Mapping[str, Mapping[str, str]]
+    head_ready: bool
+    workers_ready: int
+    workers_desired: int
+    dashboard: Dashboard
+    position_in_local_queue: int | None = None
+    position_in_cluster_queue: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON shape the REST API and the events stream share."""
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "queue": self.queue,
+            "state": self.state,
+            "reason": self.reason,
+            "message": self.message,
+            "created": self.created,
+            "workload": self.workload,
+            "cluster_queue": self.cluster_queue,
+            "quota_reserved": self.quota_reserved,
+            "admitted": self.admitted,
+            "admitted_at": self.admitted_at,
+            "flavors": list(self.flavors),
+            "pod_set_flavors": {ps: dict(f) for ps, f in self.pod_set_flavors.items()},
+            "head_ready": self.head_ready,
+            "workers_ready": self.workers_ready,
+            "workers_desired": self.workers_desired,
+            "dashboard": self.dashboard.to_json(),
+            "position_in_local_queue": self.position_in_local_queue,
+            "position_in_cluster_queue": self.position_in_cluster_queue,
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Facts read from the objects
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """Everything the state rules look at, read once from the three inputs."""
+
+    deleting: bool
+    suspend: bool
+    ray: dict[str, Mapping[str, Any]]
+    ray_state: str | None
+    ray_reason: str | None
+    head_ready: bool
+    head_started: bool
+    workers_ready: int
+    workers_desired: int
+    has_workload: bool
+    active: bool
+    wl: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def running(self) -> bool:
+        """Kueue (or the user) let the RayCluster run: KubeRay may create pods."""
+        return not self.suspend
+
+    @property
+    def quota_reserved(self) -> bool:
+        return _is_true(self.wl.get("QuotaReserved"))
+
+    @property
+    def admitted(self) -> bool:
+        return _is_true(self.wl.get("Admitted"))
+
+    @property
+    def ready(self) -> bool:
+        return self.head_ready and self.workers_ready >= self.workers_desired
+
+
+def _desired_from_spec(spec: Mapping[str, Any]) -> int:
+    """Sum of ``replicas * numOfHosts`` over worker groups not suspended (KubeRay's rule)."""
+    groups = spec.get("workerGroupSpecs")
+    total = 0
+    for group in groups if isinstance(groups, list) else []:
+        group = _map(group)
+        if group.get("suspend") is True:
+            continue
+        replicas = _int(group.get("replicas")) or 0
+        hosts = _int(group.get("numOfHosts")) or 1
+        total += max(0, replicas) * max(1, hosts)
+    return total
+
+
+def _read_facts(raycluster: Mapping[str, Any], workload: Mapping[str, Any] | None) -> _Facts:
+    metadata = _map(raycluster.get("metadata"))
+    spec = _map(raycluster.get("spec"))
+    status = _map(raycluster.get("status"))
+    ray = _conditions(raycluster)
+    head = _map(status.get("head"))
+    head_condition = ray.get("HeadPodReady")
+    ray_state = _text(status.get("state"))
+    # Before the HeadPodReady condition existed (KubeRay < 1.2) "ready" was the only signal.
+    head_ready = _is_true(head_condition) or (head_condition is None and ray_state == "ready")
+    head_started = (
+        head_ready
+        or _text(head.get("podName")) is not None
+        or (head_condition is not None and head_condition.get("reason") != _HEAD_POD_NOT_FOUND)
+    )
+    desired = _int(status.get("desiredWorkerReplicas"))
+    # KubeRay omits zero counts (omitempty), so a missing count is 0 — except desired, which
+    # is also missing before KubeRay's first reconcile: then the spec says what is wanted.
+    workers_desired = desired if desired is not None else _desired_from_spec(spec)
+    wl_spec = _map(_map(workload).get("spec"))
+    return _Facts(
+        deleting=_text(metadata.get("deletionTimestamp")) is not None,
+        suspend=spec.get("suspend") is True,
+        ray=ray,
+        ray_state=ray_state,
+        ray_reason=_text(status.get("reason")),
+        head_ready=head_ready,
+        head_started=head_started,
+        workers_ready=max(0, _int(status.get("readyWorkerReplicas")) or 0),
+        workers_desired=max(0, workers_desired),
+        has_workload=workload is not None,
+        active=wl_spec.get("active") is not False,
+        wl=_conditions(workload),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# State rules, in order of precedence
+# --------------------------------------------------------------------------------------------
+
+_Outcome = tuple[ClusterState, str | None, str | None]
+"""``(state, reason, message)``."""
+
+
+def _words(condition: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    if condition is None:
+        return None, None
+    return _text(condition.get("reason")), _text(condition.get("message"))
+
+
+def _deleting(f: _Facts) -> _Outcome | None:
+    return ("deleting", None, None) if f.deleting else None
+
+
+def _failed(f: _Facts) -> _Outcome | None:
+    failure = f.ray.get("ReplicaFailure")
+    if _is_true(failure):
+        return ("failed", *_words(failure))
+    if f.ray_state == "failed":
+        return "failed", f.ray_reason, None
+    return None
+
+
+def _deactivated(f: _Facts) -> _Outcome | None:
+    # Kueue evicts a deactivated Workload (reason Deactivated) but never requeues it: it stays
+    # off until someone sets spec.active=true, which is a suspension, not an eviction.
+    evicted = f.wl.get("Evicted")
+    by_reason = _is_true(evicted) and _words(evicted)[0] in _DEACTIVATED_REASONS
+    if f.has_workload and (not f.active or by_reason):
+        reason, message = _words(evicted) if _is_true(evicted) else ("Deactivated", None)
+        return "suspended", reason, message
+    return None
+
+
+def _evicted(f: _Facts) -> _Outcome | None:
+    evicted, preempted = f.wl.get("Evicted"), f.wl.get("Preempted")
+    if _is_true(preempted):
+        # The Preempted condition carries the finer reason (InClusterQueue, InCohort...).
+        return ("preempted", *_words(preempted))
+    if _is_true(evicted):
+        reason, message = _words(evicted)
+        return ("preempted" if reason == _PREEMPTED_REASON else "evicted"), reason, message
+    return None
+
+
+def _ready(f: _Facts) -> _Outcome | None:
+    return ("ready", None, None) if f.running and f.ready else None
+
+
+def _starting(f: _Facts) -> _Outcome | None:
+    if not f.running or (f.has_workload and not f.admitted):
+        return None
+    # Admitted clusters are "admitted" until KubeRay has a head pod; one without a Workload
+    # (not managed by Kueue) is starting as soon as it runs.
+    if f.has_workload and not (f.head_started or f.workers_ready > 0):
+        return None
+    if not f.head_ready:
+        return ("starting", *_words(f.ray.get("HeadPodReady")))
+    return ("starting", *_words(f.ray.get("RayClusterProvisioned")))
+
+
+def _admitted(f: _Facts) -> _Outcome | None:
+    return ("admitted", *_words(f.wl.get("Admitted"))) if f.admitted else None
+
+
+def _queued(f: _Facts) -> _Outcome | None:
+    if not f.has_workload:
+        return None
+    reserved = f.wl.get("QuotaReserved")
+    # Quota reserved but not admitted: admission checks pending; Admitted says which.
+    condition = f.wl.get("Admitted") if _is_true(reserved) else reserved
+    return ("queued", *_words(condition))
+
+
+def _suspended(f: _Facts) -> _Outcome | None:
+    return "suspended", None, None
+
+
+_RULES: tuple[Callable[[_Facts], _Outcome | None], ...] = (
+    _deleting,
+    _failed,
+    _deactivated,
+    _evicted,
+    _ready,
+    _starting,
+    _admitted,
+    _queued,
+    _suspended,
+)
+
+
+def _state(facts: _Facts) -> _Outcome:
+    for rule in _RULES:
+        outcome = rule(facts)
+        if outcome is not None:
+            return outcome
+    raise AssertionError("unreachable: _suspended always matches")  # pragma: no cover
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------
+
+
+def _assignments(workload: Mapping[str, Any] | None) -> dict[str, dict[str, str]]:
+    admission = _map(_map(_map(workload).get("status")).get("admission"))
+    raw = admission.get("podSetAssignments")
+    out: dict[str, dict[str, str]] = {}
+    for assignment in raw if isinstance(raw, list) else []:
+        assignment = _map(assignment)
+        flavors = {
+            str(resource): flavor
+            for resource, flavor in _map(assignment.get("flavors")).items()
+            if isinstance(flavor, str)
+        }
+        out[_text(assignment.get("name")) or "main"] = flavors
+    return out
+
+
+def _dashboard(name: str, raycluster: Mapping[str, Any]) -> Dashboard:
+    status = _map(raycluster.get("status"))
+    service = _text(_map(status.get("head")).get("serviceName"))
+    if service is None:
+        # A custom head Service name in the spec wins over KubeRay's default name.
+        head_group = _map(_map(raycluster.get("spec")).get("headGroupSpec"))
+        custom = _map(_map(head_group.get("headService")).get("metadata"))
+        service = _text(custom.get("name")) or f"{name}-head-svc"
+    port = _int(_map(status.get("endpoints")).get("dashboard"))
+    return Dashboard(service=service, port=port or DASHBOARD_PORT)
+
+
+def _positions(
+    pending: Mapping[str, Any] | None, workload_name: str | None
+) -> tuple[int | None, int | None]:
+    entry = _map(pending)
+    # Ignore an entry that names another Workload rather than show someone else's place.
+    entry_name = _text(_map(entry.get("metadata")).get("name"))
+    if entry_name is not None and workload_name is not None and entry_name != workload_name:
+        return None, None
+    return _int(entry.get("positionInLocalQueue")), _int(entry.get("positionInClusterQueue"))
+
+
+def cluster_status(
+    raycluster: Mapping[str, Any],
+    workload: Mapping[str, Any] | None = None,
+    pending: Mapping[str, Any] | None = None,
+) -> ClusterStatus:
+    """Derive a cluster's state and details; never raises on missing or malformed fields.
+
+    ``workload`` is the RayCluster's Workload (``workload_selector``) or None if Kueue has not
+    made one (or does not manage the cluster). ``pending`` is its item from the visibility API's
+    ``pendingworkloads`` list, if it is pending.
+
+    State precedence, first match wins (later states are only reached when no earlier one
+    applies, so a stale "ready" status never hides an eviction):
+
+    1. ``deleting``: ``metadata.deletionTimestamp`` is set;
+    2. ``failed``: RayCluster ``ReplicaFailure=True`` (or deprecated ``status.state: failed``);
+    3. ``suspended`` by deactivation: Workload ``spec.active: false`` (Kueue evicts it with
+       reason ``Deactivated`` and never requeues it);
+    4. ``preempted``: Workload ``Preempted=True`` or ``Evicted=True`` with reason
+       ``Preempted``; ``evicted``: ``Evicted=True`` with another reason (PodsReadyTimeout,
+       ClusterQueueStopped, LocalQueueStopped, AdmissionCheck, ...), until Kueue reserves
+       quota again;
+    5. ``ready``: running, head ready and ``readyWorkerReplicas >= desiredWorkerReplicas``;
+    6. ``starting``: running, admitted (or not Kueue-managed) and KubeRay has a head pod;
+    7. ``admitted``: Workload ``Admitted=True`` but KubeRay has not started the head yet;
+    8. ``queued``: a Workload without admission (reason/message from ``QuotaReserved``, or from
+       ``Admitted`` while admission checks are pending);
+    9. ``suspended``: ``spec.suspend: true`` and no Workload yet.
+    """
+    raycluster = _map(raycluster)
+    metadata = _map(raycluster.get("metadata"))
+    name = _text(metadata.get("name")) or ""
+    labels = _map(metadata.get("labels"))
+    wl_meta = _map(_map(workload).get("metadata"))
+    wl_name = _text(wl_meta.get("name")) if workload is not None else None
+    facts = _read_facts(raycluster, workload)
+    state, reason, message = _state(facts)
+    pod_set_flavors = _assignments(workload)
+    waiting = facts.has_workload and not facts.quota_reserved
+    local, cluster = _positions(pending, wl_name) if waiting else (None, None)
+    admitted = facts.wl.get("Admitted")
+    admission = _map(_map(_map(workload).get("status")).get("admission"))
+    return ClusterStatus(
+        name=name,
+        namespace=_text(metadata.get("namespace")),
+        queue=_text(labels.get(QUEUE_LABEL))
+        or _text(_map(_map(workload).get("spec")).get("queueName")),
+        state=state,
+        reason=reason,
+        message=message,
+        created=_text(metadata.get("creationTimestamp")),
+        workload=wl_name,
+        cluster_queue=_text(admission.get("clusterQueue")),
+        quota_reserved=facts.quota_reserved,
+        admitted=facts.admitted,
+        admitted_at=_text(admitted.get("lastTransitionTime")) if _is_true(admitted) else None,
+        flavors=tuple(dict.fromkeys(f for fl in pod_set_flavors.values() for f in fl.values())),
+        pod_set_flavors=pod_set_flavors,
+        head_ready=facts.head_ready,
+        workers_ready=facts.workers_ready,
+        workers_desired=facts.workers_desired,
+        dashboard=_dashboard(name, raycluster),
+        position_in_local_queue=local,
+        position_in_cluster_queue=cluster,
+    )
+
+
+# States announced when entered; the progress milestones cover the others.
+_ENTRY_EVENTS: dict[str, str] = {
+    "evicted": "Evicted",
+    "preempted": "Preempted",
+    "failed": "Failed",
+    "suspended": "Suspended",
+    "deleting": "Deleting",
+}
+
+
+def transition(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
+    """The milestones crossed going from ``old`` to ``new``, in the order they happen.
+
+    Progress milestones, always in this order: ``Queued`` (entering the queue),
+    ``QuotaReserved``, ``Admitted``, ``HeadReady``, ``WorkerReady:<n>`` for each newly ready
+    worker count n, ``Ready``. Then the state entered, if it is one of ``Evicted``,
+    ``Preempted``, ``Failed``, ``Suspended``, ``Deleting``; then ``QuotaReleased`` if the
+    reservation was lost. ``old`` None means nothing was known: every milestone already
+    reached is reported, so skipped observations never hide a step or reorder them.
+    """
+    was_state = old.state if old is not None else None
+    events: list[str] = []
+    if new.state == "queued" and was_state != "queued":
+        events.append("Queued")
+    if new.quota_reserved and not (old is not None and old.quota_reserved):
+        events.append("QuotaReserved")
+    if new.admitted and not (old is not None and old.admitted):
+        events.append("Admitted")
+    if new.head_ready and not (old is not None and old.head_ready):
+        events.append("HeadReady")
+    ready_before = old.workers_ready if old is not None else 0
+    events.extend(f"WorkerReady:{n}" for n in range(ready_before + 1, new.workers_ready + 1))
+    if new.state == "ready" and was_state != "ready":
+        events.append("Ready")
+    if new.state in _ENTRY_EVENTS and was_state != new.state:
+        events.append(_ENTRY_EVENTS[new.state])
+    if old is not None and old.quota_reserved and not new.quota_reserved:
+        events.append("QuotaReleased")
+    return events
