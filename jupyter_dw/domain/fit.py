@@ -548,18 +548,14 @@ def _unknown(demands: list[_Demand], ahead: int | None, lq: LocalQueueInfo | Non
     if lq is not None and lq.stopped:
         message += f"LocalQueue {lq.name} is stopped (stopPolicy={lq.stop_policy}). "
     message += HIDDEN_QUOTA_HINT
-    return FitVerdict(
-        verdict=UNKNOWN,
-        reason=REASON_HIDDEN,
-        message=message,
-        requests=totals,
-        headroom=dict.fromkeys(totals),
-        max_obtainable=dict.fromkeys(totals),
-        flavors=dict.fromkeys(totals),
-        assignment={},
-        ahead=ahead,
-        queue=lq.name if lq is not None else None,
-        cluster_queue=lq.cluster_queue if lq is not None else None,
+    return _without_quota(
+        UNKNOWN,
+        REASON_HIDDEN,
+        message,
+        totals,
+        ahead,
+        lq,
+        lq.cluster_queue if lq is not None else None,
     )
 
 
@@ -577,9 +573,22 @@ def _missing_cluster_queue(
         f"{'queue ' + lq.name if lq is not None else 'this queue'} until an administrator "
         "creates it."
     )
+    return _without_quota(NEVER_FITS, REASON_MISSING_CQ, message, totals, ahead, lq, name)
+
+
+def _without_quota(
+    verdict: str,
+    reason: str,
+    message: str,
+    totals: dict[str, Decimal],
+    ahead: int | None,
+    lq: LocalQueueInfo | None,
+    cluster_queue: str | None,
+) -> FitVerdict:
+    """A verdict with no quota numbers to show (hidden, or no ClusterQueue to read them from)."""
     return FitVerdict(
-        verdict=NEVER_FITS,
-        reason=REASON_MISSING_CQ,
+        verdict=verdict,
+        reason=reason,
         message=message,
         requests=totals,
         headroom=dict.fromkeys(totals),
@@ -588,7 +597,7 @@ def _missing_cluster_queue(
         assignment={},
         ahead=ahead,
         queue=lq.name if lq is not None else None,
-        cluster_queue=name,
+        cluster_queue=cluster_queue,
     )
 
 

@@ -94,6 +94,22 @@ def _name(obj: Any, kind: str) -> tuple[str, str | None]:
     return name, namespace if isinstance(namespace, str) and namespace else None
 
 
+def _queue_status(status: Mapping[str, Any], where: str, usage_key: str) -> dict[str, Any]:
+    """The status fields LocalQueues and ClusterQueues share, as constructor keywords."""
+    active, message = _active_condition(status, where)
+    return {
+        "active_condition": active,
+        "active_message": message,
+        "pending": _count(status.get("pendingWorkloads"), f"{where}.status.pendingWorkloads"),
+        "reserving": _count(status.get("reservingWorkloads"), f"{where}.status.reservingWorkloads"),
+        "admitted": _count(status.get("admittedWorkloads"), f"{where}.status.admittedWorkloads"),
+        "reservation": _amounts(
+            status.get("flavorsReservation"), f"{where}.status.flavorsReservation"
+        ),
+        "usage": _amounts(status.get(usage_key), f"{where}.status.{usage_key}"),
+    }
+
+
 def _active_condition(status: Mapping[str, Any], where: str) -> tuple[bool | None, str | None]:
     """Read the ``Active`` condition: ``(True/False, message)`` or ``(None, None)`` if absent."""
     for condition in _list(status.get("conditions"), f"{where}.status.conditions"):
@@ -273,7 +289,6 @@ class ClusterQueueQuota:
         status = _mapping(obj.get("status"), f"{where}.status")
         # v1beta2 renamed spec.cohort to spec.cohortName; accept either.
         cohort = spec.get("cohortName") or spec.get("cohort")
-        active, message = _active_condition(status, where)
         return cls(
             name=name,
             cohort=str(cohort) if cohort else None,
@@ -281,17 +296,7 @@ class ClusterQueueQuota:
                 spec.get("resourceGroups"), f"{where}.spec.resourceGroups"
             ),
             stop_policy=_stop_policy(spec),
-            active_condition=active,
-            active_message=message,
-            pending=_count(status.get("pendingWorkloads"), f"{where}.status.pendingWorkloads"),
-            reserving=_count(
-                status.get("reservingWorkloads"), f"{where}.status.reservingWorkloads"
-            ),
-            admitted=_count(status.get("admittedWorkloads"), f"{where}.status.admittedWorkloads"),
-            reservation=_amounts(
-                status.get("flavorsReservation"), f"{where}.status.flavorsReservation"
-            ),
-            usage=_amounts(status.get("flavorsUsage"), f"{where}.status.flavorsUsage"),
+            **_queue_status(status, where, usage_key="flavorsUsage"),
         )
 
     @property
@@ -399,7 +404,6 @@ class LocalQueueInfo:
         annotations = _mapping(metadata.get("annotations"), f"{where}.metadata.annotations")
         spec = _mapping(obj.get("spec"), f"{where}.spec")
         status = _mapping(obj.get("status"), f"{where}.status")
-        active, message = _active_condition(status, where)
         # v1beta2 renamed status.flavorUsage to status.flavorsUsage.
         usage_key = "flavorsUsage" if "flavorsUsage" in status else "flavorUsage"
         return cls(
@@ -408,17 +412,7 @@ class LocalQueueInfo:
             cluster_queue=str(spec.get("clusterQueue") or ""),
             annotated_default=str(annotations.get(DEFAULT_QUEUE_ANNOTATION, "")).lower() == "true",
             stop_policy=_stop_policy(spec),
-            active_condition=active,
-            active_message=message,
-            pending=_count(status.get("pendingWorkloads"), f"{where}.status.pendingWorkloads"),
-            reserving=_count(
-                status.get("reservingWorkloads"), f"{where}.status.reservingWorkloads"
-            ),
-            admitted=_count(status.get("admittedWorkloads"), f"{where}.status.admittedWorkloads"),
-            reservation=_amounts(
-                status.get("flavorsReservation"), f"{where}.status.flavorsReservation"
-            ),
-            usage=_amounts(status.get(usage_key), f"{where}.status.{usage_key}"),
+            **_queue_status(status, where, usage_key=usage_key),
         )
 
     @property
