@@ -21,12 +21,33 @@ Routes:
   ``lending_limit``, all unused nominal quota may be lent; with ``quota_visible`` false,
   unknown (``nominal``, limits, ``borrowed``, ``headroom``, ``max_obtainable`` are hidden and
   ``reserved``/``used`` are this LocalQueue's own numbers).
+- ``POST clusters/fit`` with a cluster spec (the fields of
+  :data:`jupyter_dw.domain.cluster_spec.FIELDS`; ``name`` optional here) → the fit verdict:
+  ``{"verdict": "fits-now" | "must-wait" | "never-fits" | "unknown", "reason", "message",
+  "requests", "headroom", "max_obtainable", "flavors", "assignment", "ahead", "queue",
+  "cluster_queue", "spec", "default_queue"}``.
+- ``GET clusters`` → ``{"namespace", "positions_visible", "clusters": [cluster]}``; a cluster
+  is ``{"name", "namespace", "queue", "state", "reason", "message", "created", "workload",
+  "cluster_queue", "quota_reserved", "admitted", "admitted_at", "flavors",
+  "pod_set_flavors", "head_ready", "workers_ready", "workers_desired", "dashboard",
+  "position_in_local_queue", "position_in_cluster_queue", "dashboard_url", "owner",
+  "pods": [{"name", "role", "phase", "ready"}]}`` (``state``: queued, admitted, starting,
+  ready, evicted, preempted, suspended, failed, deleting; positions only while queued).
+- ``POST clusters`` with a cluster spec → 201 and the cluster. Validated first (400
+  ``invalid_spec`` with ``"errors": {field: message}``, nothing sent to Kubernetes), then a
+  server-side dry run (400 ``rejected`` when a webhook or the schema refuses it: nothing
+  created), then one create; 409 ``already_exists`` when the name is taken.
+- ``GET clusters/{name}`` → the cluster; ``DELETE clusters/{name}`` → ``{"name",
+  "namespace", "deleted": true}`` (its Workload and pods follow); 404 ``not_found``.
+- ``GET events``: a WebSocket of changes, see :mod:`jupyter_dw.events`.
 
 Errors: ``{"error", "reason", "hint", "code"}`` (403s also ``"denied"``:
-``"<verb> <resource>.<group>"``). 403 Kubernetes denied a needed permission; 401 the
-credentials were rejected; 503 Kueue/KubeRay not installed (``code`` ``kueue_not_installed``
-/ ``kuberay_not_installed``), API server unreachable (``unreachable``), no credentials
-(``no_credentials``) or still starting (``not_ready``); 502 another API server failure.
+``"<verb> <resource>.<group>"``; 400s also ``"errors"``). 400 invalid request or refused by
+Kubernetes; 403 Kubernetes denied a needed permission; 404 no such cluster; 409 name taken;
+401 the credentials were rejected; 503 Kueue/KubeRay not installed (``code``
+``kueue_not_installed`` / ``kuberay_not_installed``), API server unreachable
+(``unreachable``), no credentials (``no_credentials``) or still starting (``not_ready``); 502
+another API server failure.
 """
 
 from __future__ import annotations
@@ -36,7 +57,7 @@ import json
 from collections.abc import Callable
 from concurrent.futures import Executor
 from http.client import responses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
@@ -45,14 +66,20 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from ._version import __version__
-from .k8s.errors import KubeError
+from .k8s.errors import InvalidRequest, KubeError
 from .k8s.session import KubeSession
+
+if TYPE_CHECKING:
+    from .clusters import ClusterService
 
 AUTH_RESOURCE = "jupyter_dw"
 """The resource name a jupyter_server Authorizer sees for every jupyter_dw endpoint."""
 API_PREFIX = "dw/api"
 SESSION_SETTING = "jupyter_dw_session"
 EXECUTOR_SETTING = "jupyter_dw_executor"
+CLUSTERS_SETTING = "jupyter_dw_clusters"
+FIT = "fit"
+"""``POST clusters/fit``: the fit check's path segment."""
 
 
 class DWHandler(ExtensionHandlerMixin, APIHandler):
@@ -65,8 +92,14 @@ class DWHandler(ExtensionHandlerMixin, APIHandler):
         """The extension's shared session."""
         return self.settings[SESSION_SETTING]  # type: ignore[no-any-return]
 
-    async def call(self, func: Callable[[], dict[str, Any]]) -> None:
-        """Run blocking ``func`` off the IO loop and write its JSON, or the KubeError."""
+    @property
+    def clusters(self) -> ClusterService:
+        """The extension's cluster service."""
+        return self.settings[CLUSTERS_SETTING]  # type: ignore[no-any-return]
+
+    async def call(self, func: Callable[[], dict[str, Any]], status: int = 200) -> None:
+        """Run blocking ``func`` off the IO loop and write its JSON with ``status``, or the
+        KubeError with its own."""
         executor: Executor | None = self.settings.get(EXECUTOR_SETTING)
         try:
             result = await asyncio.get_running_loop().run_in_executor(executor, func)
@@ -74,7 +107,32 @@ class DWHandler(ExtensionHandlerMixin, APIHandler):
             self.set_status(err.status)
             self.finish(err.to_json())
             return
+        self.set_status(status)
         self.finish(result)
+
+    def json_body(self) -> Any:
+        """The request body as JSON; a malformed body is a :class:`InvalidRequest`."""
+        try:
+            return json.loads(self.request.body or b"null")
+        except ValueError as err:
+            raise InvalidRequest(
+                "The request body is not JSON",
+                str(err),
+                'Send a JSON object, e.g. {"name": "my-ray", "workers": 2}.',
+                {"request": "must be a JSON object"},
+            ) from err
+
+    async def call_with_body(
+        self, func: Callable[[Any], dict[str, Any]], status: int = 200
+    ) -> None:
+        """:meth:`call` ``func(body)`` with the decoded JSON body (400 if it is not JSON)."""
+        try:
+            body = self.json_body()
+        except InvalidRequest as err:
+            self.set_status(err.status)
+            self.finish(err.to_json())
+            return
+        await self.call(lambda: func(body), status)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Errors raised outside :meth:`call` (auth, unexpected bugs) in the same shape."""
@@ -119,10 +177,60 @@ class QueuesHandler(DWHandler):
         await self.call(self.session.queues)
 
 
-def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[DWHandler]]]:
+class ClustersHandler(DWHandler):
+    """``GET clusters`` (list) and ``POST clusters`` (create)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """See :meth:`ClusterService.list`."""
+        await self.call(self.clusters.list)
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """See :meth:`ClusterService.create`; 201 with the new cluster."""
+        await self.call_with_body(self.clusters.create, status=201)
+
+
+class ClusterHandler(DWHandler):
+    """``GET clusters/{name}``, ``DELETE clusters/{name}`` and ``POST clusters/fit``.
+
+    One route for both: tornado routes by path only, and ``fit`` is also a valid cluster
+    name, which ``GET``/``DELETE`` must still reach.
+    """
+
+    @web.authenticated
+    @authorized
+    async def post(self, name: str) -> None:
+        """``POST clusters/fit``: see :meth:`ClusterService.fit`."""
+        if name != FIT:
+            raise web.HTTPError(405, "POST is only for clusters (create) and clusters/fit")
+        await self.call_with_body(self.clusters.fit)
+
+    @web.authenticated
+    @authorized
+    async def get(self, name: str) -> None:
+        """See :meth:`ClusterService.get`."""
+        await self.call(lambda: self.clusters.get(name))
+
+    @web.authenticated
+    @authorized
+    async def delete(self, name: str) -> None:
+        """See :meth:`ClusterService.delete`."""
+        await self.call(lambda: self.clusters.delete(name))
+
+
+def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHandler]]]:
     """``(pattern, handler)`` pairs; ExtensionApp prepends ``base_url``."""
+    # Imported here: the socket's module imports this one's settings names.
+    from .events import EventsHandler
+
     return [
         (url_path_join(prefix, "version"), VersionHandler),
         (url_path_join(prefix, "context"), ContextHandler),
         (url_path_join(prefix, "queues"), QueuesHandler),
+        (url_path_join(prefix, "clusters"), ClustersHandler),
+        (url_path_join(prefix, "clusters", "([^/]+)"), ClusterHandler),
+        (url_path_join(prefix, "events"), EventsHandler),
     ]

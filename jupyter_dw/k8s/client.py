@@ -16,12 +16,13 @@ from typing import Any, TypeVar
 import urllib3
 from kubernetes import client
 
-from .access import forbidden_error
+from .access import denied_action, forbidden_error
 from .auth import Credentials
 from .errors import (
     KubeApiError,
     KubeConfigError,
     KubeError,
+    KubeRejected,
     KubeUnauthorized,
     KubeUnreachable,
 )
@@ -158,8 +159,23 @@ def translate_api_exception(err: client.ApiException, path: str = "") -> KubeErr
             "The service-account token may have expired or been revoked; restart the "
             "workbench, or refresh the kubeconfig login.",
         )
+    if status == 403 and is_admission_denial(body):
+        return KubeRejected(
+            status,
+            "Kubernetes refused the object",
+            message,
+            "An admission webhook or policy of the cluster rejected it; change what it names.",
+        )
     if status == 403:
         return forbidden_error(status_body=body, fallback=message)
+    if status == 422:
+        return KubeRejected(
+            status,
+            "Kubernetes refused the object as invalid",
+            message or None,
+            "Change the fields the reason names.",
+            _causes(body),
+        )
     if status == 503:
         return KubeUnreachable(
             f"The Kubernetes API server could not serve {path or 'the request'}",
@@ -167,6 +183,31 @@ def translate_api_exception(err: client.ApiException, path: str = "") -> KubeErr
             "An aggregated API (such as Kueue's visibility API) may be down; try again.",
         )
     return KubeApiError(status, f"Kubernetes API error {status} on {path}", message or None)
+
+
+# How the API server words a 403 that comes from admission, not from RBAC: a webhook
+# ("admission webhook \"x\" denied the request: ..."), a ValidatingAdmissionPolicy ("... denied
+# request: ...") or a ResourceQuota ("exceeded quota"). Retrying as another identity won't help.
+_ADMISSION_DENIALS = ("admission webhook", "denied request", "exceeded quota")
+
+
+def is_admission_denial(body: Mapping[str, Any]) -> bool:
+    """True when a 403 Status was written by admission control rather than the authorizer."""
+    if denied_action(body) is not None:
+        return False  # the RBAC wording: a permission is missing
+    message = str(body.get("message") or "")
+    return any(marker in message for marker in _ADMISSION_DENIALS)
+
+
+def _causes(body: Mapping[str, Any]) -> dict[str, str]:
+    """``details.causes`` of a 422 Status as ``{field: message}`` (fields as the API names
+    them, e.g. ``metadata.name``)."""
+    causes: dict[str, str] = {}
+    for cause in (body.get("details") or {}).get("causes") or []:
+        if isinstance(cause, Mapping) and cause.get("message"):
+            field = str(cause.get("field") or "request")
+            causes[field] = "; ".join(filter(None, (causes.get(field), str(cause["message"]))))
+    return causes
 
 
 def _status_body(err: client.ApiException) -> dict[str, Any]:

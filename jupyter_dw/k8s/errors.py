@@ -77,6 +77,66 @@ class KubeApiError(KubeError):
         self.api_status = status
 
 
+class KubeNotFound(KubeApiError):
+    """The object does not exist (404)."""
+
+    code = "not_found"
+
+    def __init__(self, error: str, reason: str | None = None, hint: str | None = None) -> None:
+        super().__init__(404, error, reason, hint)
+
+
+class KubeConflict(KubeApiError):
+    """An object of that name already exists (409 AlreadyExists)."""
+
+    code = "already_exists"
+
+    def __init__(self, error: str, reason: str | None = None, hint: str | None = None) -> None:
+        super().__init__(409, error, reason, hint)
+
+
+class InvalidRequest(KubeError):
+    """A request that cannot be carried out as given (400), nothing was changed.
+
+    ``errors`` maps each bad field of the request to a message (``"request"`` for the request
+    as a whole); the REST API returns it as ``"errors"``.
+    """
+
+    status = 400
+    code = "invalid_request"
+
+    def __init__(
+        self,
+        error: str,
+        reason: str | None = None,
+        hint: str | None = None,
+        errors: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(error, reason, hint)
+        self.errors = dict(errors or {})
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "errors": self.errors}
+
+
+class KubeRejected(InvalidRequest):
+    """The API server refused an object: schema validation (422 Invalid) or an admission
+    webhook or policy (which answer 403, though no permission is missing)."""
+
+    code = "rejected"
+
+    def __init__(
+        self,
+        api_status: int,
+        error: str,
+        reason: str | None = None,
+        hint: str | None = None,
+        errors: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(error, reason, hint, errors)
+        self.api_status = api_status
+
+
 class NotInstalled(KubeError):
     """A required API (Kueue, KubeRay) is not served by the cluster."""
 

@@ -22,6 +22,10 @@ VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
 
 RAY_GROUP = "ray.io"
 RAY_VERSION = "v1"
+RAY_CLUSTER_LABEL = "ray.io/cluster"
+"""Label KubeRay puts on every pod (and Service) it makes for a RayCluster: its name."""
+RAY_NODE_TYPE_LABEL = "ray.io/node-type"
+"""Label KubeRay puts on a RayCluster's pods: ``head`` or ``worker``."""
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 """Label that sends a job (RayCluster, batch Job, Workload owner) to a LocalQueue."""

@@ -1,11 +1,15 @@
 """``KubeSession``: the one object every surface shares to see Kueue from this identity.
 
 At start it reads credentials, discovers the APIs, asks who it is and what it may do, and
-starts a watch cache per readable resource: the namespace's LocalQueues and Workloads, and
-the cluster's ClusterQueues, Cohorts and ResourceFlavors when the identity may read them.
-Answers (:meth:`KubeSession.queues`, :meth:`KubeSession.context`) come from those caches,
-never from a list per request. Everything here is thread-based and blocking; async callers
-run it in an executor.
+starts a watch cache per readable resource: the namespace's LocalQueues, Workloads,
+RayClusters and Ray pods (label ``ray.io/cluster``), and the cluster's ClusterQueues, Cohorts
+and ResourceFlavors when the identity may read them. Answers (:meth:`KubeSession.queues`,
+:meth:`KubeSession.context`, :meth:`KubeSession.workload_of`, ...) come from those caches,
+never from a list per request; the caches index Workloads by ``kueue.x-k8s.io/job-uid``,
+RayClusters by UID and pods by RayCluster, so relating them is a lookup, not a scan. Writes
+(:meth:`KubeSession.create_raycluster`, :meth:`KubeSession.delete_raycluster`) and the
+visibility API's positions go to the API server. Everything here is thread-based and
+blocking; async callers run it in an executor.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_dw.domain.kueue_model import (
@@ -24,6 +29,7 @@ from jupyter_dw.domain.kueue_model import (
 )
 from jupyter_dw.domain.quota import queue_summaries
 
+from . import ray
 from .access import AccessResult, Identity, Permission, check_access, who_am_i
 from .auth import Credentials, load_credentials
 from .client import DEFAULT_TIMEOUT, KubeApi
@@ -32,20 +38,67 @@ from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized,
 from .resources import (
     CLUSTER_QUEUE,
     COHORT,
+    JOB_UID_LABEL,
     LOCAL_QUEUE,
+    PENDING_WORKLOADS_SUBRESOURCE,
+    POD,
+    RAY_CLUSTER,
+    RAY_CLUSTER_LABEL,
     RESOURCE_FLAVOR,
+    VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
+    Resource,
     ResourceKind,
 )
-from .watch_cache import ApiListWatch, Backoff, Object, WatchCache
+from .watch_cache import (
+    ApiListWatch,
+    Backoff,
+    IndexFunc,
+    Object,
+    WatchCache,
+    label_index,
+    uid_index,
+)
 
 log = logging.getLogger(__name__)
+
+CACHE_CATCH_UP_SECONDS = 5.0
+"""How long a create waits for its own watch event before answering anyway."""
 
 SessionListener = Callable[[str, str, Object], None]
 """Called with ``(plural, event_type, object)`` for every change in any cache."""
 
 NAMESPACED_KINDS = (LOCAL_QUEUE, WORKLOAD)
 CLUSTER_KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR)
+
+Kind = ResourceKind | Resource
+"""A resource as the caches and access checks know it: only ``group`` and ``plural`` count."""
+
+BY_JOB_UID = "job-uid"
+"""Workload cache index: the ``kueue.x-k8s.io/job-uid`` label (the job's ``metadata.uid``)."""
+BY_UID = "uid"
+"""RayCluster cache index: ``metadata.uid``."""
+BY_RAY_CLUSTER = "ray-cluster"
+"""Pod cache index: the ``ray.io/cluster`` label (the RayCluster's name)."""
+
+_INDEXES: dict[str, dict[str, IndexFunc]] = {
+    WORKLOAD.plural: {BY_JOB_UID: label_index(JOB_UID_LABEL)},
+    RAY_CLUSTER.plural: {BY_UID: uid_index},
+    POD.plural: {BY_RAY_CLUSTER: label_index(RAY_CLUSTER_LABEL)},
+}
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """The namespace's LocalQueues and, when readable, all ClusterQueues and Cohorts.
+
+    ``cluster_queues`` None: this identity may not read ClusterQueues (quota hidden).
+    ``cohorts`` None: Cohort objects are served but not readable; empty when there are none.
+    """
+
+    local_queues: list[LocalQueueInfo]
+    cluster_queues: list[ClusterQueueQuota] | None
+    cohorts: list[CohortQuota] | None
 
 
 class KubeSession:
@@ -87,7 +140,7 @@ class KubeSession:
         self._starter: threading.Thread | None = None
         self._start_error: KubeError | None = None
         self._stopping = False
-        self._listeners: list[SessionListener] = []
+        self._listeners: list[_Registration] = []
         self._reset_state()
 
     def _reset_state(self) -> None:
@@ -206,20 +259,36 @@ class KubeSession:
             discovery.kueue_version or "not installed",
             discovery.ray_version or "not installed",
         )
+        watched: list[tuple[Resource, str | None]] = []  # (resource, label selector)
+        for kind in (*NAMESPACED_KINDS, *CLUSTER_KINDS):
+            resource = discovery.kueue(kind)
+            if resource is not None and not self._denied(kind):
+                watched.append((resource, None))
+        if discovery.kuberay_installed:
+            if not self._denied(RAY_CLUSTER):
+                watched.append((RAY_CLUSTER, None))
+            if not self._denied(POD):
+                # Only Ray's pods: the namespace may hold many others (the workbench itself).
+                watched.append((POD, RAY_CLUSTER_LABEL))
         with self._lock:  # publish caches and bind listeners atomically w.r.t. add_listener
             if self._stopping:
                 return
-            for kind in (*NAMESPACED_KINDS, *CLUSTER_KINDS):
-                resource = discovery.kueue(kind)
-                if resource is None or self._denied(kind):
-                    continue
+            for resource, selector in watched:
                 cache = WatchCache(
-                    ApiListWatch(api, resource, namespace if kind.namespaced else None),
+                    ApiListWatch(
+                        api,
+                        resource,
+                        namespace if resource.namespaced else None,
+                        label_selector=selector,
+                    ),
                     backoff=self._backoff,
+                    indexes=_INDEXES.get(resource.plural),
                 )
-                for listener in self._listeners:
-                    cache.add_listener(_bind(listener, kind.plural))
-                self._caches[kind.plural] = cache
+                for registration in self._listeners:
+                    registration.removers.append(
+                        cache.add_listener(_bind(registration.listener, resource.plural))
+                    )
+                self._caches[resource.plural] = cache
             caches = list(self._caches.values())
         for cache in caches:
             cache.start()
@@ -268,11 +337,11 @@ class KubeSession:
         """Verdicts on every needed permission, as checked at start."""
         return dict(self._access)
 
-    def cache(self, kind: ResourceKind) -> WatchCache | None:
+    def cache(self, kind: Kind) -> WatchCache | None:
         """The watch cache of ``kind``, None if not served or not readable."""
         return self._caches.get(kind.plural)
 
-    def allowed(self, verb: str, kind: ResourceKind, subresource: str = "") -> bool | None:
+    def allowed(self, verb: str, kind: Kind, subresource: str = "") -> bool | None:
         """The start-time verdict for ``verb`` on ``kind`` (None if it was not checked)."""
         for permission, result in self._access.items():
             if (permission.verb, permission.group, permission.resource) == (
@@ -286,16 +355,18 @@ class KubeSession:
     def add_listener(self, listener: SessionListener) -> Callable[[], None]:
         """Call ``listener(plural, event_type, obj)`` on every cache change (on the cache's
         thread). Applies to caches started later too. Returns a remover."""
-        removers = []
+        registration = _Registration(listener)
         with self._lock:
-            self._listeners.append(listener)
+            self._listeners.append(registration)
             for plural, cache in self._caches.items():
-                removers.append(cache.add_listener(_bind(listener, plural)))
+                registration.removers.append(cache.add_listener(_bind(listener, plural)))
 
         def remove() -> None:
+            # Also unbinds it from caches started after it was added (a later start).
             with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
+                if registration in self._listeners:
+                    self._listeners.remove(registration)
+                removers, registration.removers = registration.removers, []
             for remover in removers:
                 remover()
 
@@ -311,9 +382,24 @@ class KubeSession:
         not readable. Raises ``NotInstalled`` without Kueue and ``KubeForbidden`` when
         LocalQueues cannot be listed and watched.
         """
+        state = self.queue_state(timeout)
+        summaries = queue_summaries(state.local_queues, state.cluster_queues, state.cohorts)
+        return {
+            "namespace": self.namespace,
+            "kueue_api": self.discovery.kueue_version,
+            "quota_visible": state.cluster_queues is not None,
+            "cohorts_visible": state.cohorts is not None,
+            "queues": [s.to_json() for s in summaries],
+        }
+
+    def queue_state(self, timeout: float | None = None) -> QueueState:
+        """The parsed LocalQueues, ClusterQueues and Cohorts, as :meth:`queues` sees them.
+
+        Waits like :meth:`queues` and raises what it raises.
+        """
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         self.wait_ready(max(0.0, deadline - time.monotonic()))
-        kueue_version = self.discovery.require_kueue()
+        self.discovery.require_kueue()
         local_queues = self._synced_cache(LOCAL_QUEUE, deadline, required=True)
         cq_cache = self._synced_cache(CLUSTER_QUEUE, deadline)
         cohort_cache = self._synced_cache(COHORT, deadline)
@@ -329,16 +415,116 @@ class KubeSession:
             # Not served: there are no Cohort objects to count. Served but unreadable: None,
             # and the summaries say headroom may miss quota set on Cohort objects.
             cohorts = [] if self.discovery.cohort_version is None else None
-        summaries = queue_summaries(
+        return QueueState(
             _parse(local_queues.snapshot(), LocalQueueInfo.from_object), cluster_queues, cohorts
         )
-        return {
-            "namespace": self.namespace,
-            "kueue_api": kueue_version,
-            "quota_visible": cluster_queues is not None,
-            "cohorts_visible": cohorts is not None,
-            "queues": [s.to_json() for s in summaries],
-        }
+
+    # -- Ray clusters --------------------------------------------------------------------
+
+    def ray_clusters(self, timeout: float | None = None) -> list[Object]:
+        """The namespace's RayClusters from the watch cache (waits for its first sync).
+
+        Raises ``NotInstalled`` without KubeRay and ``KubeForbidden`` when RayClusters cannot
+        be listed and watched. Also waits (within the same ``timeout``) for the Workload and
+        pod caches, so :meth:`workload_of` and :meth:`ray_pods` answer from a full view.
+        """
+        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
+        self.wait_ready(max(0.0, deadline - time.monotonic()))
+        self.discovery.require_kuberay()
+        cache = self._synced_cache(RAY_CLUSTER, deadline, required=True)
+        assert cache is not None
+        self._synced_cache(WORKLOAD, deadline)
+        self._synced_cache(POD, deadline)
+        return cache.snapshot()
+
+    def ray_cluster(self, name: str, timeout: float | None = None) -> Object:
+        """One RayCluster: from the cache, else (not seen yet) from the API server.
+
+        Raises ``KubeNotFound`` when it does not exist.
+        """
+        self.ray_clusters(timeout)  # waits for the sync, raises what listing would
+        cached = self.cached_ray_cluster(name)
+        if cached is not None:
+            return cached
+        # The cache may lag a create made a moment ago: ask before saying "not found".
+        try:
+            return ray.get_raycluster(self.api, self.namespace, name)
+        except KubeForbidden as err:
+            # May list and watch but not get: the synced cache's answer stands.
+            raise ray.not_found(self.namespace, name) from err
+
+    def cached_ray_cluster(self, name: str) -> Object | None:
+        """RayCluster ``name`` as the cache holds it now (no waiting, no I/O)."""
+        cache = self._caches.get(RAY_CLUSTER.plural)
+        return cache.get(name, self._namespace or "") if cache is not None else None
+
+    def ray_cluster_by_uid(self, uid: str) -> Object | None:
+        """The cached RayCluster with ``metadata.uid`` ``uid`` (no waiting, no I/O)."""
+        cache = self._caches.get(RAY_CLUSTER.plural)
+        found = cache.by_index(BY_UID, uid) if cache is not None else []
+        return found[0] if found else None
+
+    def workload_of(self, raycluster: Object) -> Object | None:
+        """The Workload Kueue made for ``raycluster`` (label ``kueue.x-k8s.io/job-uid``), from
+        the Workload cache's index; None when there is none or Workloads are not readable.
+
+        When several match (an elastic job's replaced slices, one being deleted), the newest
+        one not finished and not being deleted wins.
+        """
+        cache = self._caches.get(WORKLOAD.plural)
+        uid = (raycluster.get("metadata") or {}).get("uid")
+        if cache is None or not uid:
+            return None
+        candidates = cache.by_index(BY_JOB_UID, str(uid))
+        if not candidates:
+            return None
+        return max(candidates, key=_workload_preference)
+
+    def ray_pods(self, name: str) -> list[Object]:
+        """The cached pods of RayCluster ``name`` (label ``ray.io/cluster``); empty when pods
+        are not readable."""
+        cache = self._caches.get(POD.plural)
+        return cache.by_index(BY_RAY_CLUSTER, name) if cache is not None else []
+
+    @property
+    def positions_visible(self) -> bool:
+        """Whether Kueue's visibility API is served and this identity may read it."""
+        return bool(
+            self.ready
+            and self.discovery.visibility_version
+            and self.allowed("get", VISIBILITY_LOCAL_QUEUE, PENDING_WORKLOADS_SUBRESOURCE)
+        )
+
+    def pending_workloads(self, local_queue: str) -> list[Object] | None:
+        """The pending Workloads of ``local_queue`` with their positions (one visibility API
+        call), or None when positions cannot be known (see :func:`ray.pending_workloads`)."""
+        if not self.positions_visible:
+            return None  # not served, or the start-time access review said no: don't ask
+        version = self.discovery.visibility_version
+        assert version is not None
+        return ray.pending_workloads(self.api, version, self.namespace, local_queue)
+
+    def create_raycluster(self, obj: Object) -> Object:
+        """Create ``obj`` in the namespace (server-side dry run first): see
+        :func:`ray.create_raycluster`. Waits briefly until the watch cache holds it, so the
+        next read (``GET clusters``, the events socket) already shows it."""
+        self.wait_ready()
+        self.discovery.require_kuberay()
+        created = ray.create_raycluster(self.api, self.namespace, obj)
+        cache = self._caches.get(RAY_CLUSTER.plural)
+        name = str((created.get("metadata") or {}).get("name") or "")
+        if cache is not None:
+            cache.wait_until(
+                lambda _: cache.get(name, self.namespace) is not None, CACHE_CATCH_UP_SECONDS
+            )
+        return created
+
+    def delete_raycluster(self, name: str) -> Object:
+        """Delete RayCluster ``name`` (background propagation: its Workload, pods and Services
+        go with it by owner references). Raises ``KubeNotFound`` when absent."""
+        self.wait_ready()
+        self.discovery.require_kuberay()
+        return ray.delete_raycluster(self.api, self.namespace, name)
 
     def context(self, timeout: float | None = None) -> dict[str, Any]:
         """The ``GET context`` answer: namespace, identity, installed APIs, permissions."""
@@ -369,11 +555,11 @@ class KubeSession:
         if not self._started.is_set():
             raise NotReady("Not connected to Kubernetes yet", None, "Start the session first.")
 
-    def _denied(self, kind: ResourceKind) -> bool:
+    def _denied(self, kind: Kind) -> bool:
         return not (self.allowed("list", kind) and self.allowed("watch", kind))
 
     def _synced_cache(
-        self, kind: ResourceKind, deadline: float, required: bool = False
+        self, kind: Kind, deadline: float, required: bool = False
     ) -> WatchCache | None:
         cache = self._caches.get(kind.plural)
         if cache is None:
@@ -395,7 +581,7 @@ class KubeSession:
             "Try again in a moment.",
         )
 
-    def _forbidden(self, kind: ResourceKind) -> KubeForbidden:
+    def _forbidden(self, kind: Kind) -> KubeForbidden:
         denied = [
             p.name
             for p, r in self._access.items()
@@ -403,14 +589,43 @@ class KubeSession:
             if not r.allowed
         ]
         what = " and ".join(denied) or f"list {kind.qualified}"
+        # Kueue ships a ClusterRole for namespace users of its own APIs; KubeRay ships none.
+        example = (
+            " (for example with the kueue-batch-user-role ClusterRole in a RoleBinding)"
+            if kind.group == LOCAL_QUEUE.group
+            else " (a Role and RoleBinding)"
+        )
         return KubeForbidden(
             f"Forbidden: this identity may not {what}",
             f"SelfSubjectAccessReview denied {what} in namespace {self._namespace} "
             f"to {self._identity.username if self._identity else 'this identity'}",
-            f"Ask a cluster administrator to allow '{what}' in namespace {self._namespace} "
-            "(for example with the kueue-batch-user-role ClusterRole in a RoleBinding).",
+            f"Ask a cluster administrator to allow '{what}' in namespace {self._namespace}"
+            f"{example}.",
             denied=denied[0] if denied else f"list {kind.qualified}",
         )
+
+
+@dataclass(eq=False)
+class _Registration:
+    """One :meth:`KubeSession.add_listener` call and how to unbind it from every cache."""
+
+    listener: SessionListener
+    removers: list[Callable[[], None]] = field(default_factory=list)
+
+
+def _workload_preference(workload: Object) -> tuple[bool, bool, str]:
+    """Sort key: live before deleted, unfinished before finished, then the newest."""
+    metadata = workload.get("metadata") or {}
+    conditions = (workload.get("status") or {}).get("conditions") or []
+    finished = any(
+        isinstance(c, dict) and c.get("type") == "Finished" and c.get("status") == "True"
+        for c in conditions
+    )
+    return (
+        not metadata.get("deletionTimestamp"),
+        not finished,
+        str(metadata.get("creationTimestamp") or ""),
+    )
 
 
 def _permanent(error: BaseException) -> bool:

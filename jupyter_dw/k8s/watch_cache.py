@@ -19,7 +19,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 Object = dict[str, Any]
 Listener = Callable[[str, Object], None]
 """Called with ``(event_type, object)``: ``ADDED``, ``MODIFIED`` or ``DELETED``."""
+IndexFunc = Callable[[Object], Iterable[str]]
+"""The index values of an object (none, one or several), like client-go's ``IndexFunc``."""
 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 GONE = 410
@@ -90,6 +92,22 @@ def object_key(obj: Object) -> tuple[str, str]:
     return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
 
 
+def label_index(label: str) -> IndexFunc:
+    """An index on the value of ``label`` (objects without the label are not indexed)."""
+
+    def values(obj: Object) -> Iterable[str]:
+        value = ((obj.get("metadata") or {}).get("labels") or {}).get(label)
+        return (str(value),) if value else ()
+
+    return values
+
+
+def uid_index(obj: Object) -> Iterable[str]:
+    """An index on ``metadata.uid``."""
+    uid = (obj.get("metadata") or {}).get("uid")
+    return (str(uid),) if uid else ()
+
+
 def _resource_version(obj: Object) -> str | None:
     rv = (obj.get("metadata") or {}).get("resourceVersion")
     return str(rv) if rv else None
@@ -102,6 +120,8 @@ class WatchCache:
     :meth:`snapshot` returns the current objects (shared dicts: do not mutate them).
     Listeners get every change, on the cache's thread, after the snapshot reflects it; a
     re-list after 410 is reported as the ADDED/MODIFIED/DELETED events it amounts to.
+    ``indexes`` name functions whose values :meth:`by_index` looks objects up by (a label
+    value, the UID): answers in memory instead of scanning or listing per request.
     """
 
     def __init__(
@@ -111,6 +131,7 @@ class WatchCache:
         name: str | None = None,
         backoff: Backoff | None = None,
         min_watch_seconds: float = 1.0,
+        indexes: Mapping[str, IndexFunc] | None = None,
     ) -> None:
         self.name = name or list_watch.description
         self._lw = list_watch
@@ -120,6 +141,11 @@ class WatchCache:
         self._min_watch_seconds = min_watch_seconds
         self._lock = threading.Condition()
         self._objects: dict[tuple[str, str], Object] = {}
+        self._index_funcs: dict[str, IndexFunc] = dict(indexes or {})
+        # index name -> value -> keys of the objects with that value; kept under _lock.
+        self._indexes: dict[str, dict[str, set[tuple[str, str]]]] = {
+            index: {} for index in self._index_funcs
+        }
         self._listeners: list[Listener] = []
         self._stop = threading.Event()
         self._synced = threading.Event()
@@ -198,6 +224,12 @@ class WatchCache:
         """A counter that grows with every change to the snapshot."""
         return self._generation
 
+    @property
+    def listener_count(self) -> int:
+        """How many listeners are registered (for diagnostics: one per open events socket)."""
+        with self._lock:
+            return len(self._listeners)
+
     def snapshot(self) -> list[Object]:
         """The current objects, sorted by namespace and name."""
         with self._lock:
@@ -207,6 +239,15 @@ class WatchCache:
         """One object by name (and namespace for namespaced resources)."""
         with self._lock:
             return self._objects.get((namespace, name))
+
+    def by_index(self, index: str, value: str) -> list[Object]:
+        """The objects whose ``index`` function gives ``value``, sorted by namespace and name.
+
+        Raises ``KeyError`` for an index the cache was not created with.
+        """
+        with self._lock:
+            keys = self._indexes[index].get(value, ())
+            return [self._objects[key] for key in sorted(keys)]
 
     def wait_for_change(self, since: int, timeout: float | None = None) -> int:
         """Block until :attr:`generation` exceeds ``since`` (or timeout); return it."""
@@ -296,6 +337,7 @@ class WatchCache:
                 elif _resource_version(before) != _resource_version(obj):
                     events.append((MODIFIED, obj))
             self._objects = fresh
+            self._reindex()
             self._resource_version = resource_version
             self._last_error = None
             self.relists += 1
@@ -346,16 +388,46 @@ class WatchCache:
             return
         key = object_key(obj)
         with self._lock:
-            if event_type == DELETED:
-                self._objects.pop(key, None)
-            else:
+            before = self._objects.pop(key, None)
+            if before is not None:
+                self._unindex(key, before)
+            if event_type != DELETED:
                 self._objects[key] = obj
+                self._index(key, obj)
             if resource_version:
                 self._resource_version = resource_version
             self._last_error = None
             self._generation += 1
             self._lock.notify_all()
         self._notify(event_type, obj)
+
+    # -- indexes (callers hold _lock) ------------------------------------------------------
+
+    def _index_values(self, index: str, obj: Object) -> set[str]:
+        try:
+            return {str(value) for value in self._index_funcs[index](obj)}
+        except Exception:  # a malformed object must not break the cache
+            log.exception("%s: index %r failed on %s", self.name, index, object_key(obj))
+            return set()
+
+    def _index(self, key: tuple[str, str], obj: Object) -> None:
+        for index, values in self._indexes.items():
+            for value in self._index_values(index, obj):
+                values.setdefault(value, set()).add(key)
+
+    def _unindex(self, key: tuple[str, str], obj: Object) -> None:
+        for index, values in self._indexes.items():
+            for value in self._index_values(index, obj):
+                keys = values.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del values[value]
+
+    def _reindex(self) -> None:
+        self._indexes = {index: {} for index in self._index_funcs}
+        for key, obj in self._objects.items():
+            self._index(key, obj)
 
     def _notify(self, event_type: str, obj: Object) -> None:
         with self._lock:

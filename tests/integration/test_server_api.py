@@ -105,7 +105,8 @@ async def test_context_names_identity_apis_and_permissions(
     assert allowed["delete rayclusters.ray.io"] is False
     assert allowed["get localqueues.visibility.kueue.x-k8s.io/pendingworkloads"] is False
     assert "clusterqueues" not in context["caches"]  # not readable: no cache, no 403 loop
-    assert set(context["caches"]) == {"localqueues", "workloads"}
+    # RayClusters are listed and watched too; pods are not readable for this Role.
+    assert set(context["caches"]) == {"localqueues", "workloads", "rayclusters"}
 
 
 @pytest.mark.parametrize("rules", [[]], indirect=True)

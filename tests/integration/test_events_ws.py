@@ -1,0 +1,230 @@
+"""``dw/api/events`` on the real control plane: one set of watches for any number of tabs,
+messages for queue, Workload and cluster changes, errors in the snapshot, and jupyter_server's
+authentication, authorization and origin checks before the upgrade."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+from jupyter_server.auth.authorizer import Authorizer
+from kubernetes import client
+from tornado.httpclient import HTTPClientError
+
+from jupyter_dw.handlers import AUTH_RESOURCE
+from jupyter_dw.k8s.session import KubeSession
+from tests.cluster.fixtures import WAIT_TIMEOUT
+from tests.integration.clusters_support import (  # noqa: F401  (fixtures)
+    KUEUE,
+    Events,
+    call,
+    dw_config_fixture,
+    identity_fixture,
+    jp_server_config_fixture,
+    make_queue,
+    namespace_rules,
+    open_events,
+    rules_fixture,
+    server_options_fixture,
+    session_fixture,
+    small_cluster,
+    state_is,
+)
+
+pytestmark = pytest.mark.cluster
+
+
+async def eventually(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    """Wait for in-process state the server changes on its own loop turn (a socket closing)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
+def watches(session: KubeSession) -> dict[str, tuple[int, int, int]]:
+    """Per cache: (identity, re-lists, listeners)."""
+    return {
+        plural: (id(cache), cache.relists, cache.listener_count)
+        for plural, cache in session._caches.items()  # the set of caches itself is the point
+    }
+
+
+async def test_tabs_share_one_set_of_watches(kueue, session, jp_fetch, jp_ws_fetch):
+    make_queue(kueue)
+    await asyncio.to_thread(session.wait_ready, WAIT_TIMEOUT)
+    for cache in session._caches.values():
+        assert await asyncio.to_thread(cache.wait_synced, WAIT_TIMEOUT)
+    before = watches(session)
+    assert {"localqueues", "workloads", "rayclusters", "pods", "clusterqueues"} <= set(before)
+
+    first, snapshot_1 = await open_events(jp_ws_fetch)
+    second, snapshot_2 = await open_events(jp_ws_fetch)
+    assert snapshot_1 == snapshot_2
+
+    during = watches(session)
+    assert set(during) == set(before)  # no cache (no watch) per socket ...
+    for plural, (identity, relists, listeners) in during.items():
+        assert (identity, relists) == before[plural][:2]  # ... nor any new list
+        assert listeners == before[plural][2] + 2  # just one listener each
+
+    code, _ = await call(jp_fetch, "POST", "clusters", body=small_cluster("shared", workers=1))
+    assert code == 201
+    for tab in (first, second):
+        state = await tab.cluster_state("shared", state_is("admitted", "starting", "ready"), "in")
+        assert state is not None and state["quota_reserved"] is True
+        assert in_order_once(tab, "shared", ["QuotaReserved", "Admitted"])
+
+    first.close()
+    await eventually(
+        lambda: all(w[2] == before[p][2] + 1 for p, w in watches(session).items()),
+        "the first tab's listeners removed",
+    )
+    code, _ = await call(jp_fetch, "DELETE", "clusters", "shared")
+    assert code == 200
+    await second.cluster_state("shared", lambda state: state is None, "gone")
+    second.close()
+    await eventually(lambda: watches(session) == before, "every listener removed")
+
+
+def in_order_once(tab: Events, name: str, expected: list[str]) -> bool:
+    milestones = tab.milestones(name)
+    return [m for m in milestones if m in expected] == expected
+
+
+async def test_queue_and_workload_changes_are_messages(kube, kueue, namespace, jp_ws_fetch):
+    queue = make_queue(kueue, cohort="pool")
+    events, snapshot = await open_events(jp_ws_fetch)
+    assert [q["name"] for q in snapshot["queues"]["queues"]] == ["team"]
+
+    # A ClusterQueue of no cohort of ours says nothing; one in our cohort (it may lend to
+    # ours, or borrow what ours could) does.
+    unrelated = kueue.cluster_queue("unrelated", {queue.flavor: {"cpu": "1"}})
+    kueue.wait_active("clusterqueues", unrelated)
+    sibling = kueue.cluster_queue("sibling", {queue.flavor: {"cpu": "1"}}, cohort="pool")
+    await events.until(
+        lambda m: m["type"] == "queues" and m["name"] == sibling, "the cohort's new member"
+    )
+    kueue.local_queue("extra", queue.cluster_queue)
+    message = await events.until(
+        lambda m: m["type"] == "queues" and m["kind"] == "LocalQueue" and m["name"] == "extra",
+        "the new LocalQueue",
+    )
+    assert [q["name"] for q in message["queues"]["queues"]] == ["extra", "team"]
+    assert not [m for m in events.seen if m.get("name") == unrelated], events.seen
+
+    # A Workload of another kind of job: reported as a Workload, not as a Ray cluster.
+    client.CustomObjectsApi(kube).create_namespaced_custom_object(
+        KUEUE,
+        kueue.api_version,
+        namespace,
+        "workloads",
+        {
+            "apiVersion": f"{KUEUE}/{kueue.api_version}",
+            "kind": "Workload",
+            "metadata": {"name": "plain"},
+            "spec": {
+                "queueName": "team",
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": 1,
+                        "template": {
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "containers": [
+                                    {
+                                        "name": "main",
+                                        "image": "busybox",
+                                        "resources": {"requests": {"cpu": "1"}},
+                                    }
+                                ],
+                            }
+                        },
+                    }
+                ],
+            },
+        },
+    )
+    message = await events.until(
+        lambda m: m["type"] == "workload" and m["name"] == "plain", "the plain Workload"
+    )
+    assert (message["event"], message["queue"]) == ("ADDED", "team")
+    # Its admission changes the queue's numbers: a queues message follows.
+    await events.until(
+        lambda m: (
+            m["type"] == "queues"
+            and any(q["name"] == "team" and q["admitted"] == 1 for q in m["queues"]["queues"])
+        ),
+        "the queue counting the admitted Workload",
+    )
+    events.close()
+
+
+NO_QUEUES = [r for r in namespace_rules() if "localqueues" not in r["resources"]]
+
+
+@pytest.mark.parametrize("rules", [NO_QUEUES], indirect=True)
+async def test_snapshot_says_what_cannot_be_read(kueue, jp_ws_fetch):
+    make_queue(kueue)
+    events, snapshot = await open_events(jp_ws_fetch)
+    assert snapshot["queues"] is None
+    assert snapshot["queues_error"]["code"] == "forbidden"
+    assert "localqueues.kueue.x-k8s.io" in snapshot["queues_error"]["denied"]
+    assert snapshot["clusters"] == [] and snapshot["clusters_error"] is None
+    events.close()
+
+
+async def test_unauthenticated_socket_is_refused(jp_ws_fetch):
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_ws_fetch("dw", "api", "events", headers={"Authorization": "token wrong"})
+    assert refused.value.code == 403
+
+
+async def login_cookie(jp_fetch, jp_serverapp, host: str) -> str:
+    """A browser's login cookie for ``host``: what a cross-site page could ride on (a token in
+    a header is not, and jupyter_server skips the origin check for token-authenticated
+    requests). The cookie's name carries the host, so log in as the socket will connect."""
+    response = await jp_fetch(
+        "api",
+        "status",
+        params={"token": jp_serverapp.identity_provider.token},
+        headers={"Authorization": "", "Host": host},
+    )
+    cookies = [c.split(";", 1)[0] for c in response.headers.get_list("Set-Cookie")]
+    assert cookies, "no login cookie"
+    return "; ".join(cookies)
+
+
+async def test_cross_origin_socket_is_refused(jp_fetch, jp_ws_fetch, jp_serverapp, jp_http_port):
+    host = f"localhost:{jp_http_port}"  # where jp_ws_fetch connects
+    cookie = await login_cookie(jp_fetch, jp_serverapp, host)
+    browser = {"Authorization": "", "Cookie": cookie}
+
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_ws_fetch(
+            "dw", "api", "events", headers={**browser, "Origin": "http://evil.example"}
+        )
+    assert refused.value.code == 403
+
+    # The same browser from the server's own origin is let in.
+    own = {**browser, "Origin": f"http://{host}"}
+    events = Events(await jp_ws_fetch("dw", "api", "events", headers=own))
+    assert (await events.next())["type"] == "snapshot"
+    events.close()
+
+
+class DenyJupyterDW(Authorizer):
+    """Allows everything except the ``jupyter_dw`` resource."""
+
+    def is_authorized(self, handler, user, action, resource) -> bool:
+        return resource != AUTH_RESOURCE
+
+
+@pytest.mark.parametrize("server_options", [{"authorizer_class": DenyJupyterDW}], indirect=True)
+async def test_socket_is_authorized_by_jupyter_server(jp_ws_fetch):
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_ws_fetch("dw", "api", "events")
+    assert refused.value.code == 403
