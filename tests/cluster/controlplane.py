@@ -146,11 +146,10 @@ class LocalCluster:
         subprocess.run(["bash", str(HERE / "build.sh"), self.versions.kueue], check=True)
 
     def down(self) -> None:
-        """Stop every process of the cluster (newest first) and remove its state."""
+        """Stop every process of the cluster and remove its state."""
         state = self.state()
         if state:
-            for name, pid in reversed(list(state.pids.items())):
-                _stop(name, pid, self.state_dir)
+            _stop_cluster(state.pids, self.state_dir)
         if self.state_dir.exists():
             subprocess.run(["rm", "-rf", str(self.state_dir)], check=True)
 
@@ -235,11 +234,11 @@ class LocalCluster:
         except BaseException:
             self._save(state)
             _log(f"start-up failed; logs are in {self.logs}")
-            for name, pid in reversed(list(state.pids.items())):
-                _stop(name, pid, self.state_dir)
+            _stop_cluster(state.pids, self.state_dir)
             raise
         return state
 
+    # KubeRay reads only $KUBECONFIG; the others take --kubeconfig too.
     def _spawn(
         self, state: ClusterState, name: str, argv: list[str], env: dict[str, str] | None = None
     ) -> None:
@@ -251,7 +250,6 @@ class LocalCluster:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             cwd=self.state_dir,
-            # KubeRay reads only $KUBECONFIG; the others take --kubeconfig too.
             env={**os.environ, "KUBECONFIG": state.kubeconfig, **(env or {})},
         )
         log.close()
@@ -378,6 +376,9 @@ class LocalCluster:
                 "--service-cluster-ip-range=10.96.0.0/16",
                 "--endpoint-reconciler-type=none",
                 "--allow-privileged=true",
+                # Watch-list streams need etcd progress notifications that Debian's etcd 3.4
+                # does not give; clients then wait out retries. Plain list + watch is served.
+                "--feature-gates=WatchList=false",
                 "--profiling=false",
                 f"--requestheader-client-ca-file={front_proxy_ca.pair.cert}",
                 "--requestheader-allowed-names=front-proxy-client",
@@ -391,6 +392,21 @@ class LocalCluster:
         self._wait_healthy(state, "kube-apiserver", f"{state.apiserver}/readyz", state.ca_file)
         _log(f"kube-apiserver ready after {time.monotonic() - t0:.1f}s")
 
+        api = AdminApi(kubeconfig)
+        webhook_url = f"https://127.0.0.1:{ports['kueue-webhook']}"
+        crds = manifests.kueue_crds(v, webhook_url, ca.pem) + manifests.kuberay_crds(v)
+        for crd in crds:
+            api.create(crd)
+        for obj in manifests.kueue_visibility(v, ports["kueue-visibility"]):
+            api.apply(obj)
+        for obj in manifests.kueue_webhooks(v, webhook_url, ca.pem):
+            api.apply(obj)
+        for crd in crds:
+            _wait_crd_established(api, crd["metadata"]["name"])
+        _log(f"CRDs established after {time.monotonic() - t0:.1f}s")
+
+        # After the CRDs: the garbage collector learns new resource types only on its 30 s
+        # discovery resync, and until then leaves the pods of a deleted RayCluster behind.
         common = [
             f"--kubeconfig={kubeconfig}",
             f"--authentication-kubeconfig={kubeconfig}",
@@ -423,19 +439,6 @@ class LocalCluster:
                 f"--secure-port={ports['scheduler']}",
             ],
         )
-
-        api = AdminApi(kubeconfig)
-        webhook_url = f"https://127.0.0.1:{ports['kueue-webhook']}"
-        crds = manifests.kueue_crds(v, webhook_url, ca.pem) + manifests.kuberay_crds(v)
-        for crd in crds:
-            api.create(crd)
-        for obj in manifests.kueue_visibility(v, ports["kueue-visibility"]):
-            api.apply(obj)
-        for obj in manifests.kueue_webhooks(v, webhook_url, ca.pem):
-            api.apply(obj)
-        for crd in crds:
-            _wait_crd_established(api, crd["metadata"]["name"])
-        _log(f"CRDs established after {time.monotonic() - t0:.1f}s")
 
         kueue_cfg = self.state_dir / "kueue-config.yaml"
         kueue_cfg.write_text(
@@ -700,18 +703,28 @@ def _started_in(pid: int, state_dir: Path) -> bool:
     return Path(cwd) == state_dir.resolve()
 
 
-def _stop(name: str, pid: int, state_dir: Path, timeout: float = 15.0) -> None:
-    """SIGTERM the process group of ``pid``, then SIGKILL whatever is left after ``timeout``."""
-    if not _alive(pid) or not _started_in(pid, state_dir):
-        return
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and _alive(pid):
-        time.sleep(0.1)
-    if _alive(pid):
-        _log(f"{name} (pid {pid}) ignored SIGTERM; killing it")
+def _stop_cluster(pids: dict[str, int], state_dir: Path) -> None:
+    """Stop the components together, then etcd: an API server whose etcd is gone hangs in
+    its graceful shutdown instead of finishing it."""
+    _stop({name: pid for name, pid in pids.items() if name != "etcd"}, state_dir)
+    _stop({name: pid for name, pid in pids.items() if name == "etcd"}, state_dir)
+
+
+def _stop(processes: dict[str, int], state_dir: Path, timeout: float = 15.0) -> None:
+    """SIGTERM the process groups of ``processes`` (name → PID) at once, then SIGKILL whatever
+    is left after ``timeout``. Together, because each component takes seconds to shut down
+    gracefully and nothing here needs the others while it does."""
+    running = {
+        name: pid for name, pid in processes.items() if _alive(pid) and _started_in(pid, state_dir)
+    }
+    for pid in running.values():
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_alive(pid) for pid in running.values()):
+        time.sleep(0.1)
+    for name, pid in running.items():
+        if _alive(pid):
+            _log(f"{name} (pid {pid}) ignored SIGTERM; killing it")
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
