@@ -87,6 +87,7 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
         PENDING_WORKLOADS_SUBRESOURCE,
     ),
     *_perms(RAY_CLUSTER, ("create", "delete", "list", "watch"), "manage Ray clusters"),
+    *_perms(RAY_CLUSTER, ("get",), "open a Ray cluster's dashboard through the server"),
     *_perms(POD, ("list", "watch"), "show Ray cluster pods"),
 )
 """Everything the product uses, checked at start and reported by ``GET context``."""

@@ -103,6 +103,7 @@ async def test_context_names_identity_apis_and_permissions(
     assert allowed["create rayclusters.ray.io"] is True
     assert allowed["list clusterqueues.kueue.x-k8s.io"] is False
     assert allowed["delete rayclusters.ray.io"] is False
+    assert allowed["get rayclusters.ray.io"] is False  # the dashboard proxy's check
     assert allowed["get localqueues.visibility.kueue.x-k8s.io/pendingworkloads"] is False
     assert "clusterqueues" not in context["caches"]  # not readable: no cache, no 403 loop
     # RayClusters are listed and watched too; pods are not readable for this Role.
