@@ -195,16 +195,16 @@ async def test_must_wait_shows_reason_and_position_then_admitted(
 # --------------------------------------------------------------------------------------------
 
 
-def _capacity(message: str, resource: str) -> str:
-    """The ``maximum capacity (X)`` Kueue names for ``resource`` in its QuotaReserved
-    message."""
-    match = re.search(
-        rf"insufficient quota for {re.escape(resource)} in flavor \S+, [^>]*> "
-        r"maximum capacity \(([^)]+)\)",
+def _capacities(message: str) -> dict[str, str]:
+    """Every ``insufficient quota for R ... > maximum capacity (X)`` Kueue names in its
+    QuotaReserved message, as ``{R: X}``. Kueue 0.19 names each resource that is short;
+    0.14 stops at the first one."""
+    found = re.findall(
+        r"insufficient quota for (\S+) in flavor \S+, [^>]*> maximum capacity \(([^)]+)\)",
         message,
     )
-    assert match, message
-    return match.group(1)
+    assert found, message
+    return dict(found)
 
 
 async def test_never_fits_is_refused_with_numbers_and_kueue_agrees(
@@ -232,8 +232,8 @@ async def test_never_fits_is_refused_with_numbers_and_kueue_agrees(
     assert state is not None
     # Kueue's own words: the same ceiling, exceeded; it never reserves quota for it.
     assert "maximum capacity" in state["message"], state
-    assert _capacity(state["message"], "cpu") == fit["max_obtainable"]["cpu"]
-    assert _capacity(state["message"], "memory") == fit["max_obtainable"]["memory"]
+    named = _capacities(state["message"])
+    assert named == {r: fit["max_obtainable"][r] for r in named}, (named, fit)
     assert state["quota_reserved"] is False
     assert queue.flavor in state["message"]
     events.close()
