@@ -253,24 +253,21 @@ def _total(amounts: tuple[FlavorResourceAmount, ...], flavor: str, resource: str
 
 
 # --------------------------------------------------------------------------------------------
-# ClusterQueue
+# What LocalQueues and ClusterQueues both report
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ClusterQueueQuota:
-    """A ClusterQueue's quota (spec) and what its workloads hold (status).
+@dataclass(frozen=True, kw_only=True)
+class QueueStatus:
+    """The stop policy and status fields LocalQueues and ClusterQueues share.
 
-    ``cohort`` is ``spec.cohortName`` (v1beta2) / ``spec.cohort`` (v1beta1); None when unset.
     ``reservation`` is ``status.flavorsReservation``: quota held by workloads with a quota
-    reservation — this is what Kueue's scheduler counts against quota. ``usage`` is
-    ``status.flavorsUsage``: the part held by fully admitted workloads.
-    ``active_condition`` is the ``Active`` condition (None while Kueue has not reported it).
+    reservation (what Kueue's scheduler counts against quota); ``usage`` is
+    ``status.flavorsUsage`` (LocalQueue v1beta1: ``flavorUsage``), the part held by admitted
+    workloads. A LocalQueue reports only its own workloads' share. ``active_condition`` is
+    the ``Active`` condition (None while Kueue has not reported it).
     """
 
-    name: str
-    cohort: str | None = None
-    resource_groups: tuple[ResourceGroup, ...] = ()
     stop_policy: str = STOP_POLICY_NONE
     active_condition: bool | None = None
     active_message: str | None = None
@@ -279,6 +276,42 @@ class ClusterQueueQuota:
     admitted: int = 0
     reservation: tuple[FlavorResourceAmount, ...] = ()
     usage: tuple[FlavorResourceAmount, ...] = ()
+
+    @property
+    def stopped(self) -> bool:
+        """True when ``spec.stopPolicy`` is Hold or HoldAndDrain: no new admissions."""
+        return self.stop_policy != STOP_POLICY_NONE
+
+    @property
+    def active(self) -> bool:
+        """True when Kueue reports ``Active=True`` and the queue is not stopped (a stopped
+        queue admits nothing even before Kueue updates the condition)."""
+        return self.active_condition is True and not self.stopped
+
+    def reserved(self, flavor: str, resource: str) -> Decimal:
+        """Quota reserved for ``(flavor, resource)`` (0 if not reported)."""
+        return _total(self.reservation, flavor, resource)
+
+    def used(self, flavor: str, resource: str) -> Decimal:
+        """Quota used by admitted workloads for ``(flavor, resource)`` (0 if not reported)."""
+        return _total(self.usage, flavor, resource)
+
+
+# --------------------------------------------------------------------------------------------
+# ClusterQueue
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterQueueQuota(QueueStatus):
+    """A ClusterQueue's quota (spec) and what its workloads hold (status).
+
+    ``cohort`` is ``spec.cohortName`` (v1beta2) / ``spec.cohort`` (v1beta1); None when unset.
+    """
+
+    name: str
+    cohort: str | None = None
+    resource_groups: tuple[ResourceGroup, ...] = ()
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> ClusterQueueQuota:
@@ -299,27 +332,9 @@ class ClusterQueueQuota:
             **_queue_status(status, where, usage_key="flavorsUsage"),
         )
 
-    @property
-    def stopped(self) -> bool:
-        """True when ``spec.stopPolicy`` is Hold or HoldAndDrain: no new admissions."""
-        return self.stop_policy != STOP_POLICY_NONE
-
-    @property
-    def active(self) -> bool:
-        """True when Kueue reports ``Active=True`` and the queue is not stopped."""
-        return self.active_condition is True and not self.stopped
-
     def quotas(self) -> dict[FlavorResource, ResourceQuota]:
         """All ``(flavor, resource)`` quotas in spec order."""
         return _flatten_quotas(self.resource_groups)
-
-    def reserved(self, flavor: str, resource: str) -> Decimal:
-        """Quota reserved in ``status.flavorsReservation`` (0 if not reported)."""
-        return _total(self.reservation, flavor, resource)
-
-    def used(self, flavor: str, resource: str) -> Decimal:
-        """Quota used by admitted workloads in ``status.flavorsUsage`` (0 if not reported)."""
-        return _total(self.usage, flavor, resource)
 
     def borrowed(self, flavor: str, resource: str) -> Decimal:
         """Reserved quota above nominal, borrowed from the cohort (``flavorsReservation``)."""
@@ -373,27 +388,13 @@ class CohortQuota:
 
 
 @dataclass(frozen=True)
-class LocalQueueInfo:
-    """A namespace's LocalQueue: where it sends workloads and what they hold.
-
-    ``active`` is True only when Kueue reports ``Active=True`` and ``spec.stopPolicy`` is
-    ``None`` (a stopped queue admits nothing even before Kueue updates the condition).
-    ``reservation``/``usage`` are the LocalQueue's own ``flavorsReservation`` /
-    ``flavorsUsage`` (``flavorUsage`` in v1beta1): the share of this queue's workloads only.
-    """
+class LocalQueueInfo(QueueStatus):
+    """A namespace's LocalQueue: where it sends workloads and what they hold."""
 
     name: str
     namespace: str | None
     cluster_queue: str
     annotated_default: bool = False
-    stop_policy: str = STOP_POLICY_NONE
-    active_condition: bool | None = None
-    active_message: str | None = None
-    pending: int = 0
-    reserving: int = 0
-    admitted: int = 0
-    reservation: tuple[FlavorResourceAmount, ...] = ()
-    usage: tuple[FlavorResourceAmount, ...] = ()
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> LocalQueueInfo:
@@ -416,16 +417,6 @@ class LocalQueueInfo:
         )
 
     @property
-    def stopped(self) -> bool:
-        """True when ``spec.stopPolicy`` is Hold or HoldAndDrain."""
-        return self.stop_policy != STOP_POLICY_NONE
-
-    @property
-    def active(self) -> bool:
-        """True when Kueue reports ``Active=True`` and the queue is not stopped."""
-        return self.active_condition is True and not self.stopped
-
-    @property
     def default_convention(self) -> DefaultConvention | None:
         """Which default-queue convention this queue satisfies (annotation first), if any."""
         if self.annotated_default:
@@ -438,14 +429,6 @@ class LocalQueueInfo:
     def is_default_candidate(self) -> bool:
         """True if either convention marks this queue as a namespace default."""
         return self.default_convention is not None
-
-    def reserved(self, flavor: str, resource: str) -> Decimal:
-        """This queue's reserved quota for ``(flavor, resource)`` (0 if not reported)."""
-        return _total(self.reservation, flavor, resource)
-
-    def used(self, flavor: str, resource: str) -> Decimal:
-        """This queue's admitted usage for ``(flavor, resource)`` (0 if not reported)."""
-        return _total(self.usage, flavor, resource)
 
 
 @dataclass(frozen=True)
