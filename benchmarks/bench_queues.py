@@ -28,6 +28,7 @@ from jupyter_dw.domain.kueue_model import ClusterQueueQuota, CohortQuota, LocalQ
 from jupyter_dw.domain.quota import queue_summaries
 from jupyter_dw.k8s.session import KubeSession
 from tests.cluster.controlplane import LocalCluster
+from tests.cluster.fixtures import plain_workload
 
 GROUP = "kueue.x-k8s.io"
 
@@ -158,30 +159,7 @@ def main() -> None:
             version,
             namespace,
             "workloads",
-            {
-                **kueue_object(version, "Workload", "probe"),
-                "spec": {
-                    "queueName": "lq-0",
-                    "podSets": [
-                        {
-                            "name": "main",
-                            "count": 1,
-                            "template": {
-                                "spec": {
-                                    "restartPolicy": "Never",
-                                    "containers": [
-                                        {
-                                            "name": "c",
-                                            "image": "busybox",
-                                            "resources": {"requests": {"cpu": "1"}},
-                                        }
-                                    ],
-                                }
-                            },
-                        }
-                    ],
-                },
-            },
+            plain_workload(version, "probe", "lq-0", "1"),
         )
         if not changed.wait(60):
             raise SystemExit("the admitted Workload never reached the cache")

@@ -71,7 +71,7 @@ from tornado.websocket import (
 
 from .domain.cluster_spec import MAX_NAME_LENGTH
 from .domain.validation import dns1035_label_error
-from .handlers import AUTH_RESOURCE, EXECUTOR_SETTING, SESSION_SETTING
+from .handlers import AUTH_RESOURCE, EXECUTOR_SETTING, SESSION_SETTING, JSONErrorsMixin
 from .k8s.errors import KubeApiError, KubeError
 from .k8s.resources import RAY_CLUSTER, RAY_GROUP, ResourceKind
 from .k8s.session import KubeSession
@@ -400,24 +400,8 @@ class _UpstreamClient(SimpleAsyncHTTPClient):
 # ---------------------------------------------------------------------------------------------
 
 
-class _JSONErrors:
-    """``write_error`` in the ``{"error", "reason", "hint"}`` shape of jupyter_dw's API."""
-
-    def write_error(self: Any, status_code: int, **kwargs: Any) -> None:
-        """Errors raised by jupyter_server's checks (auth, XSRF, bugs) as JSON."""
-        self.set_header("Content-Type", "application/json")
-        reason = responses.get(status_code, "Unknown HTTP Error")
-        error = reason
-        exc_info = kwargs.get("exc_info")
-        if exc_info and isinstance(exc_info[1], web.HTTPError):
-            error = exc_info[1].log_message or reason
-        elif exc_info:
-            error = "Unhandled error in jupyter_dw (see the server log)"
-        self.finish(json.dumps({"error": error, "reason": reason, "hint": None}))
-
-
 class RayDashboardHandler(
-    _JSONErrors, ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler
+    JSONErrorsMixin, ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler
 ):
     """``dw/ray/<name>/<path>``: HTTP and WebSocket to the dashboard of RayCluster ``name``.
 
@@ -727,7 +711,7 @@ class RayDashboardHandler(
         self.close(_sendable_close(upstream.close_code), upstream.close_reason)
 
 
-class RayDashboardRedirectHandler(_JSONErrors, ExtensionHandlerMixin, JupyterHandler):
+class RayDashboardRedirectHandler(JSONErrorsMixin, ExtensionHandlerMixin, JupyterHandler):
     """``dw/ray/<name>`` → ``dw/ray/<name>/``: the dashboard's relative URLs need the slash."""
 
     auth_resource = AUTH_RESOURCE

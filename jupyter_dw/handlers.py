@@ -82,7 +82,24 @@ FIT = "fit"
 """``POST clusters/fit``: the fit check's path segment."""
 
 
-class DWHandler(ExtensionHandlerMixin, APIHandler):
+class JSONErrorsMixin:
+    """``write_error`` in the ``{"error", "reason", "hint"}`` shape of jupyter_dw's API, for
+    errors raised by jupyter_server's own checks (auth, XSRF) and unexpected bugs."""
+
+    def write_error(self: Any, status_code: int, **kwargs: Any) -> None:
+        """Write the error as JSON; never a traceback or an HTML page."""
+        self.set_header("Content-Type", "application/json")
+        reason = responses.get(status_code, "Unknown HTTP Error")
+        error = reason
+        exc_info = kwargs.get("exc_info")
+        if exc_info and isinstance(exc_info[1], web.HTTPError):
+            error = exc_info[1].log_message or reason
+        elif exc_info:
+            error = "Unhandled error in jupyter_dw (see the server log)"
+        self.finish(json.dumps({"error": error, "reason": reason, "hint": None}))
+
+
+class DWHandler(JSONErrorsMixin, ExtensionHandlerMixin, APIHandler):
     """Base class: JSON errors in the ``{"error", "reason", "hint"}`` shape."""
 
     auth_resource = AUTH_RESOURCE
@@ -133,18 +150,6 @@ class DWHandler(ExtensionHandlerMixin, APIHandler):
             self.finish(err.to_json())
             return
         await self.call(lambda: func(body), status)
-
-    def write_error(self, status_code: int, **kwargs: Any) -> None:
-        """Errors raised outside :meth:`call` (auth, unexpected bugs) in the same shape."""
-        self.set_header("Content-Type", "application/json")
-        reason = responses.get(status_code, "Unknown HTTP Error")
-        error = reason
-        exc_info = kwargs.get("exc_info")
-        if exc_info and isinstance(exc_info[1], web.HTTPError):
-            error = exc_info[1].log_message or reason
-        elif exc_info:
-            error = "Unhandled error in jupyter_dw (see the server log)"
-        self.finish(json.dumps({"error": error, "reason": reason, "hint": None}))
 
 
 class VersionHandler(DWHandler):

@@ -103,6 +103,23 @@ def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
+def plain_workload(api_version: str, name: str, queue: str, cpu: str) -> dict[str, Any]:
+    """A Workload of one pod asking ``cpu`` in LocalQueue ``queue``, with no job behind it:
+    Kueue admits or queues it like any other, and nothing runs."""
+    container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+    pod_set = {
+        "name": "main",
+        "count": 1,
+        "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+    }
+    return {
+        "apiVersion": f"kueue.x-k8s.io/{api_version}",
+        "kind": "Workload",
+        "metadata": {"name": name},
+        "spec": {"queueName": queue, "podSets": [pod_set]},
+    }
+
+
 @dataclass
 class KueueObjects:
     """Creates Kueue objects for one test; cluster-scoped names get a per-test prefix."""

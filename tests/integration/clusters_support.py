@@ -1,10 +1,6 @@
-"""Shared by test_clusters_api.py and test_events_ws.py: a server on a workbench service
-account, REST and WebSocket helpers, and Kueue queues for Ray clusters.
-
-Fixtures defined here are imported by those modules (pytest registers fixtures found in a test
-module's namespace); their functions are named ``<fixture>_fixture`` so the import does not
-clash with the test functions' parameters. Every wait is on a condition (an events message,
-a watch) with a timeout.
+"""Shared by test_clusters_api.py and test_events_ws.py: the workbench's RBAC, REST and
+WebSocket helpers, and Kueue queues for Ray clusters. Every wait is on a condition (an events
+message, a watch) with a timeout.
 """
 
 from __future__ import annotations
@@ -15,93 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from kubernetes import client
 from tornado.httpclient import HTTPClientError
 from tornado.websocket import WebSocketClientConnection
 
-from jupyter_dw.handlers import SESSION_SETTING
-from jupyter_dw.k8s.session import KubeSession
 from tests.cluster.fixtures import WAIT_TIMEOUT, KueueObjects
-
-KUEUE = "kueue.x-k8s.io"
-RAY_RULE_VERBS = ["get", "list", "watch", "create", "delete"]
-
-
-def namespace_rules(ray_verbs: Sequence[str] = RAY_RULE_VERBS) -> list[dict[str, Any]]:
-    """What a data scientist's workbench typically may do in its namespace (Kueue's
-    batch-user role, Ray clusters with ``ray_verbs``, reading pods)."""
-    return [
-        {
-            "apiGroups": [KUEUE],
-            "resources": ["localqueues", "workloads"],
-            "verbs": ["get", "list", "watch"],
-        },
-        {
-            "apiGroups": ["visibility.kueue.x-k8s.io"],
-            "resources": ["localqueues/pendingworkloads"],
-            "verbs": ["get"],
-        },
-        {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": list(ray_verbs)},
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-    ]
-
-
-CLUSTER_READ_RULES = [
-    {
-        "apiGroups": [KUEUE],
-        "resources": ["clusterqueues", "cohorts", "resourceflavors"],
-        "verbs": ["get", "list", "watch"],
-    }
-]
-
-
-# --------------------------------------------------------------------------------------------
-# Fixtures: a server on the workbench identity
-# --------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(name="rules")
-def rules_fixture(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
-    """The workbench's namespaced RBAC; parametrize indirectly to change it."""
-    return getattr(request, "param", namespace_rules())
-
-
-@pytest.fixture(name="dw_config")
-def dw_config_fixture(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """Extra ``JupyterDW`` config; parametrize indirectly to set some."""
-    return dict(getattr(request, "param", {}))
-
-
-@pytest.fixture(name="server_options")
-def server_options_fixture(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """Extra ``ServerApp`` config; parametrize indirectly to set some."""
-    return dict(getattr(request, "param", {}))
-
-
-@pytest.fixture(name="identity")
-def identity_fixture(workbench, rules, monkeypatch):
-    """The workbench service account (may read quota), its pod environment set before the
-    server starts."""
-    wb = workbench(rules=rules, cluster_rules=CLUSTER_READ_RULES)
-    for key, value in wb.environ.items():
-        monkeypatch.setenv(key, value)
-    return wb
-
-
-@pytest.fixture(name="jp_server_config")
-def jp_server_config_fixture(identity, dw_config, server_options):
-    return {
-        "ServerApp": {"jpserver_extensions": {"jupyter_dw": True}, **server_options},
-        "JupyterDW": {"service_account_dir": str(identity.service_account_dir), **dw_config},
-    }
-
-
-@pytest.fixture(name="session")
-def session_fixture(jp_serverapp) -> KubeSession:
-    """The server extension's KubeSession (to look at its caches, never to answer)."""
-    return jp_serverapp.web_app.settings[SESSION_SETTING]
-
+from tests.integration.workbench_rbac import KUEUE
 
 # --------------------------------------------------------------------------------------------
 # REST

@@ -14,24 +14,22 @@ from kubernetes import client
 
 from jupyter_dw.domain.cluster_spec import OWNER_ANNOTATION, OWNER_LABEL, owner_label_value
 from tests.cluster.fixtures import condition, watch_until
-from tests.integration.clusters_support import (  # noqa: F401  (fixtures)
+from tests.integration.clusters_support import (
     KUEUE,
     call,
-    dw_config_fixture,
-    identity_fixture,
     in_order,
-    jp_server_config_fixture,
     make_queue,
-    namespace_rules,
     open_events,
     rayclusters,
-    rules_fixture,
-    server_options_fixture,
-    session_fixture,
     small_cluster,
     state_is,
     workload_of,
 )
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
+
+# A data scientist's workbench that may also read quota.
+WORKBENCH_RULES = namespace_rules()
+WORKBENCH_CLUSTER_RULES = CLUSTER_READ_RULES
 
 pytestmark = pytest.mark.cluster
 

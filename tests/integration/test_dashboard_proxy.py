@@ -39,6 +39,7 @@ pytestmark = pytest.mark.cluster
 CLUSTER = "dash"
 # All the proxy needs: to see whether a RayCluster exists.
 GET_RAYCLUSTERS = [{"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["get"]}]
+WORKBENCH_RULES = GET_RAYCLUSTERS
 # With list and watch too, a session that keeps a RayCluster watch cache answers from it.
 WATCH_RAYCLUSTERS = [
     {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["get", "list", "watch"]}
@@ -199,41 +200,15 @@ def stand_in(jp_asyncio_loop) -> Iterator[StandIn]:
 
 
 @pytest.fixture
-def rules(request: pytest.FixtureRequest) -> list[dict]:
-    """The workbench's namespaced RBAC; parametrize indirectly to change it."""
-    return getattr(request, "param", GET_RAYCLUSTERS)
-
-
-@pytest.fixture
-def identity(workbench, rules, monkeypatch):
-    wb = workbench(rules=rules)
-    for key, value in wb.environ.items():
-        monkeypatch.setenv(key, value)
-    return wb
-
-
-@pytest.fixture
-def server_options(request: pytest.FixtureRequest) -> dict:
-    """Extra ``ServerApp`` config; parametrize indirectly to set some."""
-    return dict(getattr(request, "param", {}))
-
-
-@pytest.fixture
 def dashboard_port(request: pytest.FixtureRequest, stand_in: StandIn) -> int:
     """The ``{port}`` of the template: the stand-in's, unless parametrized ("closed")."""
     return free_port() if getattr(request, "param", None) == "closed" else stand_in.port
 
 
 @pytest.fixture
-def jp_server_config(identity, server_options, dashboard_port):
-    return {
-        "ServerApp": {"jpserver_extensions": {"jupyter_dw": True}, **server_options},
-        "JupyterDW": {
-            "service_account_dir": str(identity.service_account_dir),
-            "ray_dashboard_url": TEMPLATE,
-            "ray_dashboard_port": dashboard_port,
-        },
-    }
+def dw_config(dashboard_port: int) -> dict[str, Any]:
+    """The dashboard address template, aimed at the stand-in."""
+    return {"ray_dashboard_url": TEMPLATE, "ray_dashboard_port": dashboard_port}
 
 
 @pytest.fixture

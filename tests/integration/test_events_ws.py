@@ -14,23 +14,21 @@ from tornado.httpclient import HTTPClientError
 
 from jupyter_dw.handlers import AUTH_RESOURCE
 from jupyter_dw.k8s.session import KubeSession
-from tests.cluster.fixtures import WAIT_TIMEOUT
-from tests.integration.clusters_support import (  # noqa: F401  (fixtures)
+from tests.cluster.fixtures import WAIT_TIMEOUT, plain_workload
+from tests.integration.clusters_support import (
     KUEUE,
     Events,
     call,
-    dw_config_fixture,
-    identity_fixture,
-    jp_server_config_fixture,
     make_queue,
-    namespace_rules,
     open_events,
-    rules_fixture,
-    server_options_fixture,
-    session_fixture,
     small_cluster,
     state_is,
 )
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
+
+# A data scientist's workbench that may also read quota.
+WORKBENCH_RULES = namespace_rules()
+WORKBENCH_CLUSTER_RULES = CLUSTER_READ_RULES
 
 pytestmark = pytest.mark.cluster
 
@@ -121,32 +119,7 @@ async def test_queue_and_workload_changes_are_messages(kube, kueue, namespace, j
         kueue.api_version,
         namespace,
         "workloads",
-        {
-            "apiVersion": f"{KUEUE}/{kueue.api_version}",
-            "kind": "Workload",
-            "metadata": {"name": "plain"},
-            "spec": {
-                "queueName": "team",
-                "podSets": [
-                    {
-                        "name": "main",
-                        "count": 1,
-                        "template": {
-                            "spec": {
-                                "restartPolicy": "Never",
-                                "containers": [
-                                    {
-                                        "name": "main",
-                                        "image": "busybox",
-                                        "resources": {"requests": {"cpu": "1"}},
-                                    }
-                                ],
-                            }
-                        },
-                    }
-                ],
-            },
-        },
+        plain_workload(kueue.api_version, "plain", "team", "1"),
     )
     message = await events.until(
         lambda m: m["type"] == "workload" and m["name"] == "plain", "the plain Workload"

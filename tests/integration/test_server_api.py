@@ -25,44 +25,10 @@ pytestmark = pytest.mark.cluster
 KUEUE = "kueue.x-k8s.io"
 ROUTES = ("version", "context", "queues")
 # A namespace user without any ClusterRole: may read its queues, not ClusterQueues.
-NAMESPACE_RULES = [
+WORKBENCH_RULES = [
     {"apiGroups": [KUEUE], "resources": ["localqueues", "workloads"], "verbs": ["list", "watch"]},
     {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["list", "watch", "create"]},
 ]
-
-
-@pytest.fixture
-def rules(request: pytest.FixtureRequest) -> list[dict]:
-    """The workbench's namespaced RBAC; parametrize indirectly to change it."""
-    return getattr(request, "param", NAMESPACE_RULES)
-
-
-@pytest.fixture
-def identity(workbench, rules, monkeypatch):
-    wb = workbench(rules=rules)
-    for key, value in wb.environ.items():
-        monkeypatch.setenv(key, value)
-    return wb
-
-
-@pytest.fixture
-def dw_config(request: pytest.FixtureRequest) -> dict:
-    """Extra ``JupyterDW`` config; parametrize indirectly to set some."""
-    return dict(getattr(request, "param", {}))
-
-
-@pytest.fixture
-def server_options(request: pytest.FixtureRequest) -> dict:
-    """Extra ``ServerApp`` config; parametrize indirectly to set some."""
-    return dict(getattr(request, "param", {}))
-
-
-@pytest.fixture
-def jp_server_config(identity, dw_config, server_options):
-    return {
-        "ServerApp": {"jpserver_extensions": {"jupyter_dw": True}, **server_options},
-        "JupyterDW": {"service_account_dir": str(identity.service_account_dir), **dw_config},
-    }
 
 
 async def fetch_json(jp_fetch, route: str, **kwargs) -> tuple[int, dict]:

@@ -15,80 +15,23 @@ from typing import Any
 import pytest
 
 from jupyter_dw.domain.quantity import parse_quantity
-from jupyter_dw.handlers import SESSION_SETTING
 from jupyter_dw.k8s.resources import CLUSTER_QUEUE, LOCAL_QUEUE
 from jupyter_dw.k8s.session import KubeSession
-from tests.cluster.fixtures import WAIT_TIMEOUT, KueueObjects, condition, watch_until
+from tests.cluster.fixtures import (
+    WAIT_TIMEOUT,
+    KueueObjects,
+    condition,
+    plain_workload,
+    watch_until,
+)
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
 pytestmark = pytest.mark.cluster
 
 KUEUE = "kueue.x-k8s.io"
-# What a namespace user typically has (kueue-batch-user-role plus Ray and pods).
-NAMESPACE_RULES = [
-    {
-        "apiGroups": [KUEUE],
-        "resources": ["localqueues", "workloads"],
-        "verbs": ["get", "list", "watch"],
-    },
-    {
-        "apiGroups": ["visibility.kueue.x-k8s.io"],
-        "resources": ["localqueues/pendingworkloads"],
-        "verbs": ["get"],
-    },
-    {
-        "apiGroups": ["ray.io"],
-        "resources": ["rayclusters"],
-        "verbs": ["get", "list", "watch", "create", "delete"],
-    },
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-]
-# The optional ClusterRole that reveals quota.
-CLUSTER_READ_RULES = [
-    {
-        "apiGroups": [KUEUE],
-        "resources": ["clusterqueues", "cohorts", "resourceflavors"],
-        "verbs": ["get", "list", "watch"],
-    }
-]
-WITH_QUOTA = "with-clusterqueue-read"
-WITHOUT_QUOTA = "without-clusterqueue-read"
+WORKBENCH_RULES = namespace_rules()
+WORKBENCH_CLUSTER_RULES = CLUSTER_READ_RULES
 EPSILON = Decimal("0.001")  # 1m CPU: Kueue's CPU granularity
-
-
-# --------------------------------------------------------------------------------------------
-# Fixtures: a server on the workbench identity
-# --------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def rbac(request: pytest.FixtureRequest) -> str:
-    """Which RBAC the workbench gets; parametrize indirectly to change it."""
-    return getattr(request, "param", WITH_QUOTA)
-
-
-@pytest.fixture
-def identity(workbench, rbac, monkeypatch):
-    """The workbench service account, with the pod environment set before the server starts."""
-    wb = workbench(
-        rules=NAMESPACE_RULES, cluster_rules=CLUSTER_READ_RULES if rbac == WITH_QUOTA else None
-    )
-    for key, value in wb.environ.items():
-        monkeypatch.setenv(key, value)
-    return wb
-
-
-@pytest.fixture
-def jp_server_config(identity):
-    return {
-        "ServerApp": {"jpserver_extensions": {"jupyter_dw": True}},
-        "JupyterDW": {"service_account_dir": str(identity.service_account_dir)},
-    }
-
-
-@pytest.fixture
-def session(jp_serverapp) -> KubeSession:
-    """The server extension's KubeSession (to wait on its watch caches, not to answer)."""
-    return jp_serverapp.web_app.settings[SESSION_SETTING]
 
 
 async def get_queues(jp_fetch) -> dict[str, Any]:
@@ -148,32 +91,7 @@ class Cohort:
 
     def submit(self, name: str, queue: str, cpu: Decimal | str) -> dict[str, Any]:
         """A plain Workload of one pod asking ``cpu`` in LocalQueue ``queue``."""
-        body = {
-            "apiVersion": f"{KUEUE}/{self.version}",
-            "kind": "Workload",
-            "metadata": {"name": name, "namespace": self.namespace},
-            "spec": {
-                "queueName": queue,
-                "podSets": [
-                    {
-                        "name": "main",
-                        "count": 1,
-                        "template": {
-                            "spec": {
-                                "restartPolicy": "Never",
-                                "containers": [
-                                    {
-                                        "name": "main",
-                                        "image": "busybox",
-                                        "resources": {"requests": {"cpu": cpu_string(cpu)}},
-                                    }
-                                ],
-                            }
-                        },
-                    }
-                ],
-            },
-        }
+        body = plain_workload(self.version, name, queue, cpu_string(cpu))
         return self.custom.create_namespaced_custom_object(
             KUEUE, self.version, self.namespace, "workloads", body
         )
@@ -461,7 +379,7 @@ async def test_headroom_is_what_kueue_admits(kueue, jp_fetch, session):
     assert empty["team-b"] > borrowed["team-b"] > both["team-b"]
 
 
-@pytest.mark.parametrize("rbac", [WITHOUT_QUOTA], indirect=True)
+@pytest.mark.parametrize("cluster_rules", [None], indirect=True)
 async def test_without_clusterqueue_permission_quota_is_hidden_not_an_error(
     kueue, jp_fetch, session
 ):

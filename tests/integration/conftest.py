@@ -1,0 +1,64 @@
+"""A Jupyter server running as a workbench pod would: on a test ServiceAccount's token, with
+exactly the RBAC the test module grants.
+
+A module says what its workbench may do with ``WORKBENCH_RULES`` (namespaced rules) and
+``WORKBENCH_CLUSTER_RULES`` (cluster-wide rules, or None), and may override ``dw_config`` for
+extra ``JupyterDW`` settings. A test changes any of ``rules``, ``cluster_rules``, ``dw_config``
+or ``server_options`` by indirect parametrization.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from jupyter_dw.handlers import SESSION_SETTING
+from jupyter_dw.k8s.session import KubeSession
+
+
+@pytest.fixture
+def rules(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
+    """The workbench's namespaced RBAC (default: the module's ``WORKBENCH_RULES``)."""
+    return getattr(request, "param", request.module.WORKBENCH_RULES)
+
+
+@pytest.fixture
+def cluster_rules(request: pytest.FixtureRequest) -> list[dict[str, Any]] | None:
+    """The workbench's cluster-wide RBAC (default: the module's ``WORKBENCH_CLUSTER_RULES``)."""
+    return getattr(request, "param", getattr(request.module, "WORKBENCH_CLUSTER_RULES", None))
+
+
+@pytest.fixture
+def dw_config(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Extra ``JupyterDW`` config."""
+    return dict(getattr(request, "param", {}))
+
+
+@pytest.fixture
+def server_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Extra ``ServerApp`` config."""
+    return dict(getattr(request, "param", {}))
+
+
+@pytest.fixture
+def identity(workbench, rules, cluster_rules, monkeypatch):
+    """The workbench service account, its pod environment set before the server starts."""
+    wb = workbench(rules=rules, cluster_rules=cluster_rules)
+    for key, value in wb.environ.items():
+        monkeypatch.setenv(key, value)
+    return wb
+
+
+@pytest.fixture
+def jp_server_config(identity, dw_config, server_options):
+    return {
+        "ServerApp": {"jpserver_extensions": {"jupyter_dw": True}, **server_options},
+        "JupyterDW": {"service_account_dir": str(identity.service_account_dir), **dw_config},
+    }
+
+
+@pytest.fixture
+def session(jp_serverapp) -> KubeSession:
+    """The server extension's KubeSession (to look at its caches, never to answer)."""
+    return jp_serverapp.web_app.settings[SESSION_SETTING]

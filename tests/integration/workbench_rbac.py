@@ -1,0 +1,38 @@
+"""The RBAC a data scientist's workbench typically has, for the tests to grant."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+KUEUE = "kueue.x-k8s.io"
+RAY_RULE_VERBS = ["get", "list", "watch", "create", "delete"]
+
+
+def namespace_rules(ray_verbs: Sequence[str] = RAY_RULE_VERBS) -> list[dict[str, Any]]:
+    """What a workbench typically may do in its namespace (Kueue's batch-user role, Ray
+    clusters with ``ray_verbs``, reading pods)."""
+    return [
+        {
+            "apiGroups": [KUEUE],
+            "resources": ["localqueues", "workloads"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {
+            "apiGroups": ["visibility.kueue.x-k8s.io"],
+            "resources": ["localqueues/pendingworkloads"],
+            "verbs": ["get"],
+        },
+        {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": list(ray_verbs)},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    ]
+
+
+# The optional ClusterRole that reveals quota.
+CLUSTER_READ_RULES = [
+    {
+        "apiGroups": [KUEUE],
+        "resources": ["clusterqueues", "cohorts", "resourceflavors"],
+        "verbs": ["get", "list", "watch"],
+    }
+]
