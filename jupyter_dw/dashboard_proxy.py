@@ -71,7 +71,7 @@ from tornado.websocket import (
 
 from .domain.cluster_spec import MAX_NAME_LENGTH
 from .domain.validation import dns1035_label_error
-from .handlers import AUTH_RESOURCE, EXECUTOR_SETTING, SESSION_SETTING, JSONErrorsMixin
+from .handlers import AUTH_RESOURCE, EXECUTOR_SETTING, ExtensionObjectsMixin, JSONErrorsMixin
 from .k8s.errors import KubeApiError, KubeError
 from .k8s.resources import RAY_CLUSTER, RAY_GROUP, ResourceKind
 from .k8s.session import KubeSession
@@ -401,7 +401,12 @@ class _UpstreamClient(SimpleAsyncHTTPClient):
 
 
 class RayDashboardHandler(
-    JSONErrorsMixin, ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler
+    ExtensionObjectsMixin,
+    JSONErrorsMixin,
+    ExtensionHandlerMixin,
+    WebSocketMixin,
+    WebSocketHandler,
+    JupyterHandler,
 ):
     """``dw/ray/<name>/<path>``: HTTP and WebSocket to the dashboard of RayCluster ``name``.
 
@@ -479,11 +484,6 @@ class RayDashboardHandler(
         """No ETag of our own: the dashboard's (if any) is passed back."""
         return None
 
-    @property
-    def session(self) -> KubeSession:
-        """The extension's shared session."""
-        return self.settings[SESSION_SETTING]  # type: ignore[no-any-return]
-
     async def _target(self, name: str) -> tuple[str, str] | None:
         """``(dashboard base URL, raw path and query)`` after every check, or None when an
         error was answered."""
@@ -495,8 +495,9 @@ class RayDashboardHandler(
             # tornado hands the path over percent-decoded; the dashboard gets it as sent.
             raw_path = match.group(2)
             check_path(raw_path)
-            executor: Executor | None = self.settings.get(EXECUTOR_SETTING)
-            namespace = await self.dashboard.require_cluster(self.session, executor, name)
+            namespace = await self.dashboard.require_cluster(
+                self.session, self.settings.get(EXECUTOR_SETTING), name
+            )
         except (DashboardError, KubeError) as err:
             self._send_error_json(err)
             return None

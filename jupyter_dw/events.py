@@ -42,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from concurrent.futures import Executor
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized, ws_authenticated
@@ -52,10 +51,9 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado.ioloop import IOLoop
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from .clusters import ClusterService
 from .domain.cluster_state import ClusterStatus, transition
 from .domain.quota import QuotaTree
-from .handlers import AUTH_RESOURCE, CLUSTERS_SETTING, EXECUTOR_SETTING, SESSION_SETTING
+from .handlers import AUTH_RESOURCE, ExtensionObjectsMixin
 from .k8s.errors import KubeError
 from .k8s.resources import (
     CLUSTER_QUEUE,
@@ -84,7 +82,9 @@ CLUSTER_CAUSES = {k.plural: k.kind for k in (RAY_CLUSTER, WORKLOAD, POD)}
 """Caches whose changes are ``cluster`` messages, and the ``cause`` kind each names."""
 
 
-class EventsHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler):
+class EventsHandler(
+    ExtensionObjectsMixin, ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler
+):
     """``GET events``: the WebSocket described in this module's docstring.
 
     Like jupyter_server's own sockets: authenticated before the upgrade (no login redirect),
@@ -99,18 +99,6 @@ class EventsHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, Jup
     async def get(self, *args: Any, **kwargs: Any) -> None:
         """Upgrade to a WebSocket (after jupyter_server's authentication and authorization)."""
         await super().get(*args, **kwargs)
-
-    # -- shared objects ------------------------------------------------------------------
-
-    @property
-    def session(self) -> KubeSession:
-        """The extension's shared session."""
-        return self.settings[SESSION_SETTING]  # type: ignore[no-any-return]
-
-    @property
-    def clusters(self) -> ClusterService:
-        """The extension's cluster service."""
-        return self.settings[CLUSTERS_SETTING]  # type: ignore[no-any-return]
 
     # -- socket life ---------------------------------------------------------------------
 
@@ -165,10 +153,6 @@ class EventsHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, Jup
             return
         self.close(1011, err.error[:120])
 
-    async def _blocking(self, func: Any, *args: Any) -> Any:
-        executor: Executor | None = self.settings.get(EXECUTOR_SETTING)
-        return await asyncio.get_running_loop().run_in_executor(executor, func, *args)
-
     async def _snapshot(self) -> dict[str, Any]:
         queues, queues_error = await self._answer(self.session.queues)
         entries, clusters_error = await self._answer(self.clusters.entries)
@@ -187,7 +171,7 @@ class EventsHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, Jup
     async def _answer(self, func: Any) -> tuple[Any, dict[str, Any] | None]:
         """``(result, None)``, or ``(None, error JSON)`` when ``func`` raises a KubeError."""
         try:
-            return await self._blocking(func), None
+            return await self.run_blocking(func), None
         except KubeError as err:
             return None, err.to_json()
 
@@ -195,7 +179,9 @@ class EventsHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, Jup
         metadata = obj.get("metadata") or {}
         name = str(metadata.get("name") or "")
         if plural in QUEUE_KINDS:
-            if not await self._blocking(_concerns_namespace, self.session, plural, event_type, obj):
+            if not await self.run_blocking(
+                _concerns_namespace, self.session, plural, event_type, obj
+            ):
                 return None
             queues, error = await self._answer(self.session.queues)
             return {
@@ -216,7 +202,7 @@ class EventsHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, Jup
                 "name": name,
                 "queue": (obj.get("spec") or {}).get("queueName"),
             }
-        described = await self._blocking(self.clusters.describe, cluster)
+        described = await self.run_blocking(self.clusters.describe, cluster)
         if described is None:
             self._known.pop(cluster, None)
             state, milestones = None, []

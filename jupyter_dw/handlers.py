@@ -99,10 +99,11 @@ class JSONErrorsMixin:
         self.finish(json.dumps({"error": error, "reason": reason, "hint": None}))
 
 
-class DWHandler(JSONErrorsMixin, ExtensionHandlerMixin, APIHandler):
-    """Base class: JSON errors in the ``{"error", "reason", "hint"}`` shape."""
+class ExtensionObjectsMixin:
+    """What every jupyter_dw handler shares, from the tornado settings the extension fills:
+    the Kubernetes session, the cluster service, and the executor for blocking calls."""
 
-    auth_resource = AUTH_RESOURCE
+    settings: dict[str, Any]
 
     @property
     def session(self) -> KubeSession:
@@ -114,12 +115,22 @@ class DWHandler(JSONErrorsMixin, ExtensionHandlerMixin, APIHandler):
         """The extension's cluster service."""
         return self.settings[CLUSTERS_SETTING]  # type: ignore[no-any-return]
 
+    async def run_blocking(self, func: Callable[..., Any], *args: Any) -> Any:
+        """``func(*args)`` on the extension's executor: never on the IO loop."""
+        executor: Executor | None = self.settings.get(EXECUTOR_SETTING)
+        return await asyncio.get_running_loop().run_in_executor(executor, func, *args)
+
+
+class DWHandler(ExtensionObjectsMixin, JSONErrorsMixin, ExtensionHandlerMixin, APIHandler):
+    """Base class: JSON errors in the ``{"error", "reason", "hint"}`` shape."""
+
+    auth_resource = AUTH_RESOURCE
+
     async def call(self, func: Callable[[], dict[str, Any]], status: int = 200) -> None:
         """Run blocking ``func`` off the IO loop and write its JSON with ``status``, or the
         KubeError with its own."""
-        executor: Executor | None = self.settings.get(EXECUTOR_SETTING)
         try:
-            result = await asyncio.get_running_loop().run_in_executor(executor, func)
+            result = await self.run_blocking(func)
         except KubeError as err:
             self.set_status(err.status)
             self.finish(err.to_json())

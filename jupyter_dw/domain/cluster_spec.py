@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -178,21 +179,13 @@ class SpecPolicy:
                 problems[name] = str(err)
 
         # Limits first: the defaults are checked against them.
-        normalise("max_workers", _parse_count, optional=True)
-        normalise("max_head_cpu", _parse_cpu, optional=True)
-        normalise("max_head_memory", _parse_memory, optional=True)
-        normalise("max_worker_cpu", _parse_cpu, optional=True)
-        normalise("max_worker_memory", _parse_memory, optional=True)
-        normalise("max_worker_gpu", _parse_gpu, optional=True)
+        for sized in _SIZED.values():
+            normalise(sized.limit, sized.parse, optional=True)
         normalise("allowed_images", _parse_allowed_images)
         if problems:
             _raise_policy_problems(problems)  # the defaults below are compared with the limits
-        normalise("default_workers", lambda v: _at_most_workers(_parse_count(v), self))
-        normalise("default_head_cpu", lambda v: _check_head_cpu(_parse_cpu(v), self))
-        normalise("default_head_memory", lambda v: _check_head_memory(_parse_memory(v), self))
-        normalise("default_worker_cpu", lambda v: _check_worker_cpu(_parse_cpu(v), self))
-        normalise("default_worker_memory", lambda v: _check_worker_memory(_parse_memory(v), self))
-        normalise("default_worker_gpu", lambda v: _check_worker_gpu(_parse_gpu(v), self))
+        for field_name in _SIZED:
+            normalise(f"default_{field_name}", partial(_sized_value, field_name, policy=self))
         normalise("default_image", lambda v: _check_image(_parse_image(v), self.allowed_images))
         if not isinstance(self.elastic_jobs, bool):
             problems["elastic_jobs"] = f"must be true or false, got {_show(self.elastic_jobs)}"
@@ -423,28 +416,11 @@ class _RequestParser:
             lambda v: _check_image(_parse_image(v), policy.allowed_images),
             policy.default_image,
         )
-        head_cpu = self._field(
-            "head_cpu", lambda v: _check_head_cpu(_parse_cpu(v), policy), policy.default_head_cpu
-        )
-        head_memory = self._field(
-            "head_memory",
-            lambda v: _check_head_memory(_parse_memory(v), policy),
-            policy.default_head_memory,
-        )
-        worker_cpu = self._field(
-            "worker_cpu",
-            lambda v: _check_worker_cpu(_parse_cpu(v), policy),
-            policy.default_worker_cpu,
-        )
-        worker_memory = self._field(
-            "worker_memory",
-            lambda v: _check_worker_memory(_parse_memory(v), policy),
-            policy.default_worker_memory,
-        )
-        worker_gpu = self._field(
-            "worker_gpu",
-            lambda v: _check_worker_gpu(_parse_gpu(v), policy),
-            policy.default_worker_gpu,
+        head_cpu, head_memory, worker_cpu, worker_memory, worker_gpu = (
+            self._field(
+                name, partial(_sized_value, name, policy=policy), getattr(policy, f"default_{name}")
+            )
+            for name in ("head_cpu", "head_memory", "worker_cpu", "worker_memory", "worker_gpu")
         )
         scaling = self._scaling()
         env = self._field("env", _parse_env, {})
@@ -503,7 +479,7 @@ class _RequestParser:
             return None  # a count did not parse: comparing the others would only add noise
         for name, value in given.items():
             try:
-                _at_most_workers(value, self.policy)
+                _sized_value("workers", value, policy=self.policy)
             except _FieldError as err:
                 self.errors[name] = str(err)
         low, high = given.get("min_workers"), given.get("max_workers")
@@ -739,43 +715,35 @@ def _over_limit(shown: str, limit: str) -> _FieldError:
     return _FieldError(f"{shown} is more than this server's limit of {limit}")
 
 
-def _at_most_workers(count: int, policy: SpecPolicy) -> int:
-    if policy.max_workers is not None and count > policy.max_workers:
-        raise _over_limit(str(count), f"{policy.max_workers} workers")
-    return count
+@dataclass(frozen=True)
+class _Sized:
+    """A size a spec asks for, with its parser, how it is shown, and the policy limit on it."""
+
+    parse: Callable[[Any], Any]
+    show: Callable[[Any], str]
+    limit: str  # the SpecPolicy field holding the limit
+    unit: str  # after the shown limit: "CPUs per worker"
 
 
-def _check_head_cpu(cpu: Decimal, policy: SpecPolicy) -> Decimal:
-    if policy.max_head_cpu is not None and cpu > policy.max_head_cpu:
-        raise _over_limit(_cpu_text(cpu), f"{_cpu_text(policy.max_head_cpu)} CPUs for the head")
-    return cpu
+_SIZED: dict[str, _Sized] = {
+    "workers": _Sized(_parse_count, str, "max_workers", "workers"),
+    "head_cpu": _Sized(_parse_cpu, _cpu_text, "max_head_cpu", "CPUs for the head"),
+    "head_memory": _Sized(_parse_memory, _memory_text, "max_head_memory", "for the head"),
+    "worker_cpu": _Sized(_parse_cpu, _cpu_text, "max_worker_cpu", "CPUs per worker"),
+    "worker_memory": _Sized(_parse_memory, _memory_text, "max_worker_memory", "per worker"),
+    "worker_gpu": _Sized(_parse_gpu, str, "max_worker_gpu", "GPUs per worker"),
+}
+"""The sized fields; each also has a ``default_<field>`` on :class:`SpecPolicy`."""
 
 
-def _check_head_memory(memory: Decimal, policy: SpecPolicy) -> Decimal:
-    limit = policy.max_head_memory
-    if limit is not None and memory > limit:
-        raise _over_limit(_memory_text(memory), f"{_memory_text(limit)} for the head")
-    return memory
-
-
-def _check_worker_cpu(cpu: Decimal, policy: SpecPolicy) -> Decimal:
-    limit = policy.max_worker_cpu
-    if limit is not None and cpu > limit:
-        raise _over_limit(_cpu_text(cpu), f"{_cpu_text(limit)} CPUs per worker")
-    return cpu
-
-
-def _check_worker_memory(memory: Decimal, policy: SpecPolicy) -> Decimal:
-    limit = policy.max_worker_memory
-    if limit is not None and memory > limit:
-        raise _over_limit(_memory_text(memory), f"{_memory_text(limit)} per worker")
-    return memory
-
-
-def _check_worker_gpu(gpus: int, policy: SpecPolicy) -> int:
-    if policy.max_worker_gpu is not None and gpus > policy.max_worker_gpu:
-        raise _over_limit(str(gpus), f"{policy.max_worker_gpu} GPUs per worker")
-    return gpus
+def _sized_value(field_name: str, raw: object, *, policy: SpecPolicy) -> Any:
+    """Parse sized field ``field_name`` and check it against the policy's limit."""
+    sized = _SIZED[field_name]
+    value = sized.parse(raw)
+    limit = getattr(policy, sized.limit)
+    if limit is not None and value > limit:
+        raise _over_limit(sized.show(value), f"{sized.show(limit)} {sized.unit}")
+    return value
 
 
 def _parse_env(raw: object) -> dict[str, str]:
