@@ -26,7 +26,9 @@ ignored). A cluster is the object ``GET clusters`` lists (``ClusterStatus`` JSON
   "milestones"}``: RayCluster ``name`` changed, or its Workload or one of its pods did
   (``cause`` says which; ``event`` is the RayCluster's own event for a RayCluster change,
   ``MODIFIED`` otherwise). ``state`` is the cluster now, null once the RayCluster is gone.
-  Positions are read when the cluster is waiting for quota. ``milestones`` are
+  Positions are read when the cluster is waiting for quota; a waiting cluster whose position
+  moved because a queue changed (a workload ahead admitted or gone, maybe in another
+  namespace) gets a message with that queue as ``cause`` right after the ``queues`` one. ``milestones`` are
   :func:`jupyter_dw.domain.cluster_state.transition` names crossed since the previous
   message about this cluster on this socket (or since the snapshot), in order: ``Queued``,
   ``QuotaReserved``, ``Admitted``, ``HeadReady``, ``WorkerReady:<n>``, ``Ready``, then
@@ -133,8 +135,7 @@ class EventsHandler(
         try:
             await self._send(await self._snapshot())
             while True:
-                message = await self._message(*await self._changes.get())
-                if message is not None:
+                for message in await self._messages(*await self._changes.get()):
                     await self._send(message)
         except (WebSocketClosedError, asyncio.CancelledError):
             return
@@ -175,49 +176,68 @@ class EventsHandler(
         except KubeError as err:
             return None, err.to_json()
 
-    async def _message(self, plural: str, event_type: str, obj: Object) -> dict[str, Any] | None:
+    async def _messages(self, plural: str, event_type: str, obj: Object) -> list[dict[str, Any]]:
         metadata = obj.get("metadata") or {}
         name = str(metadata.get("name") or "")
         if plural in QUEUE_KINDS:
             if not await self.run_blocking(
                 _concerns_namespace, self.session, plural, event_type, obj
             ):
-                return None
+                return []
             queues, error = await self._answer(self.session.queues)
-            return {
-                "type": "queues",
-                "event": event_type,
-                "kind": QUEUE_KINDS[plural],
-                "name": name,
-                "queues": queues,
-                "queues_error": error,
-            }
+            cause = {"kind": QUEUE_KINDS[plural], "name": name, "event": event_type}
+            queues_message = {"type": "queues", **cause, "queues": queues, "queues_error": error}
+            return [queues_message, *await self._waiting_clusters_moved(cause)]
         if plural not in CLUSTER_CAUSES:
-            return None
+            return []
         cluster = self._cluster_name(plural, obj)
         if cluster is None:
-            return {
-                "type": "workload",
-                "event": event_type,
-                "name": name,
-                "queue": (obj.get("spec") or {}).get("queueName"),
-            }
+            workload = {"type": "workload", "event": event_type, "name": name}
+            return [{**workload, "queue": (obj.get("spec") or {}).get("queueName")}]
+        cause = {"kind": CLUSTER_CAUSES[plural], "name": name, "event": event_type}
+        event = event_type if plural == RAY_CLUSTER.plural else "MODIFIED"
+        return [await self._cluster_message(cluster, event, cause)]
+
+    async def _cluster_message(
+        self, cluster: str, event: str, cause: dict[str, Any], only_if_changed: bool = False
+    ) -> dict[str, Any] | None:
+        """The ``cluster`` message for ``cluster`` as the caches hold it now (None when
+        ``only_if_changed`` and nothing about it changed since the last message)."""
         described = await self.run_blocking(self.clusters.describe, cluster)
+        known = self._known.get(cluster)
         if described is None:
             self._known.pop(cluster, None)
             state, milestones = None, []
         else:
             status, state = described
-            milestones = transition(self._known.get(cluster), status)
+            if only_if_changed and status == known:
+                return None
+            milestones = transition(known, status)
             self._known[cluster] = status
         return {
             "type": "cluster",
-            "event": event_type if plural == RAY_CLUSTER.plural else "MODIFIED",
+            "event": event,
             "name": cluster,
-            "cause": {"kind": CLUSTER_CAUSES[plural], "name": name, "event": event_type},
+            "cause": cause,
             "state": state,
             "milestones": milestones,
         }
+
+    async def _waiting_clusters_moved(self, cause: dict[str, Any]) -> list[dict[str, Any]]:
+        """``cluster`` messages for waiting clusters whose position changed with a queue.
+
+        A position moves when a workload ahead is admitted or leaves, and that workload may
+        be in another namespace: nothing of the waiting cluster changes, only the queues'
+        status (which this socket hears about). So a queue change re-reads the positions of
+        this namespace's waiting clusters and reports those that moved.
+        """
+        waiting = [name for name, status in self._known.items() if status.state == "queued"]
+        messages = []
+        for cluster in waiting:
+            message = await self._cluster_message(cluster, "MODIFIED", cause, only_if_changed=True)
+            if message is not None:
+                messages.append(message)
+        return messages
 
     def _cluster_name(self, plural: str, obj: Object) -> str | None:
         """The RayCluster a RayCluster, Workload or Ray pod belongs to, if known."""

@@ -103,9 +103,12 @@ def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
-def plain_workload(api_version: str, name: str, queue: str, cpu: str) -> dict[str, Any]:
+def plain_workload(
+    api_version: str, name: str, queue: str, cpu: str, priority: int | None = None
+) -> dict[str, Any]:
     """A Workload of one pod asking ``cpu`` in LocalQueue ``queue``, with no job behind it:
-    Kueue admits or queues it like any other, and nothing runs."""
+    Kueue admits or queues it like any other, and nothing runs. ``priority`` sets
+    ``spec.priority`` (Kueue orders pending workloads by it, then by creation second)."""
     container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
     pod_set = {
         "name": "main",
@@ -116,7 +119,11 @@ def plain_workload(api_version: str, name: str, queue: str, cpu: str) -> dict[st
         "apiVersion": f"kueue.x-k8s.io/{api_version}",
         "kind": "Workload",
         "metadata": {"name": name},
-        "spec": {"queueName": queue, "podSets": [pod_set]},
+        "spec": {
+            "queueName": queue,
+            "podSets": [pod_set],
+            **({"priority": priority} if priority is not None else {}),
+        },
     }
 
 

@@ -14,7 +14,7 @@ from tornado.httpclient import HTTPClientError
 
 from jupyter_dw.handlers import AUTH_RESOURCE
 from jupyter_dw.k8s.session import KubeSession
-from tests.cluster.fixtures import WAIT_TIMEOUT, plain_workload
+from tests.cluster.fixtures import WAIT_TIMEOUT, condition, plain_workload, watch_until
 from tests.integration.clusters_support import (
     KUEUE,
     Events,
@@ -137,6 +137,76 @@ async def test_queue_and_workload_changes_are_messages(kube, kueue, namespace, j
 
 
 NO_QUEUES = [r for r in namespace_rules() if "localqueues" not in r["resources"]]
+
+
+async def test_waiting_position_moves_live_when_a_workload_ahead_is_admitted(
+    kube, kueue, namespace, jp_fetch, jp_ws_fetch
+):
+    # Nothing of the waiting cluster changes when the workload ahead of it is admitted: only
+    # the queue's status does, and that must be enough to move its position on the socket.
+    queue = make_queue(kueue)  # 4 CPU
+    custom = client.CustomObjectsApi(kube)
+
+    def create_workload(name: str) -> None:
+        # Priority 1 puts it ahead of the cluster's Workload (priority 0) for sure: Kueue
+        # orders equal priorities by creation time in whole seconds, then by UID.
+        body = plain_workload(kueue.api_version, name, queue.local_queue, "3", priority=1)
+        custom.create_namespaced_custom_object(
+            KUEUE, kueue.api_version, namespace, "workloads", body
+        )
+
+    def wait_workload(name: str, admitted: bool) -> None:
+        watch_until(
+            lambda **kw: custom.list_namespaced_custom_object(
+                KUEUE, kueue.api_version, namespace, "workloads", **kw
+            ),
+            lambda wl: (
+                (condition(wl, "QuotaReserved") or {}).get("status")
+                == ("True" if admitted else "False")
+            ),
+            what=f"Workload {name} {'admitted' if admitted else 'pending'}",
+            field_selector=f"metadata.name={name}",
+        )
+
+    await asyncio.to_thread(create_workload, "holder")
+    await asyncio.to_thread(wait_workload, "holder", True)
+    await asyncio.to_thread(create_workload, "first")
+    await asyncio.to_thread(wait_workload, "first", False)
+
+    events, _ = await open_events(jp_ws_fetch)
+    code, _ = await call(jp_fetch, "POST", "clusters", body=small_cluster("later", workers=2))
+    assert code == 201
+    second = await events.cluster_state(
+        "later",
+        lambda s: s is not None and s["position_in_local_queue"] == 1,
+        "second in its queue",
+    )
+    assert second is not None and second["state"] == "queued"
+
+    # "holder" goes: "first" takes its place and 3 of the 4 CPUs; "later" (3 CPU) still waits.
+    await asyncio.to_thread(
+        custom.delete_namespaced_custom_object,
+        KUEUE,
+        kueue.api_version,
+        namespace,
+        "workloads",
+        "holder",
+    )
+    moved = await events.until(
+        lambda m: (
+            m["type"] == "cluster"
+            and m["name"] == "later"
+            and m["state"] is not None
+            and m["state"]["position_in_local_queue"] == 0
+        ),
+        "later moved up to the front",
+    )
+    assert moved["cause"]["kind"] in ("LocalQueue", "ClusterQueue"), moved
+    assert moved["state"]["state"] == "queued"
+    assert moved["state"]["admitted"] is False
+    code, listing = await call(jp_fetch, "GET", "clusters", "later")
+    assert code == 200 and listing["position_in_local_queue"] == 0
+    events.close()
 
 
 @pytest.mark.parametrize("rules", [NO_QUEUES], indirect=True)
