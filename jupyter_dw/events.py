@@ -28,11 +28,11 @@ ignored). A cluster is the object ``GET clusters`` lists (``ClusterStatus`` JSON
   ``MODIFIED`` otherwise). ``state`` is the cluster now, null once the RayCluster is gone.
   Positions are read when the cluster is waiting for quota; a waiting cluster whose position
   moved because a queue changed (a workload ahead admitted or gone, maybe in another
-  namespace) gets a message with that queue as ``cause`` right after the ``queues`` one. ``milestones`` are
-  :func:`jupyter_dw.domain.cluster_state.transition` names crossed since the previous
-  message about this cluster on this socket (or since the snapshot), in order: ``Queued``,
-  ``QuotaReserved``, ``Admitted``, ``HeadReady``, ``WorkerReady:<n>``, ``Ready``, then
-  ``Evicted``/``Preempted``/``Failed``/``Suspended``/``Deleting``, ``QuotaReleased``.
+  namespace) gets a message with that queue as ``cause`` right after the ``queues`` one.
+  ``milestones`` are :func:`jupyter_dw.domain.cluster_state.transition` names crossed since
+  the previous message about this cluster on this socket (or since the snapshot), in order:
+  ``Queued``, ``QuotaReserved``, ``Admitted``, ``HeadReady``, ``WorkerReady:<n>``, ``Ready``,
+  then ``Evicted``/``Preempted``/``Failed``/``Suspended``/``Deleting``, ``QuotaReleased``.
 - ``{"type": "workload", "event", "name", "queue"}``: a Workload that belongs to no
   RayCluster (another kind of job) changed.
 - ``{"type": "error", "error", "reason", "hint", "code"}``: the socket cannot go on (sent
