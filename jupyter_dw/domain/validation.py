@@ -25,7 +25,13 @@ _LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _too_long(value: str, max_length: int) -> str | None:
+def _name_error(value: str, pattern: re.Pattern[str], rule: str, max_length: int) -> str | None:
+    """The first problem of ``value`` as a name of the syntax ``pattern`` (``rule`` says it in
+    words), or None: empty, wrong characters, then too long."""
+    if not value:
+        return "must not be empty"
+    if pattern.fullmatch(value) is None:
+        return f"{value!r} {rule}"
     if len(value) > max_length:
         return f"{value!r} is {len(value)} characters long; the limit is {max_length}"
     return None
@@ -33,40 +39,31 @@ def _too_long(value: str, max_length: int) -> str | None:
 
 def dns1035_label_error(value: str, max_length: int = DNS1123_LABEL_MAX_LENGTH) -> str | None:
     """Check a DNS-1035 label: lower-case letters, digits and '-', starting with a letter."""
-    if not value:
-        return "must not be empty"
-    if _DNS1035_LABEL.fullmatch(value) is None:
-        return (
-            f"{value!r} may contain only lower-case letters, digits and '-', "
-            "must start with a letter and end with a letter or digit"
-        )
-    return _too_long(value, max_length)
+    rule = (
+        "may contain only lower-case letters, digits and '-', "
+        "must start with a letter and end with a letter or digit"
+    )
+    return _name_error(value, _DNS1035_LABEL, rule, max_length)
 
 
 def dns1123_label_error(value: str) -> str | None:
     """Check a DNS-1123 label (e.g. a namespace name): like DNS-1035 but may start with a digit."""
-    if not value:
-        return "must not be empty"
-    if _DNS1123_LABEL.fullmatch(value) is None:
-        return (
-            f"{value!r} may contain only lower-case letters, digits and '-', "
-            "and must start and end with a letter or digit"
-        )
-    return _too_long(value, DNS1123_LABEL_MAX_LENGTH)
+    rule = (
+        "may contain only lower-case letters, digits and '-', "
+        "and must start and end with a letter or digit"
+    )
+    return _name_error(value, _DNS1123_LABEL, rule, DNS1123_LABEL_MAX_LENGTH)
 
 
 def dns1123_subdomain_error(
     value: str, max_length: int = DNS1123_SUBDOMAIN_MAX_LENGTH
 ) -> str | None:
     """Check a DNS-1123 subdomain (most object names): dot-separated DNS-1123 labels."""
-    if not value:
-        return "must not be empty"
-    if _DNS1123_SUBDOMAIN.fullmatch(value) is None:
-        return (
-            f"{value!r} may contain only lower-case letters, digits, '-' and '.', "
-            "and must start and end with a letter or digit"
-        )
-    return _too_long(value, max_length)
+    rule = (
+        "may contain only lower-case letters, digits, '-' and '.', "
+        "and must start and end with a letter or digit"
+    )
+    return _name_error(value, _DNS1123_SUBDOMAIN, rule, max_length)
 
 
 def label_key_error(key: str) -> str | None:
