@@ -20,11 +20,13 @@ from urllib.parse import quote
 from jupyter_server.utils import url_path_join
 
 from .domain.cluster_spec import (
+    MAX_NAME_LENGTH,
     OWNER_ANNOTATION,
     REQUEST_ERROR_KEY,
     ClusterSpec,
     SpecError,
     SpecPolicy,
+    ray_cluster_name_error,
 )
 from .domain.cluster_state import ClusterStatus, cluster_status
 from .domain.fit import assess_fit, pod_sets_for_spec
@@ -44,6 +46,25 @@ class InvalidSpec(InvalidRequest):
     """A cluster request that fails validation (400); ``errors`` maps field → message."""
 
     code = "invalid_spec"
+
+
+class InvalidName(InvalidRequest):
+    """A cluster name (from a URL) that no RayCluster can have (400); nothing was asked."""
+
+    code = "invalid_name"
+
+
+def check_cluster_name(name: str) -> str:
+    """``name`` if it can be a RayCluster's name, else :class:`InvalidName`."""
+    problem = ray_cluster_name_error(name) if isinstance(name, str) else "must be a string"
+    if problem is not None:
+        raise InvalidName(
+            "Invalid RayCluster name",
+            problem,
+            f"RayCluster names are DNS-1035 labels of at most {MAX_NAME_LENGTH} characters.",
+            {"name": problem},
+        )
+    return name
 
 
 @dataclass(frozen=True)
@@ -118,7 +139,7 @@ class ClusterService:
 
     def get(self, name: str) -> dict[str, Any]:
         """The ``GET clusters/{name}`` answer (``KubeNotFound`` when there is none)."""
-        raycluster = self.session.ray_cluster(name)
+        raycluster = self.session.ray_cluster(check_cluster_name(name))
         [(_, status)] = self._statuses([raycluster])
         return self.cluster_json(raycluster, status)
 
@@ -155,7 +176,7 @@ class ClusterService:
     def delete(self, name: str) -> dict[str, Any]:
         """Delete a cluster (``KubeNotFound`` when absent): ``{"name", "namespace",
         "deleted": true}``; its Workload, pods and Services follow in the background."""
-        self.session.delete_raycluster(name)
+        self.session.delete_raycluster(check_cluster_name(name))
         return {"name": name, "namespace": self.session.namespace, "deleted": True}
 
     def describe(self, name: str, positions: bool = True) -> tuple[ClusterStatus, Object] | None:

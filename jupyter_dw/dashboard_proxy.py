@@ -69,8 +69,7 @@ from tornado.websocket import (
     websocket_connect,
 )
 
-from .domain.cluster_spec import MAX_NAME_LENGTH
-from .domain.validation import dns1035_label_error
+from .domain.cluster_spec import MAX_NAME_LENGTH, ray_cluster_name_error
 from .handlers import AUTH_RESOURCE, EXECUTOR_SETTING, ExtensionObjectsMixin, JSONErrorsMixin
 from .k8s.errors import KubeApiError, KubeError
 from .k8s.resources import RAY_CLUSTER, RAY_GROUP, ResourceKind
@@ -268,7 +267,7 @@ class DashboardError(Exception):
 
 def check_name(name: str) -> None:
     """Raise a 400 :class:`DashboardError` unless ``name`` can be a RayCluster's name."""
-    problem = dns1035_label_error(name, MAX_NAME_LENGTH)
+    problem = ray_cluster_name_error(name)
     if problem is not None:
         raise DashboardError(
             400,

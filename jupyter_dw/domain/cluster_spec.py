@@ -559,10 +559,17 @@ def _unknown_field_message(name: str) -> str:
     return f"unknown field{hint}; known fields: {', '.join(FIELDS)}"
 
 
+def ray_cluster_name_error(name: str) -> str | None:
+    """What is wrong with ``name`` as a RayCluster's name (None if nothing): a DNS-1035 label
+    of at most :data:`MAX_NAME_LENGTH` characters, the rule KubeRay enforces. Every name that
+    comes from a URL or a request is checked with this before it reaches Kubernetes."""
+    return dns1035_label_error(name, MAX_NAME_LENGTH)
+
+
 def _parse_name(raw: object) -> str:
     if not isinstance(raw, str):
         raise _FieldError(f"must be a string, got {_show(raw)}")
-    problem = dns1035_label_error(raw, MAX_NAME_LENGTH)
+    problem = ray_cluster_name_error(raw)
     if problem is None:
         return raw
     message = (
@@ -830,4 +837,5 @@ __all__ = [
     "SpecError",
     "SpecPolicy",
     "owner_label_value",
+    "ray_cluster_name_error",
 ]

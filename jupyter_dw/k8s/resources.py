@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from .errors import InvalidRequest
+
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSIONS = ("v1beta2", "v1beta1")
 """Kueue API versions jupyter_dw reads, most preferred first (the domain model reads both)."""
@@ -86,13 +88,32 @@ class Resource:
         """
         parts = [self.group_version_path]
         if self.namespaced and namespace is not None:
-            parts += ["namespaces", quote(namespace, safe="")]
+            parts += ["namespaces", path_segment(namespace, "namespace")]
         parts.append(self.plural)
         if name is not None:
-            parts.append(quote(name, safe=""))
+            parts.append(path_segment(name, "name"))
             if subresource:
-                parts.append(subresource)
+                parts.append(path_segment(subresource, "subresource"))
         return "/".join(parts)
+
+
+# Segments an HTTP client removes or merges (RFC 3986 dot segments) or that end a path early:
+# "rayclusters/." would reach the API server as "rayclusters/" -- the whole collection.
+_UNSAFE_SEGMENTS = frozenset({"", ".", ".."})
+
+
+def path_segment(value: str, what: str) -> str:
+    """``value`` quoted as one path segment; :class:`InvalidRequest` (400, nothing sent) when
+    it is empty, a dot segment or holds ``/``, which would make the path name another object
+    or the collection. Every Kubernetes path is built through here."""
+    if not isinstance(value, str) or value in _UNSAFE_SEGMENTS or "/" in value:
+        raise InvalidRequest(
+            f"Invalid {what} {value!r}",
+            f"a {what} in a Kubernetes path may not be empty, '.', '..' or contain '/'",
+            "Use the object's Kubernetes name.",
+            {what: f"{value!r} is not a valid {what}"},
+        )
+    return quote(value, safe="")
 
 
 # Kueue (version chosen by discovery)
