@@ -12,6 +12,6 @@ __all__ = ["__version__"]
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     """Entry point for jupyter_server: the ``JupyterDW`` extension app."""
     # Imported here so `import jupyter_dw` stays light in kernels (no jupyter_server).
-    from .app import JupyterDW
+    from .server.app import JupyterDW
 
     return [{"module": "jupyter_dw", "app": JupyterDW}]

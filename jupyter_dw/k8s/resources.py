@@ -11,28 +11,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from jupyter_dw.names import (
+    CLUSTER_QUEUE_KIND,
+    COHORT_KIND,
+    KUEUE_GROUP,
+    LOCAL_QUEUE_KIND,
+    POD_KIND,
+    RAY_GROUP,
+    RAY_VERSION,
+    RAYCLUSTER_KIND,
+    RESOURCE_FLAVOR_KIND,
+    VISIBILITY_GROUP,
+    WORKLOAD_KIND,
+)
+
 from .errors import InvalidRequest
 
-KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSIONS = ("v1beta2", "v1beta1")
 """Kueue API versions jupyter_dw reads, most preferred first (the domain model reads both)."""
 COHORT_VERSIONS = (*KUEUE_VERSIONS, "v1alpha1")
 """Cohort objects were ``v1alpha1`` before they moved to the main Kueue versions."""
 
-VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
-
-RAY_GROUP = "ray.io"
-RAY_VERSION = "v1"
-RAY_CLUSTER_LABEL = "ray.io/cluster"
-"""Label KubeRay puts on every pod (and Service) it makes for a RayCluster: its name."""
-RAY_NODE_TYPE_LABEL = "ray.io/node-type"
-"""Label KubeRay puts on a RayCluster's pods: ``head`` or ``worker``."""
-
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
-"""Label that sends a job (RayCluster, batch Job, Workload owner) to a LocalQueue."""
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-"""Label Kueue puts on a Workload: the ``metadata.uid`` of the job it was made for."""
 
 
 @dataclass(frozen=True)
@@ -117,21 +117,23 @@ def path_segment(value: str, what: str) -> str:
 
 
 # Kueue (version chosen by discovery)
-LOCAL_QUEUE = ResourceKind(KUEUE_GROUP, "localqueues", "LocalQueue", namespaced=True)
-CLUSTER_QUEUE = ResourceKind(KUEUE_GROUP, "clusterqueues", "ClusterQueue", namespaced=False)
-RESOURCE_FLAVOR = ResourceKind(KUEUE_GROUP, "resourceflavors", "ResourceFlavor", namespaced=False)
-WORKLOAD = ResourceKind(KUEUE_GROUP, "workloads", "Workload", namespaced=True)
-COHORT = ResourceKind(KUEUE_GROUP, "cohorts", "Cohort", namespaced=False)
+LOCAL_QUEUE = ResourceKind(KUEUE_GROUP, "localqueues", LOCAL_QUEUE_KIND, namespaced=True)
+CLUSTER_QUEUE = ResourceKind(KUEUE_GROUP, "clusterqueues", CLUSTER_QUEUE_KIND, namespaced=False)
+RESOURCE_FLAVOR = ResourceKind(
+    KUEUE_GROUP, "resourceflavors", RESOURCE_FLAVOR_KIND, namespaced=False
+)
+WORKLOAD = ResourceKind(KUEUE_GROUP, "workloads", WORKLOAD_KIND, namespaced=True)
+COHORT = ResourceKind(KUEUE_GROUP, "cohorts", COHORT_KIND, namespaced=False)
 
 # Kueue visibility API (aggregated; served by the Kueue process itself)
-VISIBILITY_LOCAL_QUEUE = ResourceKind(VISIBILITY_GROUP, "localqueues", "LocalQueue", True)
+VISIBILITY_LOCAL_QUEUE = ResourceKind(VISIBILITY_GROUP, "localqueues", LOCAL_QUEUE_KIND, True)
 PENDING_WORKLOADS_SUBRESOURCE = "pendingworkloads"
 
 # KubeRay
-RAY_CLUSTER = Resource(RAY_GROUP, RAY_VERSION, "rayclusters", "RayCluster", namespaced=True)
+RAY_CLUSTER = Resource(RAY_GROUP, RAY_VERSION, "rayclusters", RAYCLUSTER_KIND, namespaced=True)
 
 # Core and authorization/authentication APIs
-POD = Resource("", "v1", "pods", "Pod", namespaced=True)
+POD = Resource("", "v1", "pods", POD_KIND, namespaced=True)
 SELF_SUBJECT_ACCESS_REVIEW = Resource(
     "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False
 )

@@ -27,7 +27,7 @@ from jupyter_dw.domain.kueue_model import (
     KueueObjectError,
     LocalQueueInfo,
 )
-from jupyter_dw.domain.quota import queue_summaries
+from jupyter_dw.names import JOB_UID_LABEL, RAY_CLUSTER_LABEL
 
 from . import ray
 from .access import AccessResult, Identity, Permission, check_access, who_am_i
@@ -38,12 +38,10 @@ from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized,
 from .resources import (
     CLUSTER_QUEUE,
     COHORT,
-    JOB_UID_LABEL,
     LOCAL_QUEUE,
     PENDING_WORKLOADS_SUBRESOURCE,
     POD,
     RAY_CLUSTER,
-    RAY_CLUSTER_LABEL,
     RESOURCE_FLAVOR,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
@@ -112,7 +110,7 @@ class KubeSession:
 
         session = KubeSession()
         session.start_background()          # returns at once
-        session.queues()                    # waits for the first sync, then answers
+        session.queue_state()               # waits for the first sync, then answers
         session.stop()
     """
 
@@ -374,24 +372,6 @@ class KubeSession:
 
     # -- answers -------------------------------------------------------------------------
 
-    def queues(self, timeout: float | None = None) -> dict[str, Any]:
-        """The ``GET queues`` answer: every LocalQueue of the namespace with its quota.
-
-        Waits (up to ``timeout``, default ``request_timeout``) for the start and the first
-        sync of the caches involved. Quota is hidden, not an error, when ClusterQueues are
-        not readable. Raises ``NotInstalled`` without Kueue and ``KubeForbidden`` when
-        LocalQueues cannot be listed and watched.
-        """
-        state = self.queue_state(timeout)
-        summaries = queue_summaries(state.local_queues, state.cluster_queues, state.cohorts)
-        return {
-            "namespace": self.namespace,
-            "kueue_api": self.discovery.kueue_version,
-            "quota_visible": state.cluster_queues is not None,
-            "cohorts_visible": state.cohorts is not None,
-            "queues": [s.to_json() for s in summaries],
-        }
-
     def queue_state(self, timeout: float | None = None) -> QueueState:
         """The parsed LocalQueues, ClusterQueues and Cohorts, as :meth:`queues` sees them.
 
@@ -526,27 +506,23 @@ class KubeSession:
         self.discovery.require_kuberay()
         return ray.delete_raycluster(self.api, self.namespace, name)
 
-    def context(self, timeout: float | None = None) -> dict[str, Any]:
-        """The ``GET context`` answer: namespace, identity, installed APIs, permissions."""
-        self.wait_ready(timeout)
-        credentials = self._credentials
-        assert credentials is not None
+    @property
+    def credentials(self) -> Credentials:
+        """The credentials in use (after start)."""
+        self._require_started()
+        assert self._credentials is not None
+        return self._credentials
+
+    @property
+    def namespace_source(self) -> str:
+        """Where the namespace came from: ``config``, or the credentials' source."""
+        return "config" if self._configured_namespace else self.credentials.source
+
+    def cache_health(self) -> dict[str, tuple[bool, str | None]]:
+        """Per watched plural: ``(synced, last error)``."""
         return {
-            "namespace": self.namespace,
-            "namespace_source": ("config" if self._configured_namespace else credentials.source),
-            "api_server": self.api.host,
-            "credentials": {"source": credentials.source, "description": credentials.description},
-            "identity": self.identity.to_json(),
-            "kueue_api": self.discovery.kueue_version,
-            **self.discovery.to_json(),
-            "permissions": [result.to_json() for result in self._access.values()],
-            "caches": {
-                plural: {
-                    "synced": cache.synced,
-                    "error": str(cache.last_error) if cache.last_error else None,
-                }
-                for plural, cache in self._caches.items()
-            },
+            plural: (cache.synced, str(cache.last_error) if cache.last_error else None)
+            for plural, cache in self._caches.items()
         }
 
     # -- internals -----------------------------------------------------------------------

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_dw.handlers import SESSION_SETTING
 from jupyter_dw.k8s.session import KubeSession
+from jupyter_dw.server.handlers import CORE_SETTING
 
 
 @pytest.fixture
@@ -61,4 +61,4 @@ def jp_server_config(identity, dw_config, server_options):
 @pytest.fixture
 def session(jp_serverapp) -> KubeSession:
     """The server extension's KubeSession (to look at its caches, never to answer)."""
-    return jp_serverapp.web_app.settings[SESSION_SETTING]
+    return jp_serverapp.web_app.settings[CORE_SETTING].session

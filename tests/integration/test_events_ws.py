@@ -12,8 +12,8 @@ from jupyter_server.auth.authorizer import Authorizer
 from kubernetes import client
 from tornado.httpclient import HTTPClientError
 
-from jupyter_dw.handlers import AUTH_RESOURCE
 from jupyter_dw.k8s.session import KubeSession
+from jupyter_dw.server.handlers import AUTH_RESOURCE
 from tests.cluster.fixtures import WAIT_TIMEOUT, condition, plain_workload, watch_until
 from tests.integration.clusters_support import (
     KUEUE,
