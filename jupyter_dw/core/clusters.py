@@ -109,6 +109,11 @@ class ClusterInfo:
         service = self.status.dashboard.service
         return f"ray://{service}.{self.status.namespace}.svc:{CLIENT_PORT}"
 
+    def _repr_html_(self) -> str:
+        from ..notebook.display import cluster_html  # display only where it is asked for
+
+        return cluster_html(self)
+
     def to_json(self) -> dict[str, Any]:
         """``ClusterStatus.to_json()`` plus ``dashboard_url``, ``owner``, ``pods`` and
         ``milestones`` (``[{"name", "time"}]``)."""
@@ -137,15 +142,21 @@ class ClusterList:
             "clusters": [c.to_json() for c in self.clusters],
         }
 
+    def _repr_html_(self) -> str:
+        from ..notebook.display import clusters_html  # display only where it is asked for
+
+        return clusters_html(self)
+
 
 @dataclass(frozen=True)
 class FitResult:
-    """The ``POST clusters/fit`` answer: the verdict, the spec after defaults (``name`` None
-    when the request named none), why the default queue was chosen (when the request named
-    no queue) and, when the cluster must wait or can never fit, a smaller one that would
+    """The ``POST clusters/fit`` answer: the assessment (whose fields read through:
+    ``result.verdict``, ``result.message``, ``result.headroom``...), the spec after defaults
+    (``name`` None when the request named none), why the default queue was chosen (when the
+    request named no queue) and, when the cluster must wait or can never fit, one that would
     start now (None when none would)."""
 
-    verdict: FitVerdict
+    assessment: FitVerdict
     spec: ClusterSpec
     named: bool
     default_queue: str | None
@@ -154,7 +165,7 @@ class FitResult:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        return getattr(self.verdict, name)
+        return getattr(self.assessment, name)  # verdict, message, requests, headroom, ...
 
     def to_json(self) -> dict[str, Any]:
         """``FitVerdict.to_json()`` plus ``spec``, ``default_queue`` and ``suggestion``."""
@@ -162,11 +173,16 @@ class FitResult:
         if not self.named:
             spec["name"] = None
         return {
-            **self.verdict.to_json(),
+            **self.assessment.to_json(),
             "spec": spec,
             "default_queue": self.default_queue,
             "suggestion": self.suggestion.to_json() if self.suggestion else None,
         }
+
+    def _repr_html_(self) -> str:
+        from ..notebook.display import fit_html  # display only where it is asked for
+
+        return fit_html(self)
 
 
 @dataclass(frozen=True)
@@ -202,8 +218,12 @@ class ClusterService:
         choice = default_local_queue(state.local_queues, self.session.namespace)
         return self._spec(data, queues, choice.queue.name if choice else None)
 
-    def fit(self, data: Any) -> FitResult:
-        """Would this spec fit its queue now? ``name`` may be omitted here."""
+    def fit(self, data: Any, ask_positions: bool = True) -> FitResult:
+        """Would this spec fit its queue now? ``name`` may be omitted here.
+
+        ``ask_positions`` False answers from the caches alone (no visibility API call: the
+        workloads ahead are the ClusterQueue's pending count), for a form judged as it is
+        typed in."""
         _require_mapping(data)
         request = dict(data)
         named = request.get("name") is not None
@@ -220,7 +240,7 @@ class ClusterService:
             else None
         )
         cluster_queue = tree.cluster_queue(local_queue.cluster_queue) if tree else None
-        ahead = self._ahead(local_queue, cluster_queue)
+        ahead = self._ahead(local_queue, cluster_queue, ask_positions)
         verdict = assess_fit(
             pod_sets_for_spec(spec), cluster_queue, tree, ahead, local_queue=local_queue
         )
@@ -231,7 +251,7 @@ class ClusterService:
         )
         omitted_queue = not (isinstance(data.get("queue"), str) and data["queue"].strip())
         return FitResult(
-            verdict=verdict,
+            assessment=verdict,
             spec=spec,
             named=named,
             default_queue=choice.reason if choice and omitted_queue else None,
@@ -368,13 +388,16 @@ class ClusterService:
         ]
 
     def _ahead(
-        self, local_queue: LocalQueueInfo, cluster_queue: ClusterQueueQuota | None
+        self,
+        local_queue: LocalQueueInfo,
+        cluster_queue: ClusterQueueQuota | None,
+        ask_positions: bool = True,
     ) -> int | None:
         """Pending workloads a new submission to ``local_queue`` would queue behind: the most
         of what the visibility API shows (positions of this queue's pending workloads in the
         ClusterQueue) and what the ClusterQueue's status counts, None when neither is known."""
         counts: list[int] = []
-        pending = self.session.pending_workloads(local_queue.name)
+        pending = self.session.pending_workloads(local_queue.name) if ask_positions else None
         if pending is not None:
             positions = [_int(p.get("positionInClusterQueue")) for p in pending]
             counts.append(max((p + 1 for p in positions if p is not None), default=len(pending)))

@@ -43,6 +43,11 @@ class QueueList:
         """The namespace's default queue, if it has one."""
         return next((q for q in self.queues if q.default), None)
 
+    def _repr_html_(self) -> str:
+        from ..notebook.display import queues_html  # display only where it is asked for
+
+        return queues_html(self)
+
 
 @dataclass(frozen=True)
 class QueueService:

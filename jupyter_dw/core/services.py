@@ -24,10 +24,13 @@ class DWCore:
     clusters: ClusterService
 
     @classmethod
-    def from_settings(cls, settings: DWSettings, dashboard_base: str) -> DWCore:
+    def from_settings(
+        cls, settings: DWSettings, dashboard_base: str, *, lazy_watches: bool = False
+    ) -> DWCore:
         """A core for ``settings``; ``dashboard_base`` is the public path of the dashboard
-        proxy (``{base_url}dw/ray``). The session is created, not started."""
-        session = KubeSession(**settings.session_options())
+        proxy (``{base_url}dw/ray``). The session is created, not started; with
+        ``lazy_watches`` it opens each watch on first use (a kernel), else all at start."""
+        session = KubeSession(**settings.session_options(), lazy_watches=lazy_watches)
         return cls(
             session=session,
             queues=QueueService(session),

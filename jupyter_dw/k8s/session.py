@@ -124,6 +124,7 @@ class KubeSession:
         credentials: Credentials | None = None,
         environ: Mapping[str, str] | None = None,
         backoff: Backoff | None = None,
+        lazy_watches: bool = False,
     ) -> None:
         self._configured_namespace = namespace or None
         self._service_account_dir = service_account_dir
@@ -132,6 +133,7 @@ class KubeSession:
         self._credentials = credentials
         self._environ = environ
         self._backoff = backoff
+        self._lazy_watches = lazy_watches
         self._lock = threading.RLock()
         self._start_lock = threading.Lock()
         self._started = threading.Event()
@@ -288,8 +290,9 @@ class KubeSession:
                     )
                 self._caches[resource.plural] = cache
             caches = list(self._caches.values())
-        for cache in caches:
-            cache.start()
+        if not self._lazy_watches:
+            for cache in caches:
+                cache.start()
 
     def _stop_caches(self) -> None:
         for cache in self._caches.values():
@@ -336,8 +339,22 @@ class KubeSession:
         return dict(self._access)
 
     def cache(self, kind: Kind) -> WatchCache | None:
-        """The watch cache of ``kind``, None if not served or not readable."""
-        return self._caches.get(kind.plural)
+        """The watch cache of ``kind``, None if not served or not readable (started now if
+        the session watches lazily)."""
+        return self._watching(kind.plural)
+
+    def _watching(self, plural: str) -> WatchCache | None:
+        """The cache of ``plural``, started if it was not yet (``lazy_watches``: a kernel
+        opens only the watches that what it shows needs)."""
+        cache = self._caches.get(plural)
+        if cache is not None and self._lazy_watches:
+            cache.start()  # idempotent
+        return cache
+
+    @property
+    def watched(self) -> list[str]:
+        """The plurals whose watches are open."""
+        return [plural for plural, cache in self._caches.items() if cache.started]
 
     def allowed(self, verb: str, kind: Kind, subresource: str = "") -> bool | None:
         """The start-time verdict for ``verb`` on ``kind`` (None if it was not checked)."""
@@ -435,12 +452,12 @@ class KubeSession:
 
     def cached_ray_cluster(self, name: str) -> Object | None:
         """RayCluster ``name`` as the cache holds it now (no waiting, no I/O)."""
-        cache = self._caches.get(RAY_CLUSTER.plural)
+        cache = self._watching(RAY_CLUSTER.plural)
         return cache.get(name, self._namespace or "") if cache is not None else None
 
     def ray_cluster_by_uid(self, uid: str) -> Object | None:
         """The cached RayCluster with ``metadata.uid`` ``uid`` (no waiting, no I/O)."""
-        cache = self._caches.get(RAY_CLUSTER.plural)
+        cache = self._watching(RAY_CLUSTER.plural)
         found = cache.by_index(BY_UID, uid) if cache is not None else []
         return found[0] if found else None
 
@@ -451,7 +468,7 @@ class KubeSession:
         When several match (an elastic job's replaced slices, one being deleted), the newest
         one not finished and not being deleted wins.
         """
-        cache = self._caches.get(WORKLOAD.plural)
+        cache = self._watching(WORKLOAD.plural)
         uid = (raycluster.get("metadata") or {}).get("uid")
         if cache is None or not uid:
             return None
@@ -463,7 +480,7 @@ class KubeSession:
     def ray_pods(self, name: str) -> list[Object]:
         """The cached pods of RayCluster ``name`` (label ``ray.io/cluster``); empty when pods
         are not readable."""
-        cache = self._caches.get(POD.plural)
+        cache = self._watching(POD.plural)
         return cache.by_index(BY_RAY_CLUSTER, name) if cache is not None else []
 
     @property
@@ -493,7 +510,7 @@ class KubeSession:
         created = ray.create_raycluster(self.api, self.namespace, obj)
         cache = self._caches.get(RAY_CLUSTER.plural)
         name = str((created.get("metadata") or {}).get("name") or "")
-        if cache is not None:
+        if cache is not None and cache.started:
             cache.wait_until(
                 lambda _: cache.get(name, self.namespace) is not None, CACHE_CATCH_UP_SECONDS
             )
@@ -537,7 +554,7 @@ class KubeSession:
     def _synced_cache(
         self, kind: Kind, deadline: float, required: bool = False
     ) -> WatchCache | None:
-        cache = self._caches.get(kind.plural)
+        cache = self._watching(kind.plural)
         if cache is None:
             if required:
                 raise self._forbidden(kind)
