@@ -267,6 +267,8 @@ class ClusterBuilder(w.VBox):  # type: ignore[misc]
     def evaluate(self) -> FitResult | None:
         """Judge the form's spec now, from the kernel's caches (no visibility API call)."""
         self._pending = None
+        if self.status is not None:
+            return None  # submitted: the form is gone, the status view has taken over
         try:
             result = runtime().core.clusters.fit(self.request(), ask_positions=False)
         except InvalidRequest as err:
