@@ -94,8 +94,8 @@ def test_must_wait_is_queued_with_position_then_ready_when_the_blocker_goes(kern
     assert verdict.suggestion is None  # 1 CPU free: not even head + 1 worker (2 CPU)
 
     second = dw.submit(spec("second", workers=2))
-    queued = second.wait("queued", timeout=TIMEOUT)
-    assert queued.reason and "insufficient unused quota" in (queued.message or "")
+    queued = second.wait("queued", timeout=TIMEOUT, condition=lambda info: bool(info.message))
+    assert queued.reason and "insufficient unused quota" in (queued.message or ""), queued
 
     assert second.status().position_in_local_queue == 0  # Kueue's visibility API
 
@@ -139,8 +139,8 @@ def test_an_evicted_cluster_stops_the_wait_with_kueues_reason(kernel, kueue, kub
         KUEUE, kueue.api_version, "clusterqueues", queue.cluster_queue,
         {"spec": {"stopPolicy": "HoldAndDrain"}},
     )  # fmt: skip
-    with pytest.raises(dw.ClusterFailed) as failed:
-        h.wait("ready", timeout=TIMEOUT)
+    with pytest.raises(dw.ClusterFailed) as failed:  # a wait it cannot finish: 1 worker, not 2
+        h.wait("ready", timeout=TIMEOUT, condition=lambda info: info.workers_ready == 2)
     assert failed.value.state == "evicted"
     assert "ClusterQueueStopped" in (failed.value.reason or "")
     assert h.status().milestones[-1].name == "Evicted"
