@@ -241,11 +241,10 @@ class ClusterService:
         )
         cluster_queue = tree.cluster_queue(local_queue.cluster_queue) if tree else None
         ahead = self._ahead(local_queue, cluster_queue, ask_positions)
-        verdict = assess_fit(
-            pod_sets_for_spec(spec), cluster_queue, tree, ahead, local_queue=local_queue
-        )
+        placement = {"local_queue": local_queue, "flavors": state.flavors}
+        verdict = assess_fit(pod_sets_for_spec(spec), cluster_queue, tree, ahead, **placement)
         suggestion = (
-            suggest(spec, cluster_queue, tree, ahead, local_queue=local_queue)
+            suggest(spec, cluster_queue, tree, ahead, **placement)
             if verdict.verdict != FITS_NOW
             else None
         )

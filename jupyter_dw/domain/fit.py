@@ -35,6 +35,7 @@ from jupyter_dw.domain.kueue_model import (
     ResourceGroup,
 )
 from jupyter_dw.domain.quota import HIDDEN_QUOTA_HINT, QuotaTree, format_amount, kueue_amount
+from jupyter_dw.domain.scheduling import FlavorTraits, Toleration, flavor_mismatch
 
 Verdict = Literal["fits-now", "must-wait", "never-fits", "unknown"]
 FITS_NOW: Verdict = "fits-now"
@@ -70,11 +71,14 @@ _SINGLE_POD_SET = "main"  # Kueue's default PodSet name, used for a bare totals 
 
 @dataclass(frozen=True)
 class PodSetRequest:
-    """One Kueue PodSet: ``count`` identical pods, each requesting ``per_pod``."""
+    """One Kueue PodSet: ``count`` identical pods, each requesting ``per_pod``, placed with
+    ``tolerations`` and ``node_selector`` (which decide the flavors it may get)."""
 
     name: str
     count: int
     per_pod: Mapping[str, Decimal]
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: Mapping[str, str] = field(default_factory=dict)
 
 
 def pod_sets_for_spec(spec: ClusterSpec, *, at_max: bool = False) -> tuple[PodSetRequest, ...]:
@@ -85,9 +89,12 @@ def pod_sets_for_spec(spec: ClusterSpec, *, at_max: bool = False) -> tuple[PodSe
     worker: dict[str, Decimal] = {"cpu": spec.worker_cpu, "memory": spec.worker_memory}
     if spec.worker_gpu > 0:
         worker[GPU_RESOURCE] = Decimal(spec.worker_gpu)
+    head = {"cpu": spec.head_cpu, "memory": spec.head_memory}
+    count = spec.max_workers if at_max else spec.workers
+    placement = {"tolerations": spec.tolerations, "node_selector": spec.node_selector}
     return (
-        PodSetRequest(HEAD_POD_SET, 1, {"cpu": spec.head_cpu, "memory": spec.head_memory}),
-        PodSetRequest(WORKER_GROUP_NAME, spec.max_workers if at_max else spec.workers, worker),
+        PodSetRequest(HEAD_POD_SET, 1, head, **placement),
+        PodSetRequest(WORKER_GROUP_NAME, count, worker, **placement),
     )
 
 
@@ -184,12 +191,17 @@ def _steps(demands: Sequence[_Demand], groups: Sequence[ResourceGroup]) -> list[
     return steps
 
 
+Eligible = Callable[[str, str], bool]
+"""``(pod set, flavor) -> bool``: whether Kueue may give that flavor to that pod set."""
+
+
 def _place(
     demands: Sequence[_Demand],
     groups: Sequence[ResourceGroup],
     cap: Capacity,
     *,
     any_order: bool = False,
+    eligible: Eligible = lambda _pod_set, _flavor: True,
 ) -> _Placement:
     """Assign flavors like Kueue with default flavorFungibility: the first flavor that fits.
 
@@ -208,7 +220,11 @@ def _place(
         if i == len(steps):
             return _placement(steps, chosen, usage)
         pod_set, group, wanted = steps[i]
-        fitting = [f.name for f in group.flavors if _fits(f.name, wanted, usage, cap)]
+        fitting = [
+            f.name
+            for f in group.flavors
+            if eligible(pod_set, f.name) and _fits(f.name, wanted, usage, cap)
+        ]
         if not fitting and not stuck:
             stuck.append(_Stuck(pod_set, group, wanted, dict(usage)))
         for flavor in fitting if any_order else fitting[:1]:
@@ -288,6 +304,7 @@ def assess_fit(
     ahead: int | None = None,
     *,
     local_queue: LocalQueueInfo | None = None,
+    flavors: Mapping[str, FlavorTraits] | None = None,
 ) -> FitVerdict:
     """Decide whether a workload fits now, must wait, can never fit, or cannot be judged.
 
@@ -297,7 +314,10 @@ def assess_fit(
     LocalQueue's ClusterQueue, None when it does not exist or cannot be read. ``tree``: every
     readable ClusterQueue and Cohort; None means quota is hidden from this identity.
     ``ahead``: pending workloads ahead (visibility API), None if unknown. ``local_queue``
-    names the queue in messages and adds its stop state.
+    names the queue in messages and adds its stop state. ``flavors``: the ResourceFlavors by
+    name; a flavor whose taints a pod set does not tolerate, or whose node labels its node
+    selector contradicts, is skipped for that pod set as Kueue skips it (None: not readable,
+    every flavor is assumed usable).
 
     Order of checks: hidden quota → unknown; missing ClusterQueue, uncovered resource or a
     request above max_obtainable → never-fits; cohort cycle, stopped or inactive queue →
@@ -311,7 +331,34 @@ def assess_fit(
     if tree.cluster_queue(cluster_queue.name) is None:
         raise ValueError(f"ClusterQueue {cluster_queue.name!r} is not in the quota tree")
     covered = frozenset(r for g in cluster_queue.resource_groups for r in g.covered_resources)
-    return _Assessor(cluster_queue, tree, _demands(requests, covered), ahead, local_queue).run()
+    placement = {
+        p.name: (p.tolerations, p.node_selector)
+        for p in (requests if not isinstance(requests, Mapping) else ())
+    }
+    return _Assessor(
+        cluster_queue,
+        tree,
+        _demands(requests, covered),
+        ahead,
+        local_queue,
+        _mismatches(placement, flavors or {}),
+    ).run()
+
+
+def _mismatches(
+    placement: Mapping[str, tuple[tuple[Toleration, ...], Mapping[str, str]]],
+    flavors: Mapping[str, FlavorTraits],
+) -> Callable[[str, str], str | None]:
+    """``(pod set, flavor) -> why Kueue skips it`` (None: usable, or nothing known of it)."""
+
+    def mismatch(pod_set: str, flavor: str) -> str | None:
+        traits = flavors.get(flavor)
+        if traits is None:
+            return None
+        tolerations, node_selector = placement.get(pod_set, ((), {}))
+        return flavor_mismatch(traits, tolerations, node_selector)
+
+    return mismatch
 
 
 class _Assessor:
@@ -324,7 +371,9 @@ class _Assessor:
         demands: list[_Demand],
         ahead: int | None,
         lq: LocalQueueInfo | None,
+        mismatch: Callable[[str, str], str | None] = lambda _pod_set, _flavor: None,
     ) -> None:
+        self.mismatch = mismatch
         self.cq = cq
         self.tree = tree
         self.demands = demands
@@ -349,16 +398,33 @@ class _Assessor:
             return self._uncovered(uncovered)
         if self.tree.has_cycle(self.cq.name):
             return self._cycle()
-        ever = _place(self.demands, self.groups, self.max_obtainable, any_order=True)
+        for pod_set, group, _ in _steps(self.demands, self.groups):
+            reasons = [self.mismatch(pod_set, f.name) for f in group.flavors]
+            if all(reasons):
+                return self._no_usable_flavor(pod_set, [r for r in reasons if r])
+        ever = _place(
+            self.demands, self.groups, self.max_obtainable, any_order=True, eligible=self.eligible
+        )
         if ever.stuck is not None:
             return self._exceeds(ever.stuck, ever)
-        now = _place(self.demands, self.groups, self.headroom)
+        now = _place(self.demands, self.groups, self.headroom, eligible=self.eligible)
         hold = self._hold()
         if hold is not None:
             return self._held(hold, now, ever)
         if now.stuck is None:
             return self._fits_now(now)
         return self._waits(ever)
+
+    def eligible(self, pod_set: str, flavor: str) -> bool:
+        return self.mismatch(pod_set, flavor) is None
+
+    def _no_usable_flavor(self, pod_set: str, reasons: list[str]) -> FitVerdict:
+        message = (
+            f"{_needs(self.totals)}; no flavor of ClusterQueue {self.cq.name} can take pod set "
+            f"{pod_set}: {'; '.join(reasons)}. Add the toleration (or change the node "
+            "selector) that one of these flavors needs, or use another queue."
+        )
+        return self._verdict(NEVER_FITS, REASON_NO_FLAVOR, message, None)
 
     def _group_of(self, resource: str) -> ResourceGroup | None:
         return next((g for g in self.groups if resource in g.covered_resources), None)
@@ -672,6 +738,7 @@ def suggest(
     ahead: int | None = None,
     *,
     local_queue: LocalQueueInfo | None = None,
+    flavors: Mapping[str, FlavorTraits] | None = None,
 ) -> Suggestion | None:
     """The largest worker count N >= 1 (below ``spec.workers``) for which the same cluster
     would fit now, or None when none does, quota is hidden, or the queue is ``StrictFIFO``
@@ -693,7 +760,9 @@ def suggest(
             max_workers=workers if spec.max_workers == spec.workers else spec.max_workers,
         )
         pod_sets = pod_sets_for_spec(smaller)
-        return assess_fit(pod_sets, cluster_queue, tree, ahead, local_queue=local_queue)
+        return assess_fit(
+            pod_sets, cluster_queue, tree, ahead, local_queue=local_queue, flavors=flavors
+        )
 
     low, high = 0, spec.workers - 1  # invariant: low fits (0 = none found yet), high+1 doesn't
     while low < high:

@@ -27,6 +27,7 @@ from jupyter_dw.domain.kueue_model import (
     KueueObjectError,
     LocalQueueInfo,
 )
+from jupyter_dw.domain.scheduling import FlavorTraits
 from jupyter_dw.names import JOB_UID_LABEL, RAY_CLUSTER_LABEL
 
 from . import ray
@@ -92,11 +93,13 @@ class QueueState:
 
     ``cluster_queues`` None: this identity may not read ClusterQueues (quota hidden).
     ``cohorts`` None: Cohort objects are served but not readable; empty when there are none.
+    ``flavors`` None: ResourceFlavors are not readable (every flavor is assumed usable).
     """
 
     local_queues: list[LocalQueueInfo]
     cluster_queues: list[ClusterQueueQuota] | None
     cohorts: list[CohortQuota] | None
+    flavors: dict[str, FlavorTraits] | None = None
 
 
 class KubeSession:
@@ -400,6 +403,7 @@ class KubeSession:
         local_queues = self._synced_cache(LOCAL_QUEUE, deadline, required=True)
         cq_cache = self._synced_cache(CLUSTER_QUEUE, deadline)
         cohort_cache = self._synced_cache(COHORT, deadline)
+        flavor_cache = self._synced_cache(RESOURCE_FLAVOR, deadline)
         assert local_queues is not None
         cluster_queues = (
             _parse(cq_cache.snapshot(), ClusterQueueQuota.from_object) if cq_cache else None
@@ -412,8 +416,16 @@ class KubeSession:
             # Not served: there are no Cohort objects to count. Served but unreadable: None,
             # and the summaries say headroom may miss quota set on Cohort objects.
             cohorts = [] if self.discovery.cohort_version is None else None
+        flavors = (
+            {f.name: f for f in _parse(flavor_cache.snapshot(), FlavorTraits.from_object)}
+            if flavor_cache is not None
+            else None
+        )
         return QueueState(
-            _parse(local_queues.snapshot(), LocalQueueInfo.from_object), cluster_queues, cohorts
+            _parse(local_queues.snapshot(), LocalQueueInfo.from_object),
+            cluster_queues,
+            cohorts,
+            flavors,
         )
 
     # -- Ray clusters --------------------------------------------------------------------

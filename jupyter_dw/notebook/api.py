@@ -90,6 +90,9 @@ class ClusterSpec:
     max_workers: int | None = None
     env: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, str] | str] = field(default_factory=list)
+    """Kubernetes tolerations, or ``"KEY[=VALUE][:EFFECT]"`` strings (for tainted flavors)."""
+    node_selector: dict[str, str] = field(default_factory=dict)
 
     def to_request(self) -> dict[str, Any]:
         """The REST request body: the fields that are set."""

@@ -174,13 +174,20 @@ class ClusterBuilder(w.VBox):  # type: ignore[misc]
         self.head_cpu = w.Text(value="1", description="Head CPU", style=style)
         self.head_memory = w.Text(value="2Gi", description="Head memory", style=style)
         self.image = w.Text(value="", description="Image", placeholder="default", style=style)
+        self.tolerations = w.Text(
+            description="Tolerations", placeholder="nvidia.com/gpu:NoSchedule", style=style
+        )
+        self.node_selector = w.Text(
+            description="Node selector", placeholder="gpu-type=a100", style=style
+        )
         self.verdict_view = w.HTML()
         self.use_suggestion = w.Button(description="Use it", layout=w.Layout(display="none"))
         self.submit_button = w.Button(description="Submit", button_style="primary")
         self.problem = w.HTML()
         self._inputs = [
             self.queue, self.name, self.workers, self.worker_cpu, self.worker_memory,
-            self.worker_gpu, self.head_cpu, self.head_memory, self.image,
+            self.worker_gpu, self.head_cpu, self.head_memory, self.image, self.tolerations,
+            self.node_selector,
         ]  # fmt: skip
         super().__init__(
             children=[
@@ -225,6 +232,11 @@ class ClusterBuilder(w.VBox):  # type: ignore[misc]
             request["name"] = self.name.value.strip()
         if self.image.value.strip():
             request["image"] = self.image.value.strip()
+        # The same text forms as %dw: "KEY[=VALUE][:EFFECT], ..." and "k=v, ...".
+        if self.tolerations.value.strip():
+            request["tolerations"] = self.tolerations.value.strip()
+        if self.node_selector.value.strip():
+            request["node_selector"] = self.node_selector.value.strip()
         return request
 
     def _set_queues(self, queues: Any, preferred: str | None) -> None:
