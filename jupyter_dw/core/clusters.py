@@ -304,7 +304,8 @@ class ClusterService:
             raise
         current = self.session.cached_ray_cluster(spec.name) or created
         workload = self.session.workload_of(current)
-        return self._info(current, workload, cluster_status(current, workload))
+        pods = self.session.ray_pods(spec.name)
+        return self._info(current, workload, cluster_status(current, workload, pods=pods))
 
     def delete(self, name: str) -> Deleted:
         """Delete a cluster (``KubeNotFound`` when absent); its Workload, pods and Services
@@ -367,7 +368,8 @@ class ClusterService:
         found = []
         for raycluster in rayclusters:
             workload = self.session.workload_of(raycluster)
-            found.append((raycluster, workload, cluster_status(raycluster, workload)))
+            pods = self.session.ray_pods(str((raycluster.get("metadata") or {}).get("name")))
+            found.append((raycluster, workload, cluster_status(raycluster, workload, pods=pods)))
         waiting = {
             status.queue
             for _, workload, status in found
@@ -380,7 +382,7 @@ class ClusterService:
                 if name:
                     entries[str(name)] = item
         return [
-            (rc, wl, cluster_status(rc, wl, entries[status.workload]))
+            (rc, wl, cluster_status(rc, wl, entries[status.workload]))  # waiting: no pods yet
             if status.workload in entries
             else (rc, wl, status)
             for rc, wl, status in found

@@ -22,6 +22,7 @@ STATE_COLORS = {
     "queued": "#b7791f",
     "admitted": "#2b6cb0",
     "starting": "#2b6cb0",
+    "stalled": "#c05621",
     "ready": "#2f855a",
     "evicted": "#c53030",
     "preempted": "#c53030",

@@ -184,3 +184,14 @@ def test_ephemeral_clusters_go_with_the_kernel(kernel, kueue, kube, namespace):
     }
     assert left.get("kept") is None and "kept" in left
     assert "temporary" not in left or left["temporary"] is not None
+
+
+def test_pods_no_node_can_take_show_as_stalled_in_the_schedulers_words(kernel, kueue):
+    make_queue(kueue)
+    # Admitted by Kueue (the flavor has no node labels), then no KWOK node has this label:
+    # the real kube-scheduler leaves the pods Pending, Unschedulable.
+    h = dw.submit(spec("nowhere", workers=1, node_selector={"example.com/pool": "none"}))
+    stalled = h.wait("stalled", timeout=TIMEOUT)
+    assert stalled.admitted and stalled.reason == "Unschedulable"
+    assert "didn't match Pod's node affinity/selector" in (stalled.message or ""), stalled.message
+    assert h.status().to_json()["state"] == "stalled"

@@ -1,7 +1,7 @@
 // ClusterStatus view (anywidget ESM): state badge, Kueue's reason and position, workers bar,
 // timeline with durations, the dashboard link and Delete with a confirmation step.
 const COLORS = {
-  queued: "#b7791f", admitted: "#2b6cb0", starting: "#2b6cb0", ready: "#2f855a",
+  queued: "#b7791f", admitted: "#2b6cb0", starting: "#2b6cb0", stalled: "#c05621", ready: "#2f855a",
   evicted: "#c53030", preempted: "#c53030", failed: "#c53030", suspended: "#718096",
   deleting: "#718096",
 };
