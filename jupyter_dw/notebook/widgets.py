@@ -21,14 +21,33 @@ from ..core.clusters import ClusterInfo, FitResult
 from ..core.feed import ClusterChanged, Message, QueuesChanged
 from ..k8s.errors import InvalidRequest, KubeError
 from .display import fit_html
-from .runtime import runtime
+from .runtime import KernelRuntime, runtime
 
 STATIC = Path(__file__).parent / "static"
 DEBOUNCE_SECONDS = 0.3
 """The builder re-judges the spec this long after the last change (not per keystroke)."""
 
 
-class ClusterStatus(anywidget.AnyWidget):  # type: ignore[misc]
+class _Live:
+    """A widget that follows the kernel's change feed until it is closed."""
+
+    _unsubscribe: Any = None
+
+    def _follow(self, on_change: Any) -> KernelRuntime:
+        """Subscribe ``on_change`` (on the kernel's loop); returns the runtime."""
+        rt = runtime()
+        self._unsubscribe = rt.subscribe(on_change)
+        return rt
+
+    def close(self) -> None:
+        """Stop following the cluster and close the widget."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        super().close()  # type: ignore[misc]
+
+
+class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     """One Ray cluster, live: state badge, Kueue's reason and queue position, workers bar,
     timeline, dashboard link and Delete (with confirmation). Synced traits carry the REST
     field names. ``close()`` stops following it."""
@@ -51,12 +70,10 @@ class ClusterStatus(anywidget.AnyWidget):  # type: ignore[misc]
 
     def __init__(self, name: str, **kwargs: Any) -> None:
         super().__init__(name=name, **kwargs)
-        self._unsubscribe: Any = None
         self.on_msg(self._on_frontend_message)
         try:
-            rt = runtime()
             # Subscribed before reading, so no change in between is missed.
-            self._unsubscribe = rt.subscribe(self._on_change)
+            rt = self._follow(self._on_change)
             self.show(rt.core.clusters.get(name))
         except KubeError as err:
             self.error = err.to_json()
@@ -103,15 +120,8 @@ class ClusterStatus(anywidget.AnyWidget):  # type: ignore[misc]
         except KubeError as err:
             self.error = err.to_json()
 
-    def close(self) -> None:
-        """Stop following the cluster and close the view."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        super().close()
 
-
-class QueueBoard(anywidget.AnyWidget):  # type: ignore[misc]
+class QueueBoard(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     """Every LocalQueue of the namespace with per-resource headroom bars, live."""
 
     _esm = STATIC / "queues.js"
@@ -121,10 +131,8 @@ class QueueBoard(anywidget.AnyWidget):  # type: ignore[misc]
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._unsubscribe: Any = None
         try:
-            rt = runtime()
-            self._unsubscribe = rt.subscribe(self._on_change)
+            rt = self._follow(self._on_change)
             self.queues = rt.core.queues.list().to_json()["queues"]
         except KubeError as err:
             self.error = err.to_json()
@@ -137,15 +145,8 @@ class QueueBoard(anywidget.AnyWidget):  # type: ignore[misc]
             elif message.error is not None:
                 self.error = message.error.to_json()
 
-    def close(self) -> None:
-        """Stop following the queues and close the view."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        super().close()
 
-
-class ClusterBuilder(w.VBox):  # type: ignore[misc]
+class ClusterBuilder(_Live, w.VBox):  # type: ignore[misc]
     """Size a Ray cluster and see, as you type, whether it fits now; take the suggestion in
     one click; Submit. After a submit the same output shows the cluster's live status.
 
@@ -198,13 +199,11 @@ class ClusterBuilder(w.VBox):  # type: ignore[misc]
             ]
         )
         self._pending: asyncio.Handle | None = None
-        self._unsubscribe: Any = None
         try:
-            rt = runtime()
+            rt = self._follow(self._on_change)
             defaults = rt.core.clusters.policy
             self.workers.value = values.pop("workers", defaults.default_workers)
             self._set_queues(rt.core.queues.list(), queue)
-            self._unsubscribe = rt.subscribe(self._on_change)
         except KubeError as err:
             self._show_error(err)
         for key, value in values.items():
@@ -328,9 +327,6 @@ class ClusterBuilder(w.VBox):  # type: ignore[misc]
 
     def close(self) -> None:
         """Stop following the queues (and the submitted cluster) and close."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
         if self.status is not None:
             self.status.close()
         super().close()
