@@ -24,7 +24,7 @@ from ..domain.kueue_model import KueueObjectError, LocalQueueInfo, default_local
 from ..k8s.access import NEEDED_PERMISSIONS, Identity, check_access, who_am_i
 from ..k8s.auth import Credentials, load_credentials
 from ..k8s.client import KubeApi
-from ..k8s.discovery import KUBERAY_HINT, Discovery, discover
+from ..k8s.discovery import Discovery, discover
 from ..k8s.errors import KubeError
 from ..k8s.rbac import Subject, render_rbac
 from ..k8s.resources import LOCAL_QUEUE, PENDING_WORKLOADS_SUBRESOURCE, VISIBILITY_LOCAL_QUEUE
@@ -263,16 +263,10 @@ class _Doctor:
                 )
             )
         else:
-            self.checks.append(
-                Check(
-                    "api",
-                    "KubeRay",
-                    "missing",
-                    "the API server serves no rayclusters in ray.io/v1",
-                    "Ray clusters",
-                    hint=KUBERAY_HINT,
-                )
-            )
+            try:
+                discovery.require_kuberay()
+            except KubeError as err:
+                self.checks.append(_failed("api", "KubeRay", err, "Ray clusters", "missing"))
 
     def _local_queues(
         self, discovery: Discovery, allowed: Mapping[str, bool]
