@@ -420,10 +420,13 @@ class KubeSession:
             self._refresh_wake.clear()
             try:
                 self.refresh()
-            except KubeError as err:
-                log.info("jupyter_dw: re-checking permissions and APIs failed: %s", err)
-            except Exception:  # keep following the cluster whatever one re-check hit
-                log.exception("jupyter_dw: re-checking permissions and APIs failed")
+            except Exception as err:  # keep following the cluster whatever one re-check hit
+                if stop.is_set():
+                    return  # stopped mid-check: the client was closed under us
+                if isinstance(err, KubeError):
+                    log.info("jupyter_dw: re-checking permissions and APIs failed: %s", err)
+                else:
+                    log.exception("jupyter_dw: re-checking permissions and APIs failed")
 
     def _on_api_failure(self, failure: FailedCall) -> None:
         """A 403, or a 404 for a resource (not an object), from an API group we use: the

@@ -5,6 +5,7 @@ cleanly (server-side dry run), and applied for real makes the doctor pass."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -51,6 +52,7 @@ def test_with_the_example_rbac_every_check_passes(admin, workbench, namespace, q
     with examples_applied(admin, identity):
         code, report = doctor_json(identity)
         table = run_doctor(identity=identity)
+        elsewhere = run_doctor("--json", "--namespace", "default", identity=identity)
 
     assert code == 0, report
     assert report["ok"] is True
@@ -72,6 +74,12 @@ def test_with_the_example_rbac_every_check_passes(admin, workbench, namespace, q
     assert "READY: every required check passed." in table.stdout
     assert FIX_HEADING not in table.stdout
     assert "asking the API server about" in table.stderr  # progress, on stderr
+
+    # The Role holds in its namespace only: --namespace checks another one.
+    assert elsewhere.returncode == 1
+    other = json.loads(elsewhere.stdout)
+    assert other["namespace"] == "default"
+    assert {s for n, s in permission_statuses(other).items() if n in REQUIRED} == {"missing"}
 
 
 def test_without_the_optional_cluster_role_it_passes_and_says_what_is_missing(
