@@ -111,6 +111,14 @@ def crds(bare: BareControlPlane) -> list[dict[str, Any]]:
     return found
 
 
+def install(bare: BareControlPlane, objects: list[dict[str, Any]]) -> None:
+    """Create each CRD that is not there yet (tests of this module share the plane)."""
+    admin = bare.admin()
+    for crd in objects:
+        if admin.get(crd) is None:
+            admin.create(crd)
+
+
 def test_a_session_picks_up_kueue_and_kuberay_installed_later(bare):
     admin, state = bare.admin(), bare_state(bare)
     credentials = load_credentials("/nonexistent", environ={"KUBECONFIG": state.kubeconfig})
@@ -123,8 +131,7 @@ def test_a_session_picks_up_kueue_and_kuberay_installed_later(bare):
             session.queue_state(timeout=5)
         assert session.watched == []
 
-        for crd in crds(bare):
-            admin.create(crd)
+        install(bare, crds(bare))
 
         wait_for(
             lambda: {"localqueues", "workloads", "rayclusters"} <= set(session.watched),
@@ -150,5 +157,37 @@ def test_a_session_picks_up_kueue_and_kuberay_installed_later(bare):
         assert [q.name for q in session.queue_state().local_queues] == ["late"]
         assert session.ray_clusters() == []
         assert session.cache(RAY_CLUSTER) is not None
+    finally:
+        session.stop()
+
+
+def test_a_resource_that_disappears_is_rechecked_at_once(bare):
+    """KubeRay uninstalled under a running session: the RayCluster watch's re-list gets a 404
+    for the resource, which asks for a re-check at once (not after the hour's interval); the
+    session then stops watching RayClusters and says KubeRay is not installed."""
+    admin, state = bare.admin(), bare_state(bare)
+    install(bare, crds(bare))
+    credentials = load_credentials("/nonexistent", environ={"KUBECONFIG": state.kubeconfig})
+    session = KubeSession(credentials=credentials, namespace="default", refresh_interval=3600)
+    session.start()
+    try:
+        wait_for(
+            lambda: session.discovery.kuberay_installed and "rayclusters" in session.watched,
+            timeout=TIMEOUT,
+            what="KubeRay discovered and watched",
+        )
+        assert session.ray_clusters() == []
+        [raycluster_crd] = [c for c in crds(bare) if c["metadata"]["name"] == "rayclusters.ray.io"]
+        admin.delete(raycluster_crd)
+
+        wait_for(
+            lambda: "rayclusters" not in session.watched,
+            timeout=TIMEOUT,
+            what="the RayCluster watch stopped",
+        )
+        assert not session.discovery.kuberay_installed
+        assert session.discovery.kueue_installed  # Kueue is still there
+        with pytest.raises(NotInstalled):
+            session.ray_clusters(timeout=5)
     finally:
         session.stop()
