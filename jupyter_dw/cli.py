@@ -21,7 +21,6 @@ from typing import TextIO
 
 from ._version import __version__
 from .core.doctor import Check, DoctorReport, run_doctor
-from .core.settings import load_settings
 from .k8s.access import NEEDED_PERMISSIONS
 from .k8s.rbac import Subject, render_rbac
 
@@ -97,20 +96,9 @@ def doctor(
     err = err or sys.stderr
     progress = _ProgressLine(err)
     try:
-        settings = load_settings()
-    except Exception as error:  # a bad setting is a finding of the doctor, not a crash
-        report = DoctorReport(
-            None, None, None, None, (Check("connection", "settings", "failed", str(error), "all"),)
-        )
-    else:
-        if namespace is not None:
-            settings.namespace = namespace
-        if context is not None:
-            settings.kube_context = context
-        try:
-            report = run_doctor(settings, progress=progress)
-        finally:
-            progress.done()
+        report = run_doctor(namespace=namespace, kube_context=context, progress=progress)
+    finally:
+        progress.done()
     if as_json:
         json.dump(report.to_json(), out, indent=2)
         out.write("\n")

@@ -117,13 +117,16 @@ class DoctorReport:
 def run_doctor(
     settings: DWSettings | None = None,
     *,
+    namespace: str | None = None,
+    kube_context: str | None = None,
     environ: Mapping[str, str] | None = None,
     progress: Progress | None = None,
 ) -> DoctorReport:
     """Run every check from the identity and settings jupyter_dw would use.
 
     ``settings`` None: :func:`load_settings` (config files, then ``JUPYTER_DW_*`` in
-    ``environ``). Never raises for what it finds: a problem is a check that is not ``ok``.
+    ``environ``); ``namespace`` and ``kube_context`` override them. Never raises for what it
+    finds: a problem (a bad setting too) is a check that is not ``ok``.
     """
     say = progress or (lambda _: None)
     if settings is None:
@@ -131,12 +134,15 @@ def run_doctor(
             settings = load_settings(environ)
         except TraitError as err:
             return _stopped(Check("connection", "settings", "failed", str(err), "everything"))
+    namespace = namespace or settings.namespace
     say("reading credentials")
     try:
-        credentials = load_credentials(settings.service_account_dir, settings.kube_context, environ)
+        credentials = load_credentials(
+            settings.service_account_dir, kube_context or settings.kube_context, environ
+        )
     except KubeError as err:
         return _stopped(_failed("connection", "credentials", err, "everything"))
-    namespace = settings.namespace or credentials.namespace or "default"
+    namespace = namespace or credentials.namespace or "default"
     api = KubeApi(credentials, timeout=settings.request_timeout)
     try:
         return _Doctor(api, credentials, namespace, say).run()
