@@ -21,6 +21,7 @@ from typing import Any, Literal
 from traitlets import TraitError
 
 from ..domain.kueue_model import KueueObjectError, LocalQueueInfo, default_local_queue
+from ..domain.validation import dns1123_label_error
 from ..k8s.access import NEEDED_PERMISSIONS, Identity, check_access, who_am_i
 from ..k8s.auth import Credentials, load_credentials
 from ..k8s.client import KubeApi
@@ -143,6 +144,11 @@ def run_doctor(
     except KubeError as err:
         return _stopped(_failed("connection", "credentials", err, "everything"))
     namespace = namespace or credentials.namespace or "default"
+    invalid = dns1123_label_error(namespace)
+    if invalid is not None:
+        return _stopped(
+            Check("connection", "namespace", "failed", f"{namespace!r}: {invalid}", "everything")
+        )
     api = KubeApi(credentials, timeout=settings.request_timeout)
     try:
         return _Doctor(api, credentials, namespace, say).run()

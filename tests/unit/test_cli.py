@@ -83,6 +83,20 @@ def test_a_bad_setting_is_reported_with_its_variable():
     assert check["name"] == "settings" and "JUPYTER_DW_MAX_WORKERS" in check["detail"]
 
 
+def test_a_bad_namespace_is_refused_before_anything_is_asked(tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"  # a syntactically valid kubeconfig, nothing behind it
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    done = run("doctor", "--json", "--namespace", "Team/A", env={"KUBECONFIG": str(kubeconfig)})
+    assert done.returncode == 1
+    [check] = json.loads(done.stdout)["checks"]
+    assert check["name"] == "namespace" and "'Team/A'" in check["detail"]
+
+
 def test_the_cli_imports_no_server_code():
     code = (
         "import sys, jupyter_dw.cli, jupyter_dw.core.doctor; "
