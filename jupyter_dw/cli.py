@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -37,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     if args.command == "doctor":
+        _log_to_stderr(args.verbose)
         return doctor(args.json, args.namespace, args.context)
     return rbac(args.namespace, args.service_account, args.required_only)
 
@@ -61,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     doc.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     doc.add_argument("--namespace", help="namespace to check (default: as jupyter_dw picks it)")
     doc.add_argument("--context", help="kubeconfig context outside a pod (default: current)")
+    doc.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also log every Kubernetes call that failed (on stderr)",
+    )
     rb = commands.add_parser(
         "rbac",
         help="print the least-privilege Role and optional ClusterRole as YAML",
@@ -105,6 +113,19 @@ def doctor(
     else:
         out.write(format_report(report))
     return report.exit_code
+
+
+def _log_to_stderr(verbose: bool) -> None:
+    """The table already says what failed: log lines (one per failed Kubernetes call) only
+    with ``--verbose``, and then on stderr."""
+    logger = logging.getLogger("jupyter_dw")
+    if verbose:
+        handler: logging.Handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.setLevel(logging.INFO)
+    else:
+        handler = logging.NullHandler()  # not Python's last-resort stderr printer either
+    logger.addHandler(handler)
 
 
 class _ProgressLine:

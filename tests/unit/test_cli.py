@@ -37,6 +37,18 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     )
 
 
+def unreachable_kubeconfig(tmp_path: Path) -> Path:
+    """A valid kubeconfig naming an API server address where nothing listens."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    return kubeconfig
+
+
 def test_no_command_prints_usage_and_exits_2(capsys):
     assert cli.main([]) == 2
     assert "doctor" in capsys.readouterr().err
@@ -76,6 +88,17 @@ def test_without_credentials_the_doctor_says_so_and_exits_1():
     assert "NOT READY" in table.stdout and "credentials" in table.stdout
 
 
+def test_failed_calls_are_logged_only_with_verbose(tmp_path):
+    kubeconfig = unreachable_kubeconfig(tmp_path)
+    quiet = run("doctor", env={"KUBECONFIG": str(kubeconfig)})
+    assert quiet.returncode == 1
+    assert "Cannot reach the Kubernetes API server" in quiet.stdout
+    assert "Kubernetes call failed" not in quiet.stderr
+    verbose = run("doctor", "--json", "-v", env={"KUBECONFIG": str(kubeconfig)})
+    assert verbose.returncode == 1 and json.loads(verbose.stdout)["ok"] is False
+    assert "WARNING jupyter_dw.k8s.client: Kubernetes call failed: GET /version" in verbose.stderr
+
+
 def test_a_bad_setting_is_reported_with_its_variable():
     done = run("doctor", "--json", env={"JUPYTER_DW_MAX_WORKERS": "lots"})
     assert done.returncode == 1
@@ -84,13 +107,7 @@ def test_a_bad_setting_is_reported_with_its_variable():
 
 
 def test_a_bad_namespace_is_refused_before_anything_is_asked(tmp_path):
-    kubeconfig = tmp_path / "kubeconfig"  # a syntactically valid kubeconfig, nothing behind it
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n"
-        "users: [{name: u, user: {token: t}}]\n"
-        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
-    )
+    kubeconfig = unreachable_kubeconfig(tmp_path)
     done = run("doctor", "--json", "--namespace", "Team/A", env={"KUBECONFIG": str(kubeconfig)})
     assert done.returncode == 1
     [check] = json.loads(done.stdout)["checks"]
