@@ -92,6 +92,7 @@ FIELDS: tuple[str, ...] = (
     "labels",
     "tolerations",
     "node_selector",
+    "priority",
 )
 """Every field a request may carry; the same names in REST JSON, Python and ``%dw`` options."""
 
@@ -107,15 +108,12 @@ _RESERVED_LABELS = {
     QUEUE_LABEL: "it is set from the 'queue' field",
     MANAGED_BY_LABEL: "jupyter-dw sets it to find the clusters it created",
     OWNER_LABEL: "jupyter-dw sets it from the identity that creates the cluster",
+    PRIORITY_CLASS_LABEL: "it is set from the 'priority' field (a WorkloadPriorityClass name)",
 }
 _RESERVED_LABEL_PREFIXES = {
     f"{RAY_GROUP}/": f"the '{RAY_GROUP}/' prefix belongs to KubeRay",
-    f"{KUEUE_GROUP}/": (
-        f"the '{KUEUE_GROUP}/' prefix belongs to Kueue (only {PRIORITY_CLASS_LABEL!r} "
-        "may be set, to choose a WorkloadPriorityClass)"
-    ),
+    f"{KUEUE_GROUP}/": f"the '{KUEUE_GROUP}/' prefix belongs to Kueue",
 }
-_ALLOWED_PREFIXED_LABELS = frozenset({PRIORITY_CLASS_LABEL})
 
 _RAY_IMAGE_TAG = re.compile(r"ray(?:-ml|-llm)?:(\d+\.\d+\.\d+)(?:[-@].*)?")
 _COUNT_TEXT = re.compile(r"[+-]?[0-9]+")
@@ -237,6 +235,9 @@ class ClusterSpec:
     labels: Mapping[str, str] = field(default_factory=dict, hash=False)
     tolerations: tuple[Toleration, ...] = ()
     node_selector: Mapping[str, str] = field(default_factory=dict, hash=False)
+    priority: str | None = None
+    """A WorkloadPriorityClass name (label ``kueue.x-k8s.io/priority-class``); None: Kueue's
+    default priority."""
 
     def __post_init__(self) -> None:
         # Read-only views, so a frozen spec cannot be changed through its mappings.
@@ -251,15 +252,20 @@ class ClusterSpec:
         policy: SpecPolicy | None = None,
         known_queues: Collection[str] | None = None,
         default_queue: str | None = None,
+        known_priorities: Collection[str] | None = None,
     ) -> ClusterSpec:
         """Parse, default and validate a request; raise ``SpecError`` listing every bad field.
 
         ``data`` uses the names in ``FIELDS``; a ``None`` value counts as omitted. Quantities
         may be strings or numbers in Kubernetes quantity syntax. ``known_queues`` are the
         LocalQueue names in the target namespace (``None``: unknown, so not checked);
-        ``default_queue`` is used when the request names no queue.
+        ``default_queue`` is used when the request names no queue. ``known_priorities`` are
+        the WorkloadPriorityClass names (``None``: not readable, so only the syntax is checked
+        and Kueue judges the name).
         """
-        return _RequestParser(policy or SpecPolicy(), known_queues, default_queue).parse(data)
+        return _RequestParser(
+            policy or SpecPolicy(), known_queues, default_queue, known_priorities
+        ).parse(data)
 
     @property
     def autoscaling(self) -> bool:
@@ -284,6 +290,7 @@ class ClusterSpec:
             "labels": dict(self.labels),
             "tolerations": [t.to_json() for t in self.tolerations],
             "node_selector": dict(self.node_selector),
+            "priority": self.priority,
         }
 
     def total_requests(self, *, at_max: bool = False) -> dict[str, Decimal]:
@@ -338,6 +345,8 @@ class ClusterSpec:
         labels = dict(self.labels)
         labels[QUEUE_LABEL] = self.queue
         labels[MANAGED_BY_LABEL] = MANAGED_BY_VALUE
+        if self.priority:
+            labels[PRIORITY_CLASS_LABEL] = self.priority
         annotations: dict[str, str] = {}
         if owner:
             labels[OWNER_LABEL] = owner_label_value(owner)
@@ -403,10 +412,12 @@ class _RequestParser:
         policy: SpecPolicy,
         known_queues: Collection[str] | None,
         default_queue: str | None,
+        known_priorities: Collection[str] | None = None,
     ) -> None:
         self.policy = policy
         self.known_queues = known_queues
         self.default_queue = default_queue
+        self.known_priorities = known_priorities
         self.errors: dict[str, str] = {}
         self.values: dict[str, Any] = {}
         self.unknown: list[str] = []
@@ -438,6 +449,9 @@ class _RequestParser:
         labels = self._field("labels", _parse_labels, {})
         tolerations = self._field("tolerations", _parse_tolerations, ())
         node_selector = self._field("node_selector", _parse_node_selector, {})
+        priority = self._field(
+            "priority", partial(_parse_priority, known=self.known_priorities), None
+        )
         if scaling is not None and env is not None:
             self._check_autoscaler_env(env, autoscaling=scaling[1] != scaling[2])
         self._reject_unknown_fields()
@@ -461,6 +475,7 @@ class _RequestParser:
             labels=labels,
             tolerations=tolerations,
             node_selector=node_selector,
+            priority=priority,
         )
 
     def _field(self, name: str, parse: Callable[[Any], Any], default: Any) -> Any:
@@ -883,11 +898,30 @@ def _parse_node_selector(raw: object) -> dict[str, str]:
     return dict(raw)
 
 
+def _parse_priority(raw: object, known: Collection[str] | None) -> str | None:
+    """A WorkloadPriorityClass name (empty: none, like omitting it), checked against ``known``
+    when the classes are readable."""
+    if not isinstance(raw, str):
+        raise _FieldError(f"must be a string naming a WorkloadPriorityClass, got {_show(raw)}")
+    name = raw.strip()
+    if not name:
+        return None
+    available = ""
+    if known is not None:
+        names = sorted(known)
+        available = f"; available: {', '.join(names)}" if names else "; the cluster has none"
+    # The name goes into a label value (<= 63); Kueue's classes are DNS-1123 subdomains.
+    problem = dns1123_subdomain_error(name, DNS1123_LABEL_MAX_LENGTH)
+    if problem is not None:
+        raise _FieldError(f"not a valid WorkloadPriorityClass name: {problem}{available}")
+    if known is not None and name not in known:
+        raise _FieldError(f"no WorkloadPriorityClass {name!r}{available}")
+    return name
+
+
 def _reserved_label_error(key: str) -> str | None:
     if key in _RESERVED_LABELS:
         return f"label {key!r} cannot be set: {_RESERVED_LABELS[key]}"
-    if key in _ALLOWED_PREFIXED_LABELS:
-        return None
     for prefix, reason in _RESERVED_LABEL_PREFIXES.items():
         if key.startswith(prefix):
             return f"label {key!r} cannot be set: {reason}"

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from jupyter_dw.domain.pod_problems import PodProblem, first_problem
+from jupyter_dw.domain.priorities import PreemptedBy, preemptor
 from jupyter_dw.names import DASHBOARD_PORT, JOB_UID_LABEL, QUEUE_LABEL, head_service_name
 
 ClusterState = Literal[
@@ -139,6 +140,9 @@ class ClusterStatus:
     dashboard: Dashboard
     position_in_local_queue: int | None = None
     position_in_cluster_queue: int | None = None
+    preempted_by: PreemptedBy | None = None
+    """While ``preempted``: the workload Kueue named as the preemptor (``name`` is filled in
+    by the caller, who can look the job UID up among the namespace's RayClusters)."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape the REST API and the events stream share."""
@@ -163,6 +167,7 @@ class ClusterStatus:
             "dashboard": self.dashboard.to_json(),
             "position_in_local_queue": self.position_in_local_queue,
             "position_in_cluster_queue": self.position_in_cluster_queue,
+            "preempted_by": self.preempted_by.to_json() if self.preempted_by else None,
         }
 
 
@@ -483,7 +488,17 @@ def cluster_status(
         dashboard=_dashboard(name, raycluster),
         position_in_local_queue=local,
         position_in_cluster_queue=cluster,
+        preempted_by=_preempted_by(facts, message) if state == "preempted" else None,
     )
+
+
+def _preempted_by(facts: _Facts, message: str | None) -> PreemptedBy | None:
+    """The preemptor named in the state's message, else in the Preempted or Evicted one."""
+    for text in (message, *(_words(facts.wl.get(t))[1] for t in ("Preempted", "Evicted"))):
+        found = preemptor(text)
+        if found is not None:
+            return found
+    return None
 
 
 # States announced when entered; the progress milestones cover the others.

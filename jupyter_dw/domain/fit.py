@@ -34,6 +34,7 @@ from jupyter_dw.domain.kueue_model import (
     LocalQueueInfo,
     ResourceGroup,
 )
+from jupyter_dw.domain.priorities import Ahead
 from jupyter_dw.domain.quota import HIDDEN_QUOTA_HINT, QuotaTree, format_amount, kueue_amount
 from jupyter_dw.domain.scheduling import FlavorTraits, Toleration, flavor_mismatch
 
@@ -264,7 +265,9 @@ class FitVerdict:
     ``headroom`` is what that flavor has free now and ``max_obtainable`` the most it could ever
     give (both None when quota is hidden or the ClusterQueue is missing; 0 for a resource the
     ClusterQueue does not cover). ``assignment`` maps PodSet → resource → flavor when every
-    PodSet got one. ``ahead`` is the number of pending workloads ahead, None if unknown.
+    PodSet got one. ``ahead`` is the number of pending workloads Kueue orders before this one
+    (higher or equal priority), None if unknown; ``ahead_bound`` says whether that count is
+    ``exact``, a lower (``at-least``) or an upper (``at-most``) bound.
     ``reason`` is a short machine-readable cause (Kueue's own reason names where they exist).
     """
 
@@ -279,6 +282,7 @@ class FitVerdict:
     ahead: int | None
     queue: str | None
     cluster_queue: str | None
+    ahead_bound: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The verdict as JSON; amounts are canonical Kubernetes quantity strings."""
@@ -292,6 +296,7 @@ class FitVerdict:
             "flavors": dict(self.flavors),
             "assignment": {ps: dict(flavors) for ps, flavors in self.assignment.items()},
             "ahead": self.ahead,
+            "ahead_bound": self.ahead_bound,
             "queue": self.queue,
             "cluster_queue": self.cluster_queue,
         }
@@ -301,7 +306,7 @@ def assess_fit(
     requests: Mapping[str, Decimal] | Sequence[PodSetRequest],
     cluster_queue: ClusterQueueQuota | None,
     tree: QuotaTree | None,
-    ahead: int | None = None,
+    ahead: int | Ahead | None = None,
     *,
     local_queue: LocalQueueInfo | None = None,
     flavors: Mapping[str, FlavorTraits] | None = None,
@@ -313,7 +318,8 @@ def assess_fit(
     ``ClusterSpec.total_requests()`` (treated as one PodSet). ``cluster_queue``: the
     LocalQueue's ClusterQueue, None when it does not exist or cannot be read. ``tree``: every
     readable ClusterQueue and Cohort; None means quota is hidden from this identity.
-    ``ahead``: pending workloads ahead (visibility API), None if unknown. ``local_queue``
+    ``ahead``: pending workloads ahead (an :class:`Ahead`, or an exact count), None if
+    unknown. ``local_queue``
     names the queue in messages and adds its stop state. ``flavors``: the ResourceFlavors by
     name; a flavor whose taints a pod set does not tolerate, or whose node labels its node
     selector contradicts, is skipped for that pod set as Kueue skips it (None: not readable,
@@ -324,6 +330,7 @@ def assess_fit(
     must-wait (Kueue keeps the workload pending, it is not rejected); then headroom decides
     fits-now or must-wait.
     """
+    ahead = Ahead(ahead, "cluster-queue") if isinstance(ahead, int) else ahead
     if tree is None:
         return _unknown(_demands(requests, None), ahead, local_queue)
     if cluster_queue is None:
@@ -369,7 +376,7 @@ class _Assessor:
         cq: ClusterQueueQuota,
         tree: QuotaTree,
         demands: list[_Demand],
-        ahead: int | None,
+        ahead: Ahead | None,
         lq: LocalQueueInfo | None,
         mismatch: Callable[[str, str], str | None] = lambda _pod_set, _flavor: None,
     ) -> None:
@@ -498,9 +505,10 @@ class _Assessor:
             max_obtainable=amounts(self.max_obtainable),
             flavors=flavors,
             assignment=placement.flavors if complete and placement is not None else {},
-            ahead=self.ahead,
+            ahead=self.ahead.count if self.ahead is not None else None,
             queue=self.lq.name if self.lq is not None else None,
             cluster_queue=self.cq.name,
+            ahead_bound=self.ahead.bound if self.ahead is not None else None,
         )
 
     # -- verdicts --------------------------------------------------------------------------
@@ -547,7 +555,7 @@ class _Assessor:
         verdict = self._verdict(FITS_NOW, REASON_FITS, "", now)
         message = self._free_now(verdict)
         message += ": fits now"
-        if self.ahead:
+        if self.ahead is not None and self.ahead.count:
             # Fitting does not jump the queue: under StrictFIFO the head of the queue goes first.
             message += f"; {_workloads(self.ahead)} pending ahead may be admitted first"
         return replace(verdict, message=message + ".")
@@ -607,7 +615,7 @@ class _Assessor:
         return ", ".join(_human(r, missing[r]) for r in self.totals if r in missing)
 
 
-def _unknown(demands: list[_Demand], ahead: int | None, lq: LocalQueueInfo | None) -> FitVerdict:
+def _unknown(demands: list[_Demand], ahead: Ahead | None, lq: LocalQueueInfo | None) -> FitVerdict:
     totals = _sum(demands)
     where = f"queue {lq.name}" if lq is not None else "the queue"
     message = f"{_needs(totals)}; whether {where} can take it is unknown. "
@@ -626,7 +634,7 @@ def _unknown(demands: list[_Demand], ahead: int | None, lq: LocalQueueInfo | Non
 
 
 def _missing_cluster_queue(
-    demands: list[_Demand], ahead: int | None, lq: LocalQueueInfo | None
+    demands: list[_Demand], ahead: Ahead | None, lq: LocalQueueInfo | None
 ) -> FitVerdict:
     totals = _sum(demands)
     name = lq.cluster_queue if lq is not None and lq.cluster_queue else None
@@ -647,7 +655,7 @@ def _without_quota(
     reason: str,
     message: str,
     totals: dict[str, Decimal],
-    ahead: int | None,
+    ahead: Ahead | None,
     lq: LocalQueueInfo | None,
     cluster_queue: str | None,
 ) -> FitVerdict:
@@ -661,9 +669,10 @@ def _without_quota(
         max_obtainable=dict.fromkeys(totals),
         flavors=dict.fromkeys(totals),
         assignment={},
-        ahead=ahead,
+        ahead=ahead.count if ahead is not None else None,
         queue=lq.name if lq is not None else None,
         cluster_queue=cluster_queue,
+        ahead_bound=ahead.bound if ahead is not None else None,
     )
 
 
@@ -690,10 +699,14 @@ def _it(resources: list[str]) -> str:
     return "it" if len(resources) == 1 else "them"
 
 
-def _workloads(count: int) -> str:
-    if count == 0:
+def _workloads(ahead: Ahead) -> str:
+    """``no workloads``, ``2 workloads``, ``at most 4 workloads (every pending one counted:
+    priorities unknown)``."""
+    if ahead.count == 0 and ahead.bound != "at-least":
         return "no workloads"
-    return f"{count} workload{'s' if count != 1 else ''}"
+    if ahead.bound == "at-most":
+        return f"{ahead.words()} (an upper bound: every pending one counted, priorities unknown)"
+    return ahead.words()
 
 
 def _flavor_phrase(flavors: Mapping[str, str | None]) -> str:
@@ -735,7 +748,7 @@ def suggest(
     spec: ClusterSpec,
     cluster_queue: ClusterQueueQuota | None,
     tree: QuotaTree | None,
-    ahead: int | None = None,
+    ahead: int | Ahead | None = None,
     *,
     local_queue: LocalQueueInfo | None = None,
     flavors: Mapping[str, FlavorTraits] | None = None,
@@ -749,7 +762,7 @@ def suggest(
     """
     if tree is None or cluster_queue is None or spec.workers <= 1:
         return None
-    if cluster_queue.strict_fifo and ahead:
+    if cluster_queue.strict_fifo and (ahead.count if isinstance(ahead, Ahead) else ahead):
         return None
 
     def verdict(workers: int) -> FitVerdict:

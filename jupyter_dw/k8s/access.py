@@ -26,6 +26,7 @@ from .resources import (
     RESOURCE_FLAVOR,
     SELF_SUBJECT_ACCESS_REVIEW,
     SELF_SUBJECT_REVIEW,
+    VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
     WORKLOAD_PRIORITY_CLASS,
@@ -126,6 +127,13 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
         ADMISSION_CHECK,
         ("list", "watch"),
         "name the admission checks a queue requires",
+        required=False,
+    ),
+    *_perms(
+        VISIBILITY_CLUSTER_QUEUE,
+        ("get",),
+        "count the pending workloads of every namespace ahead of a new cluster, by priority",
+        PENDING_WORKLOADS_SUBRESOURCE,
         required=False,
     ),
 )

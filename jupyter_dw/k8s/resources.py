@@ -133,6 +133,9 @@ ADMISSION_CHECK = ResourceKind(KUEUE_GROUP, "admissionchecks", ADMISSION_CHECK_K
 
 # Kueue visibility API (aggregated; served by the Kueue process itself)
 VISIBILITY_LOCAL_QUEUE = ResourceKind(VISIBILITY_GROUP, "localqueues", LOCAL_QUEUE_KIND, True)
+VISIBILITY_CLUSTER_QUEUE = ResourceKind(
+    VISIBILITY_GROUP, "clusterqueues", CLUSTER_QUEUE_KIND, namespaced=False
+)
 PENDING_WORKLOADS_SUBRESOURCE = "pendingworkloads"
 
 # KubeRay

@@ -2,18 +2,18 @@
 
 At start it reads credentials, discovers the APIs, asks who it is and what it may do, and
 starts a watch cache per readable resource: the namespace's LocalQueues, Workloads,
-RayClusters and Ray pods (label ``ray.io/cluster``), and the cluster's ClusterQueues, Cohorts
-and ResourceFlavors when the identity may read them. A service account cannot watch its own
-permissions, so discovery and the access reviews run again every ``refresh_interval`` seconds
-and at once after a 403, or a 404 for a whole resource, from an API group we use
-(:meth:`KubeSession.refresh`): a Role granted or Kueue installed later starts the caches it
-allows, a permission revoked stops them, without a restart. Answers (:meth:`KubeSession.queues`,
-:meth:`KubeSession.context`, :meth:`KubeSession.workload_of`, ...) come from those caches,
-never from a list per request; the caches index Workloads by ``kueue.x-k8s.io/job-uid``,
-RayClusters by UID and pods by RayCluster, so relating them is a lookup, not a scan. Writes
-(:meth:`KubeSession.create_raycluster`, :meth:`KubeSession.delete_raycluster`) and the
-visibility API's positions go to the API server. Everything here is thread-based and
-blocking; async callers run it in an executor.
+RayClusters and Ray pods (label ``ray.io/cluster``), and the cluster's ClusterQueues, Cohorts,
+ResourceFlavors and WorkloadPriorityClasses when the identity may read them. A service account
+cannot watch its own permissions, so discovery and the access reviews run again every
+``refresh_interval`` seconds and at once after a 403, or a 404 for a whole resource, from an
+API group we use (:meth:`KubeSession.refresh`): a Role granted or Kueue installed later starts
+the caches it allows, a permission revoked stops them, without a restart. Answers
+(:meth:`KubeSession.queues`, :meth:`KubeSession.context`, :meth:`KubeSession.workload_of`,
+...) come from those caches, never from a list per request; the caches index Workloads by
+``kueue.x-k8s.io/job-uid``, RayClusters by UID and pods by RayCluster, so relating them is a
+lookup, not a scan. Writes (:meth:`KubeSession.create_raycluster`,
+:meth:`KubeSession.delete_raycluster`) and the visibility API's positions go to the API
+server. Everything here is thread-based and blocking; async callers run it in an executor.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from jupyter_dw.domain.kueue_model import (
     KueueObjectError,
     LocalQueueInfo,
 )
+from jupyter_dw.domain.priorities import PriorityClass
 from jupyter_dw.domain.scheduling import FlavorTraits
 from jupyter_dw.names import JOB_UID_LABEL, RAY_CLUSTER_LABEL
 
@@ -55,8 +56,10 @@ from .resources import (
     POD,
     RAY_CLUSTER,
     RESOURCE_FLAVOR,
+    VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
+    WORKLOAD_PRIORITY_CLASS,
     Resource,
     ResourceKind,
 )
@@ -86,7 +89,7 @@ SessionListener = Callable[[str, str, Object], None]
 """Called with ``(plural, event_type, object)`` for every change in any cache."""
 
 NAMESPACED_KINDS = (LOCAL_QUEUE, WORKLOAD)
-CLUSTER_KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR)
+CLUSTER_KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS)
 
 Kind = ResourceKind | Resource
 """A resource as the caches and access checks know it: only ``group`` and ``plural`` count."""
@@ -112,12 +115,14 @@ class QueueState:
     ``cluster_queues`` None: this identity may not read ClusterQueues (quota hidden).
     ``cohorts`` None: Cohort objects are served but not readable; empty when there are none.
     ``flavors`` None: ResourceFlavors are not readable (every flavor is assumed usable).
+    ``priority_classes`` None: WorkloadPriorityClasses are not readable (names not checked).
     """
 
     local_queues: list[LocalQueueInfo]
     cluster_queues: list[ClusterQueueQuota] | None
     cohorts: list[CohortQuota] | None
     flavors: dict[str, FlavorTraits] | None = None
+    priority_classes: list[PriorityClass] | None = None
 
 
 class KubeSession:
@@ -547,6 +552,7 @@ class KubeSession:
         cq_cache = self._synced_cache(CLUSTER_QUEUE, deadline)
         cohort_cache = self._synced_cache(COHORT, deadline)
         flavor_cache = self._synced_cache(RESOURCE_FLAVOR, deadline)
+        priority_cache = self._synced_cache(WORKLOAD_PRIORITY_CLASS, deadline)
         assert local_queues is not None
         cluster_queues = (
             _parse(cq_cache.snapshot(), ClusterQueueQuota.from_object) if cq_cache else None
@@ -564,11 +570,20 @@ class KubeSession:
             if flavor_cache is not None
             else None
         )
+        priority_classes = (
+            sorted(
+                _parse(priority_cache.snapshot(), PriorityClass.from_object),
+                key=lambda c: (-c.value, c.name),
+            )
+            if priority_cache is not None
+            else None
+        )
         return QueueState(
             _parse(local_queues.snapshot(), LocalQueueInfo.from_object),
             cluster_queues,
             cohorts,
             flavors,
+            priority_classes,
         )
 
     # -- Ray clusters --------------------------------------------------------------------
@@ -655,6 +670,15 @@ class KubeSession:
         version = self.discovery.visibility_version
         assert version is not None
         return ray.pending_workloads(self.api, version, self.namespace, local_queue)
+
+    def cluster_queue_pending_workloads(self, cluster_queue: str) -> list[Object] | None:
+        """Every pending Workload of ``cluster_queue``, all namespaces (one visibility API
+        call), or None when this identity may not ask or Kueue cannot tell."""
+        allowed = self.allowed("get", VISIBILITY_CLUSTER_QUEUE, PENDING_WORKLOADS_SUBRESOURCE)
+        version = self.discovery.visibility_version if self.ready else None
+        if not (version and allowed):
+            return None
+        return ray.cluster_queue_pending_workloads(self.api, version, cluster_queue)
 
     def create_raycluster(self, obj: Object) -> Object:
         """Create ``obj`` in the namespace (server-side dry run first): see

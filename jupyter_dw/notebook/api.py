@@ -93,6 +93,8 @@ class ClusterSpec:
     tolerations: list[dict[str, str] | str] = field(default_factory=list)
     """Kubernetes tolerations, or ``"KEY[=VALUE][:EFFECT]"`` strings (for tainted flavors)."""
     node_selector: dict[str, str] = field(default_factory=dict)
+    priority: str | None = None
+    """A WorkloadPriorityClass name (``dw.queues().priority_classes`` lists them)."""
 
     def to_request(self) -> dict[str, Any]:
         """The REST request body: the fields that are set."""

@@ -26,6 +26,8 @@ from .runtime import KernelRuntime, runtime
 STATIC = Path(__file__).parent / "static"
 DEBOUNCE_SECONDS = 0.3
 """The builder re-judges the spec this long after the last change (not per keystroke)."""
+NO_PRIORITY = "(none: Kueue's default)"
+"""The builder's Priority choice that names no WorkloadPriorityClass."""
 
 
 class _Live:
@@ -61,6 +63,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     reason = Unicode(None, allow_none=True).tag(sync=True)
     message = Unicode(None, allow_none=True).tag(sync=True)
     position_in_local_queue = Int(None, allow_none=True).tag(sync=True)
+    preempted_by = Dict(None, allow_none=True).tag(sync=True)
     workers_ready = Int(0).tag(sync=True)
     workers_desired = Int(0).tag(sync=True)
     milestones = List(Dict()).tag(sync=True)
@@ -88,6 +91,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
             self.reason = status.reason
             self.message = status.message
             self.position_in_local_queue = status.position_in_local_queue
+            self.preempted_by = status.preempted_by.to_json() if status.preempted_by else None
             self.workers_ready = status.workers_ready
             self.workers_desired = status.workers_desired
             self.milestones = [m.to_json() for m in info.milestones]
@@ -103,6 +107,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
                 self.state = "deleted"
                 self.reason = self.message = None
                 self.position_in_local_queue = None
+                self.preempted_by = None
             return
         self.show(message.cluster)
 
@@ -181,6 +186,10 @@ class ClusterBuilder(_Live, w.VBox):  # type: ignore[misc]
         self.node_selector = w.Text(
             description="Node selector", placeholder="gpu-type=a100", style=style
         )
+        # Offered from the queues API; disabled when the classes cannot be read.
+        self.priority = w.Dropdown(
+            description="Priority", options=[(NO_PRIORITY, "")], value="", style=style
+        )
         self.verdict_view = w.HTML()
         self.use_suggestion = w.Button(description="Use it", layout=w.Layout(display="none"))
         self.submit_button = w.Button(description="Submit", button_style="primary")
@@ -188,7 +197,7 @@ class ClusterBuilder(_Live, w.VBox):  # type: ignore[misc]
         self._inputs = [
             self.queue, self.name, self.workers, self.worker_cpu, self.worker_memory,
             self.worker_gpu, self.head_cpu, self.head_memory, self.image, self.tolerations,
-            self.node_selector,
+            self.node_selector, self.priority,
         ]  # fmt: skip
         super().__init__(
             children=[
@@ -203,7 +212,9 @@ class ClusterBuilder(_Live, w.VBox):  # type: ignore[misc]
             rt = self._follow(self._on_change)
             defaults = rt.core.clusters.policy
             self.workers.value = values.pop("workers", defaults.default_workers)
-            self._set_queues(rt.core.queues.list(), queue)
+            queues = rt.core.queues.list()
+            self._set_queues(queues, queue)
+            self._set_priorities(queues, values.pop("priority", None))
         except KubeError as err:
             self._show_error(err)
         for key, value in values.items():
@@ -236,7 +247,24 @@ class ClusterBuilder(_Live, w.VBox):  # type: ignore[misc]
             request["tolerations"] = self.tolerations.value.strip()
         if self.node_selector.value.strip():
             request["node_selector"] = self.node_selector.value.strip()
+        if self.priority.value:
+            request["priority"] = self.priority.value
         return request
+
+    def _set_priorities(self, queues: Any, preferred: str | None) -> None:
+        """Offer the WorkloadPriorityClasses, highest first, after "Kueue's default"."""
+        classes = queues.priority_classes
+        self.priority.disabled = classes is None
+        self.priority.description_tooltip = (
+            "WorkloadPriorityClasses are not readable by this identity" if classes is None else ""
+        )
+        options = [(NO_PRIORITY, "")] + [
+            (f"{c.name} ({c.value})" + (f" — {c.description}" if c.description else ""), c.name)
+            for c in classes or ()
+        ]
+        current = preferred or self.priority.value
+        self.priority.options = options
+        self.priority.value = current if current in {v for _, v in options} else ""
 
     def _set_queues(self, queues: Any, preferred: str | None) -> None:
         options = []
@@ -272,6 +300,7 @@ class ClusterBuilder(_Live, w.VBox):  # type: ignore[misc]
     def _on_change(self, message: Message) -> None:
         if isinstance(message, QueuesChanged) and message.queues is not None:
             self._set_queues(message.queues, None)
+            self._set_priorities(message.queues, None)
             if self.status is None:
                 self.evaluate()
 

@@ -78,7 +78,11 @@ def test_the_example_cluster_role_grants_exactly_the_optional_permissions():
     names = {resource for _, resource, _ in grants(role)}
     assert {"clusterqueues", "cohorts", "resourceflavors"} <= names
     assert {"workloadpriorityclasses", "admissionchecks"} <= names
-    assert {verb for _, _, verb in grants(role)} == {"list", "watch"}  # read only
+    # Read only: list and watch objects, get the pending workloads of ClusterQueues.
+    assert {verb for _, r, verb in grants(role) if "/" not in r} == {"list", "watch"}
+    assert {(r, verb) for _, r, verb in grants(role) if "/" in r} == {
+        ("clusterqueues/pendingworkloads", "get")
+    }
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert "${NAMESPACE}" in binding["metadata"]["name"]  # one binding per service account
     assert "${SERVICE_ACCOUNT}" in binding["metadata"]["name"]
