@@ -255,7 +255,7 @@ class ClusterBuilder(_Live, w.VBox):  # type: ignore[misc]
         """Offer the WorkloadPriorityClasses, highest first, after "Kueue's default"."""
         classes = queues.priority_classes
         self.priority.disabled = classes is None
-        self.priority.description_tooltip = (
+        self.priority.tooltip = (
             "WorkloadPriorityClasses are not readable by this identity" if classes is None else ""
         )
         options = [(NO_PRIORITY, "")] + [

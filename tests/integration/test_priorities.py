@@ -198,6 +198,17 @@ def test_ahead_counts_only_higher_or_equal_priority(kueue, classes, kernel, kube
     unnamed = dw.fit(dw.ClusterSpec(workers=1, **SMALL))
     assert unnamed.ahead == 3, unnamed.message
 
+    # The builder offers the classes (highest first) and sends the one chosen.
+    builder = dw.ClusterBuilder(name="form")
+    try:
+        offered = [value for _, value in builder.priority.options]
+        assert offered[0] == "" and offered.index(high) < offered.index(low), offered
+        builder.priority.value = high
+        assert builder.request()["priority"] == high
+        assert builder.evaluate() is not None and builder.errors == {}
+    finally:
+        builder.close()
+
 
 # -- preemption --------------------------------------------------------------------------------
 
