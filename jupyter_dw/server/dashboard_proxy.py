@@ -815,7 +815,6 @@ class RayDashboardHandler(
         self._located: Located | None = None
         self._shim_pending: bytearray | None = None
         """The start of an HTML page, held until the shim is placed (None: pass through)."""
-        self._grant: Grant | None = None
         self._upstream_url = ""
         self._route = self._take_route()
 
@@ -868,7 +867,7 @@ class RayDashboardHandler(
         except (DashboardError, KubeError) as err:
             self._send_error_json(err)
             return
-        self._grant, self._located = grant, located
+        self._located = located
         # For jupyter_server's access log ("200 GET ... (user@ip)"), never for authorization.
         self.current_user = self._jupyter_current_user = User(username=grant.user)
 
