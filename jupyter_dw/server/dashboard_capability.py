@@ -190,9 +190,14 @@ class Capabilities:
         if not dot or not encoded_payload or not encoded_mac:
             raise CapabilityError("malformed capability")
         try:
-            return _unb64(encoded_payload), _unb64(encoded_mac)
+            payload, mac = _unb64(encoded_payload), _unb64(encoded_mac)
         except (binascii.Error, ValueError) as err:
             raise CapabilityError("malformed capability") from err
+        # Only the one spelling this server wrote: base64's unused low bits would otherwise
+        # let several strings carry the same capability.
+        if _b64(payload) != encoded_payload or _b64(mac) != encoded_mac:
+            raise CapabilityError("malformed capability")
+        return payload, mac
 
     @staticmethod
     def _fields(payload: bytes) -> tuple[int, str, list[str], float, str]:

@@ -130,3 +130,21 @@ def test_remembered_capabilities_are_bounded(monkeypatch):
     assert refused(caps, tokens[0], now=T0 + 5) == "capability_expired"
     for token in tokens[1:]:
         caps.verify(token, DASH, now=T0 + 5)
+
+
+def test_only_the_canonical_spelling_is_accepted():
+    caps = Capabilities()
+    token = mint(caps)
+    payload, mac = token.split(".")
+    # The last character of 43 base64 characters (32 bytes) carries 2 unused bits: every
+    # character with the same 4 high bits decodes to the same MAC.
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    index = alphabet.index(mac[-1])
+    same_bytes = [c for c in alphabet if alphabet.index(c) >> 2 == index >> 2 and c != mac[-1]]
+    assert len(same_bytes) == 3
+    for other in same_bytes:
+        assert base64.urlsafe_b64decode(mac[:-1] + other + "=") == base64.urlsafe_b64decode(
+            mac + "="
+        )
+        assert refused(caps, f"{payload}.{mac[:-1]}{other}") == "invalid_capability"
+    caps.verify(token, DASH, now=T0)
