@@ -23,6 +23,11 @@ system-deps:
 	@command -v etcd >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq etcd-server >/dev/null; }
+	@# Browser tests (dashboard proxy isolation): Debian's Chromium, driven by Playwright.
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)

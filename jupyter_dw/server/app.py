@@ -14,14 +14,16 @@ from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
-from traitlets import Int, TraitError, Unicode, validate
+from traitlets import Bool, Int, TraitError, Unicode, validate
 
 from ..core.services import DWCore
 from ..core.settings import SECTION, DWSettings, environment_config
 from .dashboard_proxy import (
+    DASHBOARD_SETTING,
     DEFAULT_DASHBOARD_PORT,
     DEFAULT_DASHBOARD_URL,
     PROXY_PREFIX,
+    DashboardProxy,
     dashboard_routes,
     validate_url_template,
 )
@@ -37,19 +39,33 @@ class JupyterDW(ExtensionApp, DWSettings):
     name = "jupyter_dw"
     description = __doc__
 
+    ray_dashboard_proxy = Bool(
+        True,
+        config=True,
+        help="""Serve the Ray dashboard of the namespace's RayClusters through this server at
+        ``{base_url}dw/ray/<name>/``. Proxied pages are sandboxed (an opaque origin: they can
+        never use the Jupyter user's cookies or API) and their own requests are authorized by a
+        short-lived capability in the URL; see the README, "Ray dashboard proxy: isolation".
+        False: every ``dw/ray/`` route answers 404 with code ``dashboard_proxy_disabled``.""",
+    )
+
     ray_dashboard_url = Unicode(
         DEFAULT_DASHBOARD_URL,
         config=True,
         help="""Where the Ray dashboard of a RayCluster is, as seen from this server: the
         target of the ``{base_url}dw/ray/<name>/`` proxy.
 
-        A template with the placeholders ``{name}`` (the RayCluster's name, required),
-        ``{namespace}`` (the session's namespace) and ``{port}`` (``ray_dashboard_port``);
-        no other placeholders, format specs, query string or fragment. It must give an
-        http:// or https:// URL; the proxied path and query are appended to it. The default
-        is KubeRay's head Service by its cluster DNS name. Other examples: a custom cluster
-        domain, ``http://{name}-head-svc.{namespace}.svc.example.internal:{port}``; dashboards
-        behind a gateway that routes by path, ``https://ray-gw.example.com/{namespace}/{name}``.
+        Empty (the default): what KubeRay reports for the cluster, its head Service
+        (``status.head.serviceName``) on its dashboard port (``status.endpoints.dashboard``,
+        8265 when absent), as ``http://<service>.<namespace>.svc:<port>``.
+
+        Otherwise a template with the placeholders ``{name}`` (the RayCluster's name,
+        required), ``{namespace}`` (the session's namespace) and ``{port}``
+        (``ray_dashboard_port``); no other placeholders, format specs, query string or
+        fragment. It must give an http:// or https:// URL; the proxied path and query are
+        appended to it. Examples: a custom cluster domain,
+        ``http://{name}-head-svc.{namespace}.svc.example.internal:{port}``; dashboards behind
+        a gateway that routes by path, ``https://ray-gw.example.com/{namespace}/{name}``.
         Requests never go anywhere else: the browser only picks ``<name>``, which must name
         a RayCluster of the namespace.""",
     )
@@ -57,9 +73,8 @@ class JupyterDW(ExtensionApp, DWSettings):
     ray_dashboard_port = Int(
         DEFAULT_DASHBOARD_PORT,
         config=True,
-        help="""The ``{port}`` of ``ray_dashboard_url``: the ``dashboard`` port of KubeRay's
-        head Service (8265, the Ray default). Change it when the RayClusters' head groups
-        set ``dashboard-port`` in ``rayStartParams``.""",
+        help="""The ``{port}`` of a ``ray_dashboard_url`` template (8265, the Ray default).
+        Unused without a template: the port then comes from the RayCluster's status.""",
     )
 
     @validate("ray_dashboard_url")
@@ -83,7 +98,18 @@ class JupyterDW(ExtensionApp, DWSettings):
         self.core = DWCore.from_settings(self, url_path_join(self.serverapp.base_url, PROXY_PREFIX))
         self.kube_session = self.core.session
         self.executor = ThreadPoolExecutor(EXECUTOR_WORKERS, thread_name_prefix="jupyter-dw")
-        self.settings.update({CORE_SETTING: self.core, EXECUTOR_SETTING: self.executor})
+        self.dashboard_proxy = (
+            DashboardProxy(self.ray_dashboard_url, self.ray_dashboard_port)
+            if self.ray_dashboard_proxy
+            else None
+        )
+        self.settings.update(
+            {
+                CORE_SETTING: self.core,
+                EXECUTOR_SETTING: self.executor,
+                DASHBOARD_SETTING: self.dashboard_proxy,
+            }
+        )
         self.kube_session.start_background()
 
     def _apply_environment(self) -> None:
@@ -96,7 +122,7 @@ class JupyterDW(ExtensionApp, DWSettings):
     def initialize_handlers(self) -> None:
         """Register ``{base_url}dw/api/...`` and the Ray dashboard proxy ``dw/ray/...``."""
         self.handlers.extend(route_table())
-        self.handlers.extend(dashboard_routes(self.ray_dashboard_url, self.ray_dashboard_port))
+        self.handlers.extend(dashboard_routes(self.dashboard_proxy))
 
     async def stop_extension(self) -> None:
         """Stop the watches and the worker threads on server shutdown."""

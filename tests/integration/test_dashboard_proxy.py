@@ -6,21 +6,31 @@ account, whether the cluster exists. The dashboard is a stand-in tornado server 
 ``ray_dashboard_url = "http://127.0.0.1:{port}/{namespace}/{name}"`` so that every request the
 stand-in records also shows the template's substitution. The stand-in records everything it
 receives: "nothing was proxied" is checked on that record, not assumed.
+
+Requests reach the dashboard only on capability paths: ``proxy("<name>/<path>")`` first opens
+``dw/ray/<name>/`` with the Jupyter token (which answers a redirect to
+``dw/ray/<name>/~cap/<capability>/``), then sends the request there *without* Jupyter
+credentials, as the sandboxed page does. The capability itself is tested in
+test_dashboard_capability.py; the browser's side in tests/ui.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from jupyter_server.auth.authorizer import Authorizer
 from jupyter_server.utils import JupyterServerAuthWarning
-from kubernetes import client
+from kubernetes import client, watch
 from tornado import httputil, web
 from tornado.httpclient import HTTPClientError, HTTPResponse
 from tornado.httpserver import HTTPServer
@@ -29,10 +39,17 @@ from tornado.websocket import WebSocketError, WebSocketHandler
 from traitlets import TraitError
 
 from jupyter_dw.server.app import JupyterDW
-from jupyter_dw.server.dashboard_proxy import DashboardProxy
+from jupyter_dw.server.dashboard_capability import IDLE_TTL, READ, Target
+from jupyter_dw.server.dashboard_proxy import (
+    DASHBOARD_SETTING,
+    SANDBOX_POLICY,
+    STORAGE_SHIM,
+    DashboardProxy,
+)
 from jupyter_dw.server.handlers import AUTH_RESOURCE
 from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import WAIT_TIMEOUT
+from tests.integration.log_capture import server_log
 
 pytestmark = pytest.mark.cluster
 
@@ -112,6 +129,13 @@ class StandInHandler(web.RequestHandler):
             self.redirect(f"/{path.rsplit('/', 1)[0]}/landing?x=1")
         elif last == "redirect-relative":
             self.redirect("landing?x=1")
+        elif last == "redirect-evil":
+            self.redirect("https://evil.example/phish")
+        elif last == "redirect-escape":
+            self.redirect("../../../../../../api/kernels")
+        elif last == "page":
+            self.set_header("Content-Type", "text/html; charset=utf-8")
+            self.finish(b"<!DOCTYPE html><html><head><title>dash</title></head><body>ok</body>")
         elif last == "missing":
             raise web.HTTPError(404)
         elif last == "hang":
@@ -206,19 +230,19 @@ def dashboard_port(request: pytest.FixtureRequest, stand_in: StandIn) -> int:
 
 
 @pytest.fixture
-def dw_config(dashboard_port: int) -> dict[str, Any]:
-    """The dashboard address template, aimed at the stand-in."""
-    return {"ray_dashboard_url": TEMPLATE, "ray_dashboard_port": dashboard_port}
+def dw_config(request: pytest.FixtureRequest, dashboard_port: int) -> dict[str, Any]:
+    """The dashboard address template, aimed at the stand-in (plus a test's own settings)."""
+    extra = getattr(request, "param", {})
+    return {"ray_dashboard_url": TEMPLATE, "ray_dashboard_port": dashboard_port, **extra}
 
 
-@pytest.fixture
-def raycluster(kube: client.ApiClient, namespace: str) -> str:
-    """A RayCluster named ``dash`` in the test namespace (suspended: the proxy only needs the
-    object; its pods would not be reachable here anyway)."""
+def create_raycluster(kube: client.ApiClient, namespace: str, name: str) -> None:
+    """A suspended RayCluster (the proxy only needs the object; its pods would not be
+    reachable here anyway)."""
     body = {
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
-        "metadata": {"name": CLUSTER},
+        "metadata": {"name": name},
         "spec": {
             "suspend": True,
             "headGroupSpec": {
@@ -232,14 +256,46 @@ def raycluster(kube: client.ApiClient, namespace: str) -> str:
     client.CustomObjectsApi(kube).create_namespaced_custom_object(
         "ray.io", "v1", namespace, "rayclusters", body
     )
+
+
+def delete_raycluster(kube: client.ApiClient, namespace: str, name: str) -> None:
+    """Delete RayCluster ``name`` and wait until it is gone (finalizers included)."""
+    custom = client.CustomObjectsApi(kube)
+    custom.delete_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", name)
+    listing = custom.list_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters", field_selector=f"metadata.name={name}"
+    )
+    if not listing["items"]:
+        return
+    stream = watch.Watch()
+    for event in stream.stream(
+        custom.list_namespaced_custom_object,
+        "ray.io",
+        "v1",
+        namespace,
+        "rayclusters",
+        field_selector=f"metadata.name={name}",
+        resource_version=listing["metadata"]["resourceVersion"],
+        timeout_seconds=WAIT_TIMEOUT,
+    ):
+        if event["type"] == "DELETED":
+            stream.stop()
+            return
+    raise TimeoutError(f"RayCluster {name} was not deleted within {WAIT_TIMEOUT}s")
+
+
+@pytest.fixture
+def raycluster(kube: client.ApiClient, namespace: str) -> str:
+    """A RayCluster named ``dash`` in the test namespace."""
+    create_raycluster(kube, namespace, CLUSTER)
     return CLUSTER
 
 
 @pytest.fixture
-def proxy(http_server_client, jp_base_url, jp_auth_header):
-    """``proxy("<name>/<raw path and query>", ...)``: a request through the proxy with the
-    path exactly as given (jp_fetch would re-encode it). Token-authenticated unless
-    ``headers`` sets Authorization; errors are returned, not raised."""
+def enter(http_server_client, jp_base_url, jp_auth_header):
+    """``enter("<name>/<raw path and query>", ...)``: a request to the entry route (where a
+    capability is issued), Jupyter-token authenticated unless ``headers`` sets
+    Authorization; not following redirects, errors returned."""
 
     async def fetch(path: str, **kwargs: Any) -> HTTPResponse:
         headers = {**jp_auth_header, **kwargs.pop("headers", {})}
@@ -255,6 +311,64 @@ def proxy(http_server_client, jp_base_url, jp_auth_header):
     return fetch
 
 
+@pytest.fixture
+def capability_path(enter):
+    """``await capability_path(name)``: ``{base_url}dw/ray/<name>/~cap/<capability>/``, as the
+    entry route redirects a token-authenticated GET."""
+
+    async def get(name: str) -> str:
+        response = await enter(f"{name}/")
+        assert response.code == 302, (response.code, response.body)
+        location = response.headers["Location"]
+        assert location.endswith("/"), location
+        return location
+
+    return get
+
+
+@pytest.fixture
+def proxy(http_server_client, enter):
+    """``proxy("<name>/<raw path and query>", ...)``: a request on the capability path of
+    ``<name>``, the path exactly as given (jp_fetch would re-encode it), with no Jupyter
+    credentials unless ``headers`` adds some. When the entry route refuses to issue a
+    capability (bad name, no such cluster, ...), that answer is returned."""
+
+    async def fetch(path: str, **kwargs: Any) -> HTTPResponse:
+        name, _, rest = path.partition("/")
+        entry = await enter(f"{name}/")
+        if entry.code != 302:
+            return entry
+        return await http_server_client.fetch(
+            entry.headers["Location"] + rest,
+            headers=kwargs.pop("headers", {}),
+            raise_error=False,
+            follow_redirects=False,
+            request_timeout=WAIT_TIMEOUT,
+            **kwargs,
+        )
+
+    return fetch
+
+
+@pytest.fixture
+def dashboard(jp_serverapp) -> DashboardProxy:
+    """The server's DashboardProxy (its capabilities and its cache of found clusters)."""
+    return jp_serverapp.web_app.settings[DASHBOARD_SETTING]
+
+
+def ws_parts(location: str, jp_base_url: str, *path: str) -> list[str]:
+    """``jp_ws_fetch`` path parts for ``path`` under a capability ``location``."""
+    return [*location[len(jp_base_url) :].strip("/").split("/"), *path]
+
+
+def assert_sandboxed(response: HTTPResponse) -> None:
+    """The response carries the sandbox (without allow-same-origin) and no Referer leaks."""
+    policies = response.headers.get_list("Content-Security-Policy")
+    assert any(SANDBOX_POLICY in p for p in policies), policies
+    assert not any("allow-same-origin" in p for p in policies), policies
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+
+
 def error_json(response: HTTPResponse) -> dict[str, Any]:
     assert response.headers["Content-Type"].startswith("application/json"), response.headers
     return json.loads(response.body)
@@ -267,9 +381,10 @@ def echo(response: HTTPResponse) -> dict[str, Any]:
 
 
 def assert_no_jupyter_credentials(seen: Seen) -> None:
-    for header in ("Authorization", "Cookie", "X-XSRFToken", "X-CSRFToken"):
+    for header in ("Authorization", "Cookie", "X-XSRFToken", "X-CSRFToken", "Referer"):
         assert header not in seen.headers, (header, dict(seen.headers))
     assert "token=" not in seen.uri and "_xsrf=" not in seen.uri
+    assert "~cap" not in seen.uri
 
 
 # --------------------------------------------------------------------------------------------
@@ -277,12 +392,45 @@ def assert_no_jupyter_credentials(seen: Seen) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def test_default_target_is_the_kuberay_head_service():
+def test_by_default_the_target_is_what_kuberay_reports():
     app = JupyterDW()
-    assert app.ray_dashboard_url == "http://{name}-head-svc.{namespace}.svc:{port}"
-    assert app.ray_dashboard_port == 8265
+    assert app.ray_dashboard_url == ""
+    assert app.ray_dashboard_proxy is True
     proxy = DashboardProxy(app.ray_dashboard_url, app.ray_dashboard_port)
-    assert proxy.base_url("my-ray", "team-a") == "http://my-ray-head-svc.team-a.svc:8265"
+    reported = {
+        "metadata": {"name": "my-ray"},
+        "status": {"head": {"serviceName": "my-ray-head-x1"}, "endpoints": {"dashboard": "8300"}},
+    }
+    assert proxy.base_url("my-ray", "team-a", reported) == "http://my-ray-head-x1.team-a.svc:8300"
+    # Before KubeRay reports anything: its default head Service name and the Ray default port.
+    assert (
+        proxy.base_url("my-ray", "team-a", {"metadata": {"name": "my-ray"}})
+        == "http://my-ray-head-svc.team-a.svc:8265"
+    )
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"head": {"serviceName": "evil.example.com#"}},
+        {"head": {"serviceName": "a/b"}},
+        {"head": {"serviceName": "x"}, "endpoints": {"dashboard": "70000"}},
+    ],
+)
+def test_a_reported_address_that_is_not_a_service_is_refused(status):
+    from jupyter_dw.server.dashboard_proxy import DashboardError
+
+    with pytest.raises(DashboardError) as refused:
+        DashboardProxy().base_url(
+            "dash", "team-a", {"metadata": {"name": "dash"}, "status": status}
+        )
+    assert refused.value.code == "dashboard_unknown"
+
+
+def test_a_configured_template_wins_over_the_status():
+    proxy = DashboardProxy("http://gw.example/{namespace}/{name}", 8265)
+    reported = {"status": {"head": {"serviceName": "elsewhere"}}}
+    assert proxy.base_url("dash", "team-a", reported) == "http://gw.example/team-a/dash"
 
 
 @pytest.mark.parametrize(
@@ -325,6 +473,19 @@ def test_bad_ports_are_refused(port):
         JupyterDW(ray_dashboard_port=port)
 
 
+@pytest.mark.parametrize("dw_config", [{"ray_dashboard_proxy": False}], indirect=True)
+async def test_a_proxy_turned_off_answers_404(enter, raycluster, http_server_client, jp_base_url):
+    for path in (f"{raycluster}/", f"{raycluster}/~cap/x.y/api/jobs/", raycluster):
+        for method, body in (("GET", None), ("POST", b"{}")):
+            response = await enter(path, method=method, body=body)
+            assert response.code == 404, (path, method, response.code)
+            assert error_json(response)["code"] == "dashboard_proxy_disabled"
+            assert_sandboxed(response)
+    anonymous = await enter(f"{raycluster}/", headers={"Authorization": ""})
+    assert anonymous.code == 302  # to the login page: Jupyter's auth still comes first
+    assert anonymous.headers["Location"].startswith(f"{jp_base_url}login?next=")
+
+
 # --------------------------------------------------------------------------------------------
 # HTTP
 # --------------------------------------------------------------------------------------------
@@ -339,6 +500,8 @@ async def test_path_and_query_pass_through_and_credentials_do_not(
         headers={
             "Cookie": "session=abc",
             "X-XSRFToken": "x",
+            "Authorization": f"token {token}",
+            "Referer": "http://127.0.0.1/somewhere",
             "X-Ray-Test": "kept",
             "Accept": "application/json",
         },
@@ -354,6 +517,35 @@ async def test_path_and_query_pass_through_and_credentials_do_not(
     assert seen.headers["X-Ray-Test"] == "kept"
     assert seen.headers["Accept"] == "application/json"
     assert seen.headers["Host"] == f"127.0.0.1:{stand_in.port}"
+
+
+async def test_the_entry_route_issues_a_capability_and_keeps_path_and_query(
+    enter, raycluster, stand_in, jp_base_url, jp_serverapp
+):
+    token = jp_serverapp.identity_provider.token
+    response = await enter(f"{raycluster}/api/jobs/a%2Fb?x=1&token={token}&y=2")
+
+    assert response.code == 302
+    location = response.headers["Location"]
+    prefix = f"{jp_base_url}dw/ray/{raycluster}/~cap/"
+    assert location.startswith(prefix), location
+    capability, _, rest = location[len(prefix) :].partition("/")
+    assert capability and token not in location
+    assert rest == "api/jobs/a%2Fb?x=1&y=2"
+    assert_sandboxed(response)
+    assert stand_in.seen == []  # issuing a capability reaches nothing
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+async def test_other_methods_on_the_entry_route_keep_their_method(
+    enter, raycluster, stand_in, method
+):
+    body = b"{}" if method in ("POST", "PUT", "PATCH") else None
+    response = await enter(f"{raycluster}/api/jobs/", method=method, body=body)
+
+    assert response.code == 307
+    assert "/~cap/" in response.headers["Location"]
+    assert stand_in.seen == []
 
 
 async def test_the_dashboard_root_and_an_empty_query(proxy, raycluster, stand_in, namespace):
@@ -375,6 +567,7 @@ async def test_the_dashboard_root_and_an_empty_query(proxy, raycluster, stand_in
     ],
 )
 async def test_methods_and_bodies_pass_through(proxy, raycluster, stand_in, method, body):
+    # No cookie, no token, no XSRF token: the sandboxed page has none, the capability is it.
     response = await proxy(f"{raycluster}/api/jobs/", method=method, body=body)
 
     answer = echo(response)
@@ -382,6 +575,8 @@ async def test_methods_and_bodies_pass_through(proxy, raycluster, stand_in, meth
     [seen] = stand_in.seen
     assert (seen.method, seen.body) == (method, body or b"")
     assert_no_jupyter_credentials(seen)
+    assert response.headers["Access-Control-Allow-Origin"] == "null"
+    assert "Access-Control-Allow-Credentials" not in response.headers
 
 
 async def test_head_passes_through_without_a_body(proxy, raycluster, stand_in):
@@ -394,7 +589,30 @@ async def test_head_passes_through_without_a_body(proxy, raycluster, stand_in):
     assert [s.method for s in stand_in.seen] == ["HEAD"]
 
 
-async def test_status_and_headers_come_back(proxy, raycluster, stand_in):
+async def test_a_cors_preflight_is_answered_on_the_capability_path_only(
+    proxy, enter, raycluster, stand_in
+):
+    preflight = {
+        "Origin": "null",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type, x-ray",
+    }
+    response = await proxy(f"{raycluster}/api/jobs/", method="OPTIONS", headers=preflight)
+
+    assert response.code == 204
+    assert response.headers["Access-Control-Allow-Origin"] == "null"
+    assert "POST" in response.headers["Access-Control-Allow-Methods"]
+    assert response.headers["Access-Control-Allow-Headers"] == "content-type, x-ray"
+    assert "Access-Control-Allow-Credentials" not in response.headers
+    assert_sandboxed(response)
+    assert stand_in.seen == []
+    # The entry route, the Jupyter API and the no-slash redirect answer no CORS to the page.
+    for path in (f"{raycluster}/api/jobs/", raycluster):
+        entry = await enter(path, headers={"Origin": "null"})
+        assert "Access-Control-Allow-Origin" not in entry.headers
+
+
+async def test_status_and_headers_come_back_filtered(proxy, raycluster, stand_in):
     response = await proxy(f"{raycluster}/teapot")
 
     assert response.code == 418
@@ -402,33 +620,60 @@ async def test_status_and_headers_come_back(proxy, raycluster, stand_in):
     assert response.headers["Content-Type"] == "text/plain"
     assert response.headers["X-Stand-In"] == "teapot"
     assert "Proxy-Authenticate" not in response.headers
-    # The Jupyter origin keeps its own CORS policy (none here).
-    assert response.headers.get("Access-Control-Allow-Origin") != "https://evil.example"
+    # Our CORS answer for the sandboxed page, never the dashboard's.
+    assert response.headers.get_list("Access-Control-Allow-Origin") == ["null"]
     assert "Access-Control-Allow-Credentials" not in response.headers
-    cookies = response.headers.get_list("Set-Cookie")
-    assert not [c for c in cookies if c.startswith("dashboard=")], cookies
-    # The dashboard's CSP is added to Jupyter's, not swapped for it.
+    assert not response.headers.get_list("Set-Cookie")
+    # The dashboard's CSP is added to ours, which keeps the sandbox.
     policies = response.headers.get_list("Content-Security-Policy")
     assert "img-src 'self'" in policies
-    assert any("frame-ancestors" in p for p in policies), policies
+    assert any("frame-ancestors" in p and SANDBOX_POLICY in p for p in policies), policies
+    assert_sandboxed(response)
     assert len(stand_in.seen) == 1
+
+
+async def test_html_pages_get_the_storage_shim(proxy, raycluster):
+    page = await proxy(f"{raycluster}/app/page", headers={"Sec-Fetch-Dest": "document"})
+
+    assert page.code == 200
+    assert page.body == (
+        b"<!DOCTYPE html>" + STORAGE_SHIM + b"<html><head><title>dash</title></head><body>ok</body>"
+    )
+    assert int(page.headers.get("Content-Length", len(page.body))) == len(page.body)
+    assert_sandboxed(page)
+    json_answer = await proxy(f"{raycluster}/api/jobs/")
+    assert STORAGE_SHIM not in json_answer.body
 
 
 @pytest.mark.parametrize(
     ("route", "location"),
     [
-        ("redirect-absolute", "{base}dw/ray/dash/app/landing?x=1"),
-        ("redirect-root", "{base}dw/ray/dash/app/landing?x=1"),
-        ("redirect-relative", "landing?x=1"),
+        ("redirect-absolute", "app/landing?x=1"),
+        ("redirect-root", "app/landing?x=1"),
+        ("redirect-relative", "app/landing?x=1"),
     ],
 )
-async def test_dashboard_redirects_stay_in_the_proxy(
-    proxy, raycluster, jp_base_url, route, location
+async def test_dashboard_redirects_stay_under_the_capability_path(
+    proxy, capability_path, raycluster, route, location
 ):
     response = await proxy(f"{raycluster}/app/{route}")
 
     assert response.code == 302
-    assert response.headers["Location"] == location.format(base=jp_base_url)
+    prefix = response.effective_url[: response.effective_url.index("/~cap/")]
+    capability = response.effective_url[len(prefix) + len("/~cap/") :].split("/")[0]
+    assert response.headers["Location"].endswith(f"/~cap/{capability}/{location}")
+    assert response.headers["Location"].startswith(urlsplit(prefix).path)
+    assert_sandboxed(response)
+
+
+@pytest.mark.parametrize("route", ["redirect-evil", "redirect-escape"])
+async def test_dashboard_redirects_out_of_the_proxy_are_refused(proxy, raycluster, route):
+    response = await proxy(f"{raycluster}/app/{route}")
+
+    assert response.code == 502
+    assert "Location" not in response.headers
+    assert error_json(response)["code"] == "dashboard_redirect_refused"
+    assert_sandboxed(response)
 
 
 async def test_response_bodies_are_streamed(proxy, raycluster, stand_in):
@@ -444,12 +689,48 @@ async def test_response_bodies_are_streamed(proxy, raycluster, stand_in):
     assert b"".join(chunks) == b"first,second"
 
 
-async def test_no_slash_redirects_to_the_dashboard_root(proxy, raycluster, jp_base_url, stand_in):
-    response = await proxy(f"{raycluster}?a=1")
+async def test_no_slash_redirects_to_the_dashboard_root(enter, raycluster, jp_base_url, stand_in):
+    response = await enter(f"{raycluster}?a=1")
 
     assert response.code == 302
     assert response.headers["Location"] == f"{jp_base_url}dw/ray/{raycluster}/?a=1"
+    assert_sandboxed(response)
     assert stand_in.seen == []
+
+
+# --------------------------------------------------------------------------------------------
+# The sandbox on every answer
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dashboard_port", ["closed"], indirect=True)
+async def test_errors_of_the_proxy_are_sandboxed_too(
+    proxy, enter, raycluster, capability_path, http_server_client
+):
+    unreachable = await proxy(f"{raycluster}/api/jobs/")
+    assert unreachable.code == 502
+    assert_sandboxed(unreachable)
+    for path in ("Bad_Name/", "no-such-cluster/", f"{raycluster}/a/../x"):
+        refused = await enter(path)
+        assert refused.code in (400, 404), path
+        assert_sandboxed(refused)
+    location = await capability_path(raycluster)
+    forged = location.replace("/~cap/", "/~cap/x")
+    response = await http_server_client.fetch(forged, raise_error=False)
+    assert response.code == 403
+    assert_sandboxed(response)
+
+
+async def test_the_websocket_handshake_is_sandboxed(
+    jp_ws_fetch, raycluster, capability_path, jp_base_url
+):
+    location = await capability_path(raycluster)
+    ws = await jp_ws_fetch(*ws_parts(location, jp_base_url, "ws"), headers={"Authorization": ""})
+
+    policies = ws.headers.get_list("Content-Security-Policy")
+    assert any(SANDBOX_POLICY in p for p in policies), policies
+    assert await ws.read_message() == "hello from the dashboard"
+    ws.close()
 
 
 # --------------------------------------------------------------------------------------------
@@ -458,20 +739,41 @@ async def test_no_slash_redirects_to_the_dashboard_root(proxy, raycluster, jp_ba
 
 
 async def test_unauthenticated_requests_are_refused(
-    proxy, raycluster, stand_in, jp_ws_fetch, jp_base_url
+    enter, raycluster, stand_in, jp_ws_fetch, jp_base_url
 ):
     for auth in ("", "token wrong-token"):
         headers = {"Authorization": auth}
-        page = await proxy(f"{raycluster}/", headers=headers)
+        page = await enter(f"{raycluster}/", headers=headers)
         assert page.code == 302  # a browser goes to the login page, as for any Jupyter page
         assert page.headers["Location"].startswith(f"{jp_base_url}login?next=")
         assert (
-            await proxy(f"{raycluster}/x", method="POST", body=b"", headers=headers)
+            await enter(f"{raycluster}/x", method="POST", body=b"", headers=headers)
         ).code == 403
-        no_slash = await proxy(raycluster, headers=headers)
+        no_slash = await enter(raycluster, headers=headers)
         assert no_slash.headers["Location"].startswith(f"{jp_base_url}login?next=")
         with pytest.raises((HTTPClientError, WebSocketError)):
             await jp_ws_fetch("dw", "ray", raycluster, "ws", headers=headers)
+    assert stand_in.seen == []
+
+
+async def test_capability_paths_need_a_valid_capability(
+    enter, raycluster, stand_in, http_server_client, jp_base_url, jp_ws_fetch
+):
+    root = f"{jp_base_url}dw/ray/{raycluster}/~cap"
+    for capability in ("x", "x.y", "AAAA.BBBB", "%41.%42", "a..b"):
+        for method, body in (("GET", None), ("POST", b"{}")):
+            response = await http_server_client.fetch(
+                f"{root}/{capability}/api/jobs/", method=method, body=body, raise_error=False
+            )
+            assert response.code == 403, (capability, method)
+            assert error_json(response)["code"] == "invalid_capability"
+        with pytest.raises(HTTPClientError) as refused:
+            await jp_ws_fetch("dw", "ray", raycluster, "~cap", capability, "ws")
+        assert refused.value.code == 403
+    # No capability at all: the entry route sees a '~cap' path and refuses it.
+    empty = await enter(f"{raycluster}/~cap/")
+    assert empty.code == 403
+    assert error_json(empty)["code"] == "invalid_capability"
     assert stand_in.seen == []
 
 
@@ -484,21 +786,22 @@ STRICT_SERVER = {
 
 @pytest.mark.parametrize("server_options", [STRICT_SERVER], indirect=True)
 async def test_a_strict_server_finds_every_method_authenticated(
-    recwarn, proxy, raycluster, stand_in, jp_serverapp, jp_ws_fetch
+    recwarn, enter, proxy, raycluster, stand_in, jp_serverapp, jp_ws_fetch
 ):
     # recwarn was set up before the server: it saw the routes being registered.
     assert jp_serverapp.allow_unauthenticated_access is False
     assert [str(w.message) for w in recwarn if w.category is JupyterServerAuthWarning] == []
 
-    for method, body in (("GET", None), ("HEAD", None), ("OPTIONS", None), ("PUT", b"")):
-        refused = await proxy(
+    for method, body in (("HEAD", None), ("OPTIONS", None), ("PUT", b"")):
+        refused = await enter(
             f"{raycluster}/", method=method, body=body, headers={"Authorization": ""}
         )
-        assert refused.code == 403, method
-    with pytest.raises(HTTPClientError) as ws_refused:
+        assert refused.code in (302, 403), method
+        assert "/~cap/" not in refused.headers.get("Location", "")
+    with pytest.raises(HTTPClientError):
         await jp_ws_fetch("dw", "ray", raycluster, "ws", headers={"Authorization": ""})
-    assert ws_refused.value.code == 403
     assert stand_in.seen == []
+    # The capability path works without Jupyter credentials on a strict server too.
     echo(await proxy(f"{raycluster}/api/jobs/"))
 
 
@@ -514,29 +817,29 @@ async def login_cookies(http_server_client, jp_base_url, token: str) -> dict[str
     return cookies
 
 
-async def test_writes_from_a_cookie_session_need_the_xsrf_token(
-    proxy, raycluster, stand_in, http_server_client, jp_base_url, jp_serverapp
+def cookie_header(cookies: dict[str, str]) -> str:
+    return "; ".join(f"{k}={v}" for k, v in cookies.items())
+
+
+async def test_entry_writes_from_a_cookie_session_need_the_xsrf_token(
+    enter, raycluster, stand_in, http_server_client, jp_base_url, jp_serverapp
 ):
     cookies = await login_cookies(
         http_server_client, jp_base_url, jp_serverapp.identity_provider.token
     )
-    cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
-    browser = {"Authorization": "", "Cookie": cookie}
+    browser = {"Authorization": "", "Cookie": cookie_header(cookies)}
 
-    # Reads need no XSRF token (the session is enough).
-    assert echo(await proxy(f"{raycluster}/api/jobs/", headers=browser))["method"] == "GET"
-    assert len(stand_in.seen) == 1
+    # A navigation needs no XSRF token (the session is enough).
+    assert (await enter(f"{raycluster}/api/jobs/", headers=browser)).code == 302
 
-    refused = await proxy(f"{raycluster}/api/jobs/", method="POST", body=b"{}", headers=browser)
+    refused = await enter(f"{raycluster}/api/jobs/", method="POST", body=b"{}", headers=browser)
     assert refused.code == 403
     assert "_xsrf" in error_json(refused)["error"]
-    assert len(stand_in.seen) == 1  # nothing more reached the dashboard
 
     with_xsrf = {**browser, "X-XSRFToken": cookies["_xsrf"]}
-    response = await proxy(f"{raycluster}/api/jobs/", method="POST", body=b"{}", headers=with_xsrf)
-    assert echo(response)["method"] == "POST"
-    assert len(stand_in.seen) == 2
-    assert_no_jupyter_credentials(stand_in.seen[-1])
+    response = await enter(f"{raycluster}/api/jobs/", method="POST", body=b"{}", headers=with_xsrf)
+    assert response.code == 307
+    assert stand_in.seen == []
 
 
 class DenyJupyterDW(Authorizer):
@@ -553,25 +856,198 @@ class NoExecute(Authorizer):
         return action != "execute"
 
 
+class ReadOnly(Authorizer):
+    """Allows reading only."""
+
+    def is_authorized(self, handler, user, action, resource) -> bool:
+        return action == "read"
+
+
 @pytest.mark.parametrize("server_options", [{"authorizer_class": DenyJupyterDW}], indirect=True)
-async def test_requests_are_authorized_by_jupyter_server(proxy, raycluster, stand_in, jp_ws_fetch):
+async def test_no_capability_without_jupyter_authorization(
+    enter, raycluster, stand_in, jp_ws_fetch
+):
     for method, body in (("GET", None), ("POST", b"{}"), ("DELETE", None)):
-        response = await proxy(f"{raycluster}/api/jobs/", method=method, body=body)
+        response = await enter(f"{raycluster}/api/jobs/", method=method, body=body)
         assert response.code == 403
         assert AUTH_RESOURCE in error_json(response)["error"]
-    with pytest.raises(HTTPClientError) as refused:
-        await jp_ws_fetch("dw", "ray", raycluster, "ws")
-    assert refused.value.code == 403
+        assert "Location" not in response.headers
     assert stand_in.seen == []
 
 
 @pytest.mark.parametrize("server_options", [{"authorizer_class": NoExecute}], indirect=True)
-async def test_websockets_need_execute(proxy, raycluster, stand_in, jp_ws_fetch):
+async def test_websockets_need_execute(
+    proxy, raycluster, stand_in, jp_ws_fetch, capability_path, jp_base_url
+):
+    location = await capability_path(raycluster)
     with pytest.raises(HTTPClientError) as refused:
-        await jp_ws_fetch("dw", "ray", raycluster, "ws")
+        await jp_ws_fetch(*ws_parts(location, jp_base_url, "ws"))
     assert refused.value.code == 403
+    assert b"capability_not_granted" in refused.value.response.body
     assert stand_in.seen == []
     echo(await proxy(f"{raycluster}/api/jobs/"))  # plain reads are still allowed
+
+
+@pytest.mark.parametrize("server_options", [{"authorizer_class": ReadOnly}], indirect=True)
+async def test_writes_need_write(proxy, raycluster, stand_in):
+    refused = await proxy(f"{raycluster}/api/jobs/", method="POST", body=b"{}")
+    assert refused.code == 403
+    assert error_json(refused)["code"] == "capability_not_granted"
+    assert stand_in.seen == []
+    echo(await proxy(f"{raycluster}/api/jobs/"))
+
+
+# --------------------------------------------------------------------------------------------
+# The capability: bound to its cluster, its user's session, and time
+# --------------------------------------------------------------------------------------------
+
+
+async def test_a_capability_opens_only_its_own_cluster(
+    kube, namespace, raycluster, capability_path, http_server_client, stand_in, jp_base_url
+):
+    create_raycluster(kube, namespace, "dash2")
+    location = await capability_path(raycluster)
+
+    other = location.replace(f"/dw/ray/{raycluster}/", "/dw/ray/dash2/")
+    response = await http_server_client.fetch(other + "api/jobs/", raise_error=False)
+    assert response.code == 403
+    assert error_json(response)["code"] == "invalid_capability"
+    assert stand_in.seen == []
+
+
+async def test_a_capability_dies_with_its_cluster(
+    kube, namespace, raycluster, capability_path, http_server_client, dashboard, stand_in
+):
+    location = await capability_path(raycluster)
+    delete_raycluster(kube, namespace, raycluster)
+    create_raycluster(kube, namespace, raycluster)
+    dashboard.exists_ttl = 0  # look the cluster up again now, not after the cache's seconds
+    dashboard._found.clear()
+
+    response = await http_server_client.fetch(location + "api/jobs/", raise_error=False)
+    assert response.code == 403
+    assert error_json(response)["code"] == "invalid_capability"
+    assert stand_in.seen == []
+
+
+def raycluster_uid(kube: client.ApiClient, namespace: str, name: str) -> str:
+    custom = client.CustomObjectsApi(kube)
+    obj = custom.get_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", name)
+    return obj["metadata"]["uid"]
+
+
+async def test_an_expired_capability_is_refused_and_a_navigation_renews_it(
+    kube, raycluster, namespace, dashboard, http_server_client, jp_base_url, stand_in
+):
+    uid = raycluster_uid(kube, namespace, raycluster)
+    stale = dashboard.capabilities.mint(
+        Target(raycluster, namespace), uid, "someone", [READ], now=time.time() - 2 * IDLE_TTL
+    )
+    url = f"{jp_base_url}dw/ray/{raycluster}/~cap/{stale}/api/jobs/?x=1"
+
+    fetched = await http_server_client.fetch(url, raise_error=False, follow_redirects=False)
+    assert fetched.code == 403
+    assert error_json(fetched)["code"] == "capability_expired"
+    # A page reloaded after its link expired goes back through Jupyter's login.
+    navigation = await http_server_client.fetch(
+        url,
+        headers={"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"},
+        raise_error=False,
+        follow_redirects=False,
+    )
+    assert navigation.code == 302
+    assert navigation.headers["Location"] == f"{jp_base_url}dw/ray/{raycluster}/api/jobs/?x=1"
+    assert stand_in.seen == []
+
+    fresh = dashboard.capabilities.mint(Target(raycluster, namespace), uid, "someone", [READ])
+    echo(
+        await http_server_client.fetch(
+            url.replace(stale, fresh), raise_error=False, follow_redirects=False
+        )
+    )
+
+
+async def test_a_tampered_capability_is_refused(
+    raycluster, capability_path, http_server_client, stand_in
+):
+    location = await capability_path(raycluster)
+    capability = location.rstrip("/").rsplit("/", 1)[1]
+    payload, mac = capability.split(".")
+    for forged in (
+        f"{payload[:-1]}{'A' if payload[-1] != 'A' else 'B'}.{mac}",
+        f"{payload}.{mac[:-1]}{'A' if mac[-1] != 'A' else 'B'}",
+        f"{payload}.{mac}{mac}",
+        f"{payload}.",
+    ):
+        response = await http_server_client.fetch(
+            location.replace(capability, forged) + "api/jobs/", raise_error=False
+        )
+        assert response.code == 403, forged
+        assert error_json(response)["code"] == "invalid_capability"
+    assert stand_in.seen == []
+
+
+async def test_a_capability_belongs_to_its_browser_session(
+    enter, raycluster, stand_in, http_server_client, jp_base_url, jp_serverapp
+):
+    token = jp_serverapp.identity_provider.token
+    alice = await login_cookies(http_server_client, jp_base_url, token)
+    bob = await login_cookies(http_server_client, jp_base_url, token)
+    entry = await enter(
+        f"{raycluster}/", headers={"Authorization": "", "Cookie": cookie_header(alice)}
+    )
+    assert entry.code == 302
+    location = entry.headers["Location"]
+
+    async def get(cookies: dict[str, str] | None) -> HTTPResponse:
+        headers = {"Cookie": cookie_header(cookies)} if cookies else {}
+        return await http_server_client.fetch(
+            location + "api/jobs/", headers=headers, raise_error=False
+        )
+
+    echo(await get(alice))  # the session that opened it
+    echo(await get(None))  # the sandboxed page, which sends no cookie
+    other = await get(bob)  # the link pasted into another user's session
+    assert other.code == 403
+    assert error_json(other)["code"] == "capability_user_mismatch"
+    assert len(stand_in.seen) == 2
+
+
+async def test_a_capability_is_not_a_jupyter_credential(
+    raycluster, capability_path, http_server_client, jp_base_url, jp_serverapp
+):
+    location = await capability_path(raycluster)
+    capability = location.rstrip("/").rsplit("/", 1)[1]
+    kernels_before = list(jp_serverapp.kernel_manager.list_kernel_ids())
+    attempts = [
+        ("GET", "api/kernels", None),
+        ("POST", "api/kernels", b"{}"),
+        ("PUT", "api/contents/owned.txt", b'{"type": "file", "format": "text", "content": "x"}'),
+        ("GET", "api/contents", None),
+        ("GET", "dw/api/clusters", None),
+        ("DELETE", f"dw/api/clusters/{raycluster}", None),
+        ("GET", f"dw/ray/{raycluster}/", None),
+    ]
+    for method, path, body in attempts:
+        for how in ("header", "query"):
+            headers = {"Authorization": f"token {capability}"} if how == "header" else {}
+            query = f"?token={capability}" if how == "query" else ""
+            response = await http_server_client.fetch(
+                f"{jp_base_url}{path}{query}",
+                method=method,
+                body=body,
+                headers=headers,
+                raise_error=False,
+                follow_redirects=False,
+            )
+            if method in ("GET", "HEAD"):
+                # Jupyter sends a browser without credentials to its login page.
+                assert response.code in (302, 403), (method, path, how, response.code)
+                assert "/login" in response.headers.get("Location", "/login"), path
+            else:
+                assert response.code == 403, (method, path, how, response.code)
+    assert list(jp_serverapp.kernel_manager.list_kernel_ids()) == kernels_before
+    assert not (Path(jp_serverapp.root_dir) / "owned.txt").exists()
 
 
 # --------------------------------------------------------------------------------------------
@@ -579,17 +1055,14 @@ async def test_websockets_need_execute(proxy, raycluster, stand_in, jp_ws_fetch)
 # --------------------------------------------------------------------------------------------
 
 
-async def test_a_missing_raycluster_is_404(proxy, raycluster, stand_in, namespace, jp_ws_fetch):
-    response = await proxy("no-such-cluster/api/jobs/")
+async def test_a_missing_raycluster_is_404(enter, raycluster, stand_in, namespace, jp_ws_fetch):
+    response = await enter("no-such-cluster/api/jobs/")
 
     assert response.code == 404
     body = error_json(response)
     assert body["code"] == "raycluster_not_found"
     assert "no-such-cluster" in body["error"] and namespace in body["error"]
     assert body["hint"]
-    with pytest.raises(HTTPClientError) as refused:
-        await jp_ws_fetch("dw", "ray", "no-such-cluster", "ws")
-    assert refused.value.code == 404
     assert stand_in.seen == []
 
 
@@ -605,8 +1078,8 @@ async def test_only_existing_rayclusters_are_reached(proxy, raycluster, stand_in
 @pytest.mark.parametrize(
     "name", ["Dash", "1dash", "da_sh", "dash-", "d" * 54, "%64ash%2Fx", "%44ash", "da%20sh"]
 )
-async def test_a_bad_name_is_400(proxy, stand_in, name):
-    response = await proxy(f"{name}/api/jobs/")
+async def test_a_bad_name_is_400(enter, stand_in, name):
+    response = await enter(f"{name}/api/jobs/")
 
     assert response.code == 400
     assert error_json(response)["code"] == "invalid_name"
@@ -614,17 +1087,16 @@ async def test_a_bad_name_is_400(proxy, stand_in, name):
 
 
 @pytest.mark.parametrize("path", ["static/../../other/x", "%2e%2e/x", "a/.%2F..%5Cx", "./x"])
-async def test_dot_segments_are_400(proxy, raycluster, stand_in, path):
-    response = await proxy(f"{raycluster}/{path}")
-
-    assert response.code == 400
-    assert error_json(response)["code"] == "invalid_path"
+async def test_dot_segments_are_400(proxy, enter, raycluster, stand_in, path):
+    for response in (await proxy(f"{raycluster}/{path}"), await enter(f"{raycluster}/{path}")):
+        assert response.code == 400
+        assert error_json(response)["code"] == "invalid_path"
     assert stand_in.seen == []
 
 
 @pytest.mark.parametrize("rules", [[]], indirect=True)
-async def test_kubernetes_403_names_the_permission(proxy, raycluster, stand_in):
-    response = await proxy(f"{raycluster}/")
+async def test_kubernetes_403_names_the_permission(enter, raycluster, stand_in):
+    response = await enter(f"{raycluster}/")
 
     assert response.code == 403
     body = error_json(response)
@@ -634,16 +1106,20 @@ async def test_kubernetes_403_names_the_permission(proxy, raycluster, stand_in):
 
 
 @pytest.mark.parametrize("dashboard_port", ["closed"], indirect=True)
-async def test_an_unreachable_dashboard_is_502(proxy, raycluster, dashboard_port, jp_ws_fetch):
+async def test_an_unreachable_dashboard_is_502(
+    proxy, raycluster, dashboard_port, jp_ws_fetch, capability_path, jp_base_url
+):
     response = await proxy(f"{raycluster}/api/jobs/")
 
     assert response.code == 502
     body = error_json(response)
     assert body["code"] == "dashboard_unreachable"
     assert f"127.0.0.1:{dashboard_port}" in body["reason"]
+    assert "~cap" not in body["reason"]
     assert body["hint"]
+    location = await capability_path(raycluster)
     with pytest.raises(HTTPClientError) as refused:
-        await jp_ws_fetch("dw", "ray", raycluster, "ws")
+        await jp_ws_fetch(*ws_parts(location, jp_base_url, "ws"))
     assert refused.value.code == 502
 
 
@@ -652,9 +1128,22 @@ async def test_an_unreachable_dashboard_is_502(proxy, raycluster, dashboard_port
 # --------------------------------------------------------------------------------------------
 
 
-async def test_websocket_messages_pass_both_ways(jp_ws_fetch, raycluster, stand_in, namespace):
-    ws = await jp_ws_fetch(
-        "dw", "ray", raycluster, "ws", params={"x": "1"}, subprotocols=["dashboard.v1", "other"]
+@pytest.fixture
+def dashboard_ws(jp_ws_fetch, capability_path, jp_base_url):
+    """``await dashboard_ws(name, *path, **kwargs)``: a WebSocket on the capability path,
+    without Jupyter credentials."""
+
+    async def connect(name: str, *path: str, **kwargs: Any):
+        location = await capability_path(name)
+        headers = {"Authorization": "", **kwargs.pop("headers", {})}
+        return await jp_ws_fetch(*ws_parts(location, jp_base_url, *path), headers=headers, **kwargs)
+
+    return connect
+
+
+async def test_websocket_messages_pass_both_ways(dashboard_ws, raycluster, stand_in, namespace):
+    ws = await dashboard_ws(
+        raycluster, "ws", params={"x": "1"}, subprotocols=["dashboard.v1", "other"]
     )
 
     assert ws.selected_subprotocol == "dashboard.v1"
@@ -673,8 +1162,21 @@ async def test_websocket_messages_pass_both_ways(jp_ws_fetch, raycluster, stand_
     assert stand_in.socket_close_code == 4001
 
 
-async def test_the_dashboard_closing_closes_the_browser_socket(jp_ws_fetch, raycluster):
-    ws = await jp_ws_fetch("dw", "ray", raycluster, "ws")
+@pytest.mark.parametrize(("origin", "allowed"), [("null", True), ("https://evil.example", False)])
+async def test_websocket_origins(dashboard_ws, raycluster, stand_in, origin, allowed):
+    if allowed:
+        ws = await dashboard_ws(raycluster, "ws", headers={"Origin": origin})
+        assert await ws.read_message() == "hello from the dashboard"
+        ws.close()
+        return
+    with pytest.raises(HTTPClientError) as refused:
+        await dashboard_ws(raycluster, "ws", headers={"Origin": origin})
+    assert refused.value.code == 403
+    assert stand_in.seen == []
+
+
+async def test_the_dashboard_closing_closes_the_browser_socket(dashboard_ws, raycluster):
+    ws = await dashboard_ws(raycluster, "ws")
     assert await ws.read_message() == "hello from the dashboard"
 
     await ws.write_message("close-me")
@@ -684,16 +1186,13 @@ async def test_the_dashboard_closing_closes_the_browser_socket(jp_ws_fetch, rayc
 
 
 async def test_a_browser_going_away_closes_the_dashboard_request(
-    http_server_client, jp_base_url, jp_auth_header, raycluster, stand_in
+    http_server_client, capability_path, raycluster, stand_in
 ):
+    location = await capability_path(raycluster)
     # A raw connection, so the test can drop it mid-response (as a closed tab does).
     port = http_server_client.get_http_port()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    request = (
-        f"GET {jp_base_url}dw/ray/{raycluster}/logs/hang HTTP/1.1\r\n"
-        f"Host: 127.0.0.1:{port}\r\n"
-        f"Authorization: {jp_auth_header['Authorization']}\r\n\r\n"
-    )
+    request = f"GET {location}logs/hang HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
     writer.write(request.encode())
     await writer.drain()
     head = await asyncio.wait_for(reader.readuntil(b"first,"), EVENT_TIMEOUT)
@@ -705,10 +1204,95 @@ async def test_a_browser_going_away_closes_the_dashboard_request(
 
 
 @pytest.mark.parametrize(("path", "status"), [("missing", 404), ("api/jobs/", 502)])
-async def test_a_websocket_the_dashboard_refuses(jp_ws_fetch, raycluster, stand_in, path, status):
+async def test_a_websocket_the_dashboard_refuses(dashboard_ws, raycluster, stand_in, path, status):
     with pytest.raises(HTTPClientError) as refused:
-        await jp_ws_fetch("dw", "ray", raycluster, *path.split("/"))
+        await dashboard_ws(raycluster, *path.split("/"))
 
     assert refused.value.code == status
     assert b"dashboard_refused" in refused.value.response.body
     assert len(stand_in.seen) == 1  # it did reach the dashboard, which said no
+
+
+# --------------------------------------------------------------------------------------------
+# Logs
+# --------------------------------------------------------------------------------------------
+
+
+async def test_no_token_or_capability_reaches_the_log(
+    enter,
+    proxy,
+    capability_path,
+    dashboard_ws,
+    raycluster,
+    namespace,
+    identity,
+    kube,
+    dashboard,
+    http_server_client,
+    jp_serverapp,
+    jp_base_url,
+):
+    token = jp_serverapp.identity_provider.token
+    with server_log(jp_serverapp.log) as lines:
+        cookies = await login_cookies(http_server_client, jp_base_url, token)
+        locations = []
+        for path in (f"{raycluster}/?token={token}", f"{raycluster}/api/jobs/"):
+            entry = await enter(path)
+            locations.append(entry.headers["Location"])
+        location = await capability_path(raycluster)
+        locations.append(location)
+        cap = location.rstrip("/").rsplit("/", 1)[1]
+        # Successes, client errors, dashboard errors, refusals, sockets, expired and forged
+        # capabilities: every log level the server uses.
+        await proxy(f"{raycluster}/api/jobs/?token={token}")
+        await proxy(f"{raycluster}/api/jobs/", method="POST", body=b"{}")
+        await proxy(f"{raycluster}/missing")
+        await proxy(f"{raycluster}/app/redirect-evil")
+        await proxy(f"{raycluster}/a/../../x")
+        ws = await dashboard_ws(raycluster, "ws")
+        await ws.read_message()
+        ws.close()
+        # (A Referer holding the capability only on our routes: elsewhere jupyter_server
+        # logs it, and browsers send none, as test_dashboard_browser proves.)
+        for url, referer in (
+            (location + "api/jobs/", location),
+            (location.replace(cap, cap[:-1] + ("A" if cap[-1] != "A" else "B")) + "x", location),
+            (location.replace(f"/dw/ray/{raycluster}/", "/dw/ray/dash2/") + "x", location),
+            (f"{jp_base_url}api/kernels?token={cap}", jp_base_url),
+        ):
+            await http_server_client.fetch(
+                url,
+                headers={"Cookie": cookie_header(cookies), "Referer": referer},
+                raise_error=False,
+                follow_redirects=False,
+            )
+        uid = raycluster_uid(kube, namespace, raycluster)
+        stale = dashboard.capabilities.mint(
+            Target(raycluster, namespace), uid, "x", [READ], now=time.time() - 2 * IDLE_TTL
+        )
+        stale_url = location.replace(cap, stale)
+        locations.append(stale_url)
+        await http_server_client.fetch(stale_url + "x", raise_error=False)
+        await http_server_client.fetch(
+            stale_url + "x",
+            headers={"Sec-Fetch-Mode": "navigate"},
+            raise_error=False,
+            follow_redirects=False,
+        )
+
+    log = "\n".join(lines)
+    assert "dw/ray/" in log and "[capability]" in log  # the requests were logged, masked
+    secret = dashboard.capabilities._secret
+    capabilities = [u.split("/~cap/")[1].split("/")[0] for u in locations]
+    assert len(set(capabilities)) >= 3
+    for name, value in [
+        ("Jupyter token", token),
+        ("service-account token", identity.token),
+        ("capability secret (hex)", secret.hex()),
+        ("capability secret (base64)", base64.urlsafe_b64encode(secret).decode().rstrip("=")),
+        *(("capability", c) for c in capabilities),
+        *(("capability payload", c.split(".")[0]) for c in capabilities),
+        *(("capability MAC", c.split(".")[1]) for c in capabilities),
+        *((f"cookie {k}", v) for k, v in cookies.items()),
+    ]:
+        assert value not in log, f"the {name} is in the server log"
