@@ -36,7 +36,7 @@ def test_the_reference_covers_every_setting_with_its_help():
         assert f"#### `{name}`" in text
     # Help text, not just names: a phrase from one help string of each class.
     assert "service-account ``token``" in text
-    assert "KubeRay's head Service by its cluster DNS name" in text
+    assert "short-lived capability in the URL" in text
     assert "`JUPYTER_DW_MAX_WORKERS`" in text
     assert "`JUPYTER_DW_RAY_DASHBOARD_URL`" not in text  # server only: no variable
 
