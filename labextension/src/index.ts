@@ -2,25 +2,26 @@
  * The jupyter_dw JupyterLab plugin: registers the Distributed Workloads sidebar (left area),
  * its settings and its commands. Everything else lives in api.ts, model.ts and components/.
  */
-import {
-  ILayoutRestorer,
-  JupyterFrontEnd,
-  JupyterFrontEndPlugin
-} from '@jupyterlab/application';
+import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { Dialog, IFrame, MainAreaWidget, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
 import { Cluster, DWApi } from './api';
 import { IClusterActions } from './components/clusters';
-import { DEFAULT_SETTINGS, DWSidebar, ISidebarSettings, SIDEBAR_ID, dwIcon } from './components/sidebar';
+import {
+  DEFAULT_SETTINGS,
+  DWSidebar,
+  ISidebarSettings,
+  SIDEBAR_ID,
+  dwIcon
+} from './components/sidebar';
 import { DWModel, connectionCode } from './model';
 
 const PLUGIN_ID = 'jupyter-dw:plugin';
 
 declare const require: (id: string) => unknown;
 /** The frontend's version (webpack bundles package.json's); must equal the server's. */
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const FRONTEND_VERSION = (require('../package.json') as { version: string }).version;
 
 /** `allow-same-origin` is never granted: the proxied dashboard must not act as the user. */
@@ -51,8 +52,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
     notebooks: INotebookTracker | null
   ) => {
     const model = new DWModel(new DWApi(), FRONTEND_VERSION);
-    let sidebar: DWSidebar;
-
     const actions: IClusterActions = {
       openDashboard: (cluster: Cluster) => {
         const id = `jp-dw-dashboard-${cluster.name}`;
@@ -110,7 +109,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     };
 
-    sidebar = new DWSidebar(model, actions);
+    const sidebar = new DWSidebar(model, actions);
     app.shell.add(sidebar, 'left', { rank: 850, type: 'Distributed Workloads' });
     restorer?.add(sidebar, SIDEBAR_ID);
 

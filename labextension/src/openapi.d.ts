@@ -4,740 +4,761 @@
  */
 
 export interface paths {
-    "/version": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The server extension's version, for the frontend's handshake. */
-        get: operations["getVersion"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
+  '/version': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
     };
-    "/context": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Namespace, identity, installed APIs and each needed permission's verdict. */
-        get: operations["getContext"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
+    /** The server extension's version, for the frontend's handshake. */
+    get: operations['getVersion'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/context': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
     };
-    "/queues": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The namespace's LocalQueues with quota and headroom. */
-        get: operations["getQueues"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
+    /** Namespace, identity, installed APIs and each needed permission's verdict. */
+    get: operations['getContext'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/queues': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
     };
-    "/clusters": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Every RayCluster of the namespace with its Kueue and KubeRay state. */
-        get: operations["listClusters"];
-        put?: never;
-        /** Validate, dry-run and create a Ray cluster (suspended until Kueue admits it). */
-        post: operations["createCluster"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
+    /** The namespace's LocalQueues with quota and headroom. */
+    get: operations['getQueues'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/clusters': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
     };
-    "/clusters/fit": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Would this cluster fit its queue now? (`name` may be omitted.) */
-        post: operations["fitCluster"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
+    /** Every RayCluster of the namespace with its Kueue and KubeRay state. */
+    get: operations['listClusters'];
+    put?: never;
+    /** Validate, dry-run and create a Ray cluster (suspended until Kueue admits it). */
+    post: operations['createCluster'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/clusters/fit': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
     };
-    "/clusters/{name}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-            };
-            cookie?: never;
-        };
-        /** One cluster. */
-        get: operations["getCluster"];
-        put?: never;
-        post?: never;
-        /** Delete a cluster (background propagation; its Workload and pods follow). */
-        delete: operations["deleteCluster"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
+    get?: never;
+    put?: never;
+    /** Would this cluster fit its queue now? (`name` may be omitted.) */
+    post: operations['fitCluster'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/clusters/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
     };
-    "/events": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * WebSocket (upgrade): a `snapshot`, then one message per change.
-         * @description A WebSocket of JSON text frames from the server (what the browser sends is ignored).
-         *     The first message is a `snapshot`; then `queues`, `cluster` and `workload` messages
-         *     as the watch caches change; `error` before the server closes the socket. Each
-         *     message is one of `EventMessage`.
-         */
-        get: operations["events"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
+    /** One cluster. */
+    get: operations['getCluster'];
+    put?: never;
+    post?: never;
+    /** Delete a cluster (background propagation; its Workload and pods follow). */
+    delete: operations['deleteCluster'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
     };
+    /**
+     * WebSocket (upgrade): a `snapshot`, then one message per change.
+     * @description A WebSocket of JSON text frames from the server (what the browser sends is ignored).
+     *     The first message is a `snapshot`; then `queues`, `cluster` and `workload` messages
+     *     as the watch caches change; `error` before the server closes the socket. Each
+     *     message is one of `EventMessage`.
+     */
+    get: operations['events'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: {
-        /**
-         * @description A Kubernetes quantity string.
-         * @example 4
-         * @example 500m
-         * @example 16Gi
-         */
-        Quantity: string;
-        /** @description An RFC 3339 time. */
-        Time: string;
-        Version: {
-            version: string;
-        };
-        Error: {
-            /** @description What went wrong, one sentence. */
-            error: string;
-            /** @description The cause, with the Kubernetes API server's own words where it gave some. */
-            reason: string | null;
-            /** @description What to do about it. */
-            hint: string | null;
-            /** @description Machine-readable: `invalid_spec`, `invalid_request`, `rejected`, `forbidden`, `unauthorized`, `not_found`, `already_exists`, `api_error`, `unreachable`, `no_credentials`, `not_ready`, `kueue_not_installed`, `kuberay_not_installed`, ... Absent for errors of jupyter_server's own checks. */
-            code?: string | null;
-            /** @description 403: the permission Kubernetes denied, `<verb> <resource>.<group>`. */
-            denied?: string | null;
-            errors?: components["schemas"]["FieldErrors"];
-        };
-        /** @description Field name (or `request`) → message. */
-        FieldErrors: {
-            [key: string]: string;
-        };
-        InvalidRequestError: components["schemas"]["Error"] & unknown;
-        Identity: {
-            username: string | null;
-            groups: string[];
-            /** @enum {unknown} */
-            kind: "ServiceAccount" | "User" | null;
-            service_account: null | {
-                namespace: string;
-                name: string;
-            };
-        };
-        Permission: {
-            permission: string;
-            verb: string;
-            group: string;
-            resource: string;
-            subresource: string | null;
-            /** @enum {unknown} */
-            scope: "namespace" | "cluster";
-            purpose: string;
-            allowed: boolean;
-            reason: string | null;
-        };
-        Context: {
-            namespace: string;
-            namespace_source: string;
-            api_server: string;
-            credentials: {
-                source: string;
-                description: string;
-            };
-            identity: components["schemas"]["Identity"];
-            kueue_api: string | null;
-            kueue: {
-                installed: boolean;
-                api_version: string | null;
-                served_versions: string[];
-                cohorts: boolean;
-                cohort_api_version: string | null;
-                visibility_api_version: string | null;
-            };
-            kuberay: {
-                installed: boolean;
-                api_version: string | null;
-            };
-            permissions: components["schemas"]["Permission"][];
-            /** @description Per watch cache (resource plural). */
-            caches: {
-                [key: string]: {
-                    synced: boolean;
-                    error: string | null;
-                };
-            };
-        };
-        /** @description One flavor and resource of a queue, as Kueue counts it. With quota hidden, `nominal`, the limits, `borrowed`, `headroom` and `max_obtainable` are null and `reserved`/`used` are the LocalQueue's own numbers. */
-        QueueResource: {
-            flavor: string;
-            /**
-             * @example cpu
-             * @example memory
-             * @example nvidia.com/gpu
-             */
-            resource: string;
-            nominal: components["schemas"]["NullableQuantity"];
-            /** @description null is unlimited borrowing. */
-            borrowing_limit: components["schemas"]["NullableQuantity"];
-            /** @description null is all unused nominal quota may be lent. */
-            lending_limit: components["schemas"]["NullableQuantity"];
-            reserved: components["schemas"]["NullableQuantity"];
-            used: components["schemas"]["NullableQuantity"];
-            borrowed: components["schemas"]["NullableQuantity"];
-            /** @description What one new workload in this queue could get now, cohort lending included. */
-            headroom: components["schemas"]["NullableQuantity"];
-            max_obtainable: components["schemas"]["NullableQuantity"];
-            queue_reserved: components["schemas"]["NullableQuantity"];
-            queue_used: components["schemas"]["NullableQuantity"];
-        };
-        /** @description A Kubernetes quantity string, or null. */
-        NullableQuantity: string | null;
-        Queue: {
-            name: string;
-            namespace: string | null;
-            cluster_queue: string;
-            default: boolean;
-            /** @enum {unknown} */
-            default_convention: "annotation" | "name" | null;
-            active: boolean;
-            pending: number;
-            reserving: number;
-            admitted: number;
-            quota_visible: boolean;
-            /** @description With quota hidden, the permission that would show it. */
-            hint: string | null;
-            resources: components["schemas"]["QueueResource"][];
-        };
-        Queues: {
-            namespace: string;
-            kueue_api: string | null;
-            quota_visible: boolean;
-            cohorts_visible: boolean;
-            queues: components["schemas"]["Queue"][];
-        };
-        /** @enum {unknown} */
-        ClusterState: "queued" | "admitted" | "starting" | "ready" | "evicted" | "preempted" | "suspended" | "failed" | "deleting";
-        Milestone: {
-            /** @description `Submitted`, `QuotaReserved`, `Admitted`, `HeadReady`, `WorkerReady:<n>`, `Ready`, and possibly `Evicted`, `Preempted`, `Failed`. */
-            name: string;
-            time: components["schemas"]["NullableTime"];
-        };
-        /** @description An RFC 3339 time, or null. */
-        NullableTime: string | null;
-        Pod: {
-            name: string | null;
-            /** @description KubeRay's node type (`head`, `worker`). */
-            role: string | null;
-            phase: string | null;
-            ready: boolean;
-        };
-        /** @description A RayCluster with its Kueue and KubeRay state. */
-        Cluster: {
-            name: string;
-            namespace: string | null;
-            queue: string | null;
-            state: components["schemas"]["ClusterState"];
-            /** @description Kueue's or KubeRay's own reason for the state. */
-            reason: string | null;
-            message: string | null;
-            created: components["schemas"]["NullableTime"];
-            workload: string | null;
-            cluster_queue: string | null;
-            quota_reserved: boolean;
-            admitted: boolean;
-            admitted_at: components["schemas"]["NullableTime"];
-            flavors: string[];
-            /** @description PodSet → resource → flavor. */
-            pod_set_flavors: {
-                [key: string]: {
-                    [key: string]: string;
-                };
-            };
-            head_ready: boolean;
-            workers_ready: number;
-            workers_desired: number;
-            dashboard: {
-                service: string;
-                port: number;
-            };
-            /** @description Kueue's 0-based position, only while waiting for quota. */
-            position_in_local_queue: number | null;
-            position_in_cluster_queue: number | null;
-            /** @description `{base_url}dw/ray/<name>/`: the Ray dashboard through the Jupyter server. */
-            dashboard_url: string;
-            /** @description The username that created it through jupyter_dw. */
-            owner: string | null;
-            pods: components["schemas"]["Pod"][];
-            /** @description The milestones reached so far, in order, with their times. */
-            milestones?: components["schemas"]["Milestone"][];
-        };
-        ClusterList: {
-            namespace: string;
-            positions_visible: boolean;
-            clusters: components["schemas"]["Cluster"][];
-        };
-        Deleted: {
-            name: string;
-            namespace: string;
-            /** @constant */
-            deleted: true;
-        };
-        /** @description A cluster request. Omitted fields take the server's defaults; `queue` omitted is the namespace's default queue. Quantities may also be numbers. */
-        ClusterSpecRequest: {
-            /** @description Required to create; optional for a fit check. */
-            name?: string | null;
-            queue?: string | null;
-            workers?: number | null;
-            worker_cpu?: string | number | null;
-            worker_memory?: string | number | null;
-            worker_gpu?: number | null;
-            head_cpu?: string | number | null;
-            head_memory?: string | number | null;
-            image?: string | null;
-            min_workers?: number | null;
-            max_workers?: number | null;
-            env?: {
-                [key: string]: string;
-            } | null;
-            labels?: {
-                [key: string]: string;
-            } | null;
-        };
-        /** @description A request after defaults, as the server will create it. */
-        ClusterSpec: {
-            name: string | null;
-            queue: string;
-            workers: number;
-            worker_cpu: components["schemas"]["Quantity"];
-            worker_memory: components["schemas"]["Quantity"];
-            worker_gpu: number;
-            head_cpu: components["schemas"]["Quantity"];
-            head_memory: components["schemas"]["Quantity"];
-            image: string;
-            min_workers: number;
-            max_workers: number;
-            env: {
-                [key: string]: string;
-            };
-            labels: {
-                [key: string]: string;
-            };
-        };
-        /** @description Resource name → quantity. */
-        Quantities: {
-            [key: string]: components["schemas"]["Quantity"];
-        };
-        /** @description What would fit now instead (fewer workers), as a one-click fix. */
-        Suggestion: {
-            workers: number;
-            requests: components["schemas"]["Quantities"];
-            message: string;
-        };
-        Fit: {
-            /** @enum {unknown} */
-            verdict: "fits-now" | "must-wait" | "never-fits" | "unknown";
-            /** @description `Fits`, `WaitingForQuota`, `ExceedsMaxQuota`, `NoMatchingFlavor`, `ClusterQueueMissing`, `Stopped`, `Inactive`, `CohortCycle`, `QuotaHidden`. */
-            reason: string;
-            /** @description A sentence with the numbers. */
-            message: string;
-            requests: components["schemas"]["Quantities"];
-            headroom: components["schemas"]["Quantities"];
-            max_obtainable: components["schemas"]["Quantities"];
-            /** @description Resource → flavor. */
-            flavors: {
-                [key: string]: string;
-            };
-            /** @description PodSet → resource → flavor. */
-            assignment: {
-                [key: string]: {
-                    [key: string]: string;
-                };
-            };
-            /** @description Pending workloads a submission would queue behind; null when unknown. */
-            ahead: number | null;
-            queue: string | null;
-            cluster_queue: string | null;
-            spec: components["schemas"]["ClusterSpec"];
-            /** @description Why this queue, when the request named none. */
-            default_queue: string | null;
-            suggestion?: null | components["schemas"]["Suggestion"];
-        };
-        /** @description One message of the `events` socket. */
-        EventMessage: components["schemas"]["SnapshotMessage"] | components["schemas"]["QueuesMessage"] | components["schemas"]["ClusterMessage"] | components["schemas"]["WorkloadMessage"] | components["schemas"]["ErrorMessage"];
-        NullableError: null | components["schemas"]["Error"];
-        /** @enum {unknown} */
-        ChangeEvent: "ADDED" | "MODIFIED" | "DELETED";
-        /** @description The first message. `queues`/`clusters` are null when they cannot be read, and the matching `*_error` is the error instead. */
-        SnapshotMessage: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "snapshot";
-            namespace: string | null;
-            queues: null | components["schemas"]["Queues"];
-            queues_error: components["schemas"]["NullableError"];
-            clusters: null | components["schemas"]["Cluster"][];
-            clusters_error: components["schemas"]["NullableError"];
-            positions_visible: boolean;
-        };
-        /** @description A LocalQueue, ClusterQueue, Cohort or ResourceFlavor that concerns the namespace changed, and with it the `GET queues` answer. */
-        QueuesMessage: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "queues";
-            event: components["schemas"]["ChangeEvent"];
-            /** @enum {unknown} */
-            kind: "LocalQueue" | "ClusterQueue" | "Cohort" | "ResourceFlavor";
-            name: string;
-            queues: null | components["schemas"]["Queues"];
-            queues_error: components["schemas"]["NullableError"];
-        };
-        /** @description RayCluster `name` changed, or its Workload or one of its pods did (`cause`), or a queue change moved its position. `state` is the cluster now (null once gone); `milestones` the names crossed since the previous message about it on this socket. */
-        ClusterMessage: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "cluster";
-            event: components["schemas"]["ChangeEvent"];
-            name: string;
-            cause: {
-                /** @enum {unknown} */
-                kind: "RayCluster" | "Workload" | "Pod" | "LocalQueue" | "ClusterQueue" | "Cohort" | "ResourceFlavor";
-                name: string;
-                event: components["schemas"]["ChangeEvent"];
-            };
-            state: null | components["schemas"]["Cluster"];
-            milestones: string[];
-        };
-        /** @description A Workload that belongs to no RayCluster (another kind of job) changed. */
-        WorkloadMessage: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "workload";
-            event: components["schemas"]["ChangeEvent"];
-            name: string;
-            queue: string | null;
-        };
-        /** @description The socket cannot go on (sent before the server closes it). */
-        ErrorMessage: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "error";
-            error: string;
-            reason: string | null;
-            hint: string | null;
-            code?: string | null;
-            denied?: string | null;
-            errors?: components["schemas"]["FieldErrors"];
-        };
+  schemas: {
+    /**
+     * @description A Kubernetes quantity string.
+     * @example 4
+     * @example 500m
+     * @example 16Gi
+     */
+    Quantity: string;
+    /** @description An RFC 3339 time. */
+    Time: string;
+    Version: {
+      version: string;
     };
-    responses: {
-        /** @description An error: 400 invalid request or refused by Kubernetes (with `errors`), 401 rejected credentials, 403 Kubernetes denied a needed permission (with `denied`), 404 no such cluster (`not_found`), 405 wrong method, 409 name taken, 502 another API server failure, 503 Kueue/KubeRay not installed, API server unreachable, no credentials or still starting. */
-        Error: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
+    Error: {
+      /** @description What went wrong, one sentence. */
+      error: string;
+      /** @description The cause, with the Kubernetes API server's own words where it gave some. */
+      reason: string | null;
+      /** @description What to do about it. */
+      hint: string | null;
+      /** @description Machine-readable: `invalid_spec`, `invalid_request`, `rejected`, `forbidden`, `unauthorized`, `not_found`, `already_exists`, `api_error`, `unreachable`, `no_credentials`, `not_ready`, `kueue_not_installed`, `kuberay_not_installed`, ... Absent for errors of jupyter_server's own checks. */
+      code?: string | null;
+      /** @description 403: the permission Kubernetes denied, `<verb> <resource>.<group>`. */
+      denied?: string | null;
+      errors?: components['schemas']['FieldErrors'];
     };
-    parameters: never;
-    requestBodies: never;
-    headers: never;
-    pathItems: never;
+    /** @description Field name (or `request`) → message. */
+    FieldErrors: {
+      [key: string]: string;
+    };
+    InvalidRequestError: components['schemas']['Error'] & unknown;
+    Identity: {
+      username: string | null;
+      groups: string[];
+      /** @enum {unknown} */
+      kind: 'ServiceAccount' | 'User' | null;
+      service_account: null | {
+        namespace: string;
+        name: string;
+      };
+    };
+    Permission: {
+      permission: string;
+      verb: string;
+      group: string;
+      resource: string;
+      subresource: string | null;
+      /** @enum {unknown} */
+      scope: 'namespace' | 'cluster';
+      purpose: string;
+      allowed: boolean;
+      reason: string | null;
+    };
+    Context: {
+      namespace: string;
+      namespace_source: string;
+      api_server: string;
+      credentials: {
+        source: string;
+        description: string;
+      };
+      identity: components['schemas']['Identity'];
+      kueue_api: string | null;
+      kueue: {
+        installed: boolean;
+        api_version: string | null;
+        served_versions: string[];
+        cohorts: boolean;
+        cohort_api_version: string | null;
+        visibility_api_version: string | null;
+      };
+      kuberay: {
+        installed: boolean;
+        api_version: string | null;
+      };
+      permissions: components['schemas']['Permission'][];
+      /** @description Per watch cache (resource plural). */
+      caches: {
+        [key: string]: {
+          synced: boolean;
+          error: string | null;
+        };
+      };
+    };
+    /** @description One flavor and resource of a queue, as Kueue counts it. With quota hidden, `nominal`, the limits, `borrowed`, `headroom` and `max_obtainable` are null and `reserved`/`used` are the LocalQueue's own numbers. */
+    QueueResource: {
+      flavor: string;
+      /**
+       * @example cpu
+       * @example memory
+       * @example nvidia.com/gpu
+       */
+      resource: string;
+      nominal: components['schemas']['NullableQuantity'];
+      /** @description null is unlimited borrowing. */
+      borrowing_limit: components['schemas']['NullableQuantity'];
+      /** @description null is all unused nominal quota may be lent. */
+      lending_limit: components['schemas']['NullableQuantity'];
+      reserved: components['schemas']['NullableQuantity'];
+      used: components['schemas']['NullableQuantity'];
+      borrowed: components['schemas']['NullableQuantity'];
+      /** @description What one new workload in this queue could get now, cohort lending included. */
+      headroom: components['schemas']['NullableQuantity'];
+      max_obtainable: components['schemas']['NullableQuantity'];
+      queue_reserved: components['schemas']['NullableQuantity'];
+      queue_used: components['schemas']['NullableQuantity'];
+    };
+    /** @description A Kubernetes quantity string, or null. */
+    NullableQuantity: string | null;
+    Queue: {
+      name: string;
+      namespace: string | null;
+      cluster_queue: string;
+      default: boolean;
+      /** @enum {unknown} */
+      default_convention: 'annotation' | 'name' | null;
+      active: boolean;
+      pending: number;
+      reserving: number;
+      admitted: number;
+      quota_visible: boolean;
+      /** @description With quota hidden, the permission that would show it. */
+      hint: string | null;
+      resources: components['schemas']['QueueResource'][];
+    };
+    Queues: {
+      namespace: string;
+      kueue_api: string | null;
+      quota_visible: boolean;
+      cohorts_visible: boolean;
+      queues: components['schemas']['Queue'][];
+    };
+    /** @enum {unknown} */
+    ClusterState:
+      | 'queued'
+      | 'admitted'
+      | 'starting'
+      | 'ready'
+      | 'evicted'
+      | 'preempted'
+      | 'suspended'
+      | 'failed'
+      | 'deleting';
+    Milestone: {
+      /** @description `Submitted`, `QuotaReserved`, `Admitted`, `HeadReady`, `WorkerReady:<n>`, `Ready`, and possibly `Evicted`, `Preempted`, `Failed`. */
+      name: string;
+      time: components['schemas']['NullableTime'];
+    };
+    /** @description An RFC 3339 time, or null. */
+    NullableTime: string | null;
+    Pod: {
+      name: string | null;
+      /** @description KubeRay's node type (`head`, `worker`). */
+      role: string | null;
+      phase: string | null;
+      ready: boolean;
+    };
+    /** @description A RayCluster with its Kueue and KubeRay state. */
+    Cluster: {
+      name: string;
+      namespace: string | null;
+      queue: string | null;
+      state: components['schemas']['ClusterState'];
+      /** @description Kueue's or KubeRay's own reason for the state. */
+      reason: string | null;
+      message: string | null;
+      created: components['schemas']['NullableTime'];
+      workload: string | null;
+      cluster_queue: string | null;
+      quota_reserved: boolean;
+      admitted: boolean;
+      admitted_at: components['schemas']['NullableTime'];
+      flavors: string[];
+      /** @description PodSet → resource → flavor. */
+      pod_set_flavors: {
+        [key: string]: {
+          [key: string]: string;
+        };
+      };
+      head_ready: boolean;
+      workers_ready: number;
+      workers_desired: number;
+      dashboard: {
+        service: string;
+        port: number;
+      };
+      /** @description Kueue's 0-based position, only while waiting for quota. */
+      position_in_local_queue: number | null;
+      position_in_cluster_queue: number | null;
+      /** @description `{base_url}dw/ray/<name>/`: the Ray dashboard through the Jupyter server. */
+      dashboard_url: string;
+      /** @description The username that created it through jupyter_dw. */
+      owner: string | null;
+      pods: components['schemas']['Pod'][];
+      /** @description The milestones reached so far, in order, with their times. */
+      milestones?: components['schemas']['Milestone'][];
+    };
+    ClusterList: {
+      namespace: string;
+      positions_visible: boolean;
+      clusters: components['schemas']['Cluster'][];
+    };
+    Deleted: {
+      name: string;
+      namespace: string;
+      /** @constant */
+      deleted: true;
+    };
+    /** @description A cluster request. Omitted fields take the server's defaults; `queue` omitted is the namespace's default queue. Quantities may also be numbers. */
+    ClusterSpecRequest: {
+      /** @description Required to create; optional for a fit check. */
+      name?: string | null;
+      queue?: string | null;
+      workers?: number | null;
+      worker_cpu?: string | number | null;
+      worker_memory?: string | number | null;
+      worker_gpu?: number | null;
+      head_cpu?: string | number | null;
+      head_memory?: string | number | null;
+      image?: string | null;
+      min_workers?: number | null;
+      max_workers?: number | null;
+      env?: {
+        [key: string]: string;
+      } | null;
+      labels?: {
+        [key: string]: string;
+      } | null;
+    };
+    /** @description A request after defaults, as the server will create it. */
+    ClusterSpec: {
+      name: string | null;
+      queue: string;
+      workers: number;
+      worker_cpu: components['schemas']['Quantity'];
+      worker_memory: components['schemas']['Quantity'];
+      worker_gpu: number;
+      head_cpu: components['schemas']['Quantity'];
+      head_memory: components['schemas']['Quantity'];
+      image: string;
+      min_workers: number;
+      max_workers: number;
+      env: {
+        [key: string]: string;
+      };
+      labels: {
+        [key: string]: string;
+      };
+    };
+    /** @description Resource name → quantity. */
+    Quantities: {
+      [key: string]: components['schemas']['Quantity'];
+    };
+    /** @description What would fit now instead (fewer workers), as a one-click fix. */
+    Suggestion: {
+      workers: number;
+      requests: components['schemas']['Quantities'];
+      message: string;
+    };
+    Fit: {
+      /** @enum {unknown} */
+      verdict: 'fits-now' | 'must-wait' | 'never-fits' | 'unknown';
+      /** @description `Fits`, `WaitingForQuota`, `ExceedsMaxQuota`, `NoMatchingFlavor`, `ClusterQueueMissing`, `Stopped`, `Inactive`, `CohortCycle`, `QuotaHidden`. */
+      reason: string;
+      /** @description A sentence with the numbers. */
+      message: string;
+      requests: components['schemas']['Quantities'];
+      headroom: components['schemas']['Quantities'];
+      max_obtainable: components['schemas']['Quantities'];
+      /** @description Resource → flavor. */
+      flavors: {
+        [key: string]: string;
+      };
+      /** @description PodSet → resource → flavor. */
+      assignment: {
+        [key: string]: {
+          [key: string]: string;
+        };
+      };
+      /** @description Pending workloads a submission would queue behind; null when unknown. */
+      ahead: number | null;
+      queue: string | null;
+      cluster_queue: string | null;
+      spec: components['schemas']['ClusterSpec'];
+      /** @description Why this queue, when the request named none. */
+      default_queue: string | null;
+      suggestion?: null | components['schemas']['Suggestion'];
+    };
+    /** @description One message of the `events` socket. */
+    EventMessage:
+      | components['schemas']['SnapshotMessage']
+      | components['schemas']['QueuesMessage']
+      | components['schemas']['ClusterMessage']
+      | components['schemas']['WorkloadMessage']
+      | components['schemas']['ErrorMessage'];
+    NullableError: null | components['schemas']['Error'];
+    /** @enum {unknown} */
+    ChangeEvent: 'ADDED' | 'MODIFIED' | 'DELETED';
+    /** @description The first message. `queues`/`clusters` are null when they cannot be read, and the matching `*_error` is the error instead. */
+    SnapshotMessage: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'snapshot';
+      namespace: string | null;
+      queues: null | components['schemas']['Queues'];
+      queues_error: components['schemas']['NullableError'];
+      clusters: null | components['schemas']['Cluster'][];
+      clusters_error: components['schemas']['NullableError'];
+      positions_visible: boolean;
+    };
+    /** @description A LocalQueue, ClusterQueue, Cohort or ResourceFlavor that concerns the namespace changed, and with it the `GET queues` answer. */
+    QueuesMessage: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'queues';
+      event: components['schemas']['ChangeEvent'];
+      /** @enum {unknown} */
+      kind: 'LocalQueue' | 'ClusterQueue' | 'Cohort' | 'ResourceFlavor';
+      name: string;
+      queues: null | components['schemas']['Queues'];
+      queues_error: components['schemas']['NullableError'];
+    };
+    /** @description RayCluster `name` changed, or its Workload or one of its pods did (`cause`), or a queue change moved its position. `state` is the cluster now (null once gone); `milestones` the names crossed since the previous message about it on this socket. */
+    ClusterMessage: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'cluster';
+      event: components['schemas']['ChangeEvent'];
+      name: string;
+      cause: {
+        /** @enum {unknown} */
+        kind:
+          | 'RayCluster'
+          | 'Workload'
+          | 'Pod'
+          | 'LocalQueue'
+          | 'ClusterQueue'
+          | 'Cohort'
+          | 'ResourceFlavor';
+        name: string;
+        event: components['schemas']['ChangeEvent'];
+      };
+      state: null | components['schemas']['Cluster'];
+      milestones: string[];
+    };
+    /** @description A Workload that belongs to no RayCluster (another kind of job) changed. */
+    WorkloadMessage: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'workload';
+      event: components['schemas']['ChangeEvent'];
+      name: string;
+      queue: string | null;
+    };
+    /** @description The socket cannot go on (sent before the server closes it). */
+    ErrorMessage: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'error';
+      error: string;
+      reason: string | null;
+      hint: string | null;
+      code?: string | null;
+      denied?: string | null;
+      errors?: components['schemas']['FieldErrors'];
+    };
+  };
+  responses: {
+    /** @description An error: 400 invalid request or refused by Kubernetes (with `errors`), 401 rejected credentials, 403 Kubernetes denied a needed permission (with `denied`), 404 no such cluster (`not_found`), 405 wrong method, 409 name taken, 502 another API server failure, 503 Kueue/KubeRay not installed, API server unreachable, no credentials or still starting. */
+    Error: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'];
+      };
+    };
+  };
+  parameters: never;
+  requestBodies: never;
+  headers: never;
+  pathItems: never;
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    getVersion: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The package version. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Version"];
-                };
-            };
-            default: components["responses"]["Error"];
-        };
+  getVersion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
     };
-    getContext: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
+    requestBody?: never;
+    responses: {
+      /** @description The package version. */
+      200: {
+        headers: {
+          [name: string]: unknown;
         };
-        requestBody?: never;
-        responses: {
-            /** @description The context. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Context"];
-                };
-            };
-            default: components["responses"]["Error"];
+        content: {
+          'application/json': components['schemas']['Version'];
         };
+      };
+      default: components['responses']['Error'];
     };
-    getQueues: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Every LocalQueue of the namespace. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Queues"];
-                };
-            };
-            default: components["responses"]["Error"];
-        };
+  };
+  getContext: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
     };
-    listClusters: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
+    requestBody?: never;
+    responses: {
+      /** @description The context. */
+      200: {
+        headers: {
+          [name: string]: unknown;
         };
-        requestBody?: never;
-        responses: {
-            /** @description The clusters, sorted by name. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ClusterList"];
-                };
-            };
-            default: components["responses"]["Error"];
+        content: {
+          'application/json': components['schemas']['Context'];
         };
+      };
+      default: components['responses']['Error'];
     };
-    createCluster: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ClusterSpecRequest"];
-            };
-        };
-        responses: {
-            /** @description The new cluster. */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Cluster"];
-                };
-            };
-            /** @description `invalid_spec` (nothing sent to Kubernetes) or `rejected` (the dry run was refused: nothing created), with per-field `errors`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvalidRequestError"];
-                };
-            };
-            /** @description `already_exists`: the name is taken. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            default: components["responses"]["Error"];
-        };
+  };
+  getQueues: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
     };
-    fitCluster: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
+    requestBody?: never;
+    responses: {
+      /** @description Every LocalQueue of the namespace. */
+      200: {
+        headers: {
+          [name: string]: unknown;
         };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ClusterSpecRequest"];
-            };
+        content: {
+          'application/json': components['schemas']['Queues'];
         };
-        responses: {
-            /** @description The fit verdict. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Fit"];
-                };
-            };
-            /** @description `invalid_spec` with per-field `errors`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvalidRequestError"];
-                };
-            };
-            default: components["responses"]["Error"];
-        };
+      };
+      default: components['responses']['Error'];
     };
-    getCluster: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The cluster. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Cluster"];
-                };
-            };
-            default: components["responses"]["Error"];
-        };
+  };
+  listClusters: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
     };
-    deleteCluster: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-            };
-            cookie?: never;
+    requestBody?: never;
+    responses: {
+      /** @description The clusters, sorted by name. */
+      200: {
+        headers: {
+          [name: string]: unknown;
         };
-        requestBody?: never;
-        responses: {
-            /** @description Deleted. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Deleted"];
-                };
-            };
-            default: components["responses"]["Error"];
+        content: {
+          'application/json': components['schemas']['ClusterList'];
         };
+      };
+      default: components['responses']['Error'];
     };
-    events: {
-        parameters: {
-            query?: never;
-            header: {
-                Upgrade: "websocket";
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Switching protocols; then messages of `EventMessage`. */
-            101: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EventMessage"];
-                };
-            };
-            default: components["responses"]["Error"];
-        };
+  };
+  createCluster: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
     };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ClusterSpecRequest'];
+      };
+    };
+    responses: {
+      /** @description The new cluster. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Cluster'];
+        };
+      };
+      /** @description `invalid_spec` (nothing sent to Kubernetes) or `rejected` (the dry run was refused: nothing created), with per-field `errors`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      /** @description `already_exists`: the name is taken. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      default: components['responses']['Error'];
+    };
+  };
+  fitCluster: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ClusterSpecRequest'];
+      };
+    };
+    responses: {
+      /** @description The fit verdict. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Fit'];
+        };
+      };
+      /** @description `invalid_spec` with per-field `errors`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      default: components['responses']['Error'];
+    };
+  };
+  getCluster: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The cluster. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Cluster'];
+        };
+      };
+      default: components['responses']['Error'];
+    };
+  };
+  deleteCluster: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Deleted'];
+        };
+      };
+      default: components['responses']['Error'];
+    };
+  };
+  events: {
+    parameters: {
+      query?: never;
+      header: {
+        Upgrade: 'websocket';
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Switching protocols; then messages of `EventMessage`. */
+      101: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['EventMessage'];
+        };
+      };
+      default: components['responses']['Error'];
+    };
+  };
 }

@@ -55,12 +55,7 @@ function ClusterCard(props: { cluster: Cluster; actions: IClusterActions }): JSX
   const queued = c.state === 'queued';
   const position = c.position_in_local_queue;
   return (
-    <li
-      className="jp-dw-card"
-      data-cluster={c.name}
-      data-state={c.state}
-      aria-labelledby={titleId}
-    >
+    <li className="jp-dw-card" data-cluster={c.name} data-state={c.state} aria-labelledby={titleId}>
       <div className="jp-dw-card-head">
         <span className="jp-dw-card-name" id={titleId}>
           {c.name}

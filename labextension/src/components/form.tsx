@@ -14,17 +14,16 @@ type FieldName =
   | 'head_memory'
   | 'image';
 
-const FIELDS: { name: FieldName; label: string; placeholder?: string; inputMode?: 'numeric' }[] =
-  [
-    { name: 'name', label: 'Name', placeholder: 'my-ray' },
-    { name: 'workers', label: 'Workers', inputMode: 'numeric' },
-    { name: 'worker_cpu', label: 'Worker CPU' },
-    { name: 'worker_memory', label: 'Worker memory' },
-    { name: 'worker_gpu', label: 'Worker GPUs', inputMode: 'numeric' },
-    { name: 'head_cpu', label: 'Head CPU' },
-    { name: 'head_memory', label: 'Head memory' },
-    { name: 'image', label: 'Image', placeholder: 'server default' }
-  ];
+const FIELDS: { name: FieldName; label: string; placeholder?: string; inputMode?: 'numeric' }[] = [
+  { name: 'name', label: 'Name', placeholder: 'my-ray' },
+  { name: 'workers', label: 'Workers', inputMode: 'numeric' },
+  { name: 'worker_cpu', label: 'Worker CPU' },
+  { name: 'worker_memory', label: 'Worker memory' },
+  { name: 'worker_gpu', label: 'Worker GPUs', inputMode: 'numeric' },
+  { name: 'head_cpu', label: 'Head CPU' },
+  { name: 'head_memory', label: 'Head memory' },
+  { name: 'image', label: 'Image', placeholder: 'server default' }
+];
 
 const INITIAL: Record<FieldName, string> = {
   name: '',
@@ -144,7 +143,7 @@ export function NewClusterForm(props: {
     if (queue) {
       fitChecker.request(JSON.parse(specKey) as ClusterSpecRequest);
     }
-  }, [specKey]);
+  }, [specKey, queue, fitChecker]);
 
   const set = (name: FieldName, value: string) => {
     setFields(previous => ({ ...previous, [name]: value }));

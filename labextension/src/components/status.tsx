@@ -13,9 +13,9 @@ export function HandshakeMessage(props: { model: DWModel }): JSX.Element | null 
   }
   const check = (
     <p>
-      Check with <code>jupyter server extension list</code> (it should list{' '}
-      <code>jupyter_dw</code> enabled and OK) and <code>jupyter labextension list</code>, in the
-      environment that runs this Jupyter server; then restart the server.
+      Check with <code>jupyter server extension list</code> (it should list <code>jupyter_dw</code>{' '}
+      enabled and OK) and <code>jupyter labextension list</code>, in the environment that runs this
+      Jupyter server; then restart the server.
     </p>
   );
   if (h.kind === 'missing') {
@@ -71,6 +71,7 @@ export function ConnectionStatus(props: { model: DWModel }): JSX.Element {
       role="status"
       aria-live="polite"
       data-connection={connection}
+      data-reconnects={props.model.reconnects}
     >
       <span className="jp-dw-connection-dot" aria-hidden="true" />
       {CONNECTION_TEXT[connection]}

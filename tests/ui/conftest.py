@@ -1,0 +1,80 @@
+"""UI tests: headless Chromium (Debian's, driven by Playwright; no browser download) against a
+JupyterLab server running as a workbench service account on the local control plane.
+
+Any console error or uncaught exception in the page fails the test. Screenshots and the
+server log (token redacted) go to ``tests/ui/artifacts/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
+from tests.ui.lab import CHROMIUM, LabServer
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+
+@pytest.fixture
+def artifacts(request: pytest.FixtureRequest) -> Path:
+    path = ARTIFACTS / request.node.name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def lab(workbench, artifacts: Path, tmp_path: Path) -> Iterator[LabServer]:
+    """JupyterLab as a data scientist's workbench: may manage Ray clusters and read quota."""
+    identity = workbench(rules=namespace_rules(), cluster_rules=CLUSTER_READ_RULES)
+    server = LabServer(
+        service_account_dir=identity.service_account_dir,
+        pod_environ=identity.environ,
+        workdir=tmp_path / "lab",
+        log_path=artifacts / "jupyter-server.log",
+    )
+    server.workdir.mkdir()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `apt-get install chromium` (make system-deps)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, artifacts: Path) -> Iterator[Any]:
+    """A fresh page; console errors and page errors are collected and fail the test."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            problems.append(f"console.{message.type}: {message.text}")
+            if message.type == "error"
+            else None
+        ),
+    )
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.set_default_timeout(30_000)
+    yield page
+    try:
+        page.screenshot(path=str(artifacts / "last.png"))
+    finally:
+        context.close()
+    assert not problems, "JavaScript errors in the page:\n" + "\n".join(problems)
