@@ -51,7 +51,13 @@ class LabServer:
 
     def start(self) -> None:
         config_dir = self.workdir / "config"
-        config_dir.mkdir(parents=True, exist_ok=True)
+        (config_dir / "labconfig").mkdir(parents=True, exist_ok=True)
+        # No "news?" toast over the screenshots.
+        (config_dir / "labconfig" / "page_config.json").write_text(
+            json.dumps(
+                {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
+            )
+        )
         (config_dir / "jupyter_server_config.json").write_text(
             json.dumps({"ServerApp": {"jpserver_extensions": {"tests.ui.drop_events": True}}})
         )
