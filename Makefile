@@ -34,7 +34,7 @@ $(NPM_STAMP): labextension/package-lock.json labextension/package.json
 	cd labextension && $(NPM_ENV) npm ci --no-audit --no-fund --loglevel=error
 	touch $(NPM_STAMP)
 
-$(STAMP): pyproject.toml $(NPM_STAMP)
+$(STAMP): pyproject.toml | $(NPM_STAMP)
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	@# The build hook (hatch-jupyter-builder) builds the sidebar with npm when it is stale.
@@ -48,7 +48,7 @@ $(STAMP): pyproject.toml $(NPM_STAMP)
 python-deps: $(STAMP)
 
 # The sidebar: TypeScript types from openapi.yaml are checked, then a development build.
-frontend: python-deps
+frontend: python-deps $(NPM_STAMP)
 	cd labextension && $(NPM_ENV) npm run --silent check-generated
 	cd labextension && $(NPM_ENV) npm run --silent build >/dev/null
 

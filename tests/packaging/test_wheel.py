@@ -4,6 +4,7 @@ JupyterLab lists the prebuilt sidebar (``jupyter-dw``) and jupyter_server the se
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -73,3 +74,10 @@ def test_wheel_installs_both_extensions_without_node(tmp_path: Path) -> None:
     server_extensions = run(bin_dir / "jupyter", "server", "extension", "list", env=env)
     assert re.search(r"jupyter_dw\s+enabled", server_extensions), server_extensions
     assert re.search(rf"jupyter_dw\s+{version}\s+OK", server_extensions), server_extensions
+
+
+def test_frontend_and_server_versions_are_one() -> None:
+    """The sidebar's handshake compares its package.json version with ``GET version``: both
+    must come from one release."""
+    package = json.loads((REPO / "labextension" / "package.json").read_text())
+    assert package["version"] == jupyter_dw.__version__
