@@ -405,9 +405,9 @@ export interface components {
       requests: components['schemas']['Quantities'];
       headroom: components['schemas']['Quantities'];
       max_obtainable: components['schemas']['Quantities'];
-      /** @description Resource → flavor. */
+      /** @description Resource → flavor; null when no flavor of the queue provides it. */
       flavors: {
-        [key: string]: string;
+        [key: string]: string | null;
       };
       /** @description PodSet → resource → flavor. */
       assignment: {

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
-from tests.ui.lab import CHROMIUM, LabServer
+from tests.ui.lab import CHROMIUM, LabServer, StandInDashboard
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 
@@ -27,7 +27,29 @@ def artifacts(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture
-def lab(workbench, artifacts: Path, tmp_path: Path) -> Iterator[LabServer]:
+def jp_server_cleanup() -> Iterator[None]:
+    """pytest-jupyter's autouse cleanup of its in-process server, which these tests do not
+    use (JupyterLab runs as a subprocess): nothing to clean, and Playwright owns the loop."""
+    yield
+
+
+@pytest.fixture
+def jp_asyncio_loop() -> Iterator[None]:
+    """No pytest-jupyter event loop here: Playwright's sync API runs its own."""
+    yield
+
+
+@pytest.fixture
+def dashboard() -> Iterator[StandInDashboard]:
+    stand_in = StandInDashboard()
+    yield stand_in
+    stand_in.stop()
+
+
+@pytest.fixture
+def lab(
+    workbench, dashboard: StandInDashboard, artifacts: Path, tmp_path: Path
+) -> Iterator[LabServer]:
     """JupyterLab as a data scientist's workbench: may manage Ray clusters and read quota."""
     identity = workbench(rules=namespace_rules(), cluster_rules=CLUSTER_READ_RULES)
     server = LabServer(
@@ -35,6 +57,7 @@ def lab(workbench, artifacts: Path, tmp_path: Path) -> Iterator[LabServer]:
         pod_environ=identity.environ,
         workdir=tmp_path / "lab",
         log_path=artifacts / "jupyter-server.log",
+        extra_args=dashboard.lab_args(),
     )
     server.workdir.mkdir()
     server.start()
@@ -57,8 +80,9 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def page(browser, artifacts: Path) -> Iterator[Any]:
-    """A fresh page; console errors and page errors are collected and fail the test."""
+def page(browser, lab: LabServer, artifacts: Path) -> Iterator[Any]:
+    """A fresh page (closed before the server stops); console errors and page errors are
+    collected and fail the test."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     problems: list[str] = []

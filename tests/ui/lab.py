@@ -18,6 +18,7 @@ import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ class LabServer:
     log_path: Path
     token: str = field(default_factory=lambda: secrets.token_hex(24))
     port: int = field(default_factory=free_port)
+    extra_args: list[str] = field(default_factory=list)
     process: subprocess.Popen[str] | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
 
@@ -89,6 +91,7 @@ class LabServer:
         ]
         if os.geteuid() == 0:
             args.append("--allow-root")
+        args += self.extra_args
         self.process = subprocess.Popen(
             args,
             cwd=self.workdir,
@@ -146,3 +149,39 @@ class LabServer:
         status, answer = self.request(method, f"dw/api/{route}", body)
         assert 200 <= status < 300, (status, answer)
         return answer
+
+
+class _StandInPage(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = (
+            "<!doctype html><html><head><title>Ray Dashboard</title></head><body>"
+            f"<h1>Ray dashboard stand-in</h1><p id='path'>{self.path}</p></body></html>"
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class StandInDashboard:
+    """An HTTP server on 127.0.0.1 that stands in for Ray's dashboard (KWOK runs no Ray): the
+    Jupyter server's real proxy (``{base_url}dw/ray/<name>/``) is aimed at it with
+    :meth:`lab_args`."""
+
+    def __init__(self) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _StandInPage)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def lab_args(self) -> list[str]:
+        return [
+            f"--JupyterDW.ray_dashboard_url=http://127.0.0.1:{self.port}/{{namespace}}/{{name}}"
+        ]
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -147,6 +147,10 @@ def test_sidebar_end_to_end(
     expect(frame).to_have_attribute("src", re.compile(r"/dw/ray/ui-first/$"))
     sandbox = frame.get_attribute("sandbox") or ""
     assert "allow-scripts" in sandbox and "allow-same-origin" not in sandbox, sandbox
+    # Through the server's proxy to the (stand-in) dashboard of this cluster.
+    expect(page.frame_locator("#jp-dw-dashboard-ui-first iframe").locator("#path")).to_have_text(
+        f"/{namespace}/ui-first/"
+    )
 
     run_js(page, "notebook:create-new", {"kernelName": "python3"})
     expect(page.locator(".jp-NotebookPanel")).to_be_visible()
