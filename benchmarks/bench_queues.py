@@ -3,11 +3,11 @@
 Runs against the local control plane (started if needed). Creates a namespace with
 ``--queues`` LocalQueues spread over ClusterQueues in one cohort, then in the same run measures:
 
-- **cache**: ``KubeSession.queues()``: the product's path (watch caches, no API call);
+- **cache**: ``QueueService.list()``: the product's path (watch caches, no API call);
 - **baseline**: what a polling implementation does per request: list LocalQueues,
   ClusterQueues and Cohorts from the API server, then the same ``queue_summaries`` call;
 - **propagation**: from creating a Workload that Kueue admits to the change visible in
-  ``KubeSession.queues()`` (pushed by watches).
+  ``QueueService.list()`` (pushed by watches).
 
 Usage: ``.venv/bin/python -m benchmarks.bench_queues [--queues 30] [--rounds 200]``
 """
@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from kubernetes import client, config
 
+from jupyter_dw.core.queues import QueueService
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota, CohortQuota, LocalQueueInfo
 from jupyter_dw.domain.quota import queue_summaries
 from jupyter_dw.k8s.session import KubeSession
@@ -120,7 +121,8 @@ def main() -> None:
         )
         start = time.perf_counter()
         session.start()
-        first = session.queues()
+        queues = QueueService(session)
+        first = queues.list().to_json()
         startup_ms = (time.perf_counter() - start) * 1000
         assert len(first["queues"]) == args.queues, first
 
@@ -141,7 +143,7 @@ def main() -> None:
                 )
             ]
 
-        cache_samples = timed(session.queues, args.rounds)
+        cache_samples = timed(lambda: queues.list().to_json(), args.rounds)
         baseline_samples = timed(baseline, max(20, args.rounds // 4))
 
         # Propagation: a Workload Kueue admits shows up in queues() through the watches.

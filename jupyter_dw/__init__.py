@@ -1,17 +1,66 @@
-"""Kueue queues, quota and Ray clusters inside Jupyter."""
+"""Kueue queues, quota and Ray clusters inside Jupyter.
+
+``import jupyter_dw as dw`` gives the notebook API (``dw.queues()``, ``dw.fit(...)``,
+``dw.submit(...)``, ``dw.cluster(name)``, the widgets). Everything is imported on first use:
+importing the package, or ``%load_ext jupyter_dw``, contacts nothing and stays light.
+"""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from ._version import __version__
 
-__all__ = ["__version__"]
+# Public name -> module that defines it (imported when the name is first used).
+_LAZY = {
+    "queues": ".notebook.api",
+    "fit": ".notebook.api",
+    "submit": ".notebook.api",
+    "cluster": ".notebook.api",
+    "clusters": ".notebook.api",
+    "ClusterSpec": ".notebook.api",
+    "RayClusterHandle": ".notebook.api",
+    "DWError": ".notebook.api",
+    "InvalidSpec": ".notebook.api",
+    "PermissionDenied": ".notebook.api",
+    "NotFound": ".notebook.api",
+    "NameTaken": ".notebook.api",
+    "NotInstalled": ".notebook.api",
+    "Unreachable": ".notebook.api",
+    "ClusterFailed": ".notebook.api",
+    "WaitTimeout": ".notebook.api",
+    "ClusterBuilder": ".notebook.widgets",
+    "ClusterStatus": ".notebook.widgets",
+    "QueueBoard": ".notebook.widgets",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jupyter_dw' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     """Entry point for jupyter_server: the ``JupyterDW`` extension app."""
     # Imported here so `import jupyter_dw` stays light in kernels (no jupyter_server).
-    from .app import JupyterDW
+    from .server.app import JupyterDW
 
     return [{"module": "jupyter_dw", "app": JupyterDW}]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext jupyter_dw``: registers ``%dw`` (contacts nothing until it is used)."""
+    from .notebook.magics import load_ipython_extension as load
+
+    load(ipython)

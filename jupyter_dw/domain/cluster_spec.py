@@ -43,20 +43,21 @@ from jupyter_dw.domain.validation import (
     label_key_error,
     label_value_error,
 )
-
-RAYCLUSTER_API_VERSION = "ray.io/v1"
-RAYCLUSTER_KIND = "RayCluster"
-
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
-ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-MANAGED_BY_VALUE = "jupyter-dw"
-# Not app.kubernetes.io/created-by: KubeRay already puts that key (value kuberay-operator) on
-# the pods and Services it makes, so it would mean two different things.
-OWNER_LABEL = "jupyter-dw/owner"
-OWNER_ANNOTATION = "jupyter-dw/owner"
-GPU_RESOURCE = "nvidia.com/gpu"
+from jupyter_dw.names import (
+    ELASTIC_JOB_ANNOTATION,
+    GPU_RESOURCE,
+    HEAD_PORTS,
+    KUEUE_GROUP,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    OWNER_ANNOTATION,
+    OWNER_LABEL,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_LABEL,
+    RAY_GROUP,
+    RAYCLUSTER_API_VERSION,
+    RAYCLUSTER_KIND,
+)
 
 # Newest Ray release on PyPI when this was written (2.60.0); the image need not be pullable in
 # tests, where pods run on fake nodes.
@@ -71,13 +72,6 @@ MIN_MEMORY = Decimal(2**20)
 WORKER_GROUP_NAME = "workers"  # Kueue reserves "head" for the head group's PodSet.
 HEAD_CONTAINER_NAME = "ray-head"
 WORKER_CONTAINER_NAME = "ray-worker"
-# KubeRay's own port names (GcsServerPortName, DashboardPortName, ClientPortName): KubeRay looks
-# ports up by these names when it builds the head Service.
-HEAD_PORTS: tuple[tuple[str, int], ...] = (
-    ("gcs-server", 6379),
-    ("dashboard", 8265),
-    ("client", 10001),
-)
 
 _INT32_MAX = 2**31 - 1  # replicas, minReplicas and maxReplicas are int32 in the CRD
 
@@ -112,9 +106,9 @@ _RESERVED_LABELS = {
     OWNER_LABEL: "jupyter-dw sets it from the identity that creates the cluster",
 }
 _RESERVED_LABEL_PREFIXES = {
-    "ray.io/": "the 'ray.io/' prefix belongs to KubeRay",
-    "kueue.x-k8s.io/": (
-        f"the 'kueue.x-k8s.io/' prefix belongs to Kueue (only {PRIORITY_CLASS_LABEL!r} "
+    f"{RAY_GROUP}/": f"the '{RAY_GROUP}/' prefix belongs to KubeRay",
+    f"{KUEUE_GROUP}/": (
+        f"the '{KUEUE_GROUP}/' prefix belongs to Kueue (only {PRIORITY_CLASS_LABEL!r} "
         "may be set, to choose a WorkloadPriorityClass)"
     ),
 }
@@ -559,10 +553,17 @@ def _unknown_field_message(name: str) -> str:
     return f"unknown field{hint}; known fields: {', '.join(FIELDS)}"
 
 
+def ray_cluster_name_error(name: str) -> str | None:
+    """What is wrong with ``name`` as a RayCluster's name (None if nothing): a DNS-1035 label
+    of at most :data:`MAX_NAME_LENGTH` characters, the rule KubeRay enforces. Every name that
+    comes from a URL or a request is checked with this before it reaches Kubernetes."""
+    return dns1035_label_error(name, MAX_NAME_LENGTH)
+
+
 def _parse_name(raw: object) -> str:
     if not isinstance(raw, str):
         raise _FieldError(f"must be a string, got {_show(raw)}")
-    problem = dns1035_label_error(raw, MAX_NAME_LENGTH)
+    problem = ray_cluster_name_error(raw)
     if problem is None:
         return raw
     message = (
@@ -830,4 +831,5 @@ __all__ = [
     "SpecError",
     "SpecPolicy",
     "owner_label_value",
+    "ray_cluster_name_error",
 ]

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from jupyter_dw.domain.cluster_spec import QUEUE_LABEL
+from jupyter_dw.names import DASHBOARD_PORT, JOB_UID_LABEL, QUEUE_LABEL, head_service_name
 
 ClusterState = Literal[
     "queued",
@@ -38,12 +38,6 @@ ClusterState = Literal[
     "failed",
     "deleting",
 ]
-
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-"""Kueue labels a job's Workload with the job's UID; select the Workload by it."""
-
-DASHBOARD_PORT = 8265
-"""KubeRay's default dashboard port (port name ``dashboard`` on the head Service)."""
 
 # Kueue's Evicted reason when spec.active is set to false ("InactiveWorkload" before v0.9).
 _DEACTIVATED_REASONS = frozenset({"Deactivated", "InactiveWorkload"})
@@ -390,7 +384,7 @@ def _dashboard(name: str, raycluster: Mapping[str, Any]) -> Dashboard:
         # A custom head Service name in the spec wins over KubeRay's default name.
         head_group = _map(_map(raycluster.get("spec")).get("headGroupSpec"))
         custom = _map(_map(head_group.get("headService")).get("metadata"))
-        service = _text(custom.get("name")) or f"{name}-head-svc"
+        service = _text(custom.get("name")) or head_service_name(name)
     port = _int(_map(status.get("endpoints")).get("dashboard"))
     return Dashboard(service=service, port=port or DASHBOARD_PORT)
 

@@ -640,3 +640,72 @@ def _flavor_phrase(flavors: Mapping[str, str | None]) -> str:
     if not by_flavor:
         return "no flavor"
     return "flavors " + ", ".join(f"{f} ({', '.join(rs)})" for f, rs in by_flavor.items())
+
+
+# --------------------------------------------------------------------------------------------
+# What would fit now
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A smaller cluster that would be admitted now: the same head and per-worker sizes with
+    ``workers`` workers (``requests``: its totals in Kueue's units, head included)."""
+
+    workers: int
+    requests: Mapping[str, Decimal]
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"workers", "requests", "message"}``, amounts as Kubernetes quantity strings."""
+        return {
+            "workers": self.workers,
+            "requests": {r: format_amount(r, q) for r, q in self.requests.items()},
+            "message": self.message,
+        }
+
+
+def suggest(
+    spec: ClusterSpec,
+    cluster_queue: ClusterQueueQuota | None,
+    tree: QuotaTree | None,
+    ahead: int | None = None,
+    *,
+    local_queue: LocalQueueInfo | None = None,
+) -> Suggestion | None:
+    """The largest worker count N >= 1 (below ``spec.workers``) for which the same cluster
+    would fit now, or None when none does, quota is hidden, or the queue is ``StrictFIFO``
+    with pending workloads ahead (there nothing starts before them, whatever its size).
+
+    Fitting only gets easier with fewer workers, so a binary search over N asks
+    :func:`assess_fit` O(log N) times.
+    """
+    if tree is None or cluster_queue is None or spec.workers <= 1:
+        return None
+    if cluster_queue.strict_fifo and ahead:
+        return None
+
+    def verdict(workers: int) -> FitVerdict:
+        smaller = replace(
+            spec,
+            workers=workers,
+            min_workers=min(spec.min_workers, workers),
+            max_workers=workers if spec.max_workers == spec.workers else spec.max_workers,
+        )
+        pod_sets = pod_sets_for_spec(smaller)
+        return assess_fit(pod_sets, cluster_queue, tree, ahead, local_queue=local_queue)
+
+    low, high = 0, spec.workers - 1  # invariant: low fits (0 = none found yet), high+1 doesn't
+    while low < high:
+        middle = (low + high + 1) // 2
+        if verdict(middle).verdict == FITS_NOW:
+            low = middle
+        else:
+            high = middle - 1
+    if low == 0:
+        return None
+    found = verdict(low)
+    workers = f"{low} worker{'s' if low != 1 else ''}"
+    totals = ", ".join(_human(r, q) for r, q in found.requests.items())
+    message = f"{workers} would start now ({totals} with the head)"
+    return Suggestion(low, dict(found.requests), message)

@@ -21,12 +21,16 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from jupyter_dw.domain.quantity import QuantityError, parse_quantity
+from jupyter_dw.names import (
+    CLUSTER_QUEUE_KIND,
+    DEFAULT_QUEUE_ANNOTATION,
+    DEFAULT_QUEUE_NAME,
+    LOCAL_QUEUE_KIND,
+)
 
-DEFAULT_QUEUE_ANNOTATION = "kueue.x-k8s.io/default-queue"
-"""OpenShift AI / CodeFlare convention: the LocalQueue annotated ``"true"`` is the default."""
-
-DEFAULT_QUEUE_NAME = "default"
-"""Upstream Kueue convention (``LocalQueueDefaulting``): a LocalQueue named ``default``."""
+BEST_EFFORT_FIFO = "BestEffortFIFO"
+"""Kueue's default queueing strategy: a workload that does not fit lets later ones try."""
+STRICT_FIFO = "StrictFIFO"
 
 STOP_POLICY_NONE = "None"
 
@@ -312,11 +316,12 @@ class ClusterQueueQuota(QueueStatus):
     name: str
     cohort: str | None = None
     resource_groups: tuple[ResourceGroup, ...] = ()
+    queueing_strategy: str = BEST_EFFORT_FIFO
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> ClusterQueueQuota:
         """Read a ``ClusterQueue`` dict of API version v1beta1 or v1beta2."""
-        name, _ = _name(obj, "ClusterQueue")
+        name, _ = _name(obj, CLUSTER_QUEUE_KIND)
         where = f"ClusterQueue {name!r}"
         spec = _mapping(obj.get("spec"), f"{where}.spec")
         status = _mapping(obj.get("status"), f"{where}.status")
@@ -329,8 +334,14 @@ class ClusterQueueQuota(QueueStatus):
                 spec.get("resourceGroups"), f"{where}.spec.resourceGroups"
             ),
             stop_policy=_stop_policy(spec),
+            queueing_strategy=str(spec.get("queueingStrategy") or BEST_EFFORT_FIFO),
             **_queue_status(status, where, usage_key="flavorsUsage"),
         )
+
+    @property
+    def strict_fifo(self) -> bool:
+        """Under ``StrictFIFO`` nothing is admitted ahead of an older pending workload."""
+        return self.queueing_strategy == STRICT_FIFO
 
     def quotas(self) -> dict[FlavorResource, ResourceQuota]:
         """All ``(flavor, resource)`` quotas in spec order."""
@@ -399,7 +410,7 @@ class LocalQueueInfo(QueueStatus):
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> LocalQueueInfo:
         """Read a ``LocalQueue`` dict of API version v1beta1 or v1beta2."""
-        name, namespace = _name(obj, "LocalQueue")
+        name, namespace = _name(obj, LOCAL_QUEUE_KIND)
         where = f"LocalQueue {namespace}/{name}"
         metadata = _mapping(obj.get("metadata"), f"{where}.metadata")
         annotations = _mapping(metadata.get("annotations"), f"{where}.metadata.annotations")

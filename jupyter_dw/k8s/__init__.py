@@ -1,17 +1,6 @@
 """The only code that talks to Kubernetes: credentials, discovery, access checks, watch caches.
 
-:class:`KubeSession` ties them together and is what the server extension (and later the
-widgets, magics and CLI) use. API groups, versions and plurals live in :mod:`.resources`.
+:class:`jupyter_dw.k8s.session.KubeSession` ties them together; the core's services use it.
+API groups, versions and plurals live in :mod:`.resources`. Nothing is imported here, so
+that ``jupyter_dw.k8s.errors`` stays light for code that only names errors.
 """
-
-from .errors import KubeError, KubeForbidden, KubeUnreachable, NotInstalled, NotReady
-from .session import KubeSession
-
-__all__ = [
-    "KubeError",
-    "KubeForbidden",
-    "KubeSession",
-    "KubeUnreachable",
-    "NotInstalled",
-    "NotReady",
-]

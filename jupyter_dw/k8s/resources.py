@@ -11,26 +11,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
-KUEUE_GROUP = "kueue.x-k8s.io"
+from jupyter_dw.names import (
+    CLUSTER_QUEUE_KIND,
+    COHORT_KIND,
+    KUEUE_GROUP,
+    LOCAL_QUEUE_KIND,
+    POD_KIND,
+    RAY_GROUP,
+    RAY_VERSION,
+    RAYCLUSTER_KIND,
+    RESOURCE_FLAVOR_KIND,
+    VISIBILITY_GROUP,
+    WORKLOAD_KIND,
+)
+
+from .errors import InvalidRequest
+
 KUEUE_VERSIONS = ("v1beta2", "v1beta1")
 """Kueue API versions jupyter_dw reads, most preferred first (the domain model reads both)."""
 COHORT_VERSIONS = (*KUEUE_VERSIONS, "v1alpha1")
 """Cohort objects were ``v1alpha1`` before they moved to the main Kueue versions."""
 
-VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
-
-RAY_GROUP = "ray.io"
-RAY_VERSION = "v1"
-RAY_CLUSTER_LABEL = "ray.io/cluster"
-"""Label KubeRay puts on every pod (and Service) it makes for a RayCluster: its name."""
-RAY_NODE_TYPE_LABEL = "ray.io/node-type"
-"""Label KubeRay puts on a RayCluster's pods: ``head`` or ``worker``."""
-
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
-"""Label that sends a job (RayCluster, batch Job, Workload owner) to a LocalQueue."""
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-"""Label Kueue puts on a Workload: the ``metadata.uid`` of the job it was made for."""
 
 
 @dataclass(frozen=True)
@@ -86,31 +88,52 @@ class Resource:
         """
         parts = [self.group_version_path]
         if self.namespaced and namespace is not None:
-            parts += ["namespaces", quote(namespace, safe="")]
+            parts += ["namespaces", path_segment(namespace, "namespace")]
         parts.append(self.plural)
         if name is not None:
-            parts.append(quote(name, safe=""))
+            parts.append(path_segment(name, "name"))
             if subresource:
-                parts.append(subresource)
+                parts.append(path_segment(subresource, "subresource"))
         return "/".join(parts)
 
 
+# Segments an HTTP client removes or merges (RFC 3986 dot segments) or that end a path early:
+# "rayclusters/." would reach the API server as "rayclusters/" -- the whole collection.
+_UNSAFE_SEGMENTS = frozenset({"", ".", ".."})
+
+
+def path_segment(value: str, what: str) -> str:
+    """``value`` quoted as one path segment; :class:`InvalidRequest` (400, nothing sent) when
+    it is empty, a dot segment or holds ``/``, which would make the path name another object
+    or the collection. Every Kubernetes path is built through here."""
+    if not isinstance(value, str) or value in _UNSAFE_SEGMENTS or "/" in value:
+        raise InvalidRequest(
+            f"Invalid {what} {value!r}",
+            f"a {what} in a Kubernetes path may not be empty, '.', '..' or contain '/'",
+            "Use the object's Kubernetes name.",
+            {what: f"{value!r} is not a valid {what}"},
+        )
+    return quote(value, safe="")
+
+
 # Kueue (version chosen by discovery)
-LOCAL_QUEUE = ResourceKind(KUEUE_GROUP, "localqueues", "LocalQueue", namespaced=True)
-CLUSTER_QUEUE = ResourceKind(KUEUE_GROUP, "clusterqueues", "ClusterQueue", namespaced=False)
-RESOURCE_FLAVOR = ResourceKind(KUEUE_GROUP, "resourceflavors", "ResourceFlavor", namespaced=False)
-WORKLOAD = ResourceKind(KUEUE_GROUP, "workloads", "Workload", namespaced=True)
-COHORT = ResourceKind(KUEUE_GROUP, "cohorts", "Cohort", namespaced=False)
+LOCAL_QUEUE = ResourceKind(KUEUE_GROUP, "localqueues", LOCAL_QUEUE_KIND, namespaced=True)
+CLUSTER_QUEUE = ResourceKind(KUEUE_GROUP, "clusterqueues", CLUSTER_QUEUE_KIND, namespaced=False)
+RESOURCE_FLAVOR = ResourceKind(
+    KUEUE_GROUP, "resourceflavors", RESOURCE_FLAVOR_KIND, namespaced=False
+)
+WORKLOAD = ResourceKind(KUEUE_GROUP, "workloads", WORKLOAD_KIND, namespaced=True)
+COHORT = ResourceKind(KUEUE_GROUP, "cohorts", COHORT_KIND, namespaced=False)
 
 # Kueue visibility API (aggregated; served by the Kueue process itself)
-VISIBILITY_LOCAL_QUEUE = ResourceKind(VISIBILITY_GROUP, "localqueues", "LocalQueue", True)
+VISIBILITY_LOCAL_QUEUE = ResourceKind(VISIBILITY_GROUP, "localqueues", LOCAL_QUEUE_KIND, True)
 PENDING_WORKLOADS_SUBRESOURCE = "pendingworkloads"
 
 # KubeRay
-RAY_CLUSTER = Resource(RAY_GROUP, RAY_VERSION, "rayclusters", "RayCluster", namespaced=True)
+RAY_CLUSTER = Resource(RAY_GROUP, RAY_VERSION, "rayclusters", RAYCLUSTER_KIND, namespaced=True)
 
 # Core and authorization/authentication APIs
-POD = Resource("", "v1", "pods", "Pod", namespaced=True)
+POD = Resource("", "v1", "pods", POD_KIND, namespaced=True)
 SELF_SUBJECT_ACCESS_REVIEW = Resource(
     "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False
 )

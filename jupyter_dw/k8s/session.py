@@ -27,7 +27,7 @@ from jupyter_dw.domain.kueue_model import (
     KueueObjectError,
     LocalQueueInfo,
 )
-from jupyter_dw.domain.quota import queue_summaries
+from jupyter_dw.names import JOB_UID_LABEL, RAY_CLUSTER_LABEL
 
 from . import ray
 from .access import AccessResult, Identity, Permission, check_access, who_am_i
@@ -38,12 +38,10 @@ from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized,
 from .resources import (
     CLUSTER_QUEUE,
     COHORT,
-    JOB_UID_LABEL,
     LOCAL_QUEUE,
     PENDING_WORKLOADS_SUBRESOURCE,
     POD,
     RAY_CLUSTER,
-    RAY_CLUSTER_LABEL,
     RESOURCE_FLAVOR,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
@@ -112,7 +110,7 @@ class KubeSession:
 
         session = KubeSession()
         session.start_background()          # returns at once
-        session.queues()                    # waits for the first sync, then answers
+        session.queue_state()               # waits for the first sync, then answers
         session.stop()
     """
 
@@ -126,6 +124,7 @@ class KubeSession:
         credentials: Credentials | None = None,
         environ: Mapping[str, str] | None = None,
         backoff: Backoff | None = None,
+        lazy_watches: bool = False,
     ) -> None:
         self._configured_namespace = namespace or None
         self._service_account_dir = service_account_dir
@@ -134,6 +133,7 @@ class KubeSession:
         self._credentials = credentials
         self._environ = environ
         self._backoff = backoff
+        self._lazy_watches = lazy_watches
         self._lock = threading.RLock()
         self._start_lock = threading.Lock()
         self._started = threading.Event()
@@ -290,8 +290,9 @@ class KubeSession:
                     )
                 self._caches[resource.plural] = cache
             caches = list(self._caches.values())
-        for cache in caches:
-            cache.start()
+        if not self._lazy_watches:
+            for cache in caches:
+                cache.start()
 
     def _stop_caches(self) -> None:
         for cache in self._caches.values():
@@ -338,8 +339,22 @@ class KubeSession:
         return dict(self._access)
 
     def cache(self, kind: Kind) -> WatchCache | None:
-        """The watch cache of ``kind``, None if not served or not readable."""
-        return self._caches.get(kind.plural)
+        """The watch cache of ``kind``, None if not served or not readable (started now if
+        the session watches lazily)."""
+        return self._watching(kind.plural)
+
+    def _watching(self, plural: str) -> WatchCache | None:
+        """The cache of ``plural``, started if it was not yet (``lazy_watches``: a kernel
+        opens only the watches that what it shows needs)."""
+        cache = self._caches.get(plural)
+        if cache is not None and self._lazy_watches:
+            cache.start()  # idempotent
+        return cache
+
+    @property
+    def watched(self) -> list[str]:
+        """The plurals whose watches are open."""
+        return [plural for plural, cache in self._caches.items() if cache.started]
 
     def allowed(self, verb: str, kind: Kind, subresource: str = "") -> bool | None:
         """The start-time verdict for ``verb`` on ``kind`` (None if it was not checked)."""
@@ -373,24 +388,6 @@ class KubeSession:
         return remove
 
     # -- answers -------------------------------------------------------------------------
-
-    def queues(self, timeout: float | None = None) -> dict[str, Any]:
-        """The ``GET queues`` answer: every LocalQueue of the namespace with its quota.
-
-        Waits (up to ``timeout``, default ``request_timeout``) for the start and the first
-        sync of the caches involved. Quota is hidden, not an error, when ClusterQueues are
-        not readable. Raises ``NotInstalled`` without Kueue and ``KubeForbidden`` when
-        LocalQueues cannot be listed and watched.
-        """
-        state = self.queue_state(timeout)
-        summaries = queue_summaries(state.local_queues, state.cluster_queues, state.cohorts)
-        return {
-            "namespace": self.namespace,
-            "kueue_api": self.discovery.kueue_version,
-            "quota_visible": state.cluster_queues is not None,
-            "cohorts_visible": state.cohorts is not None,
-            "queues": [s.to_json() for s in summaries],
-        }
 
     def queue_state(self, timeout: float | None = None) -> QueueState:
         """The parsed LocalQueues, ClusterQueues and Cohorts, as :meth:`queues` sees them.
@@ -455,12 +452,12 @@ class KubeSession:
 
     def cached_ray_cluster(self, name: str) -> Object | None:
         """RayCluster ``name`` as the cache holds it now (no waiting, no I/O)."""
-        cache = self._caches.get(RAY_CLUSTER.plural)
+        cache = self._watching(RAY_CLUSTER.plural)
         return cache.get(name, self._namespace or "") if cache is not None else None
 
     def ray_cluster_by_uid(self, uid: str) -> Object | None:
         """The cached RayCluster with ``metadata.uid`` ``uid`` (no waiting, no I/O)."""
-        cache = self._caches.get(RAY_CLUSTER.plural)
+        cache = self._watching(RAY_CLUSTER.plural)
         found = cache.by_index(BY_UID, uid) if cache is not None else []
         return found[0] if found else None
 
@@ -471,7 +468,7 @@ class KubeSession:
         When several match (an elastic job's replaced slices, one being deleted), the newest
         one not finished and not being deleted wins.
         """
-        cache = self._caches.get(WORKLOAD.plural)
+        cache = self._watching(WORKLOAD.plural)
         uid = (raycluster.get("metadata") or {}).get("uid")
         if cache is None or not uid:
             return None
@@ -483,7 +480,7 @@ class KubeSession:
     def ray_pods(self, name: str) -> list[Object]:
         """The cached pods of RayCluster ``name`` (label ``ray.io/cluster``); empty when pods
         are not readable."""
-        cache = self._caches.get(POD.plural)
+        cache = self._watching(POD.plural)
         return cache.by_index(BY_RAY_CLUSTER, name) if cache is not None else []
 
     @property
@@ -513,7 +510,7 @@ class KubeSession:
         created = ray.create_raycluster(self.api, self.namespace, obj)
         cache = self._caches.get(RAY_CLUSTER.plural)
         name = str((created.get("metadata") or {}).get("name") or "")
-        if cache is not None:
+        if cache is not None and cache.started:
             cache.wait_until(
                 lambda _: cache.get(name, self.namespace) is not None, CACHE_CATCH_UP_SECONDS
             )
@@ -526,27 +523,23 @@ class KubeSession:
         self.discovery.require_kuberay()
         return ray.delete_raycluster(self.api, self.namespace, name)
 
-    def context(self, timeout: float | None = None) -> dict[str, Any]:
-        """The ``GET context`` answer: namespace, identity, installed APIs, permissions."""
-        self.wait_ready(timeout)
-        credentials = self._credentials
-        assert credentials is not None
+    @property
+    def credentials(self) -> Credentials:
+        """The credentials in use (after start)."""
+        self._require_started()
+        assert self._credentials is not None
+        return self._credentials
+
+    @property
+    def namespace_source(self) -> str:
+        """Where the namespace came from: ``config``, or the credentials' source."""
+        return "config" if self._configured_namespace else self.credentials.source
+
+    def cache_health(self) -> dict[str, tuple[bool, str | None]]:
+        """Per watched plural: ``(synced, last error)``."""
         return {
-            "namespace": self.namespace,
-            "namespace_source": ("config" if self._configured_namespace else credentials.source),
-            "api_server": self.api.host,
-            "credentials": {"source": credentials.source, "description": credentials.description},
-            "identity": self.identity.to_json(),
-            "kueue_api": self.discovery.kueue_version,
-            **self.discovery.to_json(),
-            "permissions": [result.to_json() for result in self._access.values()],
-            "caches": {
-                plural: {
-                    "synced": cache.synced,
-                    "error": str(cache.last_error) if cache.last_error else None,
-                }
-                for plural, cache in self._caches.items()
-            },
+            plural: (cache.synced, str(cache.last_error) if cache.last_error else None)
+            for plural, cache in self._caches.items()
         }
 
     # -- internals -----------------------------------------------------------------------
@@ -561,7 +554,7 @@ class KubeSession:
     def _synced_cache(
         self, kind: Kind, deadline: float, required: bool = False
     ) -> WatchCache | None:
-        cache = self._caches.get(kind.plural)
+        cache = self._watching(kind.plural)
         if cache is None:
             if required:
                 raise self._forbidden(kind)

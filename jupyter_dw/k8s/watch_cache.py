@@ -169,6 +169,11 @@ class WatchCache:
             )
         self._thread.start()
 
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` was called (the watch is open or being re-opened)."""
+        return self._thread is not None
+
     def stop(self, timeout: float = 5.0) -> None:
         """Stop watching; interrupts a blocked watch read and joins the thread."""
         self._stop.set()

@@ -558,5 +558,10 @@ export function rayAddress(cluster: Cluster): string {
 
 /** The code cell that connects a notebook to the cluster. */
 export function connectionCode(cluster: Cluster): string {
-  return ['import ray', '', `ray.init("${rayAddress(cluster)}")  # ${cluster.name}`].join('\n');
+  return [
+    'import ray',
+    '',
+    `# Ray cluster ${cluster.name}; the same address as dw.cluster("${cluster.name}").ray_address`,
+    `ray.init("${rayAddress(cluster)}")`
+  ].join('\n');
 }

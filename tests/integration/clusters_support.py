@@ -53,13 +53,29 @@ class Events:
 
     ws: WebSocketClientConnection
     seen: list[dict[str, Any]] = field(default_factory=list)
+    _reading: asyncio.Future[Any] | None = None
 
-    async def next(self, timeout: float = WAIT_TIMEOUT) -> dict[str, Any]:
-        text = await asyncio.wait_for(self.ws.read_message(), timeout)
+    def reading(self) -> asyncio.Future[Any]:
+        """The read of the next message, started once and kept until it is taken: a wait
+        that gives up (a timeout, waiting on another socket) never loses a message."""
+        if self._reading is None:
+            self._reading = asyncio.ensure_future(self.ws.read_message())
+        return self._reading
+
+    def take(self) -> dict[str, Any]:
+        """The message :meth:`reading` has read (it must be done)."""
+        assert self._reading is not None and self._reading.done()
+        text, self._reading = self._reading.result(), None
         assert text is not None, "the server closed the events socket"
         message = json.loads(text)
         self.seen.append(message)
         return message
+
+    async def next(self, timeout: float = WAIT_TIMEOUT) -> dict[str, Any]:
+        done, _ = await asyncio.wait({self.reading()}, timeout=timeout)
+        if not done:
+            raise asyncio.TimeoutError
+        return self.take()
 
     async def until(
         self,

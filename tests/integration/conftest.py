@@ -16,8 +16,8 @@ import pytest
 from tornado.httpclient import HTTPClientError
 from tornado.websocket import WebSocketClientConnection
 
-from jupyter_dw.handlers import SESSION_SETTING
 from jupyter_dw.k8s.session import KubeSession
+from jupyter_dw.server.handlers import CORE_SETTING
 from tests.openapi_check import check_event, check_response
 
 
@@ -65,7 +65,23 @@ def jp_server_config(identity, dw_config, server_options):
 @pytest.fixture
 def session(jp_serverapp) -> KubeSession:
     """The server extension's KubeSession (to look at its caches, never to answer)."""
-    return jp_serverapp.web_app.settings[SESSION_SETTING]
+    return jp_serverapp.web_app.settings[CORE_SETTING].session
+
+
+@pytest.fixture
+def kernel(identity):
+    """The kernel side as a workbench kernel runs it: its own core, from the settings a kernel
+    can see (here: ``JUPYTER_DW_*`` variables, no config files), installed as this process's
+    runtime for ``import jupyter_dw as dw``; stopped (ephemeral clusters deleted) after."""
+    from jupyter_dw.core.settings import load_settings
+    from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
+
+    environ = {"JUPYTER_DW_SERVICE_ACCOUNT_DIR": str(identity.service_account_dir)}
+    runtime = KernelRuntime(load_settings(environ=environ, paths=[]))
+    previous = set_runtime(runtime)
+    yield runtime
+    set_runtime(previous)
+    runtime.stop()
 
 
 # --------------------------------------------------------------------------------------------

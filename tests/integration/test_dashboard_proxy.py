@@ -28,9 +28,9 @@ from tornado.testing import bind_unused_port
 from tornado.websocket import WebSocketError, WebSocketHandler
 from traitlets import TraitError
 
-from jupyter_dw.app import JupyterDW
-from jupyter_dw.dashboard_proxy import DashboardProxy
-from jupyter_dw.handlers import AUTH_RESOURCE
+from jupyter_dw.server.app import JupyterDW
+from jupyter_dw.server.dashboard_proxy import DashboardProxy
+from jupyter_dw.server.handlers import AUTH_RESOURCE
 from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import WAIT_TIMEOUT
 

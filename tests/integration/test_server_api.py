@@ -16,7 +16,7 @@ from tornado.httpclient import HTTPClientError
 
 import jupyter_dw.k8s.session as session_module
 from jupyter_dw import __version__
-from jupyter_dw.handlers import AUTH_RESOURCE, SESSION_SETTING
+from jupyter_dw.server.handlers import AUTH_RESOURCE, CORE_SETTING
 from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import WAIT_TIMEOUT
 
@@ -208,7 +208,7 @@ async def test_namespace_is_configurable(jp_fetch, jp_serverapp):
     assert code == 200
     assert context["namespace"] == "team-configured"
     assert context["namespace_source"] == "config"
-    assert jp_serverapp.web_app.settings[SESSION_SETTING].namespace == "team-configured"
+    assert jp_serverapp.web_app.settings[CORE_SETTING].session.namespace == "team-configured"
 
 
 class DenyJupyterDW(Authorizer):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_dw.core.queues import QueueService
 from jupyter_dw.k8s.access import check_access, who_am_i
 from jupyter_dw.k8s.auth import load_credentials
 from jupyter_dw.k8s.client import KubeApi
@@ -214,7 +215,7 @@ def test_session_lifecycle_caches_and_listeners(reader, kueue, namespace):
     try:
         assert session.namespace == namespace
         assert session.cache(CLUSTER_QUEUE) is None  # not readable by this identity
-        assert session.queues()["queues"] == []
+        assert QueueService(session).list().queues == ()
 
         flavor = kueue.flavor("f")
         kueue.local_queue("team", kueue.cluster_queue("cq", {flavor: {"cpu": "1"}}))
@@ -222,7 +223,7 @@ def test_session_lifecycle_caches_and_listeners(reader, kueue, namespace):
         assert arrived.wait(WAIT_TIMEOUT)
         assert ("localqueues", ADDED, "team") in events
         assert session.cache(LOCAL_QUEUE).wait_until(lambda objs: len(objs) == 1, WAIT_TIMEOUT)
-        assert [q["name"] for q in session.queues()["queues"]] == ["team"]
+        assert [q.name for q in QueueService(session).list().queues] == ["team"]
     finally:
         session.stop()
     alive = [t.name for t in threading.enumerate() if namespace in t.name]

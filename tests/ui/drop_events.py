@@ -11,7 +11,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
 
-from jupyter_dw.events import EventsHandler
+from jupyter_dw.server.events import EventsHandler
 
 _OPEN: weakref.WeakSet[EventsHandler] = weakref.WeakSet()
 

@@ -21,6 +21,7 @@ from jupyter_dw.domain.fit import (
     PodSetRequest,
     assess_fit,
     pod_sets_for_spec,
+    suggest,
 )
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota, CohortQuota, LocalQueueInfo
 from jupyter_dw.domain.quota import HIDDEN_QUOTA_HINT, QuotaTree
@@ -505,3 +506,56 @@ def test_no_requests_fit() -> None:
     assert verdict.verdict == FITS_NOW
     assert verdict.requests == {}
     assert verdict.message == "Needs no quota: fits now."
+
+
+# -- what would fit now ---------------------------------------------------------------------
+
+
+def _spec(workers: int) -> ClusterSpec:
+    return ClusterSpec.from_request(
+        {
+            "name": "big",
+            "queue": "team-a",
+            "workers": workers,
+            "head_cpu": "1",
+            "head_memory": "1Gi",
+            "worker_cpu": "2",
+            "worker_memory": "1Gi",
+        }
+    )
+
+
+def _suggest(workers: int, queue: ClusterQueueQuota, ahead: int | None = None):
+    tree = QuotaTree([queue], [])
+    return suggest(_spec(workers), tree.cluster_queue(queue.name), tree, ahead)
+
+
+def test_suggestion_is_the_largest_worker_count_that_fits_now() -> None:
+    # 8 CPU, 3 in use: 5 free; head 1 + N * 2 <= 5 -> N = 2.
+    queue = cq("x", [cpu_mem("f", "8", "64Gi")], reserved={("f", "cpu"): "3"})
+    found = _suggest(10, queue)
+    assert found is not None
+    assert found.workers == 2
+    assert found.to_json()["requests"] == {"cpu": "5", "memory": "3Gi"}
+    assert found.message.startswith("2 workers would start now")
+    tree = QuotaTree([queue], [])
+    bigger = assess_fit(pod_sets_for_spec(_spec(3)), tree.cluster_queue("x"), tree)
+    assert bigger.verdict == MUST_WAIT  # one more worker would not start
+
+
+def test_no_suggestion_when_not_even_one_worker_fits() -> None:
+    queue = cq("x", [cpu_mem("f", "8", "64Gi")], reserved={("f", "cpu"): "6"})
+    assert _suggest(4, queue) is None  # 2 free: the head and one worker need 3
+
+
+def test_strict_fifo_with_workloads_ahead_suggests_nothing() -> None:
+    obj = cq_obj("x", [cpu_mem("f", "8", "64Gi")], reserved={("f", "cpu"): "3"})
+    obj["spec"]["queueingStrategy"] = "StrictFIFO"
+    strict = ClusterQueueQuota.from_object(obj)
+    assert strict.strict_fifo
+    assert _suggest(10, strict, ahead=1) is None
+    assert _suggest(10, strict, ahead=0) is not None  # nobody ahead: as BestEffortFIFO
+
+
+def test_no_suggestion_with_hidden_quota() -> None:
+    assert suggest(_spec(4), None, None, None) is None

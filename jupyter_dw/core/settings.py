@@ -1,44 +1,46 @@
-"""The jupyter_server extension: configuration, routes, and the shared KubeSession's life.
+"""jupyter_dw's settings, read the same way by the server extension and by a kernel.
 
-Configure it as ``JupyterDW`` (``c.JupyterDW.namespace = "team-a"`` in a config file, or
-``--JupyterDW.namespace=team-a`` on the command line).
+The traits live on :class:`DWSettings`; the server extension (``JupyterDW``) inherits them, so
+``c.JupyterDW.namespace = "team-a"`` in a Jupyter config file sets both. A kernel cannot see
+the server's command line, so :func:`load_settings` reads what it can see: the
+``JupyterDW`` section of the ``jupyter_server_config`` files on the Jupyter config path
+(``jupyter --paths``: ``.json``, ``.py`` and ``jupyter_server_config.d/*.json``), then
+``JUPYTER_DW_<SETTING>`` environment variables (``JUPYTER_DW_NAMESPACE=team-a``,
+``JUPYTER_DW_MAX_WORKERS=8``, ``JUPYTER_DW_ALLOWED_IMAGES=quay.io/team/,docker.io/rayproject/``),
+which override the files. The server applies the same variables, below its command-line flags.
+
+No jupyter_server or tornado import here: kernels use this module.
 """
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
-from jupyter_server.extension.application import ExtensionApp
-from jupyter_server.utils import url_path_join
-from traitlets import Bool, Float, Int, List, TraitError, Unicode, validate
+from traitlets import Bool, Float, Int, List, TraitError, TraitType, Unicode, validate
+from traitlets.config import Config, Configurable
+from traitlets.config.loader import PyFileConfigLoader
 
-from .clusters import ClusterService
-from .dashboard_proxy import (
-    DEFAULT_DASHBOARD_PORT,
-    DEFAULT_DASHBOARD_URL,
-    PROXY_PREFIX,
-    dashboard_routes,
-    validate_url_template,
-)
-from .domain.cluster_spec import SpecPolicy
-from .domain.quantity import format_quantity
-from .handlers import CLUSTERS_SETTING, EXECUTOR_SETTING, SESSION_SETTING, route_table
-from .k8s.auth import DEFAULT_SERVICE_ACCOUNT_DIR
-from .k8s.session import KubeSession
+from ..domain.cluster_spec import SpecPolicy
+from ..domain.quantity import format_quantity
+from ..k8s.auth import DEFAULT_SERVICE_ACCOUNT_DIR
 
-# Blocking Kubernetes calls and waits for cache sync run here, never on the IO loop.
-EXECUTOR_WORKERS = 8
+log = logging.getLogger(__name__)
+
+SECTION = "JupyterDW"
+"""The config section users write (``c.JupyterDW.<setting>``)."""
+ENV_PREFIX = "JUPYTER_DW_"
+CONFIG_FILE = "jupyter_server_config"
 
 _POLICY = SpecPolicy()  # the domain's defaults, so the traits' defaults cannot drift from them
 
 
-class JupyterDW(ExtensionApp):
-    """Kueue queues, quota and Ray clusters for this workbench (server extension)."""
-
-    name = "jupyter_dw"
-    description = __doc__
+class DWSettings(Configurable):
+    """Where to find Kubernetes, and the defaults and limits of the clusters users create."""
 
     namespace = Unicode(
         None,
@@ -74,45 +76,6 @@ class JupyterDW(ExtensionApp):
         help="""Seconds to wait for one Kubernetes API call, and the most a request waits for
         start-up and the first sync of the watch caches before answering 503.""",
     )
-
-    ray_dashboard_url = Unicode(
-        DEFAULT_DASHBOARD_URL,
-        config=True,
-        help="""Where the Ray dashboard of a RayCluster is, as seen from this server: the
-        target of the ``{base_url}dw/ray/<name>/`` proxy.
-
-        A template with the placeholders ``{name}`` (the RayCluster's name, required),
-        ``{namespace}`` (the session's namespace) and ``{port}`` (``ray_dashboard_port``);
-        no other placeholders, format specs, query string or fragment. It must give an
-        http:// or https:// URL; the proxied path and query are appended to it. The default
-        is KubeRay's head Service by its cluster DNS name. Other examples: a custom cluster
-        domain, ``http://{name}-head-svc.{namespace}.svc.example.internal:{port}``; dashboards
-        behind a gateway that routes by path, ``https://ray-gw.example.com/{namespace}/{name}``.
-        Requests never go anywhere else: the browser only picks ``<name>``, which must name
-        a RayCluster of the namespace.""",
-    )
-
-    ray_dashboard_port = Int(
-        DEFAULT_DASHBOARD_PORT,
-        config=True,
-        help="""The ``{port}`` of ``ray_dashboard_url``: the ``dashboard`` port of KubeRay's
-        head Service (8265, the Ray default). Change it when the RayClusters' head groups
-        set ``dashboard-port`` in ``rayStartParams``.""",
-    )
-
-    @validate("ray_dashboard_url")
-    def _validate_ray_dashboard_url(self, proposal: Any) -> str:
-        try:
-            return validate_url_template(proposal["value"])
-        except ValueError as err:
-            raise TraitError(f"JupyterDW.ray_dashboard_url: {err}") from err
-
-    @validate("ray_dashboard_port")
-    def _validate_ray_dashboard_port(self, proposal: Any) -> int:
-        value = int(proposal["value"])
-        if not 0 < value < 65536:
-            raise TraitError(f"JupyterDW.ray_dashboard_port must be a TCP port, got {value}")
-        return value
 
     @validate("request_timeout")
     def _validate_request_timeout(self, proposal: Any) -> float:
@@ -256,37 +219,106 @@ class JupyterDW(ExtensionApp):
         except ValueError as err:
             raise TraitError(f"JupyterDW cluster defaults and limits: {err}") from err
 
-    def initialize_settings(self) -> None:
-        """Create the session and start it in the background: start-up never waits on
-        Kubernetes; requests that come before it is ready wait or answer 503."""
-        self.kube_session = KubeSession(
-            namespace=self.namespace,
-            service_account_dir=self.service_account_dir,
-            kube_context=self.kube_context,
-            request_timeout=self.request_timeout,
-        )
-        self.executor = ThreadPoolExecutor(EXECUTOR_WORKERS, thread_name_prefix="jupyter-dw")
-        self.clusters = ClusterService(
-            self.kube_session,
-            self.spec_policy(),
-            url_path_join(self.serverapp.base_url, PROXY_PREFIX),
-        )
-        self.settings.update(
-            {
-                SESSION_SETTING: self.kube_session,
-                EXECUTOR_SETTING: self.executor,
-                CLUSTERS_SETTING: self.clusters,
-            }
-        )
-        self.kube_session.start_background()
+    def session_options(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`jupyter_dw.k8s.session.KubeSession`."""
+        return {
+            "namespace": self.namespace,
+            "service_account_dir": self.service_account_dir,
+            "kube_context": self.kube_context,
+            "request_timeout": self.request_timeout,
+        }
 
-    def initialize_handlers(self) -> None:
-        """Register ``{base_url}dw/api/...`` and the Ray dashboard proxy ``dw/ray/...``."""
-        self.handlers.extend(route_table())
-        self.handlers.extend(dashboard_routes(self.ray_dashboard_url, self.ray_dashboard_port))
 
-    async def stop_extension(self) -> None:
-        """Stop the watches and the worker threads on server shutdown."""
-        # Joining the watch threads blocks briefly: keep it off the IO loop too.
-        await asyncio.get_running_loop().run_in_executor(None, self.kube_session.stop)
-        self.executor.shutdown(wait=False, cancel_futures=True)
+def setting_names() -> list[str]:
+    """Every configurable setting of :class:`DWSettings`, in declaration order."""
+    return list(DWSettings.class_own_traits(config=True))
+
+
+def environment_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``{setting: value}`` from ``JUPYTER_DW_<SETTING>`` variables, parsed by trait type.
+
+    Lists are comma-separated (or a JSON array); an empty value means None where allowed.
+    A value that does not parse raises :class:`TraitError` naming the variable.
+    """
+    environ = os.environ if environ is None else environ
+    found: dict[str, Any] = {}
+    for name, trait in DWSettings.class_own_traits(config=True).items():
+        variable = ENV_PREFIX + name.upper()
+        if variable in environ:
+            found[name] = _parse_env(variable, environ[variable], trait)
+    return found
+
+
+def _parse_env(variable: str, raw: str, trait: TraitType[Any, Any]) -> Any:
+    text = raw.strip()
+    if text == "" and trait.allow_none:
+        return None
+    try:
+        if isinstance(trait, Bool):
+            if text.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                raise ValueError("expected true or false")
+            return text.lower() in ("1", "true", "yes")
+        if isinstance(trait, Int):
+            return int(text)
+        if isinstance(trait, Float):
+            return float(text)
+        if isinstance(trait, List):
+            if text.startswith("["):
+                value = json.loads(text)
+                if not isinstance(value, list):
+                    raise ValueError("expected a JSON array")
+                return [str(v) for v in value]
+            return [part.strip() for part in text.split(",") if part.strip()]
+    except ValueError as err:
+        raise TraitError(f"{variable}={raw!r}: {err}") from err
+    return raw
+
+
+def config_files(paths: Iterable[str] | None = None) -> list[Path]:
+    """The ``jupyter_server_config`` files a server would read, lowest priority first."""
+    if paths is None:
+        from jupyter_core.paths import jupyter_config_path
+
+        paths = jupyter_config_path()
+    files: list[Path] = []
+    for directory in reversed(list(paths)):  # jupyter_config_path() lists the highest first
+        base = Path(directory)
+        files += sorted((base / f"{CONFIG_FILE}.d").glob("*.json"))
+        files += [
+            p for p in (base / f"{CONFIG_FILE}.json", base / f"{CONFIG_FILE}.py") if p.is_file()
+        ]
+    return files
+
+
+def file_config(paths: Iterable[str] | None = None) -> dict[str, Any]:
+    """The ``JupyterDW`` section merged from :func:`config_files` (later files win).
+
+    A file that cannot be read is logged and skipped: a broken server config must not stop a
+    notebook from working with the defaults.
+    """
+    merged = Config()
+    for path in config_files(paths):
+        try:
+            if path.suffix == ".json":
+                loaded = Config(json.loads(path.read_text()))
+            else:
+                loaded = PyFileConfigLoader(path.name, str(path.parent), log=log).load_config()
+        except Exception as err:  # a user's file: anything may be wrong in it
+            log.warning("jupyter_dw: ignoring %s: %s", path, err)
+            continue
+        merged.merge(loaded)
+    section = merged.get(SECTION, {})
+    return {key: value for key, value in section.items() if key in setting_names()}
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, paths: Iterable[str] | None = None
+) -> DWSettings:
+    """The settings a kernel uses: config files, then ``JUPYTER_DW_*`` variables.
+
+    Raises :class:`TraitError` (naming the setting) for a value that is not valid.
+    """
+    values = {**file_config(paths), **environment_config(environ)}
+    settings = DWSettings(config=Config({"DWSettings": values}))
+    settings.spec_policy()  # a bad combination fails here, with its reason
+    return settings

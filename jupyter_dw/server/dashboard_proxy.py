@@ -69,19 +69,19 @@ from tornado.websocket import (
     websocket_connect,
 )
 
-from .domain.cluster_spec import MAX_NAME_LENGTH
-from .domain.validation import dns1035_label_error
+from ..domain.cluster_spec import MAX_NAME_LENGTH, ray_cluster_name_error
+from ..k8s.errors import KubeApiError, KubeError
+from ..k8s.resources import RAY_CLUSTER, RAY_GROUP, ResourceKind
+from ..k8s.session import KubeSession
+from ..names import DASHBOARD_PORT
 from .handlers import AUTH_RESOURCE, EXECUTOR_SETTING, ExtensionObjectsMixin, JSONErrorsMixin
-from .k8s.errors import KubeApiError, KubeError
-from .k8s.resources import RAY_CLUSTER, RAY_GROUP, ResourceKind
-from .k8s.session import KubeSession
 
 PROXY_PREFIX = "dw/ray"
 PROXY_ROUTE = PROXY_PREFIX + "/([^/]+)/(.*)"
 """``dw/ray/<name>/<path>``: groups are the RayCluster name and the path on the dashboard."""
 REDIRECT_ROUTE = PROXY_PREFIX + "/([^/]+)"
 
-DEFAULT_DASHBOARD_PORT = 8265
+DEFAULT_DASHBOARD_PORT = DASHBOARD_PORT
 """The ``dashboard`` port of KubeRay's head Service."""
 DEFAULT_DASHBOARD_URL = "http://{name}-head-svc.{namespace}.svc:{port}"
 """KubeRay names the head Service ``<cluster>-head-svc`` (cluster names are at most 53
@@ -268,7 +268,7 @@ class DashboardError(Exception):
 
 def check_name(name: str) -> None:
     """Raise a 400 :class:`DashboardError` unless ``name`` can be a RayCluster's name."""
-    problem = dns1035_label_error(name, MAX_NAME_LENGTH)
+    problem = ray_cluster_name_error(name)
     if problem is not None:
         raise DashboardError(
             400,
@@ -496,7 +496,7 @@ class RayDashboardHandler(
             raw_path = match.group(2)
             check_path(raw_path)
             namespace = await self.dashboard.require_cluster(
-                self.session, self.settings.get(EXECUTOR_SETTING), name
+                self.core.session, self.settings.get(EXECUTOR_SETTING), name
             )
         except (DashboardError, KubeError) as err:
             self._send_error_json(err)

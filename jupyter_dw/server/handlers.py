@@ -1,8 +1,9 @@
-"""REST handlers under ``{base_url}dw/api/``: thin wrappers around :class:`KubeSession`.
+"""REST handlers under ``{base_url}dw/api/``: thin wrappers around the core's services.
 
 Each handler authenticates (``@web.authenticated``) and authorizes (``@authorized`` on the
-``jupyter_dw`` resource) through jupyter_server, runs the blocking session call on the
-extension's thread pool, and maps :class:`KubeError` to JSON with the error's HTTP status.
+``jupyter_dw`` resource) through jupyter_server, runs the blocking core call on the
+extension's thread pool, writes its answer's ``to_json()``, and maps :class:`KubeError` to
+JSON with the error's HTTP status. The full description is ``jupyter_dw/openapi.yaml``.
 
 Routes:
 
@@ -25,14 +26,16 @@ Routes:
   :data:`jupyter_dw.domain.cluster_spec.FIELDS`; ``name`` optional here) → the fit verdict:
   ``{"verdict": "fits-now" | "must-wait" | "never-fits" | "unknown", "reason", "message",
   "requests", "headroom", "max_obtainable", "flavors", "assignment", "ahead", "queue",
-  "cluster_queue", "spec", "default_queue"}``.
+  "cluster_queue", "spec", "default_queue", "suggestion"}`` (``suggestion``: ``{"workers",
+  "requests", "message"}``, a smaller cluster that would start now, or null).
 - ``GET clusters`` → ``{"namespace", "positions_visible", "clusters": [cluster]}``; a cluster
   is ``{"name", "namespace", "queue", "state", "reason", "message", "created", "workload",
   "cluster_queue", "quota_reserved", "admitted", "admitted_at", "flavors",
   "pod_set_flavors", "head_ready", "workers_ready", "workers_desired", "dashboard",
   "position_in_local_queue", "position_in_cluster_queue", "dashboard_url", "owner",
-  "pods": [{"name", "role", "phase", "ready"}]}`` (``state``: queued, admitted, starting,
-  ready, evicted, preempted, suspended, failed, deleting; positions only while queued).
+  "pods": [{"name", "role", "phase", "ready"}], "milestones": [{"name", "time"}]}``
+  (``state``: queued, admitted, starting, ready, evicted, preempted, suspended, failed,
+  deleting; positions only while queued).
 - ``POST clusters`` with a cluster spec → 201 and the cluster. Validated first (400
   ``invalid_spec`` with ``"errors": {field: message}``, nothing sent to Kubernetes), then a
   server-side dry run (400 ``rejected`` when a webhook or the schema refuses it: nothing
@@ -65,19 +68,17 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from jupyter_server.utils import url_path_join
 from tornado import web
 
-from ._version import __version__
-from .k8s.errors import InvalidRequest, KubeError
-from .k8s.session import KubeSession
+from .._version import __version__
+from ..k8s.errors import InvalidRequest, KubeError
 
 if TYPE_CHECKING:
-    from .clusters import ClusterService
+    from ..core.services import DWCore
 
 AUTH_RESOURCE = "jupyter_dw"
 """The resource name a jupyter_server Authorizer sees for every jupyter_dw endpoint."""
 API_PREFIX = "dw/api"
-SESSION_SETTING = "jupyter_dw_session"
+CORE_SETTING = "jupyter_dw_core"
 EXECUTOR_SETTING = "jupyter_dw_executor"
-CLUSTERS_SETTING = "jupyter_dw_clusters"
 FIT = "fit"
 """``POST clusters/fit``: the fit check's path segment."""
 
@@ -101,19 +102,14 @@ class JSONErrorsMixin:
 
 class ExtensionObjectsMixin:
     """What every jupyter_dw handler shares, from the tornado settings the extension fills:
-    the Kubernetes session, the cluster service, and the executor for blocking calls."""
+    the core (session and services) and the executor for blocking calls."""
 
     settings: dict[str, Any]
 
     @property
-    def session(self) -> KubeSession:
-        """The extension's shared session."""
-        return self.settings[SESSION_SETTING]  # type: ignore[no-any-return]
-
-    @property
-    def clusters(self) -> ClusterService:
-        """The extension's cluster service."""
-        return self.settings[CLUSTERS_SETTING]  # type: ignore[no-any-return]
+    def core(self) -> DWCore:
+        """The extension's core."""
+        return self.settings[CORE_SETTING]  # type: ignore[no-any-return]
 
     async def run_blocking(self, func: Callable[..., Any], *args: Any) -> Any:
         """``func(*args)`` on the extension's executor: never on the IO loop."""
@@ -126,9 +122,9 @@ class DWHandler(ExtensionObjectsMixin, JSONErrorsMixin, ExtensionHandlerMixin, A
 
     auth_resource = AUTH_RESOURCE
 
-    async def call(self, func: Callable[[], dict[str, Any]], status: int = 200) -> None:
-        """Run blocking ``func`` off the IO loop and write its JSON with ``status``, or the
-        KubeError with its own."""
+    async def call(self, func: Callable[[], Any], status: int = 200) -> None:
+        """Run blocking ``func`` off the IO loop and write its answer's ``to_json()`` with
+        ``status``, or the KubeError with its own."""
         try:
             result = await self.run_blocking(func)
         except KubeError as err:
@@ -136,7 +132,7 @@ class DWHandler(ExtensionObjectsMixin, JSONErrorsMixin, ExtensionHandlerMixin, A
             self.finish(err.to_json())
             return
         self.set_status(status)
-        self.finish(result)
+        self.finish(result.to_json())
 
     def json_body(self) -> Any:
         """The request body as JSON; a malformed body is a :class:`InvalidRequest`."""
@@ -150,9 +146,7 @@ class DWHandler(ExtensionObjectsMixin, JSONErrorsMixin, ExtensionHandlerMixin, A
                 {"request": "must be a JSON object"},
             ) from err
 
-    async def call_with_body(
-        self, func: Callable[[Any], dict[str, Any]], status: int = 200
-    ) -> None:
+    async def call_with_body(self, func: Callable[[Any], Any], status: int = 200) -> None:
         """:meth:`call` ``func(body)`` with the decoded JSON body (400 if it is not JSON)."""
         try:
             body = self.json_body()
@@ -179,8 +173,8 @@ class ContextHandler(DWHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        """See :meth:`KubeSession.context`."""
-        await self.call(self.session.context)
+        """See :class:`jupyter_dw.core.context.SessionContext`."""
+        await self.call(self.core.context)
 
 
 class QueuesHandler(DWHandler):
@@ -189,8 +183,8 @@ class QueuesHandler(DWHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        """See :meth:`KubeSession.queues`."""
-        await self.call(self.session.queues)
+        """See :meth:`jupyter_dw.core.queues.QueueService.list`."""
+        await self.call(self.core.queues.list)
 
 
 class ClustersHandler(DWHandler):
@@ -199,14 +193,14 @@ class ClustersHandler(DWHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        """See :meth:`ClusterService.list`."""
-        await self.call(self.clusters.list)
+        """See :meth:`jupyter_dw.core.clusters.ClusterService.list`."""
+        await self.call(self.core.clusters.list)
 
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        """See :meth:`ClusterService.create`; 201 with the new cluster."""
-        await self.call_with_body(self.clusters.create, status=201)
+        """See :meth:`jupyter_dw.core.clusters.ClusterService.create`; 201 with the new cluster."""
+        await self.call_with_body(self.core.clusters.create, status=201)
 
 
 class ClusterHandler(DWHandler):
@@ -219,22 +213,22 @@ class ClusterHandler(DWHandler):
     @web.authenticated
     @authorized
     async def post(self, name: str) -> None:
-        """``POST clusters/fit``: see :meth:`ClusterService.fit`."""
+        """``POST clusters/fit``: see :meth:`jupyter_dw.core.clusters.ClusterService.fit`."""
         if name != FIT:
             raise web.HTTPError(405, "POST is only for clusters (create) and clusters/fit")
-        await self.call_with_body(self.clusters.fit)
+        await self.call_with_body(self.core.clusters.fit)
 
     @web.authenticated
     @authorized
     async def get(self, name: str) -> None:
-        """See :meth:`ClusterService.get`."""
-        await self.call(lambda: self.clusters.get(name))
+        """See :meth:`jupyter_dw.core.clusters.ClusterService.get`."""
+        await self.call(lambda: self.core.clusters.get(name))
 
     @web.authenticated
     @authorized
     async def delete(self, name: str) -> None:
-        """See :meth:`ClusterService.delete`."""
-        await self.call(lambda: self.clusters.delete(name))
+        """See :meth:`jupyter_dw.core.clusters.ClusterService.delete`."""
+        await self.call(lambda: self.core.clusters.delete(name))
 
 
 def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHandler]]]:

@@ -1,0 +1,435 @@
+"""Ray clusters as every surface shows them: validated, fitted, created, listed with their
+Kueue and KubeRay state and milestones, deleted.
+
+:class:`ClusterService` joins the pure domain (``ClusterSpec``, ``assess_fit``, ``suggest``,
+``cluster_status``, ``milestones``) with :class:`KubeSession` (caches, writes, visibility API).
+It holds no state of its own, returns typed objects (JSON is made by the surfaces through
+their ``to_json``) and every method blocks: the server runs them on its thread pool, a kernel
+on a worker thread.
+
+Per-request cost: listing reads only the watch caches (RayClusters, their Workloads by the
+``kueue.x-k8s.io/job-uid`` index, their pods by ``ray.io/cluster``), plus one visibility API
+call per LocalQueue that has a waiting cluster, for positions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from ..domain.cluster_spec import (
+    MAX_NAME_LENGTH,
+    REQUEST_ERROR_KEY,
+    ClusterSpec,
+    SpecError,
+    SpecPolicy,
+    ray_cluster_name_error,
+)
+from ..domain.cluster_state import ClusterStatus, cluster_status
+from ..domain.fit import FITS_NOW, FitVerdict, Suggestion, assess_fit, pod_sets_for_spec, suggest
+from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
+from ..domain.milestones import Milestone, milestones
+from ..domain.quota import QuotaTree
+from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected
+from ..k8s.session import KubeSession
+from ..names import (
+    CLIENT_PORT,
+    OWNER_ANNOTATION,
+    RAY_NODE_TYPE_LABEL,
+)
+
+Object = dict[str, Any]
+
+FIT_NAME = "fit-check"
+"""The name a fit check uses when the request names no cluster yet (sizing comes first)."""
+
+
+class InvalidSpec(InvalidRequest):
+    """A cluster request that fails validation (400); ``errors`` maps field → message."""
+
+    code = "invalid_spec"
+
+
+class InvalidName(InvalidRequest):
+    """A cluster name (from a URL) that no RayCluster can have (400); nothing was asked."""
+
+    code = "invalid_name"
+
+
+def check_cluster_name(name: str) -> str:
+    """``name`` if it can be a RayCluster's name, else :class:`InvalidName`."""
+    problem = ray_cluster_name_error(name) if isinstance(name, str) else "must be a string"
+    if problem is not None:
+        raise InvalidName(
+            "Invalid RayCluster name",
+            problem,
+            f"RayCluster names are DNS-1035 labels of at most {MAX_NAME_LENGTH} characters.",
+            {"name": problem},
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    """One pod of a cluster: ``role`` is ``head`` or ``worker`` (KubeRay's label)."""
+
+    name: str | None
+    role: str | None
+    phase: str | None
+    ready: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "role", "phase", "ready"}``."""
+        return {"name": self.name, "role": self.role, "phase": self.phase, "ready": self.ready}
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """One Ray cluster as every surface shows it: its :class:`ClusterStatus` (whose fields
+    read through: ``info.state``, ``info.reason``, ...) plus where its dashboard is, who made
+    it, its pods and its milestones with their times."""
+
+    status: ClusterStatus
+    dashboard_url: str
+    owner: str | None
+    pods: tuple[PodInfo, ...]
+    milestones: tuple[Milestone, ...]
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for names not found on ClusterInfo itself: the status fields.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.status, name)
+
+    @property
+    def ray_address(self) -> str:
+        """``ray://<head service>.<namespace>.svc:10001``, for ``ray.init`` in the cluster."""
+        service = self.status.dashboard.service
+        return f"ray://{service}.{self.status.namespace}.svc:{CLIENT_PORT}"
+
+    def _repr_html_(self) -> str:
+        from ..notebook.display import cluster_html  # display only where it is asked for
+
+        return cluster_html(self)
+
+    def to_json(self) -> dict[str, Any]:
+        """``ClusterStatus.to_json()`` plus ``dashboard_url``, ``owner``, ``pods`` and
+        ``milestones`` (``[{"name", "time"}]``)."""
+        return {
+            **self.status.to_json(),
+            "dashboard_url": self.dashboard_url,
+            "owner": self.owner,
+            "pods": [pod.to_json() for pod in self.pods],
+            "milestones": [m.to_json() for m in self.milestones],
+        }
+
+
+@dataclass(frozen=True)
+class ClusterList:
+    """The ``GET clusters`` answer."""
+
+    namespace: str
+    positions_visible: bool
+    clusters: tuple[ClusterInfo, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"namespace", "positions_visible", "clusters"}``."""
+        return {
+            "namespace": self.namespace,
+            "positions_visible": self.positions_visible,
+            "clusters": [c.to_json() for c in self.clusters],
+        }
+
+    def _repr_html_(self) -> str:
+        from ..notebook.display import clusters_html  # display only where it is asked for
+
+        return clusters_html(self)
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """The ``POST clusters/fit`` answer: the assessment (whose fields read through:
+    ``result.verdict``, ``result.message``, ``result.headroom``...), the spec after defaults
+    (``name`` None when the request named none), why the default queue was chosen (when the
+    request named no queue) and, when the cluster must wait or can never fit, one that would
+    start now (None when none would)."""
+
+    assessment: FitVerdict
+    spec: ClusterSpec
+    named: bool
+    default_queue: str | None
+    suggestion: Suggestion | None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.assessment, name)  # verdict, message, requests, headroom, ...
+
+    def to_json(self) -> dict[str, Any]:
+        """``FitVerdict.to_json()`` plus ``spec``, ``default_queue`` and ``suggestion``."""
+        spec = self.spec.to_json()
+        if not self.named:
+            spec["name"] = None
+        return {
+            **self.assessment.to_json(),
+            "spec": spec,
+            "default_queue": self.default_queue,
+            "suggestion": self.suggestion.to_json() if self.suggestion else None,
+        }
+
+    def _repr_html_(self) -> str:
+        from ..notebook.display import fit_html  # display only where it is asked for
+
+        return fit_html(self)
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """A cluster whose delete the API server accepted (its Workload and pods follow)."""
+
+    name: str
+    namespace: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "namespace", "deleted": true}``."""
+        return {"name": self.name, "namespace": self.namespace, "deleted": True}
+
+
+@dataclass(frozen=True)
+class ClusterService:
+    """The namespace's Ray clusters for one session: ``policy`` holds the configured defaults
+    and limits, ``dashboard_base`` is the public path of the dashboard proxy
+    (``{base_url}dw/ray``)."""
+
+    session: KubeSession
+    policy: SpecPolicy
+    dashboard_base: str = "/dw/ray"
+
+    # -- answers -------------------------------------------------------------------------
+
+    def spec(self, data: Any) -> ClusterSpec:
+        """``data`` validated and defaulted against the namespace's queues
+        (:class:`InvalidSpec` listing every bad field)."""
+        _require_mapping(data)
+        state = self.session.queue_state()
+        queues = {lq.name: lq for lq in state.local_queues}
+        choice = default_local_queue(state.local_queues, self.session.namespace)
+        return self._spec(data, queues, choice.queue.name if choice else None)
+
+    def fit(self, data: Any, ask_positions: bool = True) -> FitResult:
+        """Would this spec fit its queue now? ``name`` may be omitted here.
+
+        ``ask_positions`` False answers from the caches alone (no visibility API call: the
+        workloads ahead are the ClusterQueue's pending count), for a form judged as it is
+        typed in."""
+        _require_mapping(data)
+        request = dict(data)
+        named = request.get("name") is not None
+        if not named:
+            request["name"] = FIT_NAME
+        state = self.session.queue_state()
+        queues = {lq.name: lq for lq in state.local_queues}
+        choice = default_local_queue(state.local_queues, self.session.namespace)
+        spec = self._spec(request, queues, choice.queue.name if choice else None)
+        local_queue = queues[spec.queue]
+        tree = (
+            QuotaTree(state.cluster_queues, state.cohorts or ())
+            if state.cluster_queues is not None
+            else None
+        )
+        cluster_queue = tree.cluster_queue(local_queue.cluster_queue) if tree else None
+        ahead = self._ahead(local_queue, cluster_queue, ask_positions)
+        verdict = assess_fit(
+            pod_sets_for_spec(spec), cluster_queue, tree, ahead, local_queue=local_queue
+        )
+        suggestion = (
+            suggest(spec, cluster_queue, tree, ahead, local_queue=local_queue)
+            if verdict.verdict != FITS_NOW
+            else None
+        )
+        omitted_queue = not (isinstance(data.get("queue"), str) and data["queue"].strip())
+        return FitResult(
+            assessment=verdict,
+            spec=spec,
+            named=named,
+            default_queue=choice.reason if choice and omitted_queue else None,
+            suggestion=suggestion,
+        )
+
+    def list(self) -> ClusterList:
+        """Every RayCluster of the namespace, sorted by name."""
+        clusters = tuple(self.entries())  # waits for the session first
+        return ClusterList(self.session.namespace, self.session.positions_visible, clusters)
+
+    def entries(self) -> list[ClusterInfo]:
+        """Every RayCluster of the namespace, sorted by name."""
+        return [
+            self._info(rc, wl, status)
+            for rc, wl, status in self._statuses(self.session.ray_clusters())
+        ]
+
+    def get(self, name: str) -> ClusterInfo:
+        """Cluster ``name`` (``KubeNotFound`` when there is none)."""
+        raycluster = self.session.ray_cluster(check_cluster_name(name))
+        [(rc, wl, status)] = self._statuses([raycluster])
+        return self._info(rc, wl, status)
+
+    def create(self, data: Any) -> ClusterInfo:
+        """Validate, dry-run and create a cluster.
+
+        Raises :class:`InvalidSpec` (nothing sent to Kubernetes), ``KubeRejected`` (the dry
+        run refused it: nothing created), ``KubeConflict`` (the name is taken) or
+        ``KubeForbidden`` (``create rayclusters.ray.io`` missing).
+        """
+        _require_mapping(data)
+        self.session.wait_ready()
+        namespace = self.session.namespace
+        try:
+            state = self.session.queue_state()
+        except KubeForbidden:
+            # LocalQueues unreadable: the queue cannot be checked here, Kueue will judge it.
+            known, default = None, None
+        else:
+            known = {lq.name: lq for lq in state.local_queues}
+            choice = default_local_queue(state.local_queues, namespace)
+            default = choice.queue.name if choice else None
+        spec = self._spec(data, known, default)
+        obj = spec.to_raycluster(namespace, owner=self.session.identity.username)
+        try:
+            created = self.session.create_raycluster(obj)
+        except KubeRejected as err:
+            if not err.errors:
+                err.errors = {REQUEST_ERROR_KEY: err.reason or err.error}
+            raise
+        current = self.session.cached_ray_cluster(spec.name) or created
+        workload = self.session.workload_of(current)
+        return self._info(current, workload, cluster_status(current, workload))
+
+    def delete(self, name: str) -> Deleted:
+        """Delete a cluster (``KubeNotFound`` when absent); its Workload, pods and Services
+        follow in the background."""
+        self.session.delete_raycluster(check_cluster_name(name))
+        return Deleted(name, self.session.namespace)
+
+    def describe(self, name: str, positions: bool = True) -> ClusterInfo | None:
+        """The cached RayCluster ``name``, None if the cache does not hold it. Only the cache
+        is read, plus one visibility call for a waiting cluster when ``positions``. For the
+        change feed."""
+        raycluster = self.session.cached_ray_cluster(name)
+        if raycluster is None:
+            return None
+        [(rc, wl, status)] = self._statuses([raycluster], positions=positions)
+        return self._info(rc, wl, status)
+
+    def dashboard_url(self, name: str) -> str:
+        """``{base_url}dw/ray/<name>/``: the Ray dashboard through the Jupyter server."""
+        return f"{self.dashboard_base.rstrip('/')}/{quote(name, safe='')}/"
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _info(
+        self, raycluster: Object, workload: Object | None, status: ClusterStatus
+    ) -> ClusterInfo:
+        metadata = raycluster.get("metadata") or {}
+        annotations = metadata.get("annotations") or {}
+        pods = self.session.ray_pods(status.name)
+        return ClusterInfo(
+            status=status,
+            dashboard_url=self.dashboard_url(status.name),
+            owner=annotations.get(OWNER_ANNOTATION),
+            pods=tuple(_pod_info(pod) for pod in pods),
+            milestones=milestones(status, raycluster, workload, pods),
+        )
+
+    def _spec(
+        self,
+        data: Mapping[str, Any],
+        queues: Mapping[str, LocalQueueInfo] | None,
+        default_queue: str | None,
+    ) -> ClusterSpec:
+        try:
+            return ClusterSpec.from_request(data, self.policy, queues, default_queue)
+        except SpecError as err:
+            details = "; ".join(f"{field}: {message}" for field, message in err.errors.items())
+            raise InvalidSpec(
+                "Invalid cluster spec",
+                details,
+                "Fix the fields listed in 'errors'; nothing was created.",
+                err.errors,
+            ) from err
+
+    def _statuses(
+        self, rayclusters: Iterable[Object], positions: bool = True
+    ) -> list[tuple[Object, Object | None, ClusterStatus]]:
+        """Each RayCluster with its Workload and status; the ones whose Workload waits for
+        quota get their positions, asking the visibility API once per LocalQueue involved."""
+        found = []
+        for raycluster in rayclusters:
+            workload = self.session.workload_of(raycluster)
+            found.append((raycluster, workload, cluster_status(raycluster, workload)))
+        waiting = {
+            status.queue
+            for _, workload, status in found
+            if workload is not None and not status.quota_reserved and status.queue
+        }
+        entries: dict[str, Object] = {}
+        for queue in sorted(waiting) if positions else ():
+            for item in self.session.pending_workloads(queue) or []:
+                name = (item.get("metadata") or {}).get("name")
+                if name:
+                    entries[str(name)] = item
+        return [
+            (rc, wl, cluster_status(rc, wl, entries[status.workload]))
+            if status.workload in entries
+            else (rc, wl, status)
+            for rc, wl, status in found
+        ]
+
+    def _ahead(
+        self,
+        local_queue: LocalQueueInfo,
+        cluster_queue: ClusterQueueQuota | None,
+        ask_positions: bool = True,
+    ) -> int | None:
+        """Pending workloads a new submission to ``local_queue`` would queue behind: the most
+        of what the visibility API shows (positions of this queue's pending workloads in the
+        ClusterQueue) and what the ClusterQueue's status counts, None when neither is known."""
+        counts: list[int] = []
+        pending = self.session.pending_workloads(local_queue.name) if ask_positions else None
+        if pending is not None:
+            positions = [_int(p.get("positionInClusterQueue")) for p in pending]
+            counts.append(max((p + 1 for p in positions if p is not None), default=len(pending)))
+        if cluster_queue is not None:
+            counts.append(cluster_queue.pending)
+        return max(counts) if counts else None
+
+
+def _require_mapping(data: Any) -> None:
+    if not isinstance(data, Mapping):
+        raise InvalidSpec(
+            "Invalid cluster spec",
+            "the request body must be a JSON object of fields",
+            'Send e.g. {"name": "my-ray", "workers": 2}.',
+            {REQUEST_ERROR_KEY: "must be a JSON object of fields"},
+        )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _conditions(obj: Object) -> dict[str, Object]:
+    raw = (obj.get("status") or {}).get("conditions") or []
+    return {c["type"]: c for c in raw if isinstance(c, dict) and isinstance(c.get("type"), str)}
+
+
+def _pod_info(pod: Object) -> PodInfo:
+    metadata = pod.get("metadata") or {}
+    return PodInfo(
+        name=metadata.get("name"),
+        role=(metadata.get("labels") or {}).get(RAY_NODE_TYPE_LABEL),
+        phase=(pod.get("status") or {}).get("phase"),
+        ready=(_conditions(pod).get("Ready") or {}).get("status") == "True",
+    )

@@ -1,0 +1,62 @@
+"""Who this workbench is to Kubernetes, what the cluster serves and what it may do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..k8s.access import AccessResult, Identity
+from ..k8s.discovery import Discovery
+from ..k8s.session import KubeSession
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """The ``GET context`` answer: namespace, identity, installed APIs, permissions and the
+    health of each watch cache (``{plural: (synced, last error)}``)."""
+
+    namespace: str
+    namespace_source: str
+    api_server: str
+    credentials_source: str
+    credentials_description: str
+    identity: Identity
+    discovery: Discovery
+    permissions: tuple[AccessResult, ...]
+    caches: dict[str, tuple[bool, str | None]]
+
+    @classmethod
+    def of(cls, session: KubeSession, timeout: float | None = None) -> SessionContext:
+        """Read it from a session (waits for its start)."""
+        session.wait_ready(timeout)
+        return cls(
+            namespace=session.namespace,
+            namespace_source=session.namespace_source,
+            api_server=session.api.host,
+            credentials_source=session.credentials.source,
+            credentials_description=session.credentials.description,
+            identity=session.identity,
+            discovery=session.discovery,
+            permissions=tuple(session.access.values()),
+            caches=session.cache_health(),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The REST shape."""
+        return {
+            "namespace": self.namespace,
+            "namespace_source": self.namespace_source,
+            "api_server": self.api_server,
+            "credentials": {
+                "source": self.credentials_source,
+                "description": self.credentials_description,
+            },
+            "identity": self.identity.to_json(),
+            "kueue_api": self.discovery.kueue_version,
+            **self.discovery.to_json(),
+            "permissions": [result.to_json() for result in self.permissions],
+            "caches": {
+                plural: {"synced": synced, "error": error}
+                for plural, (synced, error) in self.caches.items()
+            },
+        }

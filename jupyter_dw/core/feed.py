@@ -1,0 +1,309 @@
+"""One change feed for every live surface: the events socket and the kernel's widgets.
+
+The session's watch caches report raw changes (``(plural, event, object)``) on their threads.
+A :class:`ChangeFeed` turns each into what a viewer needs to know: the namespace's queues
+changed (with the new :class:`QueueList`), a Ray cluster changed (with its new
+:class:`ClusterInfo` and the milestones crossed since this feed last reported it), or a
+Workload of another kind of job changed. A waiting cluster whose queue position moved because a
+queue changed (a workload ahead admitted or gone, maybe in another namespace) is reported too.
+
+One feed per viewer (a socket, a kernel): it remembers what it last reported about each
+cluster. Its methods block (caches, the visibility API) and must be called one at a time, in
+the order the changes happened; the surface decides on which thread and how to deliver.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..domain.cluster_state import ClusterStatus, transition
+from ..domain.quota import QuotaTree
+from ..k8s.errors import KubeError
+from ..k8s.resources import (
+    CLUSTER_QUEUE,
+    COHORT,
+    LOCAL_QUEUE,
+    POD,
+    RAY_CLUSTER,
+    RESOURCE_FLAVOR,
+    WORKLOAD,
+)
+from ..k8s.session import KubeSession
+from ..k8s.watch_cache import DELETED
+from ..names import JOB_UID_LABEL, RAY_CLUSTER_LABEL, RAY_GROUP
+from .clusters import ClusterInfo, ClusterService
+from .queues import QueueList, QueueService
+
+log = logging.getLogger(__name__)
+
+Object = dict[str, Any]
+Change = tuple[str, str, Object]
+"""``(plural, event_type, object)`` as the session's listeners get it."""
+T = TypeVar("T")
+
+QUEUE_KINDS = {k.plural: k.kind for k in (LOCAL_QUEUE, CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR)}
+"""Caches whose changes are queue changes, and the kind each names."""
+CLUSTER_CAUSES = {k.plural: k.kind for k in (RAY_CLUSTER, WORKLOAD, POD)}
+"""Caches whose changes are cluster changes, and the ``cause`` kind each names."""
+
+
+@dataclass(frozen=True)
+class Cause:
+    """The object whose change caused a message."""
+
+    kind: str
+    name: str
+    event: str
+
+    def to_json(self) -> dict[str, str]:
+        """``{"kind", "name", "event"}``."""
+        return {"kind": self.kind, "name": self.name, "event": self.event}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything at once: the first thing a viewer gets. A part that cannot be read is
+    None, with its error instead."""
+
+    namespace: str | None
+    queues: QueueList | None
+    queues_error: KubeError | None
+    clusters: tuple[ClusterInfo, ...] | None
+    clusters_error: KubeError | None
+    positions_visible: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """The events socket's ``snapshot`` message."""
+        return {
+            "type": "snapshot",
+            "namespace": self.namespace,
+            "queues": self.queues.to_json() if self.queues else None,
+            "queues_error": _error(self.queues_error),
+            "clusters": [c.to_json() for c in self.clusters] if self.clusters is not None else None,
+            "clusters_error": _error(self.clusters_error),
+            "positions_visible": self.positions_visible,
+        }
+
+
+@dataclass(frozen=True)
+class QueuesChanged:
+    """A LocalQueue, ClusterQueue, Cohort or ResourceFlavor changed: the queues now."""
+
+    cause: Cause
+    queues: QueueList | None
+    error: KubeError | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The events socket's ``queues`` message."""
+        return {
+            "type": "queues",
+            **self.cause.to_json(),
+            "queues": self.queues.to_json() if self.queues else None,
+            "queues_error": _error(self.error),
+        }
+
+
+@dataclass(frozen=True)
+class ClusterChanged:
+    """Ray cluster ``name`` changed (``cluster`` None once it is gone); ``crossed`` are the
+    milestones passed since this feed last reported it."""
+
+    event: str
+    name: str
+    cause: Cause
+    cluster: ClusterInfo | None
+    crossed: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The events socket's ``cluster`` message."""
+        return {
+            "type": "cluster",
+            "event": self.event,
+            "name": self.name,
+            "cause": self.cause.to_json(),
+            "state": self.cluster.to_json() if self.cluster else None,
+            "milestones": list(self.crossed),
+        }
+
+
+@dataclass(frozen=True)
+class WorkloadChanged:
+    """A Workload that belongs to no RayCluster (another kind of job) changed."""
+
+    event: str
+    name: str
+    queue: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The events socket's ``workload`` message."""
+        return {"type": "workload", "event": self.event, "name": self.name, "queue": self.queue}
+
+
+Message = QueuesChanged | ClusterChanged | WorkloadChanged
+
+
+class ChangeFeed:
+    """What one viewer is told: a :class:`Snapshot`, then messages for each change.
+
+    ``watch_queues``/``watch_clusters`` False leave that part out (a widget that shows one
+    cluster needs no queue answers).
+    """
+
+    def __init__(
+        self,
+        session: KubeSession,
+        queues: QueueService,
+        clusters: ClusterService,
+        *,
+        watch_queues: bool = True,
+        watch_clusters: bool = True,
+    ) -> None:
+        self.session = session
+        self.queues = queues
+        self.clusters = clusters
+        self.watch_queues = watch_queues
+        self.watch_clusters = watch_clusters
+        self._known: dict[str, ClusterStatus] = {}
+
+    def listen(self, on_change: Callable[[str, str, Object], None]) -> Callable[[], None]:
+        """Register ``on_change`` on the session's caches (called on their threads; hand the
+        change to :meth:`messages` in order). Register before reading the snapshot, so no
+        change between the two is lost. Returns a remover."""
+        return self.session.add_listener(on_change)
+
+    def snapshot(self) -> Snapshot:
+        """Queues and clusters now (blocking)."""
+        queues, queues_error = _answer(self.queues.list) if self.watch_queues else (None, None)
+        clusters, clusters_error = (
+            _answer(self.clusters.entries) if self.watch_clusters else (None, None)
+        )
+        if clusters is not None:
+            self._known = {c.status.name: c.status for c in clusters}
+        return Snapshot(
+            namespace=self.session.namespace if self.session.ready else None,
+            queues=queues,
+            queues_error=queues_error,
+            clusters=tuple(clusters) if clusters is not None else None,
+            clusters_error=clusters_error,
+            positions_visible=self.session.positions_visible,
+        )
+
+    def messages(self, plural: str, event_type: str, obj: Object) -> list[Message]:
+        """What one raw change means for this viewer (blocking; may be nothing)."""
+        metadata = obj.get("metadata") or {}
+        name = str(metadata.get("name") or "")
+        if plural in QUEUE_KINDS:
+            if not self.watch_queues and not self._waiting():
+                return []
+            if not _concerns_namespace(self.session, plural, event_type, obj):
+                return []
+            cause = Cause(QUEUE_KINDS[plural], name, event_type)
+            found: list[Message] = []
+            if self.watch_queues:
+                queues, error = _answer(self.queues.list)
+                found.append(QueuesChanged(cause, queues, error))
+            return [*found, *self._waiting_clusters_moved(cause)]
+        if plural not in CLUSTER_CAUSES or not self.watch_clusters:
+            return []
+        cluster = self._cluster_name(plural, obj)
+        if cluster is None:
+            return [WorkloadChanged(event_type, name, (obj.get("spec") or {}).get("queueName"))]
+        cause = Cause(CLUSTER_CAUSES[plural], name, event_type)
+        event = event_type if plural == RAY_CLUSTER.plural else "MODIFIED"
+        message = self.cluster_message(cluster, event, cause)
+        return [message] if message is not None else []
+
+    def cluster_message(
+        self, cluster: str, event: str, cause: Cause, only_if_changed: bool = False
+    ) -> ClusterChanged | None:
+        """Cluster ``cluster`` as the caches hold it now (None when ``only_if_changed`` and
+        nothing about it changed since the last message)."""
+        info = self.clusters.describe(cluster)
+        known = self._known.get(cluster)
+        if info is None:
+            self._known.pop(cluster, None)
+            return ClusterChanged(event, cluster, cause, None, ())
+        if only_if_changed and info.status == known:
+            return None
+        crossed = tuple(transition(known, info.status))
+        self._known[cluster] = info.status
+        return ClusterChanged(event, cluster, cause, info, crossed)
+
+    def _waiting(self) -> list[str]:
+        return [name for name, status in self._known.items() if status.state == "queued"]
+
+    def _waiting_clusters_moved(self, cause: Cause) -> list[Message]:
+        """Waiting clusters whose position changed with a queue.
+
+        A position moves when a workload ahead is admitted or leaves, and that workload may
+        be in another namespace: nothing of the waiting cluster changes, only the queues'
+        status. So a queue change re-reads the positions of the waiting clusters and reports
+        those that moved.
+        """
+        moved: list[Message] = []
+        for cluster in self._waiting():
+            message = self.cluster_message(cluster, "MODIFIED", cause, only_if_changed=True)
+            if message is not None:
+                moved.append(message)
+        return moved
+
+    def _cluster_name(self, plural: str, obj: Object) -> str | None:
+        """The RayCluster a RayCluster, Workload or Ray pod belongs to, if known."""
+        metadata = obj.get("metadata") or {}
+        if plural == RAY_CLUSTER.plural:
+            return str(metadata.get("name") or "") or None
+        if plural == POD.plural:
+            return (metadata.get("labels") or {}).get(RAY_CLUSTER_LABEL)
+        uid = (metadata.get("labels") or {}).get(JOB_UID_LABEL)
+        raycluster = self.session.ray_cluster_by_uid(str(uid)) if uid else None
+        if raycluster is not None:
+            return str((raycluster.get("metadata") or {}).get("name"))
+        # The RayCluster may be gone already (its Workload is deleted after it): its owner
+        # reference still names it.
+        for owner in metadata.get("ownerReferences") or []:
+            if (
+                owner.get("kind") == RAY_CLUSTER.kind
+                and str(owner.get("apiVersion", "")).split("/")[0] == RAY_GROUP
+            ):
+                return str(owner.get("name"))
+        return None
+
+
+def _answer(func: Callable[[], T]) -> tuple[T | None, KubeError | None]:
+    """``(result, None)``, or ``(None, error)`` when ``func`` raises a KubeError."""
+    try:
+        return func(), None
+    except KubeError as err:
+        return None, err
+
+
+def _error(err: KubeError | None) -> dict[str, Any] | None:
+    return err.to_json() if err is not None else None
+
+
+def _concerns_namespace(session: KubeSession, plural: str, event_type: str, obj: Object) -> bool:
+    """Whether a change of a queue object can change the namespace's queues answer.
+
+    Every LocalQueue (the cache holds only the namespace's), Cohort and ResourceFlavor counts.
+    A ClusterQueue counts when a LocalQueue points to it, or it sits in the same cohort tree as
+    one that does (lending and borrowing link them), or it was deleted (its tree is unknown).
+    """
+    if plural != CLUSTER_QUEUE.plural or event_type == DELETED:
+        return True
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    try:
+        state = session.queue_state()
+    except KubeError:
+        return True  # the answer will be this error: worth a message
+    used = {lq.cluster_queue for lq in state.local_queues}
+    if name in used:
+        return True
+    if state.cluster_queues is None:
+        return False
+    tree = QuotaTree(state.cluster_queues, state.cohorts or ())
+    path = tree.cohort_path(name) if tree.cluster_queue(name) is not None else ()
+    roots = {p[-1] for cq in used if tree.cluster_queue(cq) and (p := tree.cohort_path(cq))}
+    return bool(path) and path[-1] in roots

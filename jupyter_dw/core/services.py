@@ -1,0 +1,42 @@
+"""The core every surface shares: one session and the services that answer from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..k8s.session import KubeSession
+from .clusters import ClusterService
+from .context import SessionContext
+from .queues import QueueService
+from .settings import DWSettings
+
+
+@dataclass(frozen=True)
+class DWCore:
+    """One Kubernetes session with its queue and cluster services.
+
+    The server builds one per process; so does a kernel (lazily, on first use). Nothing here
+    knows HTTP, tornado or widgets: the surfaces turn these answers into JSON or views.
+    """
+
+    session: KubeSession
+    queues: QueueService
+    clusters: ClusterService
+
+    @classmethod
+    def from_settings(
+        cls, settings: DWSettings, dashboard_base: str, *, lazy_watches: bool = False
+    ) -> DWCore:
+        """A core for ``settings``; ``dashboard_base`` is the public path of the dashboard
+        proxy (``{base_url}dw/ray``). The session is created, not started; with
+        ``lazy_watches`` it opens each watch on first use (a kernel), else all at start."""
+        session = KubeSession(**settings.session_options(), lazy_watches=lazy_watches)
+        return cls(
+            session=session,
+            queues=QueueService(session),
+            clusters=ClusterService(session, settings.spec_policy(), dashboard_base),
+        )
+
+    def context(self, timeout: float | None = None) -> SessionContext:
+        """Identity, installed APIs, permissions (waits for the session's start)."""
+        return SessionContext.of(self.session, timeout)

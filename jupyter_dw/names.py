@@ -1,0 +1,75 @@
+"""Every label, annotation, port, API group and kind name jupyter_dw uses, spelled once.
+
+Kueue's and KubeRay's names are theirs (checked against Kueue v0.19.2 and KubeRay v1.6.2);
+the ``jupyter-dw/`` ones are ours. Everything else imports them from here, so a rename is one
+edit and a reader finds every contract with another controller in one place.
+"""
+
+from __future__ import annotations
+
+# -- API groups and versions ---------------------------------------------------------------
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+RAY_GROUP = "ray.io"
+RAY_VERSION = "v1"
+RAYCLUSTER_API_VERSION = f"{RAY_GROUP}/{RAY_VERSION}"
+
+# -- kinds ---------------------------------------------------------------------------------
+
+RAYCLUSTER_KIND = "RayCluster"
+WORKLOAD_KIND = "Workload"
+LOCAL_QUEUE_KIND = "LocalQueue"
+CLUSTER_QUEUE_KIND = "ClusterQueue"
+COHORT_KIND = "Cohort"
+RESOURCE_FLAVOR_KIND = "ResourceFlavor"
+POD_KIND = "Pod"
+
+# -- Kueue's labels and annotations ---------------------------------------------------------
+
+QUEUE_LABEL = f"{KUEUE_GROUP}/queue-name"
+"""Sends a job (a RayCluster here) to a LocalQueue of its namespace."""
+JOB_UID_LABEL = f"{KUEUE_GROUP}/job-uid"
+"""Kueue puts it on a Workload: the ``metadata.uid`` of the job it was made for."""
+PRIORITY_CLASS_LABEL = f"{KUEUE_GROUP}/priority-class"
+"""Chooses a WorkloadPriorityClass for a job."""
+ELASTIC_JOB_ANNOTATION = f"{KUEUE_GROUP}/elastic-job"
+"""Marks a job whose size may change after admission (ElasticJobsViaWorkloadSlices)."""
+DEFAULT_QUEUE_ANNOTATION = f"{KUEUE_GROUP}/default-queue"
+"""OpenShift AI / CodeFlare convention: the LocalQueue annotated ``"true"`` is the default."""
+DEFAULT_QUEUE_NAME = "default"
+"""Upstream Kueue convention (``LocalQueueDefaulting``): a LocalQueue named ``default``."""
+
+# -- KubeRay's labels, ports and names -----------------------------------------------------
+
+RAY_CLUSTER_LABEL = f"{RAY_GROUP}/cluster"
+"""KubeRay puts it on every pod and Service of a RayCluster: the cluster's name."""
+RAY_NODE_TYPE_LABEL = f"{RAY_GROUP}/node-type"
+"""KubeRay puts it on a RayCluster's pods: ``head`` or ``worker``."""
+GCS_PORT = 6379
+DASHBOARD_PORT = 8265
+CLIENT_PORT = 10001
+"""Ray Client (``ray://``), what ``ray.init`` connects to from outside the cluster."""
+HEAD_PORTS: tuple[tuple[str, int], ...] = (
+    ("gcs-server", GCS_PORT),
+    ("dashboard", DASHBOARD_PORT),
+    ("client", CLIENT_PORT),
+)
+"""KubeRay's own port names: it looks ports up by these names when it builds the head Service."""
+HEAD_SERVICE_SUFFIX = "-head-svc"
+"""KubeRay names a cluster's head Service ``<cluster>-head-svc``."""
+GPU_RESOURCE = "nvidia.com/gpu"
+
+# -- ours -----------------------------------------------------------------------------------
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "jupyter-dw"
+# Not app.kubernetes.io/created-by: KubeRay already puts that key (value kuberay-operator) on
+# the pods and Services it makes, so it would mean two different things.
+OWNER_LABEL = "jupyter-dw/owner"
+OWNER_ANNOTATION = "jupyter-dw/owner"
+
+
+def head_service_name(cluster: str) -> str:
+    """KubeRay's default name of a cluster's head Service."""
+    return f"{cluster}{HEAD_SERVICE_SUFFIX}"

@@ -1,0 +1,203 @@
+"""Rich HTML for the API's results in a notebook: headroom bars, state badges, timelines.
+
+Pure functions of the core's typed results; the core types' ``_repr_html_`` call them. Plain
+HTML with inline styles on JupyterLab's CSS variables (with fallbacks), so it reads in light
+and dark themes, in Notebook 7 and in VS Code. Everything shown is escaped.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from html import escape
+from typing import Any
+
+from ..core.clusters import ClusterInfo, ClusterList, FitResult
+from ..core.queues import QueueList
+from ..domain.milestones import Milestone
+from ..domain.quantity import parse_quantity
+from ..domain.quota import QueueSummary
+
+STATE_COLORS = {
+    "queued": "#b7791f",
+    "admitted": "#2b6cb0",
+    "starting": "#2b6cb0",
+    "ready": "#2f855a",
+    "evicted": "#c53030",
+    "preempted": "#c53030",
+    "failed": "#c53030",
+    "suspended": "#718096",
+    "deleting": "#718096",
+}
+VERDICT_COLORS = {
+    "fits-now": "#2f855a",
+    "must-wait": "#b7791f",
+    "never-fits": "#c53030",
+    "unknown": "#718096",
+}
+_BOX = (
+    "font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;"
+    "color:var(--jp-ui-font-color1,inherit);line-height:1.5"
+)
+
+
+def badge(text: str, color: str) -> str:
+    """A coloured pill with ``text``."""
+    return (
+        f'<span style="background:{color};color:#fff;border-radius:9px;padding:1px 8px;'
+        f'font-size:12px;font-weight:600">{escape(text)}</span>'
+    )
+
+
+def bar(fraction: float, label: str, color: str = "#2b6cb0") -> str:
+    """A horizontal bar filled to ``fraction`` (0..1) with ``label`` beside it."""
+    percent = max(0.0, min(1.0, fraction)) * 100
+    return (
+        '<div style="display:flex;align-items:center;gap:8px">'
+        '<div style="flex:0 0 160px;height:10px;border-radius:5px;'
+        'background:var(--jp-layout-color3,#ddd);overflow:hidden">'
+        f'<div style="width:{percent:.0f}%;height:100%;background:{color}"></div></div>'
+        f"<span>{escape(label)}</span></div>"
+    )
+
+
+def _amount(text: str | None) -> Decimal | None:
+    if text is None:
+        return None
+    try:
+        return parse_quantity(text)
+    except ValueError:
+        return None
+
+
+def queue_rows(queue: QueueSummary) -> str:
+    """One queue: name, default mark, counts and a headroom bar per resource."""
+    data = queue.to_json()
+    title = f"<b>{escape(queue.name)}</b>"
+    if queue.default:
+        title += " " + badge("default", "#4a5568")
+    title += (
+        f' <span style="opacity:.7">→ {escape(queue.cluster_queue)} · '
+        f"{queue.pending} pending · {queue.admitted} admitted</span>"
+    )
+    rows = [f"<div>{title}</div>"]
+    if not queue.quota_visible:
+        rows.append(f'<div style="opacity:.7">quota hidden: {escape(queue.hint or "")}</div>')
+    for resource in data["resources"]:
+        nominal = _amount(resource["max_obtainable"]) or _amount(resource["nominal"])
+        headroom = _amount(resource["headroom"])
+        name = f"{resource['resource']} ({resource['flavor']})"
+        if nominal is None or headroom is None:
+            rows.append(f"<div>{escape(name)}: {escape(str(resource['used']))} in use</div>")
+            continue
+        used = max(Decimal(0), nominal - headroom)
+        fraction = float(used / nominal) if nominal else 1.0
+        rows.append(
+            bar(fraction, f"{name}: {resource['headroom']} free of {nominal_text(resource)}")
+        )
+    return "".join(rows)
+
+
+def nominal_text(resource: dict[str, Any]) -> str:
+    """What a queue could get at most (its nominal quota, or more with borrowing)."""
+    return str(resource.get("max_obtainable") or resource.get("nominal"))
+
+
+def queues_html(queues: QueueList) -> str:
+    """Every queue of the namespace."""
+    if not queues.queues:
+        return f'<div style="{_BOX}">No LocalQueues in namespace {escape(queues.namespace)}.</div>'
+    parts = [f'<div style="margin:4px 0 10px">{queue_rows(q)}</div>' for q in queues.queues]
+    return f'<div style="{_BOX}">{"".join(parts)}</div>'
+
+
+def queue_html(queue: QueueSummary) -> str:
+    return f'<div style="{_BOX}">{queue_rows(queue)}</div>'
+
+
+def fit_html(result: FitResult) -> str:
+    """The verdict, its sentence and the suggestion."""
+    verdict = result.assessment
+    parts = [
+        badge(verdict.verdict, VERDICT_COLORS.get(verdict.verdict, "#718096")),
+        f" {escape(verdict.message)}",
+    ]
+    if result.suggestion is not None:
+        parts.append(f'<div style="margin-top:4px">💡 {escape(result.suggestion.message)}</div>')
+    return f'<div style="{_BOX}">{"".join(parts)}</div>'
+
+
+def _time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def duration(seconds: float) -> str:
+    """``42s``, ``3m 5s``, ``2h 10m``."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m {seconds % 60}s"
+    return f"{seconds // 3600}h {seconds % 3600 // 60}m"
+
+
+def timeline_html(milestones: tuple[Milestone, ...] | list[Milestone]) -> str:
+    """Each milestone with its time and the time since the previous one."""
+    rows = []
+    previous: datetime | None = None
+    for milestone in milestones:
+        at = _time(milestone.time)
+        step = f" (+{duration((at - previous).total_seconds())})" if at and previous else ""
+        clock = at.strftime("%H:%M:%S") if at else "—"
+        rows.append(
+            f"<li>{escape(milestone.name)} <span style='opacity:.7'>{clock}{step}</span></li>"
+        )
+        previous = at or previous
+    return f'<ol style="margin:4px 0;padding-left:20px">{"".join(rows)}</ol>'
+
+
+def cluster_html(info: ClusterInfo) -> str:
+    """State badge, Kueue's reason and position while queued, workers bar, timeline."""
+    status = info.status
+    head = (
+        f"<b>{escape(status.name)}</b> "
+        f"{badge(status.state, STATE_COLORS.get(status.state, '#718096'))}"
+        f' <span style="opacity:.7">queue {escape(status.queue or "?")}</span>'
+    )
+    parts = [f"<div>{head}</div>"]
+    if status.state == "queued":
+        where = (
+            f"position {status.position_in_local_queue + 1} in the queue · "
+            if status.position_in_local_queue is not None
+            else ""
+        )
+        words = f"{status.reason or ''}: {status.message or ''}"
+        parts.append(f"<div>{escape(where)}{escape(words)}</div>")
+    elif status.reason or status.message:
+        parts.append(f"<div>{escape(status.reason or '')} {escape(status.message or '')}</div>")
+    desired = max(status.workers_desired, 1)
+    parts.append(
+        bar(
+            status.workers_ready / desired,
+            f"{status.workers_ready}/{status.workers_desired} workers ready",
+        )
+    )
+    parts.append(timeline_html(info.milestones))
+    parts.append(
+        f'<div style="opacity:.7">dashboard: <code>{escape(info.dashboard_url)}</code></div>'
+    )
+    return f'<div style="{_BOX}">{"".join(parts)}</div>'
+
+
+def clusters_html(clusters: ClusterList) -> str:
+    """Every Ray cluster of the namespace."""
+    if not clusters.clusters:
+        return (
+            f'<div style="{_BOX}">No Ray clusters in namespace {escape(clusters.namespace)}.</div>'
+        )
+    return "".join(cluster_html(info) for info in clusters.clusters)

@@ -1,0 +1,173 @@
+"""``%dw``: the Python API as one line magic (``%load_ext jupyter_dw``).
+
+Each subcommand returns its object, so ``h = %dw up demo --workers 2`` works and the result
+displays richly. Bad arguments print a usage line and what was wrong; Kubernetes errors print
+the error, its reason and the hint; neither is a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..k8s.errors import InvalidRequest, KubeError
+
+HELP = """%dw queues                      LocalQueues with quota and headroom
+%dw fit [--queue Q] --workers N --worker-cpu C --worker-memory M [--worker-gpu G]
+        [--head-cpu C] [--head-memory M]          would it fit now? (and what would)
+%dw up NAME [same options] [--image I] [--wait] [--ephemeral]
+                                 submit a Ray cluster through Kueue
+%dw status [NAME]                one cluster's state, or every cluster's
+%dw watch NAME                   a live status widget
+%dw down NAME                    delete a cluster
+%dw list                         the namespace's Ray clusters
+%dw help                         this text"""
+
+
+class UsageError(Exception):
+    """Arguments that do not parse; the message says which."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"usage: %dw {self.prog.split()[-1]} ...: {message}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        raise UsageError(message or "")
+
+
+def _size_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--queue")
+    parser.add_argument("--workers", type=int)
+    parser.add_argument("--worker-cpu", dest="worker_cpu")
+    parser.add_argument("--worker-memory", dest="worker_memory")
+    parser.add_argument("--worker-gpu", dest="worker_gpu", type=int)
+    parser.add_argument("--head-cpu", dest="head_cpu")
+    parser.add_argument("--head-memory", dest="head_memory")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="%dw", add_help=False)
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+    commands.add_parser("queues", add_help=False)
+    _size_options(commands.add_parser("fit", add_help=False))
+    up = commands.add_parser("up", add_help=False)
+    up.add_argument("name")
+    _size_options(up)
+    up.add_argument("--image")
+    up.add_argument("--wait", action="store_true")
+    up.add_argument("--ephemeral", action="store_true")
+    commands.add_parser("status", add_help=False).add_argument("name", nargs="?")
+    commands.add_parser("watch", add_help=False).add_argument("name")
+    commands.add_parser("down", add_help=False).add_argument("name")
+    commands.add_parser("list", add_help=False)
+    commands.add_parser("help", add_help=False)
+    return parser
+
+
+SIZE_FIELDS = ("queue", "workers", "worker_cpu", "worker_memory", "worker_gpu", "head_cpu",
+               "head_memory")  # fmt: skip
+
+
+def run(line: str, out: Callable[[str], None] | None = None) -> Any:
+    """Run one ``%dw`` line; return what it shows (None after a printed error)."""
+    out = out or (lambda text: print(text, file=sys.stdout))
+    try:
+        args = _parser().parse_args(shlex.split(line))
+    except (UsageError, ValueError) as err:
+        out(f"{err}\n\n{HELP}")
+        return None
+    if args.command in (None, "help"):
+        out(HELP)
+        return None
+    try:
+        return _COMMANDS[args.command](args, out)
+    except InvalidRequest as err:
+        fields = "; ".join(f"{k}: {v}" for k, v in err.errors.items())
+        out(f"{err.error}: {fields or err.reason}\n{err.hint or ''}".rstrip())
+    except KubeError as err:
+        reason = f": {err.reason}" if err.reason else ""
+        out(f"{err.error}{reason}\n{err.hint or ''}".rstrip())
+    return None
+
+
+def _fields(args: argparse.Namespace, names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+def _api() -> Any:
+    # Imported on the first command, so %load_ext stays light (no Kubernetes client).
+    from . import api
+
+    return api
+
+
+def _queues(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    return _api().queues()
+
+
+def _fit(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    return _api().fit(**_fields(args, SIZE_FIELDS))
+
+
+def _up(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    handle = _api().submit(
+        name=args.name,
+        image=args.image,
+        delete_with_kernel=args.ephemeral,
+        **_fields(args, SIZE_FIELDS),
+    )
+    if args.wait:
+
+        def progress(info: Any) -> None:
+            where = (
+                f" (position {info.position_in_local_queue + 1})"
+                if info.position_in_local_queue is not None
+                else ""
+            )
+            out(f"{handle.name}: {info.state}{where}, "
+                f"{info.workers_ready}/{info.workers_desired} workers ready")  # fmt: skip
+
+        handle.wait("ready", progress=progress)
+    return handle
+
+
+def _status(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    if args.name:
+        return _api().cluster(args.name).status()
+    return _api().runtime().core.clusters.list()
+
+
+def _watch(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    from .widgets import ClusterStatus
+
+    return ClusterStatus(args.name)
+
+
+def _down(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    _api().RayClusterHandle(args.name).delete()
+    out(f"Deleted Ray cluster {args.name}; its Workload and pods follow.")
+    return None
+
+
+def _list(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    return _api().runtime().core.clusters.list()
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]] = {
+    "queues": _queues,
+    "fit": _fit,
+    "up": _up,
+    "status": _status,
+    "watch": _watch,
+    "down": _down,
+    "list": _list,
+}
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register ``%dw`` (nothing contacts Kubernetes until a command runs)."""
+    ipython.register_magic_function(lambda line: run(line), magic_kind="line", magic_name="dw")

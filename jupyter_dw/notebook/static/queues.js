@@ -1,0 +1,64 @@
+// QueueBoard view (anywidget ESM): every LocalQueue with a headroom bar per resource.
+const UNITS = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12, m: 1e-3 };
+
+function amount(text) {
+  if (text === null || text === undefined) return null;
+  const match = /^([0-9.]+)([a-zA-Z]*)$/.exec(String(text));
+  if (!match) return null;
+  return parseFloat(match[1]) * (UNITS[match[2]] || 1);
+}
+
+function render({ model, el: root }) {
+  const box = document.createElement("div");
+  box.className = "jp-dw-queues";
+  box.style.cssText = "font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;color:var(--jp-ui-font-color1,inherit)";
+  root.append(box);
+  function draw() {
+    box.replaceChildren();
+    const error = model.get("error");
+    if (error && error.error) {
+      const alert = document.createElement("div");
+      alert.setAttribute("role", "alert");
+      alert.style.color = "#c53030";
+      alert.textContent = `${error.error}${error.reason ? ": " + error.reason : ""} ${error.hint || ""}`;
+      box.append(alert);
+    }
+    for (const queue of model.get("queues") || []) {
+      const title = document.createElement("div");
+      title.className = "jp-dw-queue";
+      title.dataset.queue = queue.name;
+      title.innerHTML = "";
+      const name = document.createElement("b");
+      name.textContent = queue.name + (queue.default ? " (default)" : "");
+      title.append(name, ` → ${queue.cluster_queue} · ${queue.pending} pending · ${queue.admitted} admitted`);
+      box.append(title);
+      if (!queue.quota_visible) {
+        const hidden = document.createElement("div");
+        hidden.style.opacity = ".7";
+        hidden.textContent = `quota hidden: ${queue.hint || ""}`;
+        box.append(hidden);
+      }
+      for (const r of queue.resources) {
+        const most = amount(r.max_obtainable) ?? amount(r.nominal);
+        const free = amount(r.headroom);
+        const row = document.createElement("div");
+        row.style.cssText = "display:flex;align-items:center;gap:8px";
+        if (most === null || free === null) {
+          row.textContent = `${r.resource} (${r.flavor}): ${r.used} in use`;
+        } else {
+          const meter = document.createElement("meter");
+          meter.min = 0; meter.max = most || 1; meter.value = Math.max(0, most - free);
+          meter.style.width = "160px";
+          meter.setAttribute("aria-label", `${queue.name} ${r.resource} in use`);
+          row.append(meter, `${r.resource} (${r.flavor}): ${r.headroom} free of ${r.max_obtainable ?? r.nominal}`);
+        }
+        box.append(row);
+      }
+    }
+  }
+  model.on("change:queues", draw);
+  model.on("change:error", draw);
+  draw();
+}
+
+export default { render };

@@ -1,0 +1,339 @@
+"""Live notebook widgets: :class:`ClusterBuilder`, :class:`ClusterStatus`, :class:`QueueBoard`.
+
+Standard ipywidgets for the form; anywidget (one ESM file each, rendered by anywidget's own
+prebuilt frontend in JupyterLab, Notebook 7 and VS Code) for the status and queue views.
+Their traits follow the cluster through the kernel's change feed, delivered on the kernel's
+event loop (:meth:`KernelRuntime.subscribe`), so they stay live between cells and while a
+cell ``await``s. Errors are shown in the widget (``error`` trait), never as a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import ipywidgets as w
+from traitlets import Bool, Dict, Instance, Int, List, Unicode
+
+from ..core.clusters import ClusterInfo, FitResult
+from ..core.feed import ClusterChanged, Message, QueuesChanged
+from ..k8s.errors import InvalidRequest, KubeError
+from .display import fit_html
+from .runtime import runtime
+
+STATIC = Path(__file__).parent / "static"
+DEBOUNCE_SECONDS = 0.3
+"""The builder re-judges the spec this long after the last change (not per keystroke)."""
+
+
+class ClusterStatus(anywidget.AnyWidget):  # type: ignore[misc]
+    """One Ray cluster, live: state badge, Kueue's reason and queue position, workers bar,
+    timeline, dashboard link and Delete (with confirmation). Synced traits carry the REST
+    field names. ``close()`` stops following it."""
+
+    _esm = STATIC / "status.js"
+
+    name = Unicode().tag(sync=True)
+    namespace = Unicode(None, allow_none=True).tag(sync=True)
+    queue = Unicode(None, allow_none=True).tag(sync=True)
+    state = Unicode(None, allow_none=True).tag(sync=True)
+    reason = Unicode(None, allow_none=True).tag(sync=True)
+    message = Unicode(None, allow_none=True).tag(sync=True)
+    position_in_local_queue = Int(None, allow_none=True).tag(sync=True)
+    workers_ready = Int(0).tag(sync=True)
+    workers_desired = Int(0).tag(sync=True)
+    milestones = List(Dict()).tag(sync=True)
+    dashboard_url = Unicode(None, allow_none=True).tag(sync=True)
+    deleted = Bool(False).tag(sync=True)
+    error = Dict(None, allow_none=True).tag(sync=True)
+
+    def __init__(self, name: str, **kwargs: Any) -> None:
+        super().__init__(name=name, **kwargs)
+        self._unsubscribe: Any = None
+        self.on_msg(self._on_frontend_message)
+        try:
+            rt = runtime()
+            # Subscribed before reading, so no change in between is missed.
+            self._unsubscribe = rt.subscribe(self._on_change)
+            self.show(rt.core.clusters.get(name))
+        except KubeError as err:
+            self.error = err.to_json()
+
+    def show(self, info: ClusterInfo) -> None:
+        """Set every trait from ``info`` at once."""
+        status = info.status
+        with self.hold_sync():
+            self.namespace = status.namespace
+            self.queue = status.queue
+            self.state = status.state
+            self.reason = status.reason
+            self.message = status.message
+            self.position_in_local_queue = status.position_in_local_queue
+            self.workers_ready = status.workers_ready
+            self.workers_desired = status.workers_desired
+            self.milestones = [m.to_json() for m in info.milestones]
+            self.dashboard_url = info.dashboard_url
+
+    def _on_change(self, message: Message) -> None:
+        """On the kernel's loop: a change of this cluster."""
+        if not isinstance(message, ClusterChanged) or message.name != self.name:
+            return
+        if message.cluster is None:
+            with self.hold_sync():
+                self.deleted = True
+                self.state = "deleted"
+                self.reason = self.message = None
+                self.position_in_local_queue = None
+            return
+        self.show(message.cluster)
+
+    def _on_frontend_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("action") == "delete":
+            self.delete()
+
+    def delete(self) -> None:
+        """Delete the cluster (the view's confirmed Delete button calls this)."""
+        try:
+            rt = runtime()
+            rt.core.clusters.delete(self.name)
+            rt.forget_at_shutdown(self.name)
+            self.error = None
+        except KubeError as err:
+            self.error = err.to_json()
+
+    def close(self) -> None:
+        """Stop following the cluster and close the view."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        super().close()
+
+
+class QueueBoard(anywidget.AnyWidget):  # type: ignore[misc]
+    """Every LocalQueue of the namespace with per-resource headroom bars, live."""
+
+    _esm = STATIC / "queues.js"
+
+    queues = List(Dict()).tag(sync=True)
+    error = Dict(None, allow_none=True).tag(sync=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._unsubscribe: Any = None
+        try:
+            rt = runtime()
+            self._unsubscribe = rt.subscribe(self._on_change)
+            self.queues = rt.core.queues.list().to_json()["queues"]
+        except KubeError as err:
+            self.error = err.to_json()
+
+    def _on_change(self, message: Message) -> None:
+        if isinstance(message, QueuesChanged):
+            if message.queues is not None:
+                self.queues = message.queues.to_json()["queues"]
+                self.error = None
+            elif message.error is not None:
+                self.error = message.error.to_json()
+
+    def close(self) -> None:
+        """Stop following the queues and close the view."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        super().close()
+
+
+class ClusterBuilder(w.VBox):  # type: ignore[misc]
+    """Size a Ray cluster and see, as you type, whether it fits now; take the suggestion in
+    one click; Submit. After a submit the same output shows the cluster's live status.
+
+    Not synced (kernel-side state for scripts and tests): ``verdict`` (fits-now, must-wait,
+    never-fits, unknown or empty), ``suggestion`` (the REST object or None), ``errors``
+    (field → message) and ``status`` (the :class:`ClusterStatus` after a submit).
+    """
+
+    verdict = Unicode("")
+    suggestion = Dict(None, allow_none=True)
+    errors = Dict()
+    status = Instance(ClusterStatus, allow_none=True)
+
+    def __init__(self, name: str = "", queue: str | None = None, **values: Any) -> None:
+        style = {"description_width": "110px"}
+        self.queue = w.Dropdown(description="Queue", style=style)
+        self.name = w.Text(value=name, description="Name", placeholder="my-ray", style=style)
+        self.workers = w.BoundedIntText(
+            value=1, min=1, max=10_000, description="Workers", style=style
+        )
+        self.worker_cpu = w.Text(value="1", description="Worker CPU", style=style)
+        self.worker_memory = w.Text(value="2Gi", description="Worker memory", style=style)
+        self.worker_gpu = w.BoundedIntText(
+            value=0, min=0, max=64, description="Worker GPU", style=style
+        )
+        self.head_cpu = w.Text(value="1", description="Head CPU", style=style)
+        self.head_memory = w.Text(value="2Gi", description="Head memory", style=style)
+        self.image = w.Text(value="", description="Image", placeholder="default", style=style)
+        self.verdict_view = w.HTML()
+        self.use_suggestion = w.Button(description="Use it", layout=w.Layout(display="none"))
+        self.submit_button = w.Button(description="Submit", button_style="primary")
+        self.problem = w.HTML()
+        self._inputs = [
+            self.queue, self.name, self.workers, self.worker_cpu, self.worker_memory,
+            self.worker_gpu, self.head_cpu, self.head_memory, self.image,
+        ]  # fmt: skip
+        super().__init__(
+            children=[
+                *self._inputs,
+                w.HBox([self.verdict_view, self.use_suggestion]),
+                self.submit_button,
+                self.problem,
+            ]
+        )
+        self._pending: asyncio.Handle | None = None
+        self._unsubscribe: Any = None
+        try:
+            rt = runtime()
+            defaults = rt.core.clusters.policy
+            self.workers.value = values.pop("workers", defaults.default_workers)
+            self._set_queues(rt.core.queues.list(), queue)
+            self._unsubscribe = rt.subscribe(self._on_change)
+        except KubeError as err:
+            self._show_error(err)
+        for key, value in values.items():
+            getattr(self, key).value = value
+        for control in self._inputs:
+            control.observe(self._changed, names="value")
+        self.use_suggestion.on_click(self._apply_suggestion)
+        self.submit_button.on_click(lambda _: self.submit())
+        self.evaluate()
+
+    # -- the form ------------------------------------------------------------------------
+
+    def request(self) -> dict[str, Any]:
+        """The REST request the form describes."""
+        request: dict[str, Any] = {
+            "queue": self.queue.value or None,
+            "workers": self.workers.value,
+            "worker_cpu": self.worker_cpu.value.strip(),
+            "worker_memory": self.worker_memory.value.strip(),
+            "worker_gpu": self.worker_gpu.value,
+            "head_cpu": self.head_cpu.value.strip(),
+            "head_memory": self.head_memory.value.strip(),
+        }
+        if self.name.value.strip():
+            request["name"] = self.name.value.strip()
+        if self.image.value.strip():
+            request["image"] = self.image.value.strip()
+        return request
+
+    def _set_queues(self, queues: Any, preferred: str | None) -> None:
+        options = []
+        for q in queues.queues:
+            free = ", ".join(
+                f"{r['headroom']} {r['resource']}"
+                for r in q.to_json()["resources"]
+                if r["headroom"] is not None
+            )
+            label = (
+                q.name + (" (default)" if q.default else "") + (f" — free: {free}" if free else "")
+            )
+            options.append((label, q.name))
+        current = self.queue.value
+        self.queue.options = options
+        chosen = preferred or current or (queues.default.name if queues.default else None)
+        if chosen in {value for _, value in options}:
+            self.queue.value = chosen
+
+    def _changed(self, _change: Any) -> None:
+        """Debounce: judge the spec once the user pauses."""
+        if self._pending is not None:
+            self._pending.cancel()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:
+            self.evaluate()
+            return
+        self._pending = loop.call_later(DEBOUNCE_SECONDS, self.evaluate)
+
+    def _on_change(self, message: Message) -> None:
+        if isinstance(message, QueuesChanged) and message.queues is not None:
+            self._set_queues(message.queues, None)
+            if self.status is None:
+                self.evaluate()
+
+    def evaluate(self) -> FitResult | None:
+        """Judge the form's spec now, from the kernel's caches (no visibility API call)."""
+        self._pending = None
+        if self.status is not None:
+            return None  # submitted: the form is gone, the status view has taken over
+        try:
+            result = runtime().core.clusters.fit(self.request(), ask_positions=False)
+        except InvalidRequest as err:
+            self.errors = dict(err.errors)
+            self.verdict, self.suggestion = "", None
+            self.verdict_view.value = _field_errors(err.errors)
+            self.use_suggestion.layout.display = "none"
+            return None
+        except KubeError as err:
+            self._show_error(err)
+            return None
+        self.errors = {}
+        self.verdict = result.verdict
+        self.suggestion = result.suggestion.to_json() if result.suggestion else None
+        self.verdict_view.value = fit_html(result)
+        if result.suggestion is not None:
+            self.use_suggestion.description = f"Use {result.suggestion.workers} workers"
+            self.use_suggestion.layout.display = ""
+        else:
+            self.use_suggestion.layout.display = "none"
+        return result
+
+    def _apply_suggestion(self, _button: Any = None) -> None:
+        if self.suggestion is not None:
+            self.workers.value = self.suggestion["workers"]
+            self.evaluate()
+
+    def submit(self) -> ClusterStatus | None:
+        """Create the cluster; the builder then shows its :class:`ClusterStatus`."""
+        try:
+            info = runtime().core.clusters.create(self.request())
+        except InvalidRequest as err:
+            self.errors = dict(err.errors)
+            self.problem.value = _field_errors(err.errors)
+            return None
+        except KubeError as err:
+            self._show_error(err)
+            return None
+        self.status = ClusterStatus(info.status.name)
+        self.children = [self.status]
+        return self.status
+
+    def _show_error(self, err: KubeError) -> None:
+        self.problem.value = _error_html(err)
+
+    def close(self) -> None:
+        """Stop following the queues (and the submitted cluster) and close."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self.status is not None:
+            self.status.close()
+        super().close()
+
+
+def _field_errors(errors: dict[str, str]) -> str:
+    from html import escape
+
+    items = "".join(f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in errors.items())
+    return f'<ul style="color:#c53030;margin:2px 0">{items}</ul>'
+
+
+def _error_html(err: KubeError) -> str:
+    from html import escape
+
+    reason = f": {escape(err.reason)}" if err.reason else ""
+    hint = f"<div>{escape(err.hint)}</div>" if err.hint else ""
+    return f'<div role="alert" style="color:#c53030">{escape(err.error)}{reason}{hint}</div>'

@@ -1,0 +1,137 @@
+"""``GET {base_url}dw/api/events``: a WebSocket of changes to the namespace's queues and Ray
+clusters, so pages never poll.
+
+Every tab shares the server's one :class:`KubeSession` and its watch caches: a socket only
+registers a listener on them (removed when it closes), so N tabs cost N listeners, not N
+watches. Listeners run on the caches' threads; they hand each change to the socket's IO loop
+(``IOLoop.add_callback``), where one task per socket hands changes, in the order they
+happened, to its :class:`jupyter_dw.core.feed.ChangeFeed` (the same feed the notebook widgets
+use), on the extension's thread pool, awaited one at a time so the order holds.
+
+Messages are JSON text frames from the server; the browser sends nothing (what it sends is
+ignored). A cluster is the object ``GET clusters`` lists (``ClusterStatus`` JSON plus
+``dashboard_url``, ``owner``, ``pods``); ``queues`` is the ``GET queues`` answer.
+
+- ``{"type": "snapshot", "namespace", "queues", "queues_error", "clusters",
+  "clusters_error", "positions_visible"}``: the first message. ``queues``/``clusters`` are
+  null when they cannot be read, and the matching ``*_error`` is the error JSON
+  (``{"error", "reason", "hint", "code"}``) instead.
+- ``{"type": "queues", "event", "kind", "name", "queues", "queues_error"}``: a LocalQueue,
+  ClusterQueue, Cohort or ResourceFlavor changed (``event``: ``ADDED``/``MODIFIED``/
+  ``DELETED``; ``kind``/``name``: the object that changed) and with it the ``GET queues``
+  answer, which ``queues`` is (or null with ``queues_error``). A ClusterQueue counts when a
+  LocalQueue of the namespace points to it or it shares a cohort tree with one (its usage
+  changes what may be borrowed); changes of other ClusterQueues send nothing.
+- ``{"type": "cluster", "event", "name", "cause": {"kind", "name", "event"}, "state",
+  "milestones"}``: RayCluster ``name`` changed, or its Workload or one of its pods did
+  (``cause`` says which; ``event`` is the RayCluster's own event for a RayCluster change,
+  ``MODIFIED`` otherwise). ``state`` is the cluster now, null once the RayCluster is gone.
+  Positions are read when the cluster is waiting for quota; a waiting cluster whose position
+  moved because a queue changed (a workload ahead admitted or gone, maybe in another
+  namespace) gets a message with that queue as ``cause`` right after the ``queues`` one.
+  ``state``'s own ``milestones`` are the whole timeline with times; the message's
+  ``milestones`` are :func:`jupyter_dw.domain.cluster_state.transition` names crossed since
+  the previous message about this cluster on this socket (or since the snapshot), in order:
+  ``Queued``, ``QuotaReserved``, ``Admitted``, ``HeadReady``, ``WorkerReady:<n>``, ``Ready``,
+  then ``Evicted``/``Preempted``/``Failed``/``Suspended``/``Deleting``, ``QuotaReleased``.
+- ``{"type": "workload", "event", "name", "queue"}``: a Workload that belongs to no
+  RayCluster (another kind of job) changed.
+- ``{"type": "error", "error", "reason", "hint", "code"}``: the socket cannot go on (sent
+  before the server closes it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized, ws_authenticated
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from tornado.ioloop import IOLoop
+from tornado.websocket import WebSocketClosedError, WebSocketHandler
+
+from ..core.feed import Change, ChangeFeed
+from ..k8s.errors import KubeError
+from .handlers import AUTH_RESOURCE, ExtensionObjectsMixin
+
+log = logging.getLogger(__name__)
+
+Object = dict[str, Any]
+
+
+class EventsHandler(
+    ExtensionObjectsMixin, ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler
+):
+    """``GET events``: the WebSocket described in this module's docstring.
+
+    Like jupyter_server's own sockets: authenticated before the upgrade (no login redirect),
+    authorized on the ``jupyter_dw`` resource, origin checked by ``WebSocketMixin`` (which
+    also pings to keep the connection alive).
+    """
+
+    auth_resource = AUTH_RESOURCE
+
+    @ws_authenticated
+    @authorized
+    async def get(self, *args: Any, **kwargs: Any) -> None:
+        """Upgrade to a WebSocket (after jupyter_server's authentication and authorization)."""
+        await super().get(*args, **kwargs)
+
+    # -- socket life ---------------------------------------------------------------------
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        """Listen to the session's caches and start the task that sends messages."""
+        super().open(*args, **kwargs)  # WebSocketMixin: keep-alive pings
+        self._loop = IOLoop.current()
+        self._changes: asyncio.Queue[Change] = asyncio.Queue()
+        self._closed = False
+        core = self.core
+        self._feed = ChangeFeed(core.session, core.queues, core.clusters)
+        # Registered before the snapshot is read, so no change between the two is lost.
+        self._remove_listener = self._feed.listen(self._on_change)
+        self._pump = asyncio.ensure_future(self._run())
+
+    def on_message(self, message: str | bytes) -> None:
+        """The stream is one-way: messages from the browser are ignored."""
+
+    def on_close(self) -> None:
+        """Stop listening and stop the sending task."""
+        self._closed = True
+        self._remove_listener()
+        self._pump.cancel()
+
+    def _on_change(self, plural: str, event_type: str, obj: Object) -> None:
+        """Session listener, on a cache thread: hand the change to this socket's IO loop."""
+        if not self._closed:
+            self._loop.add_callback(self._changes.put_nowait, (plural, event_type, obj))
+
+    # -- the sending task ----------------------------------------------------------------
+
+    async def _run(self) -> None:
+        try:
+            snapshot = await self.run_blocking(self._feed.snapshot)
+            await self._send(snapshot.to_json())
+            while True:
+                change = await self._changes.get()
+                for message in await self.run_blocking(self._feed.messages, *change):
+                    await self._send(message.to_json())
+        except (WebSocketClosedError, asyncio.CancelledError):
+            return
+        except Exception as err:  # a bug: say so and close, rather than go silent
+            log.exception("jupyter_dw events socket failed")
+            await self._fail(KubeError("The events stream failed", f"{type(err).__name__}: {err}"))
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        # Awaiting the write makes a slow browser slow this socket down, not the server.
+        await self.write_message(json.dumps(message))
+
+    async def _fail(self, err: KubeError) -> None:
+        try:
+            await self._send({"type": "error", **err.to_json()})
+        except WebSocketClosedError:
+            return
+        self.close(1011, err.error[:120])

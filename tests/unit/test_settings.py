@@ -1,0 +1,95 @@
+"""Settings a kernel reads the way the server does: Jupyter config files, then JUPYTER_DW_*."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from traitlets import TraitError
+
+from jupyter_dw.core.settings import environment_config, load_settings, setting_names
+from jupyter_dw.notebook.api import version_mismatches
+from jupyter_dw.notebook.runtime import kernel_base_url
+
+
+def write_config(directory, name: str, text: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_text(text)
+
+
+def test_files_on_the_config_path_then_the_environment(tmp_path):
+    user, system = tmp_path / "user", tmp_path / "system"
+    write_config(system, "jupyter_server_config.json", json.dumps(
+        {"JupyterDW": {"namespace": "from-system", "max_workers": 4}, "ServerApp": {"port": 1}}
+    ))  # fmt: skip
+    write_config(user / "jupyter_server_config.d", "dw.json", json.dumps(
+        {"JupyterDW": {"default_worker_memory": "4Gi"}}
+    ))  # fmt: skip
+    write_config(user, "jupyter_server_config.py", 'c.JupyterDW.namespace = "from-user"\n')
+    settings = load_settings(environ={}, paths=[str(user), str(system)])  # user wins
+    assert settings.namespace == "from-user"
+    assert settings.max_workers == 4
+    assert settings.default_worker_memory == "4Gi"
+
+    env = {"JUPYTER_DW_NAMESPACE": "from-env", "JUPYTER_DW_ALLOWED_IMAGES": "rayproject/, b/*"}
+    settings = load_settings(environ=env, paths=[str(user), str(system)])
+    assert settings.namespace == "from-env"
+    assert settings.allowed_images == ["rayproject/", "b/*"]
+
+
+def test_a_broken_config_file_is_skipped(tmp_path):
+    write_config(tmp_path, "jupyter_server_config.py", "this is not python\n")
+    write_config(tmp_path, "jupyter_server_config.json", '{"JupyterDW": {"max_workers": 2}}')
+    assert load_settings(environ={}, paths=[str(tmp_path)]).max_workers == 2
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "setting", "expected"),
+    [
+        ("JUPYTER_DW_ELASTIC_JOBS", "true", "elastic_jobs", True),
+        ("JUPYTER_DW_ELASTIC_JOBS", "0", "elastic_jobs", False),
+        ("JUPYTER_DW_REQUEST_TIMEOUT", "2.5", "request_timeout", 2.5),
+        ("JUPYTER_DW_MAX_WORKERS", "", "max_workers", None),
+        ("JUPYTER_DW_ALLOWED_IMAGES", '["a/", "b/"]', "allowed_images", ["a/", "b/"]),
+    ],
+)
+def test_environment_values_are_parsed_by_type(variable, value, setting, expected):
+    assert environment_config({variable: value}) == {setting: expected}
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("JUPYTER_DW_MAX_WORKERS", "many"), ("JUPYTER_DW_ELASTIC_JOBS", "maybe")],
+)
+def test_bad_environment_values_name_the_variable(variable, value):
+    with pytest.raises(TraitError, match=variable):
+        environment_config({variable: value})
+
+
+def test_an_inconsistent_combination_is_refused():
+    env = {"JUPYTER_DW_MAX_WORKERS": "2", "JUPYTER_DW_DEFAULT_WORKERS": "3"}
+    with pytest.raises(TraitError, match="defaults and limits"):
+        load_settings(environ=env, paths=[])
+
+
+def test_every_setting_has_an_environment_variable():
+    assert "namespace" in setting_names() and "allowed_images" in setting_names()
+    env = {f"JUPYTER_DW_{name.upper()}": "" for name in ("namespace", "kube_context")}
+    assert environment_config(env) == {"namespace": None, "kube_context": None}
+
+
+def test_kernel_base_url_from_the_workbench_environment():
+    assert kernel_base_url({}) == "/"
+    assert kernel_base_url({"NB_PREFIX": "/notebook/team/wb"}) == "/notebook/team/wb/"
+    assert kernel_base_url({"JUPYTER_DW_BASE_URL": "/x/", "NB_PREFIX": "/y"}) == "/x/"
+
+
+def test_ray_client_version_mismatches_are_named():
+    image = "rayproject/ray:2.60.0-py311"
+    assert version_mismatches(image, "2.60.0", (3, 11)) == []
+    problems = version_mismatches(image, "2.50.1", (3, 12))
+    assert len(problems) == 2
+    assert "Ray 2.50.1" in problems[0] and "2.60.0" in problems[0]
+    assert "Python 3.12" in problems[1] and "3.11" in problems[1]
+    assert version_mismatches("quay.io/x/custom:1", "2.0.0", (3, 11)) == []
+    assert version_mismatches("rayproject/ray:2.60.0", None, (3, 12)) == []
