@@ -480,14 +480,16 @@ export function timeline(cluster: Cluster): ITimelineStep[] {
   });
 }
 
-/** How long the cluster has held quota (ms), from its `QuotaReserved` milestone; null if it
- * holds none. */
+/** How long the cluster has held quota (ms), from its `QuotaReserved` milestone (else its
+ * `admitted_at`); null if it holds none or the time is unknown. */
 export function quotaHeldFor(cluster: Cluster, now: number): number | null {
   if (!cluster.quota_reserved) {
     return null;
   }
   const reserved = (cluster.milestones ?? []).find(m => m.name === 'QuotaReserved');
-  const at = reserved?.time ? Date.parse(reserved.time) : NaN;
+  // Servers without milestones: admission follows quota reservation at once.
+  const since = reserved?.time ?? cluster.admitted_at;
+  const at = since ? Date.parse(since) : NaN;
   return isNaN(at) ? null : Math.max(0, now - at);
 }
 

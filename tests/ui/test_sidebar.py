@@ -127,18 +127,36 @@ def test_sidebar_end_to_end(
     # -- create a cluster from the form; it goes queued → ready without a reload ------------
     expect(sidebar.get_by_label("Queue", exact=True)).to_have_value("team")  # the default
     size = {"worker_cpu": "1", "worker_memory": "1Gi", "head_cpu": "1", "head_memory": "1Gi"}
-    fill_form(sidebar, name="ui-first", workers="2", **size)
-    expect(sidebar.locator("[data-verdict]")).to_have_attribute("data-verdict", "fits-now")
+    # 1 + 5 CPU cannot fit 4: the fit check offers what would start now, in one click.
+    fill_form(sidebar, name="ui-first", workers="5", **size)
+    verdict = sidebar.locator("[data-verdict]")
+    expect(verdict).to_have_attribute("data-verdict", re.compile("never-fits|must-wait"))
+    fit = lab.api("POST", "clusters/fit", {"queue": "team", "workers": 5, **size})
+    assert fit["suggestion"]["workers"] == 3, fit
+    expect(sidebar.locator(".jp-dw-fit-message")).to_have_text(fit["message"])
+    sidebar.get_by_role("button", name="3 workers would start now — use that").click()
+    expect(sidebar.get_by_label("Workers", exact=True)).to_have_value("3")
+    expect(verdict).to_have_attribute("data-verdict", "fits-now")
     sidebar.get_by_role("button", name="Create cluster").click()
     expect(sidebar.locator(".jp-dw-result")).to_contain_text("Created ui-first")
     first = card(sidebar, "ui-first")
     expect(first).to_have_attribute("data-state", "ready", timeout=READY_TIMEOUT)
-    expect(first.locator("[data-workers-ready]")).to_have_text("2")
+    expect(first.locator("[data-workers-ready]")).to_have_text("3")
     states = page.evaluate("() => window.__dw.states['ui-first']")
     assert states[0] in ("queued", "suspended"), states
     assert states[-1] == "ready", states
-    assert lab.api("GET", "clusters/ui-first")["state"] == "ready"
-    expect(first.locator(".jp-dw-held")).to_contain_text("holding quota for")
+    ready = lab.api("GET", "clusters/ui-first")
+    assert ready["state"] == "ready"
+    # The timeline is the API's milestones, each with its time.
+    names = [m["name"] for m in ready["milestones"]]
+    assert names[:3] == ["Submitted", "QuotaReserved", "Admitted"] and names[-1] == "Ready"
+    expect(first.locator("[data-milestone]")).to_have_count(len(names))
+    for i, name in enumerate(names):
+        expect(first.locator("[data-milestone]").nth(i)).to_have_attribute("data-milestone", name)
+    expect(first.locator(".jp-dw-held")).to_have_text(
+        re.compile(r"holding quota for \d+(s|m \d\ds)")
+    )
+    expect(first.locator(".jp-dw-card-queue")).to_contain_text("by you")
     sidebar.screenshot(path=str(artifacts / "sidebar-light.png"))
 
     # -- the dashboard opens in a sandboxed tab; ray.init goes into the notebook ------------
@@ -161,7 +179,7 @@ def test_sidebar_end_to_end(
     )
 
     # -- a second cluster must wait: Kueue's reason and its position ------------------------
-    fill_form(sidebar, name="ui-second", workers="2", **size)
+    fill_form(sidebar, name="ui-second", workers="2", **size)  # 3 CPU; 0 left in team
     expect(sidebar.locator("[data-verdict]")).to_have_attribute("data-verdict", "must-wait")
     sidebar.get_by_role("button", name="Create cluster").click()
     second = card(sidebar, "ui-second")

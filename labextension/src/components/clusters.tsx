@@ -46,7 +46,11 @@ function Timeline(props: { cluster: Cluster }): JSX.Element | null {
   );
 }
 
-function ClusterCard(props: { cluster: Cluster; actions: IClusterActions }): JSX.Element {
+function ClusterCard(props: {
+  cluster: Cluster;
+  actions: IClusterActions;
+  me: string | null;
+}): JSX.Element {
   const c = props.cluster;
   const { actions } = props;
   const desired = c.workers_desired;
@@ -66,7 +70,7 @@ function ClusterCard(props: { cluster: Cluster; actions: IClusterActions }): JSX
       </div>
       <div className="jp-dw-muted jp-dw-card-queue">
         queue {c.queue ?? '?'}
-        {c.owner ? <> · by {c.owner}</> : null}
+        {c.owner ? <> · by {c.owner === props.me ? 'you' : c.owner}</> : null}
       </div>
       {queued || c.reason ? (
         <div className="jp-dw-card-reason">
@@ -101,7 +105,7 @@ function ClusterCard(props: { cluster: Cluster; actions: IClusterActions }): JSX
           />
         </div>
       </div>
-      {c.quota_reserved ? (
+      {quotaHeldFor(c, Date.now()) !== null ? (
         <div className="jp-dw-held">
           holding quota for <Elapsed since={() => quotaHeldFor(c, Date.now())} />
         </div>
@@ -156,7 +160,7 @@ export function ClustersSection(props: {
       ) : null}
       <ul className="jp-dw-cards">
         {clusters.map(c => (
-          <ClusterCard key={c.name} cluster={c} actions={actions} />
+          <ClusterCard key={c.name} cluster={c} actions={actions} me={model.username} />
         ))}
       </ul>
     </section>
