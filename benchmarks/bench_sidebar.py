@@ -74,6 +74,26 @@ OBSERVE = """
 """
 
 
+# Before the page loads: stamp when the first events message about each cluster arrives, to
+# split the latency into server (write -> message in the browser) and panel (message -> DOM).
+STAMP_MESSAGES = """
+const Native = window.WebSocket;
+window.__arrived = {};
+window.WebSocket = class extends Native {
+  constructor(...args) {
+    super(...args);
+    if (String(args[0]).includes('dw/api/events')) {
+      this.addEventListener('message', event => {
+        const t = performance.timeOrigin + performance.now();
+        const m = JSON.parse(event.data);
+        if (m.type === 'cluster' && m.state) window.__arrived[m.name] ??= t;
+      });
+    }
+  }
+};
+"""
+
+
 def kueue_object(version: str, kind: str, name: str, **rest: Any) -> dict[str, Any]:
     return {"apiVersion": f"{GROUP}/{version}", "kind": kind, "metadata": {"name": name}, **rest}
 
@@ -216,6 +236,7 @@ def main() -> None:
                 executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
             )
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.add_init_script(STAMP_MESSAGES)
             page.goto(lab.lab_url())
             page.get_by_role("tab", name="Distributed Workloads").click(timeout=60_000)
             sidebar = page.locator("#jp-dw-sidebar")
@@ -224,6 +245,8 @@ def main() -> None:
             page.evaluate(OBSERVE, {"pollMs": POLL_MS})
 
             push: list[float] = []
+            server: list[float] = []
+            panel: list[float] = []
             for i in range(args.changes):
                 name = f"probe-{i:02d}"
                 written = time.time() * 1000
@@ -231,7 +254,12 @@ def main() -> None:
                     "ray.io", "v1", namespace, "rayclusters", raycluster(name)
                 )
                 page.wait_for_function(f"() => window.__bench.cards['{name}']", timeout=30_000)
-                push.append(page.evaluate(f"() => window.__bench.cards['{name}']") - written)
+                shown, arrived = page.evaluate(
+                    f"() => [window.__bench.cards['{name}'], window.__arrived['{name}']]"
+                )
+                push.append(shown - written)
+                server.append(arrived - written)
+                panel.append(shown - arrived)
 
             workload: list[float] = []
             pending_queue = "lq-010"  # on ClusterQueue 0 (no quota): pending counts up
@@ -286,6 +314,8 @@ def main() -> None:
         f"clusters (Kueue {state.versions['kueue']}, {version}); measured in Chromium"
     )
     print(describe("push: RayCluster created -> card", push))
+    print(describe("  of which: write -> socket message", server))
+    print(describe("  of which: socket message -> DOM", panel))
     print(describe("push: Workload created -> pending", workload))
     print(describe(f"baseline: {POLL_MS / 1000:g} s poll of GET clusters", poll))
     print(describe("baseline: GET clusters round trip", rtt))
