@@ -63,7 +63,29 @@ def make_queues(kueue: KueueObjects) -> None:
         kueue.wait_active("localqueues", lq)
 
 
+# Before the page loads: every events message's type and queue names, as it arrives.
+MESSAGES = """
+const Native = window.WebSocket;
+window.__dwMessages = [];
+window.WebSocket = class extends Native {
+  constructor(...args) {
+    super(...args);
+    if (String(args[0]).includes('dw/api/events')) {
+      this.addEventListener('message', event => {
+        const m = JSON.parse(event.data);
+        const queues = m.queues ? m.queues.queues.map(q => q.name) : null;
+        window.__dwMessages.push({ type: m.type, queues });
+      });
+    }
+  }
+};
+"""
+
+NEXT_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
 def open_panel(page: Page, lab: LabServer) -> Any:
+    page.add_init_script(MESSAGES)
     page.goto(lab.lab_url())
     tab = page.get_by_role("tab", name="Distributed Workloads")
     expect(tab).to_be_visible(timeout=60_000)
@@ -215,15 +237,33 @@ def test_sidebar_end_to_end(
     kueue.local_queue("late", f"{namespace}-team")
     expect(sidebar.locator('[data-queue="late"]')).to_be_visible()
 
-    # -- hidden, the panel keeps its socket; shown again, it shows the latest state ---------
+    # -- hidden, the panel keeps its socket but does not render; shown, it renders once ------
     page.get_by_role("tab", name="File Browser").click()
     expect(sidebar).to_be_hidden()
+    renders = sidebar.get_attribute("data-renders")
+    seen = page.evaluate("() => window.__dwMessages.length")
     client.CustomObjectsApi(kube).delete_namespaced_custom_object(
         KUEUE, kueue.api_version, namespace, "localqueues", "late"
     )
+    page.wait_for_function(
+        f"""() => window.__dwMessages.slice({seen}).some(
+              m => m.type === 'queues' && m.queues && !m.queues.includes('late'))"""
+    )
+    page.evaluate(NEXT_FRAMES)
+    assert sidebar.get_attribute("data-renders") == renders  # the message came; no render
+    expect(sidebar.locator('[data-queue="late"]')).to_have_count(1)  # the stale DOM
     page.get_by_role("tab", name="Distributed Workloads").click()
     expect(sidebar.locator('[data-queue="late"]')).to_have_count(0)
+    assert int(sidebar.get_attribute("data-renders") or 0) > int(renders or 0)
     expect(status).to_have_attribute("data-reconnects", "1")
+
+    # -- keyboard: the form is reachable with Tab, fields in order ---------------------------
+    sidebar.get_by_label("Name", exact=True).focus()
+    page.keyboard.press("Tab")
+    expect(sidebar.get_by_label("Workers", exact=True)).to_be_focused()
+    second.get_by_role("button", name="Dashboard").focus()
+    page.keyboard.press("Tab")
+    expect(second.get_by_role("button", name="Insert ray.init")).to_be_focused()
 
     # -- dark theme --------------------------------------------------------------------------
     run_js(page, "apputils:change-theme", {"theme": "JupyterLab Dark"})
