@@ -7,6 +7,7 @@ server log (token redacted) go to ``tests/ui/artifacts/`` (git-ignored).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -80,9 +81,17 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def page(browser, lab: LabServer, artifacts: Path) -> Iterator[Any]:
+def expected_console_errors() -> list[str]:
+    """Regular expressions of console errors a test expects (e.g. a 404 it provokes)."""
+    return []
+
+
+@pytest.fixture
+def page(
+    browser, lab: LabServer, artifacts: Path, expected_console_errors: list[str]
+) -> Iterator[Any]:
     """A fresh page (closed before the server stops); console errors and page errors are
-    collected and fail the test."""
+    collected and fail the test, unless the test expects them."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     problems: list[str] = []
@@ -101,4 +110,5 @@ def page(browser, lab: LabServer, artifacts: Path) -> Iterator[Any]:
         page.screenshot(path=str(artifacts / "last.png"))
     finally:
         context.close()
-    assert not problems, "JavaScript errors in the page:\n" + "\n".join(problems)
+    unexpected = [p for p in problems if not any(re.search(e, p) for e in expected_console_errors)]
+    assert not unexpected, "JavaScript errors in the page:\n" + "\n".join(unexpected)

@@ -44,6 +44,7 @@ class LabServer:
     token: str = field(default_factory=lambda: secrets.token_hex(24))
     port: int = field(default_factory=free_port)
     extra_args: list[str] = field(default_factory=list)
+    server_extension: bool = True
     process: subprocess.Popen[str] | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
 
@@ -91,6 +92,8 @@ class LabServer:
         ]
         if os.geteuid() == 0:
             args.append("--allow-root")
+        if not self.server_extension:  # the command line wins over every config file
+            args.append("--ServerApp.jpserver_extensions=jupyter_dw=False")
         args += self.extra_args
         self.process = subprocess.Popen(
             args,
@@ -140,15 +143,22 @@ class LabServer:
         )
         try:
             with urllib.request.urlopen(req, timeout=60) as response:
-                return response.status, json.loads(response.read() or b"null")
+                return response.status, _json_or_text(response.read())
         except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read() or b"null")
+            return err.code, _json_or_text(err.read())
 
     def api(self, method: str, route: str, body: Any = None) -> Any:
         """``dw/api/<route>``; fails unless 2xx."""
         status, answer = self.request(method, f"dw/api/{route}", body)
         assert 200 <= status < 300, (status, answer)
         return answer
+
+
+def _json_or_text(body: bytes) -> Any:
+    try:
+        return json.loads(body or b"null")
+    except ValueError:
+        return body.decode(errors="replace")
 
 
 class _StandInPage(BaseHTTPRequestHandler):
