@@ -66,8 +66,10 @@ def lab(
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser() -> Iterator[Any]:
+    """Headless Chromium for one test: Playwright's sync API runs an event loop while it
+    lives, which must be gone before tests that use pytest-jupyter's loop."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: `apt-get install chromium` (make system-deps)")
     from playwright.sync_api import sync_playwright
