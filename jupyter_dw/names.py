@@ -23,6 +23,8 @@ LOCAL_QUEUE_KIND = "LocalQueue"
 CLUSTER_QUEUE_KIND = "ClusterQueue"
 COHORT_KIND = "Cohort"
 RESOURCE_FLAVOR_KIND = "ResourceFlavor"
+WORKLOAD_PRIORITY_CLASS_KIND = "WorkloadPriorityClass"
+ADMISSION_CHECK_KIND = "AdmissionCheck"
 POD_KIND = "Pod"
 
 # -- Kueue's labels and annotations ---------------------------------------------------------

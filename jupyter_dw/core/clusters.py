@@ -15,7 +15,7 @@ call per LocalQueue that has a waiting cluster, for positions.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -31,9 +31,17 @@ from ..domain.cluster_state import ClusterStatus, cluster_status
 from ..domain.fit import FITS_NOW, FitVerdict, Suggestion, assess_fit, pod_sets_for_spec, suggest
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
 from ..domain.milestones import Milestone, milestones
+from ..domain.priorities import (
+    Ahead,
+    PriorityClass,
+    ahead_by_count,
+    ahead_in_cluster_queue,
+    ahead_in_local_queue,
+    priority_value,
+)
 from ..domain.quota import QuotaTree
 from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected
-from ..k8s.session import KubeSession
+from ..k8s.session import KubeSession, QueueState
 from ..names import (
     CLIENT_PORT,
     OWNER_ANNOTATION,
@@ -216,14 +224,14 @@ class ClusterService:
         state = self.session.queue_state()
         queues = {lq.name: lq for lq in state.local_queues}
         choice = default_local_queue(state.local_queues, self.session.namespace)
-        return self._spec(data, queues, choice.queue.name if choice else None)
+        return self._spec(data, queues, choice.queue.name if choice else None, _names(state))
 
     def fit(self, data: Any, ask_positions: bool = True) -> FitResult:
         """Would this spec fit its queue now? ``name`` may be omitted here.
 
         ``ask_positions`` False answers from the caches alone (no visibility API call: the
-        workloads ahead are the ClusterQueue's pending count), for a form judged as it is
-        typed in."""
+        workloads ahead are the ClusterQueue's pending count, an upper bound), for a form
+        judged as it is typed in. See :meth:`_ahead` for what counts as ahead."""
         _require_mapping(data)
         request = dict(data)
         named = request.get("name") is not None
@@ -232,7 +240,7 @@ class ClusterService:
         state = self.session.queue_state()
         queues = {lq.name: lq for lq in state.local_queues}
         choice = default_local_queue(state.local_queues, self.session.namespace)
-        spec = self._spec(request, queues, choice.queue.name if choice else None)
+        spec = self._spec(request, queues, choice.queue.name if choice else None, _names(state))
         local_queue = queues[spec.queue]
         tree = (
             QuotaTree(state.cluster_queues, state.cohorts or ())
@@ -240,12 +248,12 @@ class ClusterService:
             else None
         )
         cluster_queue = tree.cluster_queue(local_queue.cluster_queue) if tree else None
-        ahead = self._ahead(local_queue, cluster_queue, ask_positions)
-        verdict = assess_fit(
-            pod_sets_for_spec(spec), cluster_queue, tree, ahead, local_queue=local_queue
-        )
+        priority = priority_value(spec.priority, state.priority_classes)
+        ahead = self._ahead(local_queue, cluster_queue, priority, ask_positions)
+        placement = {"local_queue": local_queue, "flavors": state.flavors}
+        verdict = assess_fit(pod_sets_for_spec(spec), cluster_queue, tree, ahead, **placement)
         suggestion = (
-            suggest(spec, cluster_queue, tree, ahead, local_queue=local_queue)
+            suggest(spec, cluster_queue, tree, ahead, **placement)
             if verdict.verdict != FITS_NOW
             else None
         )
@@ -290,12 +298,13 @@ class ClusterService:
             state = self.session.queue_state()
         except KubeForbidden:
             # LocalQueues unreadable: the queue cannot be checked here, Kueue will judge it.
-            known, default = None, None
+            known, default, priorities = None, None, None
         else:
             known = {lq.name: lq for lq in state.local_queues}
             choice = default_local_queue(state.local_queues, namespace)
             default = choice.queue.name if choice else None
-        spec = self._spec(data, known, default)
+            priorities = _names(state)
+        spec = self._spec(data, known, default, priorities)
         obj = spec.to_raycluster(namespace, owner=self.session.identity.username)
         try:
             created = self.session.create_raycluster(obj)
@@ -305,7 +314,8 @@ class ClusterService:
             raise
         current = self.session.cached_ray_cluster(spec.name) or created
         workload = self.session.workload_of(current)
-        return self._info(current, workload, cluster_status(current, workload))
+        pods = self.session.ray_pods(spec.name)
+        return self._info(current, workload, cluster_status(current, workload, pods=pods))
 
     def delete(self, name: str) -> Deleted:
         """Delete a cluster (``KubeNotFound`` when absent); its Workload, pods and Services
@@ -335,6 +345,7 @@ class ClusterService:
         metadata = raycluster.get("metadata") or {}
         annotations = metadata.get("annotations") or {}
         pods = self.session.ray_pods(status.name)
+        status = self._name_preemptor(status)
         return ClusterInfo(
             status=status,
             dashboard_url=self.dashboard_url(status.name),
@@ -343,14 +354,28 @@ class ClusterService:
             milestones=milestones(status, raycluster, workload, pods),
         )
 
+    def _name_preemptor(self, status: ClusterStatus) -> ClusterStatus:
+        """``status`` with ``preempted_by.name`` set when the preemptor's job is a RayCluster
+        of the namespace (a lookup in the RayCluster cache's UID index)."""
+        preempted_by = status.preempted_by
+        if preempted_by is None or preempted_by.job_uid is None:
+            return status
+        preemptor = self.session.ray_cluster_by_uid(preempted_by.job_uid)
+        if preemptor is None:
+            return status
+        name = (preemptor.get("metadata") or {}).get("name")
+        return replace(status, preempted_by=replace(preempted_by, name=name))
+
     def _spec(
         self,
         data: Mapping[str, Any],
         queues: Mapping[str, LocalQueueInfo] | None,
         default_queue: str | None,
+        priorities: Iterable[str] | None = None,
     ) -> ClusterSpec:
+        known = frozenset(priorities) if priorities is not None else None
         try:
-            return ClusterSpec.from_request(data, self.policy, queues, default_queue)
+            return ClusterSpec.from_request(data, self.policy, queues, default_queue, known)
         except SpecError as err:
             details = "; ".join(f"{field}: {message}" for field, message in err.errors.items())
             raise InvalidSpec(
@@ -368,7 +393,8 @@ class ClusterService:
         found = []
         for raycluster in rayclusters:
             workload = self.session.workload_of(raycluster)
-            found.append((raycluster, workload, cluster_status(raycluster, workload)))
+            pods = self.session.ray_pods(str((raycluster.get("metadata") or {}).get("name")))
+            found.append((raycluster, workload, cluster_status(raycluster, workload, pods=pods)))
         waiting = {
             status.queue
             for _, workload, status in found
@@ -381,7 +407,7 @@ class ClusterService:
                 if name:
                     entries[str(name)] = item
         return [
-            (rc, wl, cluster_status(rc, wl, entries[status.workload]))
+            (rc, wl, cluster_status(rc, wl, entries[status.workload]))  # waiting: no pods yet
             if status.workload in entries
             else (rc, wl, status)
             for rc, wl, status in found
@@ -391,19 +417,27 @@ class ClusterService:
         self,
         local_queue: LocalQueueInfo,
         cluster_queue: ClusterQueueQuota | None,
+        priority: int | None,
         ask_positions: bool = True,
-    ) -> int | None:
-        """Pending workloads a new submission to ``local_queue`` would queue behind: the most
-        of what the visibility API shows (positions of this queue's pending workloads in the
-        ClusterQueue) and what the ClusterQueue's status counts, None when neither is known."""
-        counts: list[int] = []
-        pending = self.session.pending_workloads(local_queue.name) if ask_positions else None
-        if pending is not None:
-            positions = [_int(p.get("positionInClusterQueue")) for p in pending]
-            counts.append(max((p + 1 for p in positions if p is not None), default=len(pending)))
+    ) -> Ahead | None:
+        """Pending workloads Kueue would order before a new submission of ``priority`` to
+        ``local_queue``: those of higher or equal priority (equal ones are older). From the
+        best source this identity may read: the ClusterQueue's pending list (visibility API,
+        every namespace), else the LocalQueue's (a lower bound when other namespaces share the
+        ClusterQueue), else the ClusterQueue status's pending count (an upper bound); None when
+        none is known. ``priority`` None (a class that cannot be read) counts like the last."""
+        if ask_positions and priority is not None:
+            if local_queue.cluster_queue:
+                everyone = self.session.cluster_queue_pending_workloads(local_queue.cluster_queue)
+                if everyone is not None:
+                    return ahead_in_cluster_queue(everyone, priority)
+            mine = self.session.pending_workloads(local_queue.name)
+            if mine is not None:
+                total = cluster_queue.pending if cluster_queue is not None else None
+                return ahead_in_local_queue(mine, priority, total)
         if cluster_queue is not None:
-            counts.append(cluster_queue.pending)
-        return max(counts) if counts else None
+            return ahead_by_count(cluster_queue.pending)
+        return None
 
 
 def _require_mapping(data: Any) -> None:
@@ -416,8 +450,10 @@ def _require_mapping(data: Any) -> None:
         )
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _names(state: QueueState) -> list[str] | None:
+    """The WorkloadPriorityClass names, None when they cannot be read."""
+    classes: list[PriorityClass] | None = state.priority_classes
+    return [c.name for c in classes] if classes is not None else None
 
 
 def _conditions(obj: Object) -> dict[str, Object]:

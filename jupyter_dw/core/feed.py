@@ -30,6 +30,7 @@ from ..k8s.resources import (
     RAY_CLUSTER,
     RESOURCE_FLAVOR,
     WORKLOAD,
+    WORKLOAD_PRIORITY_CLASS,
 )
 from ..k8s.session import KubeSession
 from ..k8s.watch_cache import DELETED
@@ -44,8 +45,12 @@ Change = tuple[str, str, Object]
 """``(plural, event_type, object)`` as the session's listeners get it."""
 T = TypeVar("T")
 
-QUEUE_KINDS = {k.plural: k.kind for k in (LOCAL_QUEUE, CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR)}
-"""Caches whose changes are queue changes, and the kind each names."""
+QUEUE_KINDS = {
+    k.plural: k.kind
+    for k in (LOCAL_QUEUE, CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS)
+}
+"""Caches whose changes are queue changes (the queues answer lists the priority classes too),
+and the kind each names."""
 CLUSTER_CAUSES = {k.plural: k.kind for k in (RAY_CLUSTER, WORKLOAD, POD)}
 """Caches whose changes are cluster changes, and the ``cause`` kind each names."""
 
@@ -287,7 +292,8 @@ def _error(err: KubeError | None) -> dict[str, Any] | None:
 def _concerns_namespace(session: KubeSession, plural: str, event_type: str, obj: Object) -> bool:
     """Whether a change of a queue object can change the namespace's queues answer.
 
-    Every LocalQueue (the cache holds only the namespace's), Cohort and ResourceFlavor counts.
+    Every LocalQueue (the cache holds only the namespace's), Cohort, ResourceFlavor and
+    WorkloadPriorityClass counts.
     A ClusterQueue counts when a LocalQueue points to it, or it sits in the same cohort tree as
     one that does (lending and borrowing link them), or it was deleted (its tree is unknown).
     """

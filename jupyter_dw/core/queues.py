@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..domain.priorities import PriorityClass
 from ..domain.quota import QueueSummary, queue_summaries
 from ..k8s.session import KubeSession, QueueState
 
@@ -15,7 +16,9 @@ class QueueList:
 
     ``quota_visible`` False: ClusterQueues are not readable by this identity (each queue's
     ``hint`` names the permission). ``cohorts_visible`` False: Cohort objects exist but cannot
-    be read, so headroom may miss quota set on them.
+    be read, so headroom may miss quota set on them. ``priority_classes``: the
+    WorkloadPriorityClasses a cluster's ``priority`` may name, highest value first; None when
+    this identity may not read them.
     """
 
     namespace: str
@@ -23,6 +26,7 @@ class QueueList:
     quota_visible: bool
     cohorts_visible: bool
     queues: tuple[QueueSummary, ...]
+    priority_classes: tuple[PriorityClass, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The REST shape (quantities as Kubernetes quantity strings)."""
@@ -32,6 +36,11 @@ class QueueList:
             "quota_visible": self.quota_visible,
             "cohorts_visible": self.cohorts_visible,
             "queues": [q.to_json() for q in self.queues],
+            "priority_classes": (
+                [c.to_json() for c in self.priority_classes]
+                if self.priority_classes is not None
+                else None
+            ),
         }
 
     def get(self, name: str) -> QueueSummary | None:
@@ -72,4 +81,7 @@ class QueueService:
             quota_visible=state.cluster_queues is not None,
             cohorts_visible=state.cohorts is not None,
             queues=tuple(queue_summaries(state.local_queues, state.cluster_queues, state.cohorts)),
+            priority_classes=(
+                tuple(state.priority_classes) if state.priority_classes is not None else None
+            ),
         )

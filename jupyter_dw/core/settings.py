@@ -77,11 +77,22 @@ class DWSettings(Configurable):
         start-up and the first sync of the watch caches before answering 503.""",
     )
 
-    @validate("request_timeout")
-    def _validate_request_timeout(self, proposal: Any) -> float:
+    access_refresh_interval = Float(
+        60.0,
+        config=True,
+        help="""Seconds between two re-checks of what this identity may do (access reviews)
+        and which APIs the cluster serves (discovery). A Role granted, or Kueue or KubeRay
+        installed, after start-up is picked up within this time without a restart (a 403 or
+        a missing API triggers a re-check at once). The watches a new permission allows start
+        then.""",
+    )
+
+    @validate("request_timeout", "access_refresh_interval")
+    def _validate_positive_seconds(self, proposal: Any) -> float:
         value = float(proposal["value"])
         if value <= 0:
-            raise TraitError(f"JupyterDW.request_timeout must be positive, got {value}")
+            name = proposal["trait"].name
+            raise TraitError(f"JupyterDW.{name} must be positive, got {value}")
         return value
 
     @validate("namespace", "kube_context")
@@ -226,6 +237,7 @@ class DWSettings(Configurable):
             "service_account_dir": self.service_account_dir,
             "kube_context": self.kube_context,
             "request_timeout": self.request_timeout,
+            "refresh_interval": self.access_refresh_interval,
         }
 
 

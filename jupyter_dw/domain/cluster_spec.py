@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any
 
 from jupyter_dw.domain.quantity import QuantityError, format_quantity, parse_quantity
+from jupyter_dw.domain.scheduling import EFFECTS, OPERATORS, Toleration
 from jupyter_dw.domain.validation import (
     DNS1123_LABEL_MAX_LENGTH,
     dns1035_label_error,
@@ -89,6 +90,9 @@ FIELDS: tuple[str, ...] = (
     "max_workers",
     "env",
     "labels",
+    "tolerations",
+    "node_selector",
+    "priority",
 )
 """Every field a request may carry; the same names in REST JSON, Python and ``%dw`` options."""
 
@@ -104,15 +108,12 @@ _RESERVED_LABELS = {
     QUEUE_LABEL: "it is set from the 'queue' field",
     MANAGED_BY_LABEL: "jupyter-dw sets it to find the clusters it created",
     OWNER_LABEL: "jupyter-dw sets it from the identity that creates the cluster",
+    PRIORITY_CLASS_LABEL: "it is set from the 'priority' field (a WorkloadPriorityClass name)",
 }
 _RESERVED_LABEL_PREFIXES = {
     f"{RAY_GROUP}/": f"the '{RAY_GROUP}/' prefix belongs to KubeRay",
-    f"{KUEUE_GROUP}/": (
-        f"the '{KUEUE_GROUP}/' prefix belongs to Kueue (only {PRIORITY_CLASS_LABEL!r} "
-        "may be set, to choose a WorkloadPriorityClass)"
-    ),
+    f"{KUEUE_GROUP}/": f"the '{KUEUE_GROUP}/' prefix belongs to Kueue",
 }
-_ALLOWED_PREFIXED_LABELS = frozenset({PRIORITY_CLASS_LABEL})
 
 _RAY_IMAGE_TAG = re.compile(r"ray(?:-ml|-llm)?:(\d+\.\d+\.\d+)(?:[-@].*)?")
 _COUNT_TEXT = re.compile(r"[+-]?[0-9]+")
@@ -232,11 +233,17 @@ class ClusterSpec:
     worker_gpu: int = 0
     env: Mapping[str, str] = field(default_factory=dict, hash=False)
     labels: Mapping[str, str] = field(default_factory=dict, hash=False)
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: Mapping[str, str] = field(default_factory=dict, hash=False)
+    priority: str | None = None
+    """A WorkloadPriorityClass name (label ``kueue.x-k8s.io/priority-class``); None: Kueue's
+    default priority."""
 
     def __post_init__(self) -> None:
         # Read-only views, so a frozen spec cannot be changed through its mappings.
         object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
         object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
+        object.__setattr__(self, "node_selector", MappingProxyType(dict(self.node_selector)))
 
     @classmethod
     def from_request(
@@ -245,15 +252,20 @@ class ClusterSpec:
         policy: SpecPolicy | None = None,
         known_queues: Collection[str] | None = None,
         default_queue: str | None = None,
+        known_priorities: Collection[str] | None = None,
     ) -> ClusterSpec:
         """Parse, default and validate a request; raise ``SpecError`` listing every bad field.
 
         ``data`` uses the names in ``FIELDS``; a ``None`` value counts as omitted. Quantities
         may be strings or numbers in Kubernetes quantity syntax. ``known_queues`` are the
         LocalQueue names in the target namespace (``None``: unknown, so not checked);
-        ``default_queue`` is used when the request names no queue.
+        ``default_queue`` is used when the request names no queue. ``known_priorities`` are
+        the WorkloadPriorityClass names (``None``: not readable, so only the syntax is checked
+        and Kueue judges the name).
         """
-        return _RequestParser(policy or SpecPolicy(), known_queues, default_queue).parse(data)
+        return _RequestParser(
+            policy or SpecPolicy(), known_queues, default_queue, known_priorities
+        ).parse(data)
 
     @property
     def autoscaling(self) -> bool:
@@ -276,6 +288,9 @@ class ClusterSpec:
             "max_workers": self.max_workers,
             "env": dict(self.env),
             "labels": dict(self.labels),
+            "tolerations": [t.to_json() for t in self.tolerations],
+            "node_selector": dict(self.node_selector),
+            "priority": self.priority,
         }
 
     def total_requests(self, *, at_max: bool = False) -> dict[str, Decimal]:
@@ -330,6 +345,8 @@ class ClusterSpec:
         labels = dict(self.labels)
         labels[QUEUE_LABEL] = self.queue
         labels[MANAGED_BY_LABEL] = MANAGED_BY_VALUE
+        if self.priority:
+            labels[PRIORITY_CLASS_LABEL] = self.priority
         annotations: dict[str, str] = {}
         if owner:
             labels[OWNER_LABEL] = owner_label_value(owner)
@@ -347,7 +364,7 @@ class ClusterSpec:
         return {
             # 0.0.0.0 so the dashboard is reachable through the head Service, not only in-pod.
             "rayStartParams": {"dashboard-host": "0.0.0.0"},
-            "template": {"spec": {"containers": [container]}},
+            "template": {"spec": self._pod_spec(container)},
         }
 
     def _worker_group(self) -> dict[str, Any]:
@@ -360,8 +377,17 @@ class ClusterSpec:
             "minReplicas": self.min_workers,
             "maxReplicas": self.max_workers,
             "rayStartParams": {},
-            "template": {"spec": {"containers": [container]}},
+            "template": {"spec": self._pod_spec(container)},
         }
+
+    def _pod_spec(self, container: dict[str, Any]) -> dict[str, Any]:
+        # Head and workers share the placement: Kueue checks each pod set against the flavors.
+        spec: dict[str, Any] = {"containers": [container]}
+        if self.tolerations:
+            spec["tolerations"] = [t.to_json() for t in self.tolerations]
+        if self.node_selector:
+            spec["nodeSelector"] = dict(self.node_selector)
+        return spec
 
     def _container(self, name: str, cpu: Decimal, memory: Decimal, gpu: int) -> dict[str, Any]:
         amounts = {"cpu": _cpu_text(cpu), "memory": _memory_text(memory)}
@@ -386,10 +412,12 @@ class _RequestParser:
         policy: SpecPolicy,
         known_queues: Collection[str] | None,
         default_queue: str | None,
+        known_priorities: Collection[str] | None = None,
     ) -> None:
         self.policy = policy
         self.known_queues = known_queues
         self.default_queue = default_queue
+        self.known_priorities = known_priorities
         self.errors: dict[str, str] = {}
         self.values: dict[str, Any] = {}
         self.unknown: list[str] = []
@@ -419,6 +447,11 @@ class _RequestParser:
         scaling = self._scaling()
         env = self._field("env", _parse_env, {})
         labels = self._field("labels", _parse_labels, {})
+        tolerations = self._field("tolerations", _parse_tolerations, ())
+        node_selector = self._field("node_selector", _parse_node_selector, {})
+        priority = self._field(
+            "priority", partial(_parse_priority, known=self.known_priorities), None
+        )
         if scaling is not None and env is not None:
             self._check_autoscaler_env(env, autoscaling=scaling[1] != scaling[2])
         self._reject_unknown_fields()
@@ -440,6 +473,9 @@ class _RequestParser:
             worker_gpu=worker_gpu,
             env=env,
             labels=labels,
+            tolerations=tolerations,
+            node_selector=node_selector,
+            priority=priority,
         )
 
     def _field(self, name: str, parse: Callable[[Any], Any], default: Any) -> Any:
@@ -792,11 +828,100 @@ def _parse_labels(raw: object) -> dict[str, str]:
     return dict(raw)
 
 
+def _parse_tolerations(raw: object) -> tuple[Toleration, ...]:
+    if isinstance(raw, str):
+        raw = [part for part in (p.strip() for p in raw.split(",")) if part]
+    if not isinstance(raw, list | tuple):
+        raise _FieldError(
+            "must be a list of tolerations, e.g. [{'key': 'nvidia.com/gpu', 'operator': "
+            "'Exists', 'effect': 'NoSchedule'}] or 'nvidia.com/gpu:NoSchedule'"
+        )
+    found, problems = [], []
+    for item in raw:
+        try:
+            found.append(_toleration(item))
+        except _FieldError as err:
+            problems.append(str(err))
+    if problems:
+        raise _FieldError("; ".join(problems))
+    return tuple(found)
+
+
+def _toleration(item: object) -> Toleration:
+    """One toleration: a Kubernetes ``Toleration`` mapping, or ``KEY[=VALUE][:EFFECT]``
+    (without a value the operator is Exists)."""
+    if isinstance(item, str):
+        text, _, effect = item.partition(":")
+        key, equals, value = text.partition("=")
+        item = {"key": key, "operator": "Equal" if equals else "Exists", "effect": effect}
+        if equals:
+            item["value"] = value
+    if not isinstance(item, Mapping):
+        raise _FieldError(
+            f"a toleration must be a mapping or 'KEY[=VALUE][:EFFECT]', got {_show(item)}"
+        )
+    unknown = sorted(set(item) - {"key", "operator", "value", "effect"})
+    if unknown:
+        raise _FieldError(f"unknown toleration field(s) {', '.join(map(repr, unknown))}")
+    toleration = Toleration.from_object(item)
+    if toleration.operator not in OPERATORS:
+        raise _FieldError(f"toleration operator {toleration.operator!r} must be one of {OPERATORS}")
+    if toleration.effect and toleration.effect not in EFFECTS:
+        raise _FieldError(f"toleration effect {toleration.effect!r} must be one of {EFFECTS}")
+    if toleration.key and (problem := label_key_error(toleration.key)) is not None:
+        raise _FieldError(f"toleration key: {problem}")
+    if not toleration.key and toleration.operator != "Exists":
+        raise _FieldError("a toleration without a key must use the Exists operator")
+    if toleration.operator == "Exists" and toleration.value:
+        raise _FieldError(f"toleration {toleration.key!r}: Exists takes no value")
+    if toleration.value and (problem := label_value_error(toleration.value)) is not None:
+        raise _FieldError(f"toleration value: {problem}")
+    return toleration
+
+
+def _parse_node_selector(raw: object) -> dict[str, str]:
+    if isinstance(raw, str):
+        pairs = [p.strip() for p in raw.split(",") if p.strip()]
+        if any("=" not in p for p in pairs):
+            raise _FieldError("must be 'key=value[,key=value]' or a mapping of labels")
+        raw = dict(p.split("=", 1) for p in pairs)
+    if not isinstance(raw, Mapping):
+        raise _FieldError("must be a mapping of node label keys to values, e.g. {'gpu': 'a100'}")
+    problems = []
+    for key, value in raw.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            problems.append(f"node_selector {_show(key)}: keys and values must be strings")
+        elif (problem := label_key_error(key) or label_value_error(value)) is not None:
+            problems.append(problem)
+    if problems:
+        raise _FieldError("; ".join(problems))
+    return dict(raw)
+
+
+def _parse_priority(raw: object, known: Collection[str] | None) -> str | None:
+    """A WorkloadPriorityClass name (empty: none, like omitting it), checked against ``known``
+    when the classes are readable."""
+    if not isinstance(raw, str):
+        raise _FieldError(f"must be a string naming a WorkloadPriorityClass, got {_show(raw)}")
+    name = raw.strip()
+    if not name:
+        return None
+    available = ""
+    if known is not None:
+        names = sorted(known)
+        available = f"; available: {', '.join(names)}" if names else "; the cluster has none"
+    # The name goes into a label value (<= 63); Kueue's classes are DNS-1123 subdomains.
+    problem = dns1123_subdomain_error(name, DNS1123_LABEL_MAX_LENGTH)
+    if problem is not None:
+        raise _FieldError(f"not a valid WorkloadPriorityClass name: {problem}{available}")
+    if known is not None and name not in known:
+        raise _FieldError(f"no WorkloadPriorityClass {name!r}{available}")
+    return name
+
+
 def _reserved_label_error(key: str) -> str | None:
     if key in _RESERVED_LABELS:
         return f"label {key!r} cannot be set: {_RESERVED_LABELS[key]}"
-    if key in _ALLOWED_PREFIXED_LABELS:
-        return None
     for prefix, reason in _RESERVED_LABEL_PREFIXES.items():
         if key.startswith(prefix):
             return f"label {key!r} cannot be set: {reason}"

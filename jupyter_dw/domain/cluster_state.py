@@ -21,16 +21,19 @@ Field names checked against the CRDs in Kueue v0.19.2 and KubeRay v1.7.0:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from jupyter_dw.domain.pod_problems import PodProblem, first_problem
+from jupyter_dw.domain.priorities import PreemptedBy, preemptor
 from jupyter_dw.names import DASHBOARD_PORT, JOB_UID_LABEL, QUEUE_LABEL, head_service_name
 
 ClusterState = Literal[
     "queued",
     "admitted",
     "starting",
+    "stalled",
     "ready",
     "evicted",
     "preempted",
@@ -137,6 +140,9 @@ class ClusterStatus:
     dashboard: Dashboard
     position_in_local_queue: int | None = None
     position_in_cluster_queue: int | None = None
+    preempted_by: PreemptedBy | None = None
+    """While ``preempted``: the workload Kueue named as the preemptor (``name`` is filled in
+    by the caller, who can look the job UID up among the namespace's RayClusters)."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape the REST API and the events stream share."""
@@ -161,6 +167,7 @@ class ClusterStatus:
             "dashboard": self.dashboard.to_json(),
             "position_in_local_queue": self.position_in_local_queue,
             "position_in_cluster_queue": self.position_in_cluster_queue,
+            "preempted_by": self.preempted_by.to_json() if self.preempted_by else None,
         }
 
 
@@ -185,6 +192,7 @@ class _Facts:
     has_workload: bool
     active: bool
     wl: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    problem: PodProblem | None = None
 
     @property
     def running(self) -> bool:
@@ -218,7 +226,11 @@ def _desired_from_spec(spec: Mapping[str, Any]) -> int:
     return total
 
 
-def _read_facts(raycluster: Mapping[str, Any], workload: Mapping[str, Any] | None) -> _Facts:
+def _read_facts(
+    raycluster: Mapping[str, Any],
+    workload: Mapping[str, Any] | None,
+    pods: Iterable[Mapping[str, Any]] = (),
+) -> _Facts:
     metadata = _map(raycluster.get("metadata"))
     spec = _map(raycluster.get("spec"))
     status = _map(raycluster.get("status"))
@@ -251,6 +263,7 @@ def _read_facts(raycluster: Mapping[str, Any], workload: Mapping[str, Any] | Non
         has_workload=workload is not None,
         active=wl_spec.get("active") is not False,
         wl=_conditions(workload),
+        problem=first_problem(pods),
     )
 
 
@@ -307,6 +320,13 @@ def _ready(f: _Facts) -> _Outcome | None:
     return ("ready", None, None) if f.running and f.ready else None
 
 
+def _stalled(f: _Facts) -> _Outcome | None:
+    # Let run, not ready, and a pod that will not get there by waiting a few seconds.
+    if not f.running or (f.has_workload and not f.admitted) or f.problem is None:
+        return None
+    return "stalled", f.problem.reason, f.problem.sentence
+
+
 def _starting(f: _Facts) -> _Outcome | None:
     if not f.running or (f.has_workload and not f.admitted):
         return None
@@ -342,6 +362,7 @@ _RULES: tuple[Callable[[_Facts], _Outcome | None], ...] = (
     _deactivated,
     _evicted,
     _ready,
+    _stalled,
     _starting,
     _admitted,
     _queued,
@@ -404,6 +425,7 @@ def cluster_status(
     raycluster: Mapping[str, Any],
     workload: Mapping[str, Any] | None = None,
     pending: Mapping[str, Any] | None = None,
+    pods: Iterable[Mapping[str, Any]] = (),
 ) -> ClusterStatus:
     """Derive a cluster's state and details; never raises on missing or malformed fields.
 
@@ -423,7 +445,9 @@ def cluster_status(
        ClusterQueueStopped, LocalQueueStopped, AdmissionCheck, ...), until Kueue reserves
        quota again;
     5. ``ready``: running, head ready and ``readyWorkerReplicas >= desiredWorkerReplicas``;
-    6. ``starting``: running, admitted (or not Kueue-managed) and KubeRay has a head pod;
+    6. ``stalled``: running, admitted (or not Kueue-managed), not ready, and a pod cannot be
+       scheduled, pull its image or stay up (the pod's reason and message);
+       ``starting``: running, admitted (or not Kueue-managed) and KubeRay has a head pod;
     7. ``admitted``: Workload ``Admitted=True`` but KubeRay has not started the head yet;
     8. ``queued``: a Workload without admission (reason/message from ``QuotaReserved``, or from
        ``Admitted`` while admission checks are pending);
@@ -435,7 +459,7 @@ def cluster_status(
     labels = _map(metadata.get("labels"))
     wl_meta = _map(_map(workload).get("metadata"))
     wl_name = _text(wl_meta.get("name")) if workload is not None else None
-    facts = _read_facts(raycluster, workload)
+    facts = _read_facts(raycluster, workload, pods)
     state, reason, message = _state(facts)
     pod_set_flavors = _assignments(workload)
     waiting = facts.has_workload and not facts.quota_reserved
@@ -464,7 +488,17 @@ def cluster_status(
         dashboard=_dashboard(name, raycluster),
         position_in_local_queue=local,
         position_in_cluster_queue=cluster,
+        preempted_by=_preempted_by(facts, message) if state == "preempted" else None,
     )
+
+
+def _preempted_by(facts: _Facts, message: str | None) -> PreemptedBy | None:
+    """The preemptor named in the state's message, else in the Preempted or Evicted one."""
+    for text in (message, *(_words(facts.wl.get(t))[1] for t in ("Preempted", "Evicted"))):
+        found = preemptor(text)
+        if found is not None:
+            return found
+    return None
 
 
 # States announced when entered; the progress milestones cover the others.

@@ -34,7 +34,9 @@ from jupyter_dw.domain.kueue_model import (
     LocalQueueInfo,
     ResourceGroup,
 )
+from jupyter_dw.domain.priorities import Ahead
 from jupyter_dw.domain.quota import HIDDEN_QUOTA_HINT, QuotaTree, format_amount, kueue_amount
+from jupyter_dw.domain.scheduling import FlavorTraits, Toleration, flavor_mismatch
 
 Verdict = Literal["fits-now", "must-wait", "never-fits", "unknown"]
 FITS_NOW: Verdict = "fits-now"
@@ -70,11 +72,14 @@ _SINGLE_POD_SET = "main"  # Kueue's default PodSet name, used for a bare totals 
 
 @dataclass(frozen=True)
 class PodSetRequest:
-    """One Kueue PodSet: ``count`` identical pods, each requesting ``per_pod``."""
+    """One Kueue PodSet: ``count`` identical pods, each requesting ``per_pod``, placed with
+    ``tolerations`` and ``node_selector`` (which decide the flavors it may get)."""
 
     name: str
     count: int
     per_pod: Mapping[str, Decimal]
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: Mapping[str, str] = field(default_factory=dict)
 
 
 def pod_sets_for_spec(spec: ClusterSpec, *, at_max: bool = False) -> tuple[PodSetRequest, ...]:
@@ -85,9 +90,12 @@ def pod_sets_for_spec(spec: ClusterSpec, *, at_max: bool = False) -> tuple[PodSe
     worker: dict[str, Decimal] = {"cpu": spec.worker_cpu, "memory": spec.worker_memory}
     if spec.worker_gpu > 0:
         worker[GPU_RESOURCE] = Decimal(spec.worker_gpu)
+    head = {"cpu": spec.head_cpu, "memory": spec.head_memory}
+    count = spec.max_workers if at_max else spec.workers
+    placement = {"tolerations": spec.tolerations, "node_selector": spec.node_selector}
     return (
-        PodSetRequest(HEAD_POD_SET, 1, {"cpu": spec.head_cpu, "memory": spec.head_memory}),
-        PodSetRequest(WORKER_GROUP_NAME, spec.max_workers if at_max else spec.workers, worker),
+        PodSetRequest(HEAD_POD_SET, 1, head, **placement),
+        PodSetRequest(WORKER_GROUP_NAME, count, worker, **placement),
     )
 
 
@@ -184,12 +192,17 @@ def _steps(demands: Sequence[_Demand], groups: Sequence[ResourceGroup]) -> list[
     return steps
 
 
+Eligible = Callable[[str, str], bool]
+"""``(pod set, flavor) -> bool``: whether Kueue may give that flavor to that pod set."""
+
+
 def _place(
     demands: Sequence[_Demand],
     groups: Sequence[ResourceGroup],
     cap: Capacity,
     *,
     any_order: bool = False,
+    eligible: Eligible = lambda _pod_set, _flavor: True,
 ) -> _Placement:
     """Assign flavors like Kueue with default flavorFungibility: the first flavor that fits.
 
@@ -208,7 +221,11 @@ def _place(
         if i == len(steps):
             return _placement(steps, chosen, usage)
         pod_set, group, wanted = steps[i]
-        fitting = [f.name for f in group.flavors if _fits(f.name, wanted, usage, cap)]
+        fitting = [
+            f.name
+            for f in group.flavors
+            if eligible(pod_set, f.name) and _fits(f.name, wanted, usage, cap)
+        ]
         if not fitting and not stuck:
             stuck.append(_Stuck(pod_set, group, wanted, dict(usage)))
         for flavor in fitting if any_order else fitting[:1]:
@@ -248,7 +265,9 @@ class FitVerdict:
     ``headroom`` is what that flavor has free now and ``max_obtainable`` the most it could ever
     give (both None when quota is hidden or the ClusterQueue is missing; 0 for a resource the
     ClusterQueue does not cover). ``assignment`` maps PodSet → resource → flavor when every
-    PodSet got one. ``ahead`` is the number of pending workloads ahead, None if unknown.
+    PodSet got one. ``ahead`` is the number of pending workloads Kueue orders before this one
+    (higher or equal priority), None if unknown; ``ahead_bound`` says whether that count is
+    ``exact``, a lower (``at-least``) or an upper (``at-most``) bound.
     ``reason`` is a short machine-readable cause (Kueue's own reason names where they exist).
     """
 
@@ -263,6 +282,7 @@ class FitVerdict:
     ahead: int | None
     queue: str | None
     cluster_queue: str | None
+    ahead_bound: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The verdict as JSON; amounts are canonical Kubernetes quantity strings."""
@@ -276,6 +296,7 @@ class FitVerdict:
             "flavors": dict(self.flavors),
             "assignment": {ps: dict(flavors) for ps, flavors in self.assignment.items()},
             "ahead": self.ahead,
+            "ahead_bound": self.ahead_bound,
             "queue": self.queue,
             "cluster_queue": self.cluster_queue,
         }
@@ -285,9 +306,10 @@ def assess_fit(
     requests: Mapping[str, Decimal] | Sequence[PodSetRequest],
     cluster_queue: ClusterQueueQuota | None,
     tree: QuotaTree | None,
-    ahead: int | None = None,
+    ahead: int | Ahead | None = None,
     *,
     local_queue: LocalQueueInfo | None = None,
+    flavors: Mapping[str, FlavorTraits] | None = None,
 ) -> FitVerdict:
     """Decide whether a workload fits now, must wait, can never fit, or cannot be judged.
 
@@ -296,14 +318,19 @@ def assess_fit(
     ``ClusterSpec.total_requests()`` (treated as one PodSet). ``cluster_queue``: the
     LocalQueue's ClusterQueue, None when it does not exist or cannot be read. ``tree``: every
     readable ClusterQueue and Cohort; None means quota is hidden from this identity.
-    ``ahead``: pending workloads ahead (visibility API), None if unknown. ``local_queue``
-    names the queue in messages and adds its stop state.
+    ``ahead``: pending workloads ahead (an :class:`Ahead`, or an exact count), None if
+    unknown. ``local_queue``
+    names the queue in messages and adds its stop state. ``flavors``: the ResourceFlavors by
+    name; a flavor whose taints a pod set does not tolerate, or whose node labels its node
+    selector contradicts, is skipped for that pod set as Kueue skips it (None: not readable,
+    every flavor is assumed usable).
 
     Order of checks: hidden quota → unknown; missing ClusterQueue, uncovered resource or a
     request above max_obtainable → never-fits; cohort cycle, stopped or inactive queue →
     must-wait (Kueue keeps the workload pending, it is not rejected); then headroom decides
     fits-now or must-wait.
     """
+    ahead = Ahead(ahead, "cluster-queue") if isinstance(ahead, int) else ahead
     if tree is None:
         return _unknown(_demands(requests, None), ahead, local_queue)
     if cluster_queue is None:
@@ -311,7 +338,34 @@ def assess_fit(
     if tree.cluster_queue(cluster_queue.name) is None:
         raise ValueError(f"ClusterQueue {cluster_queue.name!r} is not in the quota tree")
     covered = frozenset(r for g in cluster_queue.resource_groups for r in g.covered_resources)
-    return _Assessor(cluster_queue, tree, _demands(requests, covered), ahead, local_queue).run()
+    placement = {
+        p.name: (p.tolerations, p.node_selector)
+        for p in (requests if not isinstance(requests, Mapping) else ())
+    }
+    return _Assessor(
+        cluster_queue,
+        tree,
+        _demands(requests, covered),
+        ahead,
+        local_queue,
+        _mismatches(placement, flavors or {}),
+    ).run()
+
+
+def _mismatches(
+    placement: Mapping[str, tuple[tuple[Toleration, ...], Mapping[str, str]]],
+    flavors: Mapping[str, FlavorTraits],
+) -> Callable[[str, str], str | None]:
+    """``(pod set, flavor) -> why Kueue skips it`` (None: usable, or nothing known of it)."""
+
+    def mismatch(pod_set: str, flavor: str) -> str | None:
+        traits = flavors.get(flavor)
+        if traits is None:
+            return None
+        tolerations, node_selector = placement.get(pod_set, ((), {}))
+        return flavor_mismatch(traits, tolerations, node_selector)
+
+    return mismatch
 
 
 class _Assessor:
@@ -322,9 +376,11 @@ class _Assessor:
         cq: ClusterQueueQuota,
         tree: QuotaTree,
         demands: list[_Demand],
-        ahead: int | None,
+        ahead: Ahead | None,
         lq: LocalQueueInfo | None,
+        mismatch: Callable[[str, str], str | None] = lambda _pod_set, _flavor: None,
     ) -> None:
+        self.mismatch = mismatch
         self.cq = cq
         self.tree = tree
         self.demands = demands
@@ -349,16 +405,33 @@ class _Assessor:
             return self._uncovered(uncovered)
         if self.tree.has_cycle(self.cq.name):
             return self._cycle()
-        ever = _place(self.demands, self.groups, self.max_obtainable, any_order=True)
+        for pod_set, group, _ in _steps(self.demands, self.groups):
+            reasons = [self.mismatch(pod_set, f.name) for f in group.flavors]
+            if all(reasons):
+                return self._no_usable_flavor(pod_set, [r for r in reasons if r])
+        ever = _place(
+            self.demands, self.groups, self.max_obtainable, any_order=True, eligible=self.eligible
+        )
         if ever.stuck is not None:
             return self._exceeds(ever.stuck, ever)
-        now = _place(self.demands, self.groups, self.headroom)
+        now = _place(self.demands, self.groups, self.headroom, eligible=self.eligible)
         hold = self._hold()
         if hold is not None:
             return self._held(hold, now, ever)
         if now.stuck is None:
             return self._fits_now(now)
         return self._waits(ever)
+
+    def eligible(self, pod_set: str, flavor: str) -> bool:
+        return self.mismatch(pod_set, flavor) is None
+
+    def _no_usable_flavor(self, pod_set: str, reasons: list[str]) -> FitVerdict:
+        message = (
+            f"{_needs(self.totals)}; no flavor of ClusterQueue {self.cq.name} can take pod set "
+            f"{pod_set}: {'; '.join(reasons)}. Add the toleration (or change the node "
+            "selector) that one of these flavors needs, or use another queue."
+        )
+        return self._verdict(NEVER_FITS, REASON_NO_FLAVOR, message, None)
 
     def _group_of(self, resource: str) -> ResourceGroup | None:
         return next((g for g in self.groups if resource in g.covered_resources), None)
@@ -432,9 +505,10 @@ class _Assessor:
             max_obtainable=amounts(self.max_obtainable),
             flavors=flavors,
             assignment=placement.flavors if complete and placement is not None else {},
-            ahead=self.ahead,
+            ahead=self.ahead.count if self.ahead is not None else None,
             queue=self.lq.name if self.lq is not None else None,
             cluster_queue=self.cq.name,
+            ahead_bound=self.ahead.bound if self.ahead is not None else None,
         )
 
     # -- verdicts --------------------------------------------------------------------------
@@ -481,7 +555,7 @@ class _Assessor:
         verdict = self._verdict(FITS_NOW, REASON_FITS, "", now)
         message = self._free_now(verdict)
         message += ": fits now"
-        if self.ahead:
+        if self.ahead is not None and self.ahead.count:
             # Fitting does not jump the queue: under StrictFIFO the head of the queue goes first.
             message += f"; {_workloads(self.ahead)} pending ahead may be admitted first"
         return replace(verdict, message=message + ".")
@@ -541,7 +615,7 @@ class _Assessor:
         return ", ".join(_human(r, missing[r]) for r in self.totals if r in missing)
 
 
-def _unknown(demands: list[_Demand], ahead: int | None, lq: LocalQueueInfo | None) -> FitVerdict:
+def _unknown(demands: list[_Demand], ahead: Ahead | None, lq: LocalQueueInfo | None) -> FitVerdict:
     totals = _sum(demands)
     where = f"queue {lq.name}" if lq is not None else "the queue"
     message = f"{_needs(totals)}; whether {where} can take it is unknown. "
@@ -560,7 +634,7 @@ def _unknown(demands: list[_Demand], ahead: int | None, lq: LocalQueueInfo | Non
 
 
 def _missing_cluster_queue(
-    demands: list[_Demand], ahead: int | None, lq: LocalQueueInfo | None
+    demands: list[_Demand], ahead: Ahead | None, lq: LocalQueueInfo | None
 ) -> FitVerdict:
     totals = _sum(demands)
     name = lq.cluster_queue if lq is not None and lq.cluster_queue else None
@@ -581,7 +655,7 @@ def _without_quota(
     reason: str,
     message: str,
     totals: dict[str, Decimal],
-    ahead: int | None,
+    ahead: Ahead | None,
     lq: LocalQueueInfo | None,
     cluster_queue: str | None,
 ) -> FitVerdict:
@@ -595,9 +669,10 @@ def _without_quota(
         max_obtainable=dict.fromkeys(totals),
         flavors=dict.fromkeys(totals),
         assignment={},
-        ahead=ahead,
+        ahead=ahead.count if ahead is not None else None,
         queue=lq.name if lq is not None else None,
         cluster_queue=cluster_queue,
+        ahead_bound=ahead.bound if ahead is not None else None,
     )
 
 
@@ -624,10 +699,14 @@ def _it(resources: list[str]) -> str:
     return "it" if len(resources) == 1 else "them"
 
 
-def _workloads(count: int) -> str:
-    if count == 0:
+def _workloads(ahead: Ahead) -> str:
+    """``no workloads``, ``2 workloads``, ``at most 4 workloads (every pending one counted:
+    priorities unknown)``."""
+    if ahead.count == 0 and ahead.bound != "at-least":
         return "no workloads"
-    return f"{count} workload{'s' if count != 1 else ''}"
+    if ahead.bound == "at-most":
+        return f"{ahead.words()} (an upper bound: every pending one counted, priorities unknown)"
+    return ahead.words()
 
 
 def _flavor_phrase(flavors: Mapping[str, str | None]) -> str:
@@ -669,9 +748,10 @@ def suggest(
     spec: ClusterSpec,
     cluster_queue: ClusterQueueQuota | None,
     tree: QuotaTree | None,
-    ahead: int | None = None,
+    ahead: int | Ahead | None = None,
     *,
     local_queue: LocalQueueInfo | None = None,
+    flavors: Mapping[str, FlavorTraits] | None = None,
 ) -> Suggestion | None:
     """The largest worker count N >= 1 (below ``spec.workers``) for which the same cluster
     would fit now, or None when none does, quota is hidden, or the queue is ``StrictFIFO``
@@ -682,7 +762,7 @@ def suggest(
     """
     if tree is None or cluster_queue is None or spec.workers <= 1:
         return None
-    if cluster_queue.strict_fifo and ahead:
+    if cluster_queue.strict_fifo and (ahead.count if isinstance(ahead, Ahead) else ahead):
         return None
 
     def verdict(workers: int) -> FitVerdict:
@@ -693,7 +773,9 @@ def suggest(
             max_workers=workers if spec.max_workers == spec.workers else spec.max_workers,
         )
         pod_sets = pod_sets_for_spec(smaller)
-        return assess_fit(pod_sets, cluster_queue, tree, ahead, local_queue=local_queue)
+        return assess_fit(
+            pod_sets, cluster_queue, tree, ahead, local_queue=local_queue, flavors=flavors
+        )
 
     low, high = 0, spec.workers - 1  # invariant: low fits (0 = none found yet), high+1 doesn't
     while low < high:

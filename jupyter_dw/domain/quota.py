@@ -56,7 +56,8 @@ _BINARY_RESOURCES = frozenset({"memory", "ephemeral-storage"})
 HIDDEN_QUOTA_HINT = (
     "Quota is hidden: this identity may not read ClusterQueues. Granting list and watch on "
     "clusterqueues.kueue.x-k8s.io (a cluster-scoped ClusterRole bound with a "
-    "ClusterRoleBinding) would show nominal quota, borrowing/lending limits and headroom."
+    "ClusterRoleBinding) would show nominal quota, borrowing/lending limits and headroom: "
+    "examples/rbac/clusterrole.yaml, or the YAML `jupyter dw doctor` prints for this workbench."
 )
 
 

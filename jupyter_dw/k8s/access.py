@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import KubeError, KubeForbidden
 from .resources import (
+    ADMISSION_CHECK,
     CLUSTER_QUEUE,
     COHORT,
     LOCAL_QUEUE,
@@ -25,8 +26,11 @@ from .resources import (
     RESOURCE_FLAVOR,
     SELF_SUBJECT_ACCESS_REVIEW,
     SELF_SUBJECT_REVIEW,
+    VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
+    WORKLOAD_PRIORITY_CLASS,
+    Resource,
     ResourceKind,
 )
 
@@ -39,7 +43,12 @@ _RBAC_DENIAL = re.compile(r'cannot (\S+) resource "([^"]+)" in API group "([^"]*
 
 @dataclass(frozen=True)
 class Permission:
-    """One RBAC permission: a verb on a resource (maybe a subresource) and why we need it."""
+    """One RBAC permission: a verb on a resource (maybe a subresource) and why we need it.
+
+    ``purpose`` is the feature it unlocks, as a short phrase. ``required`` permissions are
+    what a workbench needs for jupyter_dw to work (``jupyter dw doctor`` fails without them);
+    the others reveal more (quota, priorities) and degrade one feature when missing.
+    """
 
     verb: str
     group: str
@@ -47,11 +56,17 @@ class Permission:
     namespaced: bool
     purpose: str
     subresource: str = ""
+    required: bool = True
 
     @property
     def name(self) -> str:
         """``<verb> <resource>.<group>[/<subresource>]``: ``list clusterqueues.kueue.x-k8s.io``."""
         return f"{self.verb} {describe_resource(self.resource, self.group, self.subresource)}"
+
+    @property
+    def rbac_resource(self) -> str:
+        """The resource as an RBAC rule names it: ``localqueues/pendingworkloads``."""
+        return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
 
     def to_json(self) -> dict[str, Any]:
         """This permission as ``GET context`` lists it (without the verdict)."""
@@ -63,34 +78,68 @@ class Permission:
             "subresource": self.subresource or None,
             "scope": "namespace" if self.namespaced else "cluster",
             "purpose": self.purpose,
+            "required": self.required,
         }
 
 
 def _perms(
-    kind: ResourceKind, verbs: Iterable[str], purpose: str, subresource: str = ""
+    kind: ResourceKind | Resource,
+    verbs: Iterable[str],
+    purpose: str,
+    subresource: str = "",
+    *,
+    required: bool = True,
 ) -> list[Permission]:
     return [
-        Permission(v, kind.group, kind.plural, kind.namespaced, purpose, subresource) for v in verbs
+        Permission(v, kind.group, kind.plural, kind.namespaced, purpose, subresource, required)
+        for v in verbs
     ]
 
 
 NEEDED_PERMISSIONS: tuple[Permission, ...] = (
+    # In the workbench's namespace (a Role; examples/rbac/role.yaml): all required.
     *_perms(LOCAL_QUEUE, ("list", "watch"), "show the namespace's queues"),
     *_perms(WORKLOAD, ("list", "watch"), "show queued and admitted workloads"),
-    *_perms(CLUSTER_QUEUE, ("list", "watch"), "show quota, borrowing and headroom"),
-    *_perms(COHORT, ("list", "watch"), "count quota set on Cohort objects in headroom"),
-    *_perms(RESOURCE_FLAVOR, ("list", "watch"), "describe resource flavors"),
     *_perms(
         VISIBILITY_LOCAL_QUEUE,
         ("get",),
         "show positions of pending workloads",
         PENDING_WORKLOADS_SUBRESOURCE,
     ),
-    *_perms(RAY_CLUSTER, ("create", "delete", "list", "watch"), "manage Ray clusters"),
+    *_perms(RAY_CLUSTER, ("create",), "create Ray clusters"),
+    *_perms(RAY_CLUSTER, ("delete",), "delete Ray clusters"),
+    *_perms(RAY_CLUSTER, ("list", "watch"), "list Ray clusters and follow their state"),
     *_perms(RAY_CLUSTER, ("get",), "open a Ray cluster's dashboard through the server"),
-    *_perms(POD, ("list", "watch"), "show Ray cluster pods"),
+    *_perms(POD, ("list", "watch"), "show Ray cluster pods and ready workers"),
+    # Cluster-wide (an optional ClusterRole; examples/rbac/clusterrole.yaml).
+    *_perms(CLUSTER_QUEUE, ("list", "watch"), "show quota, borrowing and headroom", required=False),
+    *_perms(
+        COHORT, ("list", "watch"), "count quota set on Cohort objects in headroom", required=False
+    ),
+    *_perms(RESOURCE_FLAVOR, ("list", "watch"), "describe resource flavors", required=False),
+    *_perms(
+        WORKLOAD_PRIORITY_CLASS,
+        ("list", "watch"),
+        "offer WorkloadPriorityClasses for clusters",
+        required=False,
+    ),
+    *_perms(
+        ADMISSION_CHECK,
+        ("list", "watch"),
+        "name the admission checks a queue requires",
+        required=False,
+    ),
+    *_perms(
+        VISIBILITY_CLUSTER_QUEUE,
+        ("get",),
+        "count the pending workloads of every namespace ahead of a new cluster, by priority",
+        PENDING_WORKLOADS_SUBRESOURCE,
+        required=False,
+    ),
 )
-"""Everything the product uses, checked at start and reported by ``GET context``."""
+"""Everything the product uses, checked at start (then again on a timer and after a 403),
+reported by ``GET context`` and ``jupyter dw doctor``. ``examples/rbac/`` grants exactly
+these (a unit test compares them)."""
 
 
 @dataclass(frozen=True)

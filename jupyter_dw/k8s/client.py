@@ -2,15 +2,20 @@
 
 Every call in jupyter_dw goes through :class:`KubeApi`, which adds what the generated client
 lacks: raw JSON for any resource path (custom resources and core alike), one retry after a
-401 with a freshly read token, and errors translated into :mod:`jupyter_dw.k8s.errors`. All
-methods block: call them from a worker thread, never from the tornado IO loop.
+401 with a freshly read token, errors translated into :mod:`jupyter_dw.k8s.errors`, and one
+log line per failed call (method, path, status and the API server's or Kueue's message, with
+any token removed), also handed to an ``on_failure`` listener (the session re-checks its
+permissions after a 403). All methods block: call them from a worker thread, never from the
+tornado IO loop.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import urllib3
@@ -33,19 +38,83 @@ T = TypeVar("T")
 Query = Sequence[tuple[str, str | int | bool]]
 DEFAULT_TIMEOUT = 30.0
 
+# A bearer token in any text: the header form, and any JWT (service-account tokens are JWTs).
+_SECRETS = (
+    re.compile(r"(?i)(bearer\s+)[^\s\"',]+"),
+    re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),
+)
+REDACTED = "[redacted]"
+
+
+@dataclass(frozen=True)
+class FailedCall:
+    """One Kubernetes call that failed, as logged and given to ``on_failure`` listeners.
+
+    ``status`` is the HTTP status (0: never answered); ``reason`` the Status reason
+    (``Forbidden``, ``NotFound``) or the transport error; ``message`` the API server's (or an
+    aggregated API's, a webhook's) own words; ``object_name`` is set when the Status names one
+    object (a missing object rather than a resource the API server does not serve).
+    """
+
+    method: str
+    path: str
+    status: int
+    reason: str
+    message: str
+    object_name: str | None = None
+
+    @property
+    def group(self) -> str | None:
+        """The API group of :attr:`path` (``""`` for the core API), None for other paths."""
+        parts = self.path.split("?")[0].strip("/").split("/")
+        if parts[0] == "api":
+            return ""
+        if parts[0] == "apis" and len(parts) > 1:
+            return parts[1]
+        return None
+
+    def describe(self) -> str:
+        """``GET /apis/... → 403 Forbidden: <message>`` (secrets not removed: see
+        :meth:`KubeApi.redact`)."""
+        status = f"{self.status} {self.reason}" if self.status else f"no answer ({self.reason})"
+        return f"{self.method} {self.path} → {status}: {self.message or '(no message)'}"
+
+
+FailureListener = Callable[[FailedCall], None]
+
 
 class KubeApi:
-    """Blocking JSON calls to the API server with the given credentials."""
+    """Blocking JSON calls to the API server with the given credentials.
 
-    def __init__(self, credentials: Credentials, timeout: float = DEFAULT_TIMEOUT) -> None:
+    ``on_failure`` is called (on the calling thread, after the log line) with every
+    :class:`FailedCall`; it must be quick and must not raise.
+    """
+
+    def __init__(
+        self,
+        credentials: Credentials,
+        timeout: float = DEFAULT_TIMEOUT,
+        on_failure: FailureListener | None = None,
+    ) -> None:
         self.credentials = credentials
         self.timeout = timeout
+        self.on_failure = on_failure
         self._client = credentials.api_client()
 
     @property
     def host(self) -> str:
         """The API server URL."""
         return str(self._client.configuration.host)
+
+    def redact(self, text: str) -> str:
+        """``text`` without the current token or anything that looks like a bearer token."""
+        key = self._client.configuration.api_key.get("authorization") or ""
+        token = key.split(" ", 1)[-1].strip()
+        if len(token) >= 8:
+            text = text.replace(token, REDACTED)
+        for pattern in _SECRETS:
+            text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + REDACTED, text)
+        return text
 
     def get(self, path: str, query: Query = (), timeout: float | None = None) -> dict[str, Any]:
         """GET ``path`` and return the decoded JSON object."""
@@ -80,6 +149,7 @@ class KubeApi:
                 _return_http_data_only=True,
                 _request_timeout=(self.timeout, read_timeout),
             ),
+            "WATCH",
             path,
         )
 
@@ -114,10 +184,10 @@ class KubeApi:
             finally:
                 response.release_conn()
 
-        data = self._call(call, path)
+        data = self._call(call, method, path)
         return json.loads(data) if data else {}
 
-    def _call(self, call: Callable[[], T], path: str) -> T:
+    def _call(self, call: Callable[[], T], method: str, path: str) -> T:
         try:
             try:
                 return call()
@@ -129,8 +199,21 @@ class KubeApi:
                 self.credentials.reload()
                 return call()
         except client.ApiException as err:
+            body = _status_body(err)
+            details = body.get("details") if isinstance(body.get("details"), dict) else {}
+            self._failed(
+                FailedCall(
+                    method,
+                    path,
+                    int(err.status or 0),
+                    str(body.get("reason") or err.reason or "").strip(),
+                    str(body.get("message") or "").strip(),
+                    str(details.get("name")) if details.get("name") else None,
+                )
+            )
             raise translate_api_exception(err, path) from err
         except urllib3.exceptions.HTTPError as err:
+            self._failed(FailedCall(method, path, 0, type(err).__name__, _cause(err)))
             raise KubeUnreachable(
                 f"Cannot reach the Kubernetes API server at {self.host}",
                 _cause(err),
@@ -138,7 +221,19 @@ class KubeApi:
                 "policy, proxy settings, KUBERNETES_SERVICE_HOST).",
             ) from err
         except OSError as err:  # token or CA file vanished or unreadable
+            self._failed(FailedCall(method, path, 0, "credentials", str(err)))
             raise KubeConfigError("Cannot read the Kubernetes credentials", str(err), None) from err
+
+    def _failed(self, failure: FailedCall) -> None:
+        """One log line for a failed call, then the ``on_failure`` listener."""
+        # A missing object, a taken name or an expired version (relist) is an answer: INFO.
+        level = logging.INFO if failure.status in (404, 409, 410) else logging.WARNING
+        log.log(level, "Kubernetes call failed: %s", self.redact(failure.describe()))
+        if self.on_failure is not None:
+            try:
+                self.on_failure(failure)
+            except Exception:  # a listener must never turn one failure into another
+                log.exception("on_failure listener failed")
 
 
 def translate_api_exception(err: client.ApiException, path: str = "") -> KubeError:

@@ -11,7 +11,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from .errors import KubeApiError, KubeConflict, KubeError, KubeNotFound
-from .resources import PENDING_WORKLOADS_SUBRESOURCE, RAY_CLUSTER, VISIBILITY_LOCAL_QUEUE
+from .resources import (
+    PENDING_WORKLOADS_SUBRESOURCE,
+    RAY_CLUSTER,
+    VISIBILITY_CLUSTER_QUEUE,
+    VISIBILITY_LOCAL_QUEUE,
+)
 
 if TYPE_CHECKING:
     from .client import KubeApi
@@ -94,10 +99,25 @@ def pending_workloads(
     path = VISIBILITY_LOCAL_QUEUE.at(visibility_version).path(
         namespace, local_queue, PENDING_WORKLOADS_SUBRESOURCE
     )
+    return _pending_items(api, path, f"LocalQueue {namespace}/{local_queue}")
+
+
+def cluster_queue_pending_workloads(
+    api: KubeApi, visibility_version: str, cluster_queue: str
+) -> list[Object] | None:
+    """Every pending Workload of ``cluster_queue`` (all namespaces) in Kueue's order, with
+    ``priority`` and ``positionInClusterQueue``; None when the visibility API cannot tell."""
+    path = VISIBILITY_CLUSTER_QUEUE.at(visibility_version).path(
+        None, cluster_queue, PENDING_WORKLOADS_SUBRESOURCE
+    )
+    return _pending_items(api, path, f"ClusterQueue {cluster_queue}")
+
+
+def _pending_items(api: KubeApi, path: str, what: str) -> list[Object] | None:
     try:
         answer = api.get(path)
     except KubeError as err:
-        log.info("no positions for LocalQueue %s/%s: %s", namespace, local_queue, err)
+        log.info("no pending workloads for %s: %s", what, err)
         return None
     items = answer.get("items")
     return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []

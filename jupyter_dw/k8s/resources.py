@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from jupyter_dw.names import (
+    ADMISSION_CHECK_KIND,
     CLUSTER_QUEUE_KIND,
     COHORT_KIND,
     KUEUE_GROUP,
@@ -23,6 +24,7 @@ from jupyter_dw.names import (
     RESOURCE_FLAVOR_KIND,
     VISIBILITY_GROUP,
     WORKLOAD_KIND,
+    WORKLOAD_PRIORITY_CLASS_KIND,
 )
 
 from .errors import InvalidRequest
@@ -124,9 +126,16 @@ RESOURCE_FLAVOR = ResourceKind(
 )
 WORKLOAD = ResourceKind(KUEUE_GROUP, "workloads", WORKLOAD_KIND, namespaced=True)
 COHORT = ResourceKind(KUEUE_GROUP, "cohorts", COHORT_KIND, namespaced=False)
+WORKLOAD_PRIORITY_CLASS = ResourceKind(
+    KUEUE_GROUP, "workloadpriorityclasses", WORKLOAD_PRIORITY_CLASS_KIND, namespaced=False
+)
+ADMISSION_CHECK = ResourceKind(KUEUE_GROUP, "admissionchecks", ADMISSION_CHECK_KIND, False)
 
 # Kueue visibility API (aggregated; served by the Kueue process itself)
 VISIBILITY_LOCAL_QUEUE = ResourceKind(VISIBILITY_GROUP, "localqueues", LOCAL_QUEUE_KIND, True)
+VISIBILITY_CLUSTER_QUEUE = ResourceKind(
+    VISIBILITY_GROUP, "clusterqueues", CLUSTER_QUEUE_KIND, namespaced=False
+)
 PENDING_WORKLOADS_SUBRESOURCE = "pendingworkloads"
 
 # KubeRay

@@ -2,14 +2,18 @@
 
 At start it reads credentials, discovers the APIs, asks who it is and what it may do, and
 starts a watch cache per readable resource: the namespace's LocalQueues, Workloads,
-RayClusters and Ray pods (label ``ray.io/cluster``), and the cluster's ClusterQueues, Cohorts
-and ResourceFlavors when the identity may read them. Answers (:meth:`KubeSession.queues`,
-:meth:`KubeSession.context`, :meth:`KubeSession.workload_of`, ...) come from those caches,
-never from a list per request; the caches index Workloads by ``kueue.x-k8s.io/job-uid``,
-RayClusters by UID and pods by RayCluster, so relating them is a lookup, not a scan. Writes
-(:meth:`KubeSession.create_raycluster`, :meth:`KubeSession.delete_raycluster`) and the
-visibility API's positions go to the API server. Everything here is thread-based and
-blocking; async callers run it in an executor.
+RayClusters and Ray pods (label ``ray.io/cluster``), and the cluster's ClusterQueues, Cohorts,
+ResourceFlavors and WorkloadPriorityClasses when the identity may read them. A service account
+cannot watch its own permissions, so discovery and the access reviews run again every
+``refresh_interval`` seconds and at once after a 403, or a 404 for a whole resource, from an
+API group we use (:meth:`KubeSession.refresh`): a Role granted or Kueue installed later starts
+the caches it allows, a permission revoked stops them, without a restart. Answers
+(:meth:`KubeSession.queues`, :meth:`KubeSession.context`, :meth:`KubeSession.workload_of`,
+...) come from those caches, never from a list per request; the caches index Workloads by
+``kueue.x-k8s.io/job-uid``, RayClusters by UID and pods by RayCluster, so relating them is a
+lookup, not a scan. Writes (:meth:`KubeSession.create_raycluster`,
+:meth:`KubeSession.delete_raycluster`) and the visibility API's positions go to the API
+server. Everything here is thread-based and blocking; async callers run it in an executor.
 """
 
 from __future__ import annotations
@@ -27,12 +31,21 @@ from jupyter_dw.domain.kueue_model import (
     KueueObjectError,
     LocalQueueInfo,
 )
+from jupyter_dw.domain.priorities import PriorityClass
+from jupyter_dw.domain.scheduling import FlavorTraits
 from jupyter_dw.names import JOB_UID_LABEL, RAY_CLUSTER_LABEL
 
 from . import ray
-from .access import AccessResult, Identity, Permission, check_access, who_am_i
+from .access import (
+    NEEDED_PERMISSIONS,
+    AccessResult,
+    Identity,
+    Permission,
+    check_access,
+    who_am_i,
+)
 from .auth import Credentials, load_credentials
-from .client import DEFAULT_TIMEOUT, KubeApi
+from .client import DEFAULT_TIMEOUT, FailedCall, KubeApi
 from .discovery import Discovery, discover
 from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized, NotReady
 from .resources import (
@@ -43,8 +56,10 @@ from .resources import (
     POD,
     RAY_CLUSTER,
     RESOURCE_FLAVOR,
+    VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
+    WORKLOAD_PRIORITY_CLASS,
     Resource,
     ResourceKind,
 )
@@ -63,11 +78,18 @@ log = logging.getLogger(__name__)
 CACHE_CATCH_UP_SECONDS = 5.0
 """How long a create waits for its own watch event before answering anyway."""
 
+DEFAULT_REFRESH_INTERVAL = 60.0
+"""Seconds between two re-checks of discovery and permissions when nothing asks sooner."""
+MIN_REFRESH_GAP = 2.0
+"""A 403 or 404 asks for a re-check at once, but at most one per this many seconds."""
+NEEDED_GROUPS = frozenset(p.group for p in NEEDED_PERMISSIONS)
+"""API groups whose 403 or missing resource (404) means permissions or APIs changed."""
+
 SessionListener = Callable[[str, str, Object], None]
 """Called with ``(plural, event_type, object)`` for every change in any cache."""
 
 NAMESPACED_KINDS = (LOCAL_QUEUE, WORKLOAD)
-CLUSTER_KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR)
+CLUSTER_KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS)
 
 Kind = ResourceKind | Resource
 """A resource as the caches and access checks know it: only ``group`` and ``plural`` count."""
@@ -92,11 +114,15 @@ class QueueState:
 
     ``cluster_queues`` None: this identity may not read ClusterQueues (quota hidden).
     ``cohorts`` None: Cohort objects are served but not readable; empty when there are none.
+    ``flavors`` None: ResourceFlavors are not readable (every flavor is assumed usable).
+    ``priority_classes`` None: WorkloadPriorityClasses are not readable (names not checked).
     """
 
     local_queues: list[LocalQueueInfo]
     cluster_queues: list[ClusterQueueQuota] | None
     cohorts: list[CohortQuota] | None
+    flavors: dict[str, FlavorTraits] | None = None
+    priority_classes: list[PriorityClass] | None = None
 
 
 class KubeSession:
@@ -125,7 +151,11 @@ class KubeSession:
         environ: Mapping[str, str] | None = None,
         backoff: Backoff | None = None,
         lazy_watches: bool = False,
+        refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
     ) -> None:
+        if refresh_interval <= 0:
+            raise ValueError(f"refresh_interval must be positive, got {refresh_interval}")
+        self.refresh_interval = refresh_interval
         self._configured_namespace = namespace or None
         self._service_account_dir = service_account_dir
         self._kube_context = kube_context or None
@@ -141,6 +171,10 @@ class KubeSession:
         self._start_error: KubeError | None = None
         self._stopping = False
         self._listeners: list[_Registration] = []
+        self._refresh_wake = threading.Event()
+        self._refresh_stop = threading.Event()
+        self.refreshes = 0
+        """How many re-checks ran after start (for diagnostics and tests)."""
         self._reset_state()
 
     def _reset_state(self) -> None:
@@ -150,6 +184,8 @@ class KubeSession:
         self._identity: Identity | None = None
         self._access: dict[Permission, AccessResult] = {}
         self._caches: dict[str, WatchCache] = {}
+        self._cache_specs: dict[str, tuple[Resource, str | None]] = {}
+        self._last_refresh = 0.0
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -181,6 +217,7 @@ class KubeSession:
                     return
                 self._start_error = None
                 self._started.set()
+                self._start_refresher()
 
     def start_background(self) -> None:
         """Start on a daemon thread and return at once (a failed start is retried by the
@@ -223,6 +260,8 @@ class KubeSession:
         """Stop every cache and release connections (the session can be started again)."""
         with self._lock:
             self._stopping = True
+            self._refresh_stop.set()
+            self._refresh_wake.set()
             self._stop_caches()
             if self._api is not None:
                 self._api.close()
@@ -243,7 +282,7 @@ class KubeSession:
         credentials = self._credentials or load_credentials(
             self._service_account_dir, self._kube_context, self._environ
         )
-        api = KubeApi(credentials, timeout=self.request_timeout)
+        api = KubeApi(credentials, timeout=self.request_timeout, on_failure=self._on_api_failure)
         namespace = self._configured_namespace or credentials.namespace or "default"
         discovery = discover(api)
         identity = who_am_i(api)
@@ -251,6 +290,7 @@ class KubeSession:
         self._credentials = credentials
         self._api, self._namespace = api, namespace
         self._discovery, self._identity, self._access = discovery, identity, access
+        self._last_refresh = time.monotonic()
         log.info(
             "jupyter_dw: %s as %s in namespace %s; Kueue %s, KubeRay %s",
             credentials.description,
@@ -259,26 +299,47 @@ class KubeSession:
             discovery.kueue_version or "not installed",
             discovery.ray_version or "not installed",
         )
-        watched: list[tuple[Resource, str | None]] = []  # (resource, label selector)
+        self._sync_caches(api)
+
+    def _wanted_caches(self) -> dict[str, tuple[Resource, str | None]]:
+        """``{plural: (resource, label selector)}`` of every cache that discovery and the
+        access reviews allow now."""
+        discovery = self._discovery
+        assert discovery is not None
+        wanted: dict[str, tuple[Resource, str | None]] = {}
         for kind in (*NAMESPACED_KINDS, *CLUSTER_KINDS):
             resource = discovery.kueue(kind)
             if resource is not None and not self._denied(kind):
-                watched.append((resource, None))
+                wanted[resource.plural] = (resource, None)
         if discovery.kuberay_installed:
             if not self._denied(RAY_CLUSTER):
-                watched.append((RAY_CLUSTER, None))
+                wanted[RAY_CLUSTER.plural] = (RAY_CLUSTER, None)
             if not self._denied(POD):
                 # Only Ray's pods: the namespace may hold many others (the workbench itself).
-                watched.append((POD, RAY_CLUSTER_LABEL))
+                wanted[POD.plural] = (POD, RAY_CLUSTER_LABEL)
+        return wanted
+
+    def _sync_caches(self, api: KubeApi) -> None:
+        """Make the caches match :meth:`_wanted_caches`: create (and start, unless watching
+        lazily) the newly allowed ones, stop those no longer allowed or served, replace one
+        whose served version changed."""
+        started: list[WatchCache] = []
+        stopped: list[WatchCache] = []
         with self._lock:  # publish caches and bind listeners atomically w.r.t. add_listener
-            if self._stopping:
+            if self._stopping or self._api is not api:
                 return
-            for resource, selector in watched:
+            wanted = self._wanted_caches()
+            for plural in [p for p in self._caches if self._cache_specs.get(p) != wanted.get(p)]:
+                stopped.append(self._caches.pop(plural))
+                del self._cache_specs[plural]
+            for plural, (resource, selector) in wanted.items():
+                if plural in self._caches:
+                    continue
                 cache = WatchCache(
                     ApiListWatch(
                         api,
                         resource,
-                        namespace if resource.namespaced else None,
+                        self._namespace if resource.namespaced else None,
                         label_selector=selector,
                     ),
                     backoff=self._backoff,
@@ -288,11 +349,100 @@ class KubeSession:
                     registration.removers.append(
                         cache.add_listener(_bind(registration.listener, resource.plural))
                     )
-                self._caches[resource.plural] = cache
-            caches = list(self._caches.values())
+                self._caches[plural] = cache
+                self._cache_specs[plural] = (resource, selector)
+                started.append(cache)
+        for cache in stopped:
+            log.info("jupyter_dw: no longer watching %s", cache.name)
+            cache.stop()
         if not self._lazy_watches:
-            for cache in caches:
+            for cache in started:
                 cache.start()
+
+    # -- following permission and API changes --------------------------------------------
+
+    def refresh(self) -> bool:
+        """Run discovery and the access reviews again now, then start the caches newly
+        allowed and stop those no longer allowed. True when anything changed.
+
+        Runs by itself every ``refresh_interval`` seconds and soon after a 403 or a missing
+        resource; raises :class:`KubeError` when the API server cannot answer (the previous
+        answers stay).
+        """
+        with self._lock:
+            api, namespace = self._api, self._namespace
+        if api is None or namespace is None or not self._started.is_set():
+            return False
+        try:
+            discovery = discover(api)
+            access = check_access(api, namespace)
+        finally:
+            self._last_refresh = time.monotonic()
+        with self._lock:
+            if self._stopping or self._api is not api:
+                return False
+            before = {p: r.allowed for p, r in self._access.items()}
+            after = {p: r.allowed for p, r in access.items()}
+            changed = discovery != self._discovery or before != after
+            old_discovery = self._discovery
+            self._discovery, self._access = discovery, access
+            self.refreshes += 1
+        if changed:
+            granted = [p.name for p, ok in after.items() if ok and not before.get(p)]
+            revoked = [p.name for p, ok in after.items() if not ok and before.get(p)]
+            log.info(
+                "jupyter_dw: permissions or APIs changed: granted %s; revoked %s; Kueue %s -> "
+                "%s; KubeRay %s -> %s",
+                ", ".join(granted) or "none",
+                ", ".join(revoked) or "none",
+                old_discovery.kueue_version if old_discovery else None,
+                discovery.kueue_version,
+                old_discovery.ray_version if old_discovery else None,
+                discovery.ray_version,
+            )
+        self._sync_caches(api)
+        return changed
+
+    def _start_refresher(self) -> None:
+        """Start the re-check thread of this start (the previous one, if any, has stopped)."""
+        self._refresh_stop = threading.Event()
+        self._refresh_wake.clear()
+        threading.Thread(
+            target=self._refresh_loop,
+            args=(self._refresh_stop,),
+            name="dw-session-refresh",
+            daemon=True,
+        ).start()
+
+    def _refresh_loop(self, stop: threading.Event) -> None:
+        """Re-check every ``refresh_interval``, or sooner when :meth:`_on_api_failure` asks,
+        but never twice within ``MIN_REFRESH_GAP``. Waits on events: no polling."""
+        while not stop.is_set():
+            asked = self._refresh_wake.is_set()
+            gap = min(MIN_REFRESH_GAP, self.refresh_interval) if asked else self.refresh_interval
+            wait = self._last_refresh + gap - time.monotonic()
+            if wait > 0:
+                # Asked already: wait out the gap (or a stop). Else: the interval, or a request.
+                (stop if asked else self._refresh_wake).wait(wait)
+                continue
+            self._refresh_wake.clear()
+            try:
+                self.refresh()
+            except Exception as err:  # keep following the cluster whatever one re-check hit
+                if stop.is_set():
+                    return  # stopped mid-check: the client was closed under us
+                if isinstance(err, KubeError):
+                    log.info("jupyter_dw: re-checking permissions and APIs failed: %s", err)
+                else:
+                    log.exception("jupyter_dw: re-checking permissions and APIs failed")
+
+    def _on_api_failure(self, failure: FailedCall) -> None:
+        """A 403, or a 404 for a resource (not an object), from an API group we use: the
+        permissions or the installed APIs may have changed, re-check soon."""
+        if failure.group not in NEEDED_GROUPS:
+            return
+        if failure.status == 403 or (failure.status == 404 and failure.object_name is None):
+            self._refresh_wake.set()
 
     def _stop_caches(self) -> None:
         for cache in self._caches.values():
@@ -335,7 +485,8 @@ class KubeSession:
 
     @property
     def access(self) -> dict[Permission, AccessResult]:
-        """Verdicts on every needed permission, as checked at start."""
+        """Verdicts on every needed permission, as last checked (at start, then re-checked
+        every ``refresh_interval`` and after a 403)."""
         return dict(self._access)
 
     def cache(self, kind: Kind) -> WatchCache | None:
@@ -357,7 +508,7 @@ class KubeSession:
         return [plural for plural, cache in self._caches.items() if cache.started]
 
     def allowed(self, verb: str, kind: Kind, subresource: str = "") -> bool | None:
-        """The start-time verdict for ``verb`` on ``kind`` (None if it was not checked)."""
+        """The last verdict for ``verb`` on ``kind`` (None if it was not checked)."""
         for permission, result in self._access.items():
             if (permission.verb, permission.group, permission.resource) == (
                 verb,
@@ -400,6 +551,8 @@ class KubeSession:
         local_queues = self._synced_cache(LOCAL_QUEUE, deadline, required=True)
         cq_cache = self._synced_cache(CLUSTER_QUEUE, deadline)
         cohort_cache = self._synced_cache(COHORT, deadline)
+        flavor_cache = self._synced_cache(RESOURCE_FLAVOR, deadline)
+        priority_cache = self._synced_cache(WORKLOAD_PRIORITY_CLASS, deadline)
         assert local_queues is not None
         cluster_queues = (
             _parse(cq_cache.snapshot(), ClusterQueueQuota.from_object) if cq_cache else None
@@ -412,8 +565,25 @@ class KubeSession:
             # Not served: there are no Cohort objects to count. Served but unreadable: None,
             # and the summaries say headroom may miss quota set on Cohort objects.
             cohorts = [] if self.discovery.cohort_version is None else None
+        flavors = (
+            {f.name: f for f in _parse(flavor_cache.snapshot(), FlavorTraits.from_object)}
+            if flavor_cache is not None
+            else None
+        )
+        priority_classes = (
+            sorted(
+                _parse(priority_cache.snapshot(), PriorityClass.from_object),
+                key=lambda c: (-c.value, c.name),
+            )
+            if priority_cache is not None
+            else None
+        )
         return QueueState(
-            _parse(local_queues.snapshot(), LocalQueueInfo.from_object), cluster_queues, cohorts
+            _parse(local_queues.snapshot(), LocalQueueInfo.from_object),
+            cluster_queues,
+            cohorts,
+            flavors,
+            priority_classes,
         )
 
     # -- Ray clusters --------------------------------------------------------------------
@@ -500,6 +670,15 @@ class KubeSession:
         version = self.discovery.visibility_version
         assert version is not None
         return ray.pending_workloads(self.api, version, self.namespace, local_queue)
+
+    def cluster_queue_pending_workloads(self, cluster_queue: str) -> list[Object] | None:
+        """Every pending Workload of ``cluster_queue``, all namespaces (one visibility API
+        call), or None when this identity may not ask or Kueue cannot tell."""
+        allowed = self.allowed("get", VISIBILITY_CLUSTER_QUEUE, PENDING_WORKLOADS_SUBRESOURCE)
+        version = self.discovery.visibility_version if self.ready else None
+        if not (version and allowed):
+            return None
+        return ray.cluster_queue_pending_workloads(self.api, version, cluster_queue)
 
     def create_raycluster(self, obj: Object) -> Object:
         """Create ``obj`` in the namespace (server-side dry run first): see

@@ -320,7 +320,9 @@ class WatchCache:
                 with self._lock:
                     self._last_error = err
                     self._lock.notify_all()  # wake wait_synced(give_up=...)
-                log.warning("%s: list/watch failed (%s); retrying", self.name, _describe(err))
+                # KubeApi already logged a failed call; say only that we retry.
+                level = logging.DEBUG if isinstance(err, KubeError) else logging.WARNING
+                log.log(level, "%s: list/watch failed (%s); retrying", self.name, _describe(err))
             if self._stop.wait(self._backoff.delay(attempt)):
                 break
             attempt += 1

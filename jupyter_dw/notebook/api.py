@@ -90,6 +90,11 @@ class ClusterSpec:
     max_workers: int | None = None
     env: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, str] | str] = field(default_factory=list)
+    """Kubernetes tolerations, or ``"KEY[=VALUE][:EFFECT]"`` strings (for tainted flavors)."""
+    node_selector: dict[str, str] = field(default_factory=dict)
+    priority: str | None = None
+    """A WorkloadPriorityClass name (``dw.queues().priority_classes`` lists them)."""
 
     def to_request(self) -> dict[str, Any]:
         """The REST request body: the fields that are set."""
@@ -184,11 +189,17 @@ class RayClusterHandle:
             self._last = info
         return info
 
-    def _check(self, info: ClusterInfo | None, state: str) -> ClusterInfo | None:
-        """``info`` if it reached ``state``; None to keep waiting; raise when it never will."""
+    def _check(
+        self,
+        info: ClusterInfo | None,
+        state: str,
+        condition: Callable[[ClusterInfo], bool] | None = None,
+    ) -> ClusterInfo | None:
+        """``info`` if it reached ``state`` (and ``condition``); None to keep waiting; raise
+        when it never will."""
         if info is None:
             raise ClusterFailed(f"Ray cluster {self.name!r} is gone", None, "It was deleted.", None)
-        if info.state == state:
+        if info.state == state and (condition is None or condition(info)):
             return info
         if info.state in GIVE_UP_STATES and state not in GIVE_UP_STATES:
             raise ClusterFailed(
@@ -216,9 +227,11 @@ class RayClusterHandle:
         state: str = "ready",
         timeout: float = 600.0,
         progress: Callable[[ClusterInfo], None] | None = None,
+        condition: Callable[[ClusterInfo], bool] | None = None,
     ) -> ClusterInfo:
-        """Block until the cluster is in ``state`` (for scripts; in a notebook prefer
-        ``await h.wait_async()``, which keeps widgets live). Woken by the watches.
+        """Block until the cluster is in ``state`` and, if given, ``condition(info)`` holds
+        (for scripts; in a notebook prefer ``await h.wait_async()``, which keeps widgets
+        live). Woken by the watches; ``progress(info)`` is called on each change seen.
 
         Raises :class:`ClusterFailed` on evicted, preempted, failed or deleted, and
         :class:`WaitTimeout` after ``timeout`` seconds, with the last state and reason.
@@ -237,7 +250,7 @@ class RayClusterHandle:
                     if seen != shown:
                         shown = seen
                         progress(info)
-                done = self._check(info, state)
+                done = self._check(info, state, condition)
                 if done is not None:
                     return done
                 remaining = deadline - time.monotonic()
@@ -246,7 +259,12 @@ class RayClusterHandle:
         finally:
             remove()
 
-    async def wait_async(self, state: str = "ready", timeout: float = 600.0) -> ClusterInfo:
+    async def wait_async(
+        self,
+        state: str = "ready",
+        timeout: float = 600.0,
+        condition: Callable[[ClusterInfo], bool] | None = None,
+    ) -> ClusterInfo:
         """``await`` until the cluster is in ``state``, keeping the kernel (and its widgets)
         live meanwhile. Raises like :meth:`wait`."""
         loop = asyncio.get_running_loop()
@@ -259,7 +277,7 @@ class RayClusterHandle:
         try:
             while True:
                 changed.clear()
-                done = self._check(await asyncio.to_thread(self._now), state)
+                done = self._check(await asyncio.to_thread(self._now), state, condition)
                 if done is not None:
                     return done
                 remaining = deadline - loop.time()

@@ -15,6 +15,7 @@ from typing import Any
 from ..core.clusters import ClusterInfo, ClusterList, FitResult
 from ..core.queues import QueueList
 from ..domain.milestones import Milestone
+from ..domain.priorities import PreemptedBy
 from ..domain.quantity import parse_quantity
 from ..domain.quota import QueueSummary
 
@@ -22,6 +23,7 @@ STATE_COLORS = {
     "queued": "#b7791f",
     "admitted": "#2b6cb0",
     "starting": "#2b6cb0",
+    "stalled": "#c05621",
     "ready": "#2f855a",
     "evicted": "#c53030",
     "preempted": "#c53030",
@@ -108,6 +110,9 @@ def queues_html(queues: QueueList) -> str:
     if not queues.queues:
         return f'<div style="{_BOX}">No LocalQueues in namespace {escape(queues.namespace)}.</div>'
     parts = [f'<div style="margin:4px 0 10px">{queue_rows(q)}</div>' for q in queues.queues]
+    if queues.priority_classes:
+        names = ", ".join(f"{c.name} ({c.value})" for c in queues.priority_classes)
+        parts.append(f'<div style="opacity:.8">priorities: {escape(names)}</div>')
     return f'<div style="{_BOX}">{"".join(parts)}</div>'
 
 
@@ -161,6 +166,14 @@ def timeline_html(milestones: tuple[Milestone, ...] | list[Milestone]) -> str:
     return f'<ol style="margin:4px 0;padding-left:20px">{"".join(rows)}</ol>'
 
 
+def preemptor_words(preempted_by: PreemptedBy) -> str:
+    """``Ray cluster big``, or ``workload <uid> (job <uid>)`` when it is not one of ours."""
+    if preempted_by.name:
+        return f"Ray cluster {preempted_by.name}"
+    job = f" (job {preempted_by.job_uid})" if preempted_by.job_uid else ""
+    return f"workload {preempted_by.workload_uid or 'unknown'}{job}"
+
+
 def cluster_html(info: ClusterInfo) -> str:
     """State badge, Kueue's reason and position while queued, workers bar, timeline."""
     status = info.status
@@ -180,6 +193,9 @@ def cluster_html(info: ClusterInfo) -> str:
         parts.append(f"<div>{escape(where)}{escape(words)}</div>")
     elif status.reason or status.message:
         parts.append(f"<div>{escape(status.reason or '')} {escape(status.message or '')}</div>")
+    if status.preempted_by is not None:
+        who = escape(preemptor_words(status.preempted_by))
+        parts.append(f"<div><b>preempted by</b> {who}</div>")
     desired = max(status.workers_desired, 1)
     parts.append(
         bar(

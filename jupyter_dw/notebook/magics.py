@@ -17,7 +17,9 @@ from ..k8s.errors import InvalidRequest, KubeError
 
 HELP = """%dw queues                      LocalQueues with quota and headroom
 %dw fit [--queue Q] --workers N --worker-cpu C --worker-memory M [--worker-gpu G]
-        [--head-cpu C] [--head-memory M]          would it fit now? (and what would)
+        [--head-cpu C] [--head-memory M] [--toleration KEY[=VALUE][:EFFECT]]...
+        [--node-selector k=v[,k=v]] [--priority CLASS]
+                                 would it fit now? (and what would)
 %dw up NAME [same options] [--image I] [--wait] [--ephemeral]
                                  submit a Ray cluster through Kueue
 %dw status [NAME]                one cluster's state, or every cluster's
@@ -47,6 +49,9 @@ def _size_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worker-gpu", dest="worker_gpu", type=int)
     parser.add_argument("--head-cpu", dest="head_cpu")
     parser.add_argument("--head-memory", dest="head_memory")
+    parser.add_argument("--toleration", dest="tolerations", action="append")
+    parser.add_argument("--node-selector", dest="node_selector")
+    parser.add_argument("--priority")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 SIZE_FIELDS = ("queue", "workers", "worker_cpu", "worker_memory", "worker_gpu", "head_cpu",
-               "head_memory")  # fmt: skip
+               "head_memory", "tolerations", "node_selector", "priority")  # fmt: skip
 
 
 def run(line: str, out: Callable[[str], None] | None = None) -> Any:

@@ -21,14 +21,35 @@ from ..core.clusters import ClusterInfo, FitResult
 from ..core.feed import ClusterChanged, Message, QueuesChanged
 from ..k8s.errors import InvalidRequest, KubeError
 from .display import fit_html
-from .runtime import runtime
+from .runtime import KernelRuntime, runtime
 
 STATIC = Path(__file__).parent / "static"
 DEBOUNCE_SECONDS = 0.3
 """The builder re-judges the spec this long after the last change (not per keystroke)."""
+NO_PRIORITY = "(none: Kueue's default)"
+"""The builder's Priority choice that names no WorkloadPriorityClass."""
 
 
-class ClusterStatus(anywidget.AnyWidget):  # type: ignore[misc]
+class _Live:
+    """A widget that follows the kernel's change feed until it is closed."""
+
+    _unsubscribe: Any = None
+
+    def _follow(self, on_change: Any) -> KernelRuntime:
+        """Subscribe ``on_change`` (on the kernel's loop); returns the runtime."""
+        rt = runtime()
+        self._unsubscribe = rt.subscribe(on_change)
+        return rt
+
+    def close(self) -> None:
+        """Stop following the cluster and close the widget."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        super().close()  # type: ignore[misc]
+
+
+class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     """One Ray cluster, live: state badge, Kueue's reason and queue position, workers bar,
     timeline, dashboard link and Delete (with confirmation). Synced traits carry the REST
     field names. ``close()`` stops following it."""
@@ -42,6 +63,7 @@ class ClusterStatus(anywidget.AnyWidget):  # type: ignore[misc]
     reason = Unicode(None, allow_none=True).tag(sync=True)
     message = Unicode(None, allow_none=True).tag(sync=True)
     position_in_local_queue = Int(None, allow_none=True).tag(sync=True)
+    preempted_by = Dict(None, allow_none=True).tag(sync=True)
     workers_ready = Int(0).tag(sync=True)
     workers_desired = Int(0).tag(sync=True)
     milestones = List(Dict()).tag(sync=True)
@@ -51,12 +73,10 @@ class ClusterStatus(anywidget.AnyWidget):  # type: ignore[misc]
 
     def __init__(self, name: str, **kwargs: Any) -> None:
         super().__init__(name=name, **kwargs)
-        self._unsubscribe: Any = None
         self.on_msg(self._on_frontend_message)
         try:
-            rt = runtime()
             # Subscribed before reading, so no change in between is missed.
-            self._unsubscribe = rt.subscribe(self._on_change)
+            rt = self._follow(self._on_change)
             self.show(rt.core.clusters.get(name))
         except KubeError as err:
             self.error = err.to_json()
@@ -71,6 +91,7 @@ class ClusterStatus(anywidget.AnyWidget):  # type: ignore[misc]
             self.reason = status.reason
             self.message = status.message
             self.position_in_local_queue = status.position_in_local_queue
+            self.preempted_by = status.preempted_by.to_json() if status.preempted_by else None
             self.workers_ready = status.workers_ready
             self.workers_desired = status.workers_desired
             self.milestones = [m.to_json() for m in info.milestones]
@@ -86,6 +107,7 @@ class ClusterStatus(anywidget.AnyWidget):  # type: ignore[misc]
                 self.state = "deleted"
                 self.reason = self.message = None
                 self.position_in_local_queue = None
+                self.preempted_by = None
             return
         self.show(message.cluster)
 
@@ -103,15 +125,8 @@ class ClusterStatus(anywidget.AnyWidget):  # type: ignore[misc]
         except KubeError as err:
             self.error = err.to_json()
 
-    def close(self) -> None:
-        """Stop following the cluster and close the view."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        super().close()
 
-
-class QueueBoard(anywidget.AnyWidget):  # type: ignore[misc]
+class QueueBoard(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     """Every LocalQueue of the namespace with per-resource headroom bars, live."""
 
     _esm = STATIC / "queues.js"
@@ -121,10 +136,8 @@ class QueueBoard(anywidget.AnyWidget):  # type: ignore[misc]
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._unsubscribe: Any = None
         try:
-            rt = runtime()
-            self._unsubscribe = rt.subscribe(self._on_change)
+            rt = self._follow(self._on_change)
             self.queues = rt.core.queues.list().to_json()["queues"]
         except KubeError as err:
             self.error = err.to_json()
@@ -137,15 +150,8 @@ class QueueBoard(anywidget.AnyWidget):  # type: ignore[misc]
             elif message.error is not None:
                 self.error = message.error.to_json()
 
-    def close(self) -> None:
-        """Stop following the queues and close the view."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        super().close()
 
-
-class ClusterBuilder(w.VBox):  # type: ignore[misc]
+class ClusterBuilder(_Live, w.VBox):  # type: ignore[misc]
     """Size a Ray cluster and see, as you type, whether it fits now; take the suggestion in
     one click; Submit. After a submit the same output shows the cluster's live status.
 
@@ -174,13 +180,24 @@ class ClusterBuilder(w.VBox):  # type: ignore[misc]
         self.head_cpu = w.Text(value="1", description="Head CPU", style=style)
         self.head_memory = w.Text(value="2Gi", description="Head memory", style=style)
         self.image = w.Text(value="", description="Image", placeholder="default", style=style)
+        self.tolerations = w.Text(
+            description="Tolerations", placeholder="nvidia.com/gpu:NoSchedule", style=style
+        )
+        self.node_selector = w.Text(
+            description="Node selector", placeholder="gpu-type=a100", style=style
+        )
+        # Offered from the queues API; disabled when the classes cannot be read.
+        self.priority = w.Dropdown(
+            description="Priority", options=[(NO_PRIORITY, "")], value="", style=style
+        )
         self.verdict_view = w.HTML()
         self.use_suggestion = w.Button(description="Use it", layout=w.Layout(display="none"))
         self.submit_button = w.Button(description="Submit", button_style="primary")
         self.problem = w.HTML()
         self._inputs = [
             self.queue, self.name, self.workers, self.worker_cpu, self.worker_memory,
-            self.worker_gpu, self.head_cpu, self.head_memory, self.image,
+            self.worker_gpu, self.head_cpu, self.head_memory, self.image, self.tolerations,
+            self.node_selector, self.priority,
         ]  # fmt: skip
         super().__init__(
             children=[
@@ -191,13 +208,13 @@ class ClusterBuilder(w.VBox):  # type: ignore[misc]
             ]
         )
         self._pending: asyncio.Handle | None = None
-        self._unsubscribe: Any = None
         try:
-            rt = runtime()
+            rt = self._follow(self._on_change)
             defaults = rt.core.clusters.policy
             self.workers.value = values.pop("workers", defaults.default_workers)
-            self._set_queues(rt.core.queues.list(), queue)
-            self._unsubscribe = rt.subscribe(self._on_change)
+            queues = rt.core.queues.list()
+            self._set_queues(queues, queue)
+            self._set_priorities(queues, values.pop("priority", None))
         except KubeError as err:
             self._show_error(err)
         for key, value in values.items():
@@ -225,7 +242,29 @@ class ClusterBuilder(w.VBox):  # type: ignore[misc]
             request["name"] = self.name.value.strip()
         if self.image.value.strip():
             request["image"] = self.image.value.strip()
+        # The same text forms as %dw: "KEY[=VALUE][:EFFECT], ..." and "k=v, ...".
+        if self.tolerations.value.strip():
+            request["tolerations"] = self.tolerations.value.strip()
+        if self.node_selector.value.strip():
+            request["node_selector"] = self.node_selector.value.strip()
+        if self.priority.value:
+            request["priority"] = self.priority.value
         return request
+
+    def _set_priorities(self, queues: Any, preferred: str | None) -> None:
+        """Offer the WorkloadPriorityClasses, highest first, after "Kueue's default"."""
+        classes = queues.priority_classes
+        self.priority.disabled = classes is None
+        self.priority.tooltip = (
+            "WorkloadPriorityClasses are not readable by this identity" if classes is None else ""
+        )
+        options = [(NO_PRIORITY, "")] + [
+            (f"{c.name} ({c.value})" + (f" — {c.description}" if c.description else ""), c.name)
+            for c in classes or ()
+        ]
+        current = preferred or self.priority.value
+        self.priority.options = options
+        self.priority.value = current if current in {v for _, v in options} else ""
 
     def _set_queues(self, queues: Any, preferred: str | None) -> None:
         options = []
@@ -261,6 +300,7 @@ class ClusterBuilder(w.VBox):  # type: ignore[misc]
     def _on_change(self, message: Message) -> None:
         if isinstance(message, QueuesChanged) and message.queues is not None:
             self._set_queues(message.queues, None)
+            self._set_priorities(message.queues, None)
             if self.status is None:
                 self.evaluate()
 
@@ -316,9 +356,6 @@ class ClusterBuilder(w.VBox):  # type: ignore[misc]
 
     def close(self) -> None:
         """Stop following the queues (and the submitted cluster) and close."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
         if self.status is not None:
             self.status.close()
         super().close()

@@ -146,13 +146,23 @@ class KueueObjects:
         self.created.append((plural, body["metadata"]["name"]))
         return body["metadata"]["name"]
 
-    def flavor(self, name: str, node_labels: dict[str, str] | None = None) -> str:
+    def flavor(
+        self,
+        name: str,
+        node_labels: dict[str, str] | None = None,
+        node_taints: list[dict[str, str]] | None = None,
+    ) -> str:
         """A ResourceFlavor; returns its full name."""
+        spec: dict[str, Any] = {}
+        if node_labels:
+            spec["nodeLabels"] = node_labels
+        if node_taints:
+            spec["nodeTaints"] = node_taints
         body: dict[str, Any] = {
             "apiVersion": f"kueue.x-k8s.io/{self.api_version}",
             "kind": "ResourceFlavor",
             "metadata": {"name": f"{self.prefix}-{name}"},
-            "spec": {"nodeLabels": node_labels} if node_labels else {},
+            "spec": spec,
         }
         return self._create_cluster_scoped("resourceflavors", body)
 

@@ -94,8 +94,8 @@ def test_must_wait_is_queued_with_position_then_ready_when_the_blocker_goes(kern
     assert verdict.suggestion is None  # 1 CPU free: not even head + 1 worker (2 CPU)
 
     second = dw.submit(spec("second", workers=2))
-    queued = second.wait("queued", timeout=TIMEOUT)
-    assert queued.reason and "insufficient unused quota" in (queued.message or "")
+    queued = second.wait("queued", timeout=TIMEOUT, condition=lambda info: bool(info.message))
+    assert queued.reason and "insufficient unused quota" in (queued.message or ""), queued
 
     assert second.status().position_in_local_queue == 0  # Kueue's visibility API
 
@@ -139,8 +139,8 @@ def test_an_evicted_cluster_stops_the_wait_with_kueues_reason(kernel, kueue, kub
         KUEUE, kueue.api_version, "clusterqueues", queue.cluster_queue,
         {"spec": {"stopPolicy": "HoldAndDrain"}},
     )  # fmt: skip
-    with pytest.raises(dw.ClusterFailed) as failed:
-        h.wait("ready", timeout=TIMEOUT)
+    with pytest.raises(dw.ClusterFailed) as failed:  # a wait it cannot finish: 1 worker, not 2
+        h.wait("ready", timeout=TIMEOUT, condition=lambda info: info.workers_ready == 2)
     assert failed.value.state == "evicted"
     assert "ClusterQueueStopped" in (failed.value.reason or "")
     assert h.status().milestones[-1].name == "Evicted"
@@ -184,3 +184,14 @@ def test_ephemeral_clusters_go_with_the_kernel(kernel, kueue, kube, namespace):
     }
     assert left.get("kept") is None and "kept" in left
     assert "temporary" not in left or left["temporary"] is not None
+
+
+def test_pods_no_node_can_take_show_as_stalled_in_the_schedulers_words(kernel, kueue):
+    make_queue(kueue)
+    # Admitted by Kueue (the flavor has no node labels), then no KWOK node has this label:
+    # the real kube-scheduler leaves the pods Pending, Unschedulable.
+    h = dw.submit(spec("nowhere", workers=1, node_selector={"example.com/pool": "none"}))
+    stalled = h.wait("stalled", timeout=TIMEOUT)
+    assert stalled.admitted and stalled.reason == "Unschedulable"
+    assert "didn't match Pod's node affinity/selector" in (stalled.message or ""), stalled.message
+    assert h.status().to_json()["state"] == "stalled"

@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 
 import jupyter_dw as dw
-from tests.cluster.fixtures import WAIT_TIMEOUT, plain_workload
+from tests.cluster.fixtures import WAIT_TIMEOUT, condition, plain_workload, watch_until
 from tests.integration.clusters_support import KUEUE, make_queue, rayclusters
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
@@ -44,6 +44,11 @@ async def until(widget: Any, trait: str, predicate: Callable[[Any], bool], what:
         return getattr(widget, trait)
     finally:
         widget.unobserve(handler, names=trait)
+
+
+def admitted(workload: dict) -> bool:
+    found = condition(workload, "Admitted")
+    return found is not None and found["status"] == "True"
 
 
 def create_workload(kube, kueue, name: str, queue: str, cpu: str) -> str:
@@ -102,11 +107,17 @@ async def test_builder_judges_as_you_type_submits_and_follows_to_ready_then_dele
 async def test_status_follows_a_cluster_from_the_queue_to_ready(kernel, kueue, kube):
     queue = make_queue(kueue, cpu="4", memory="8Gi")
     blocker = create_workload(kube, kueue, "blocker", queue.local_queue, "3")
+    custom = client.CustomObjectsApi(kube)
+    watch_until(  # the blocker holds 3 of the 4 CPU before the cluster comes
+        custom.list_namespaced_custom_object, admitted, group=KUEUE, version=kueue.api_version,
+        namespace=kueue.namespace, plural="workloads", what="the blocker admitted",
+    )  # fmt: skip
     small = {"head_cpu": "1", "head_memory": "1Gi", "worker_cpu": "1", "worker_memory": "1Gi"}
     await asyncio.to_thread(dw.submit, name="waiting", workers=1, **small)
     status = dw.ClusterStatus("waiting")
     await until(status, "state", lambda s: s == "queued", "queued behind the blocker")
     await until(status, "position_in_local_queue", lambda p: p == 0, "its position")
+    await until(status, "message", lambda m: "insufficient unused quota" in (m or ""), "why")
     assert status.reason
 
     client.CustomObjectsApi(kube).delete_namespaced_custom_object(
@@ -123,9 +134,13 @@ async def test_queue_board_follows_admissions(kernel, kueue, kube):
     assert [q["name"] for q in board.queues] == [queue.local_queue]
     assert board.queues[0]["admitted"] == 0
     create_workload(kube, kueue, "one", queue.local_queue, "1")
+
+    def cpu_headroom(queues: list) -> str:
+        return next(r["headroom"] for r in queues[0]["resources"] if r["resource"] == "cpu")
+
+    # Kueue writes the LocalQueue's and the ClusterQueue's status separately: both must show.
     await until(board, "queues", lambda qs: qs[0]["admitted"] == 1, "the admission")
-    cpu = next(r for r in board.queues[0]["resources"] if r["resource"] == "cpu")
-    assert cpu["headroom"] == "3"
+    await until(board, "queues", lambda qs: cpu_headroom(qs) == "3", "the quota it holds")
     board.close()
 
 

@@ -130,10 +130,16 @@ def test_no_owner_means_no_owner_label_or_annotation():
     assert "annotations" not in obj["metadata"]
 
 
-def test_user_labels_on_the_raycluster():
-    obj = build({"labels": {"team": "nlp", PRIORITY_LABEL: "high"}}).to_raycluster("ns1")
+def test_user_labels_and_priority_on_the_raycluster():
+    obj = build({"labels": {"team": "nlp"}, "priority": "high"}).to_raycluster("ns1")
     assert obj["metadata"]["labels"]["team"] == "nlp"
     assert obj["metadata"]["labels"][PRIORITY_LABEL] == "high"
+
+
+def test_no_priority_means_no_priority_label():
+    spec = build()
+    assert spec.priority is None and spec.to_json()["priority"] is None
+    assert PRIORITY_LABEL not in spec.to_raycluster("ns1")["metadata"]["labels"]
 
 
 def test_autoscaling_cluster_is_an_elastic_job():
@@ -448,8 +454,36 @@ def test_autoscaler_v2_env_is_fine_when_autoscaling():
     assert spec.autoscaling
 
 
-def test_priority_class_label_is_allowed():
-    assert build({"labels": {PRIORITY_LABEL: "high"}}).labels[PRIORITY_LABEL] == "high"
+def test_the_priority_label_is_set_only_through_the_priority_field():
+    errors = errors_of({"labels": {PRIORITY_LABEL: "high"}})
+    assert set(errors) == {"labels"}
+    assert "'priority' field" in errors["labels"]
+
+
+def test_a_known_priority_is_accepted_and_read_back():
+    spec = build({"priority": " high "}, known_priorities={"high", "low"})
+    assert spec.priority == "high"
+    assert build(spec.to_json(), known_priorities={"high"}).priority == "high"
+
+
+def test_an_unknown_priority_names_the_classes_that_exist():
+    errors = errors_of({"priority": "urgent"}, known_priorities={"high", "low"})
+    assert errors == {"priority": "no WorkloadPriorityClass 'urgent'; available: high, low"}
+    errors = errors_of({"priority": "urgent"}, known_priorities=set())
+    assert "the cluster has none" in errors["priority"]
+
+
+def test_an_unreadable_priority_list_leaves_the_name_to_kueue():
+    assert build({"priority": "whatever"}, known_priorities=None).priority == "whatever"
+
+
+@pytest.mark.parametrize("bad", ["High", "a b", "-x", "x" * 64, 3, ["high"]])
+def test_an_invalid_priority_is_a_field_error(bad):
+    assert set(errors_of({"priority": bad}, known_priorities=None)) == {"priority"}
+
+
+def test_an_empty_priority_is_no_priority():
+    assert build({"priority": ""}, known_priorities={"high"}).priority is None
 
 
 @pytest.mark.parametrize("image", ["rayproject/ray:2.60.0", "quay.io/team/ray:any-tag"])

@@ -1,7 +1,7 @@
 // ClusterStatus view (anywidget ESM): state badge, Kueue's reason and position, workers bar,
 // timeline with durations, the dashboard link and Delete with a confirmation step.
 const COLORS = {
-  queued: "#b7791f", admitted: "#2b6cb0", starting: "#2b6cb0", ready: "#2f855a",
+  queued: "#b7791f", admitted: "#2b6cb0", starting: "#2b6cb0", stalled: "#c05621", ready: "#2f855a",
   evicted: "#c53030", preempted: "#c53030", failed: "#c53030", suspended: "#718096",
   deleting: "#718096",
 };
@@ -74,6 +74,13 @@ function render({ model, el: root }) {
     } else if (reason || message) {
       box.append(el("div", { class: "jp-dw-reason" }, `${reason || ""} ${message || ""}`));
     }
+    const preemptor = model.get("preempted_by");
+    if (preemptor) {
+      // A Ray cluster of this namespace by name; any other workload by its UIDs.
+      const who = preemptor.name ? `Ray cluster ${preemptor.name}`
+        : `workload ${preemptor.workload_uid || "unknown"}${preemptor.job_uid ? ` (job ${preemptor.job_uid})` : ""}`;
+      box.append(el("div", { class: "jp-dw-preempted-by" }, el("b", {}, "preempted by"), ` ${who}`));
+    }
     const ready = model.get("workers_ready"), desired = model.get("workers_desired");
     const progress = el("progress", { max: String(Math.max(desired, 1)), value: String(ready), "aria-label": "workers ready", style: "width:160px" });
     box.append(el("div", {}, progress, ` ${ready}/${desired} workers ready`));
@@ -103,7 +110,7 @@ function render({ model, el: root }) {
     }
     box.append(actions);
   }
-  for (const trait of ["state", "reason", "message", "position_in_local_queue", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue"]) {
+  for (const trait of ["state", "reason", "message", "position_in_local_queue", "preempted_by", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue"]) {
     model.on(`change:${trait}`, draw);
   }
   draw();

@@ -1,0 +1,407 @@
+"""``jupyter dw doctor``: what this workbench can do on this cluster, and the RBAC that fixes
+what it cannot.
+
+From the identity jupyter_dw itself would use (the pod's service account, else the
+kubeconfig) and the same settings (:func:`jupyter_dw.core.settings.load_settings`), it checks
+that the API server answers, which Kueue and KubeRay API versions are served, that Kueue's
+visibility API answers, which LocalQueues the namespace has and which is the default, and
+every permission of :data:`~jupyter_dw.k8s.access.NEEDED_PERMISSIONS` (one
+SelfSubjectAccessReview each). For what is missing it renders the Role or ClusterRole and
+binding that grant it to this identity in this namespace.
+
+No tornado or jupyter_server here: the CLI is a thin surface over this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from traitlets import TraitError
+
+from ..domain.kueue_model import KueueObjectError, LocalQueueInfo, default_local_queue
+from ..domain.validation import dns1123_label_error
+from ..k8s.access import NEEDED_PERMISSIONS, Identity, check_access, who_am_i
+from ..k8s.auth import Credentials, load_credentials
+from ..k8s.client import KubeApi
+from ..k8s.discovery import Discovery, discover
+from ..k8s.errors import KubeError
+from ..k8s.rbac import Subject, render_rbac
+from ..k8s.resources import LOCAL_QUEUE, PENDING_WORKLOADS_SUBRESOURCE, VISIBILITY_LOCAL_QUEUE
+from .settings import DWSettings, load_settings
+
+Status = Literal["ok", "missing", "optional-missing", "failed", "skipped"]
+FAILING: frozenset[str] = frozenset({"missing", "failed", "skipped"})
+"""Statuses that make a required check fail (``optional-missing`` never does)."""
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the doctor's table.
+
+    ``kind`` is ``connection``, ``api``, ``queues`` or ``permission``; ``name`` what was
+    checked (``create rayclusters.ray.io``); ``detail`` what was found; ``unlocks`` the
+    feature it is needed for; ``hint`` what to do when it is not ``ok``.
+    """
+
+    kind: str
+    name: str
+    status: Status
+    detail: str
+    unlocks: str
+    required: bool = True
+    scope: str | None = None
+    hint: str | None = None
+
+    @property
+    def failing(self) -> bool:
+        """True when this check makes the doctor fail."""
+        return self.required and self.status in FAILING
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "status": self.status,
+            "required": self.required,
+            "scope": self.scope,
+            "detail": self.detail,
+            "unlocks": self.unlocks,
+            "hint": self.hint,
+        }
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """Every check, and the RBAC YAML that grants the missing permissions (``fix``, empty
+    when nothing is missing). ``ok``: every required check passed."""
+
+    namespace: str | None
+    api_server: str | None
+    credentials: str | None
+    identity: str | None
+    checks: tuple[Check, ...]
+    local_queues: tuple[str, ...] = ()
+    default_queue: str | None = None
+    fix: str = ""
+    kueue: dict[str, Any] = field(default_factory=dict)
+    kuberay: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not any(check.failing for check in self.checks)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every required check passed, 1 otherwise."""
+        return 0 if self.ok else 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "namespace": self.namespace,
+            "api_server": self.api_server,
+            "credentials": self.credentials,
+            "identity": self.identity,
+            "kueue": self.kueue,
+            "kuberay": self.kuberay,
+            "local_queues": list(self.local_queues),
+            "default_queue": self.default_queue,
+            "checks": [check.to_json() for check in self.checks],
+            "fix": self.fix or None,
+        }
+
+
+def run_doctor(
+    settings: DWSettings | None = None,
+    *,
+    namespace: str | None = None,
+    kube_context: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+) -> DoctorReport:
+    """Run every check from the identity and settings jupyter_dw would use.
+
+    ``settings`` None: :func:`load_settings` (config files, then ``JUPYTER_DW_*`` in
+    ``environ``); ``namespace`` and ``kube_context`` override them. Never raises for what it
+    finds: a problem (a bad setting too) is a check that is not ``ok``.
+    """
+    say = progress or (lambda _: None)
+    if settings is None:
+        try:
+            settings = load_settings(environ)
+        except TraitError as err:
+            return _stopped(Check("connection", "settings", "failed", str(err), "everything"))
+    namespace = namespace or settings.namespace
+    say("reading credentials")
+    try:
+        credentials = load_credentials(
+            settings.service_account_dir, kube_context or settings.kube_context, environ
+        )
+    except KubeError as err:
+        return _stopped(_failed("connection", "credentials", err, "everything"))
+    namespace = namespace or credentials.namespace or "default"
+    invalid = dns1123_label_error(namespace)
+    if invalid is not None:
+        return _stopped(
+            Check("connection", "namespace", "failed", f"{namespace!r}: {invalid}", "everything")
+        )
+    api = KubeApi(credentials, timeout=settings.request_timeout)
+    try:
+        return _Doctor(api, credentials, namespace, say).run()
+    finally:
+        api.close()
+
+
+class _Doctor:
+    """One doctor run on one API client (the checks in the order the table shows them)."""
+
+    def __init__(
+        self, api: KubeApi, credentials: Credentials, namespace: str, say: Progress
+    ) -> None:
+        self.api = api
+        self.credentials = credentials
+        self.namespace = namespace
+        self.say = say
+        self.checks: list[Check] = []
+
+    def run(self) -> DoctorReport:
+        self.say(f"contacting the API server at {self.api.host}")
+        try:
+            version = self.api.get("/version")
+        except KubeError as err:
+            self.checks.append(_failed("connection", "API server", err, "everything"))
+            return self._report(None, None)
+        self.checks.append(
+            Check(
+                "connection",
+                "API server",
+                "ok",
+                f"Kubernetes {version.get('gitVersion', '?')} at {self.api.host}",
+                "everything",
+            )
+        )
+        self.say("asking who this identity is")
+        try:
+            identity = who_am_i(self.api)
+        except KubeError as err:
+            self.checks.append(_failed("connection", "identity", err, "everything"))
+            return self._report(None, None)
+        self.checks.append(
+            Check(
+                "connection",
+                "identity",
+                "ok",
+                f"{identity.username or 'unknown (no SelfSubjectReview API)'} "
+                f"({self.credentials.description}), namespace {self.namespace}",
+                "everything",
+            )
+        )
+        self.say("discovering the Kueue, visibility and KubeRay APIs")
+        try:
+            discovery = discover(self.api)
+        except KubeError as err:
+            self.checks.append(_failed("api", "API discovery", err, "everything"))
+            return self._report(identity, None)
+        self._apis(discovery)
+        self.say(f"asking the API server about {len(NEEDED_PERMISSIONS)} permissions")
+        try:
+            access = check_access(self.api, self.namespace)
+        except KubeError as err:
+            self.checks.append(_failed("permission", "access reviews", err, "everything"))
+            return self._report(identity, discovery)
+        allowed = {p.name: r.allowed for p, r in access.items()}
+        queues, default = self._local_queues(discovery, allowed)
+        self._visibility(discovery, allowed, default or (queues[0] if queues else None))
+        missing = []
+        for permission, result in access.items():
+            if result.allowed:
+                status: Status = "ok"
+            else:
+                status = "missing" if permission.required else "optional-missing"
+                missing.append(permission)
+            self.checks.append(
+                Check(
+                    "permission",
+                    permission.name,
+                    status,
+                    "allowed" if result.allowed else (result.reason or "not allowed"),
+                    permission.purpose,
+                    permission.required,
+                    "namespace" if permission.namespaced else "cluster",
+                )
+            )
+        fix = render_rbac(
+            missing,
+            self.namespace,
+            Subject.of(identity, self.namespace),
+            header=(
+                "# Grants what `jupyter dw doctor` found missing for this identity in namespace "
+                f"{self.namespace}.\n# Apply as a cluster administrator: kubectl apply -f FILE\n"
+            ),
+        )
+        return self._report(identity, discovery, queues, default, fix)
+
+    def _apis(self, discovery: Discovery) -> None:
+        if discovery.kueue_installed:
+            served = ", ".join(discovery.kueue_served)
+            self.checks.append(
+                Check(
+                    "api",
+                    "Kueue",
+                    "ok",
+                    f"kueue.x-k8s.io/{discovery.kueue_version} in use (served: {served})",
+                    "queues, quota, admission",
+                )
+            )
+        else:
+            try:
+                discovery.require_kueue()
+            except KubeError as err:
+                self.checks.append(
+                    _failed("api", "Kueue", err, "queues, quota, admission", "missing")
+                )
+        if discovery.kuberay_installed:
+            self.checks.append(
+                Check(
+                    "api",
+                    "KubeRay",
+                    "ok",
+                    f"ray.io/{discovery.ray_version} rayclusters",
+                    "Ray clusters",
+                )
+            )
+        else:
+            try:
+                discovery.require_kuberay()
+            except KubeError as err:
+                self.checks.append(_failed("api", "KubeRay", err, "Ray clusters", "missing"))
+
+    def _local_queues(
+        self, discovery: Discovery, allowed: Mapping[str, bool]
+    ) -> tuple[list[str], str | None]:
+        """The namespace's LocalQueues (one list call) and the default's name."""
+        list_permission = f"list {LOCAL_QUEUE.qualified}"
+        resource = discovery.kueue(LOCAL_QUEUE)
+        if resource is None or not allowed.get(list_permission):
+            why = "Kueue is not installed" if resource is None else f"may not {list_permission}"
+            self.checks.append(
+                Check("queues", "LocalQueues", "skipped", why, "submitting Ray clusters")
+            )
+            return [], None
+        self.say(f"listing LocalQueues in namespace {self.namespace}")
+        try:
+            items = self.api.get(resource.path(self.namespace)).get("items") or []
+        except KubeError as err:
+            self.checks.append(_failed("queues", "LocalQueues", err, "submitting Ray clusters"))
+            return [], None
+        queues: list[LocalQueueInfo] = []
+        for item in items:
+            try:
+                queues.append(LocalQueueInfo.from_object(item))
+            except KueueObjectError:
+                continue  # one malformed object must not hide the others
+        names = sorted(q.name for q in queues)
+        choice = default_local_queue(queues, self.namespace)
+        default = choice.queue.name if choice else None
+        if not names:
+            self.checks.append(
+                Check(
+                    "queues",
+                    "LocalQueues",
+                    "missing",
+                    f"no LocalQueue in namespace {self.namespace}",
+                    "submitting Ray clusters",
+                    hint="Ask a cluster administrator for a LocalQueue in this namespace that "
+                    "points at a ClusterQueue (annotate it kueue.x-k8s.io/default-queue: "
+                    '"true" to make it the default).',
+                )
+            )
+            return [], None
+        listed = ", ".join(f"{n} (default)" if n == default else n for n in names)
+        detail = listed if default else f"{listed}; no default queue: clusters must name one"
+        self.checks.append(Check("queues", "LocalQueues", "ok", detail, "submitting Ray clusters"))
+        return names, default
+
+    def _visibility(
+        self, discovery: Discovery, allowed: Mapping[str, bool], queue: str | None
+    ) -> None:
+        """Kueue's visibility API (optional: without it, positions in the queue are hidden).
+        Served, answering its discovery, and, when a queue exists and it is allowed,
+        answering for that queue as this identity."""
+        unlocks = "positions of waiting clusters"
+        version = discovery.visibility_version
+        if version is None:
+            self.checks.append(
+                Check(
+                    "api",
+                    "visibility API",
+                    "optional-missing",
+                    "visibility.kueue.x-k8s.io is not registered",
+                    unlocks,
+                    required=False,
+                    hint="Kueue registers it as an APIService (v0.9+, VisibilityOnDemand).",
+                )
+            )
+            return
+        self.say("asking Kueue's visibility API")
+        resource = VISIBILITY_LOCAL_QUEUE.at(version)
+        permission = f"get {VISIBILITY_LOCAL_QUEUE.qualified}/{PENDING_WORKLOADS_SUBRESOURCE}"
+        try:
+            self.api.get(resource.group_version_path)
+            if queue is not None and allowed.get(permission):
+                listing = self.api.get(
+                    resource.path(self.namespace, queue, PENDING_WORKLOADS_SUBRESOURCE)
+                )
+                detail = (
+                    f"{resource.group}/{version} answers: {len(listing.get('items') or [])} "
+                    f"pending in LocalQueue {queue}"
+                )
+            else:
+                detail = f"{resource.group}/{version} answers"
+        except KubeError as err:
+            self.checks.append(
+                _failed("api", "visibility API", err, unlocks, "optional-missing", required=False)
+            )
+            return
+        self.checks.append(Check("api", "visibility API", "ok", detail, unlocks, required=False))
+
+    def _report(
+        self,
+        identity: Identity | None,
+        discovery: Discovery | None,
+        queues: list[str] | None = None,
+        default: str | None = None,
+        fix: str = "",
+    ) -> DoctorReport:
+        apis = discovery.to_json() if discovery is not None else {}
+        return DoctorReport(
+            namespace=self.namespace,
+            api_server=self.api.host,
+            credentials=self.credentials.description,
+            identity=identity.username if identity else None,
+            checks=tuple(self.checks),
+            local_queues=tuple(queues or ()),
+            default_queue=default,
+            fix=fix,
+            kueue=apis.get("kueue", {}),
+            kuberay=apis.get("kuberay", {}),
+        )
+
+
+def _failed(
+    kind: str,
+    name: str,
+    err: KubeError,
+    unlocks: str,
+    status: Status = "failed",
+    required: bool = True,
+) -> Check:
+    return Check(kind, name, status, str(err), unlocks, required, hint=err.hint)
+
+
+def _stopped(check: Check) -> DoctorReport:
+    return DoctorReport(None, None, None, None, (check,))

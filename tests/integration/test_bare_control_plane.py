@@ -1,0 +1,193 @@
+"""A cluster without Kueue or KubeRay, on a second, disposable API server and etcd (never the
+shared test cluster): the doctor says clearly what is not installed and exits 1, and a session
+started there picks up Kueue and KubeRay when their CRDs are installed later, without a
+restart."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_dw.k8s.auth import load_credentials
+from jupyter_dw.k8s.errors import NotInstalled
+from jupyter_dw.k8s.resources import LOCAL_QUEUE, RAY_CLUSTER
+from jupyter_dw.k8s.session import KubeSession
+from tests.cluster import manifests
+from tests.cluster.bare import BareControlPlane
+from tests.cluster.controlplane import ClusterState
+from tests.cluster.fixtures import WorkbenchIdentity
+from tests.cluster.kubeapi import wait_for
+from tests.integration.rbac_examples import by_name, doctor_json, run_doctor
+
+pytestmark = pytest.mark.cluster
+
+TIMEOUT = 30.0
+
+
+@pytest.fixture(scope="module")
+def bare(cluster, tmp_path_factory) -> Iterator[BareControlPlane]:
+    """etcd + kube-apiserver only (``cluster`` first: the binaries are built by then)."""
+    plane = BareControlPlane(tmp_path_factory.mktemp("bare") / "control-plane")
+    with plane:
+        yield plane
+
+
+def bare_state(bare: BareControlPlane) -> ClusterState:
+    state = bare.state()
+    assert state is not None
+    return state
+
+
+@pytest.fixture
+def bare_workbench(bare: BareControlPlane, tmp_path: Path) -> WorkbenchIdentity:
+    """A ServiceAccount of the bare cluster with no RBAC, as a workbench pod sees it."""
+    admin, state = bare.admin(), bare_state(bare)
+    namespace, name = "workbench-ns", "workbench"
+    admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    admin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+    )
+    token = admin.request(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        content_type="application/json",
+    )["status"]["token"]
+    sa_dir = tmp_path / "serviceaccount"
+    sa_dir.mkdir()
+    (sa_dir / "token").write_text(token)
+    (sa_dir / "ca.crt").write_bytes(Path(state.ca_file).read_bytes())
+    (sa_dir / "namespace").write_text(namespace)
+    host, _, port = state.apiserver.removeprefix("https://").rpartition(":")
+    return WorkbenchIdentity(namespace, name, token, sa_dir, host, port)
+
+
+def test_the_doctor_says_kueue_and_kuberay_are_not_installed(bare_workbench):
+    code, report = doctor_json(bare_workbench)
+    table = run_doctor(identity=bare_workbench)
+
+    assert code == 1 and table.returncode == 1
+    checks = by_name(report)
+    assert checks["API server"]["status"] == "ok"
+    assert checks["identity"]["detail"].startswith(bare_workbench.username)
+    kueue = checks["Kueue"]
+    assert kueue["status"] == "missing"
+    assert kueue["detail"].startswith("Kueue is not installed: the API server serves no ")
+    assert "install Kueue" in kueue["hint"]
+    assert checks["KubeRay"]["status"] == "missing"
+    assert "install the KubeRay operator" in checks["KubeRay"]["hint"]
+    assert checks["visibility API"]["status"] == "optional-missing"
+    assert checks["LocalQueues"]["status"] == "skipped"
+    assert report["kueue"]["installed"] is False
+    # The message a maintainer reads first.
+    assert "NOT READY" in table.stdout
+    assert "- Kueue: Kueue is not installed" in table.stdout
+    assert "- KubeRay: KubeRay is not installed" in table.stdout
+
+
+def crds(bare: BareControlPlane) -> list[dict[str, Any]]:
+    """Kueue's LocalQueue and Workload CRDs and KubeRay's RayCluster CRD, without Kueue's
+    conversion webhook (nothing here runs Kueue; objects are stored as they are written)."""
+    state = bare_state(bare)
+    kueue = manifests.kueue_crds(
+        bare.versions, "https://127.0.0.1:1", Path(state.ca_file).read_bytes()
+    )
+    wanted = {"localqueues.kueue.x-k8s.io", "workloads.kueue.x-k8s.io", "rayclusters.ray.io"}
+    found = []
+    for crd in [*kueue, *manifests.kuberay_crds(bare.versions)]:
+        if crd["metadata"]["name"] in wanted:
+            crd = copy.deepcopy(crd)
+            crd["spec"].pop("conversion", None)
+            found.append(crd)
+    assert len(found) == len(wanted)
+    return found
+
+
+def install(bare: BareControlPlane, objects: list[dict[str, Any]]) -> None:
+    """Create each CRD that is not there yet (tests of this module share the plane)."""
+    admin = bare.admin()
+    for crd in objects:
+        if admin.get(crd) is None:
+            admin.create(crd)
+
+
+def test_a_session_picks_up_kueue_and_kuberay_installed_later(bare):
+    admin, state = bare.admin(), bare_state(bare)
+    credentials = load_credentials("/nonexistent", environ={"KUBECONFIG": state.kubeconfig})
+    session = KubeSession(credentials=credentials, namespace="default", refresh_interval=0.5)
+    session.start()
+    try:
+        assert not session.discovery.kueue_installed
+        assert not session.discovery.kuberay_installed
+        with pytest.raises(NotInstalled):
+            session.queue_state(timeout=5)
+        assert session.watched == []
+
+        install(bare, crds(bare))
+
+        wait_for(
+            lambda: {"localqueues", "workloads", "rayclusters"} <= set(session.watched),
+            timeout=TIMEOUT,
+            what="the session watching LocalQueues, Workloads and RayClusters",
+        )
+        assert session.discovery.kueue_installed and session.discovery.kuberay_installed
+        assert session.refreshes >= 1
+        version = session.discovery.kueue_version
+        admin.apply(
+            {
+                "apiVersion": f"kueue.x-k8s.io/{version}",
+                "kind": "LocalQueue",
+                "metadata": {"name": "late", "namespace": "default"},
+                "spec": {"clusterQueue": "nowhere"},
+            }
+        )
+        cache = session.cache(LOCAL_QUEUE)
+        assert cache is not None
+        assert cache.wait_until(
+            lambda objs: any(o["metadata"]["name"] == "late" for o in objs), TIMEOUT
+        )
+        assert [q.name for q in session.queue_state().local_queues] == ["late"]
+        assert session.ray_clusters() == []
+        assert session.cache(RAY_CLUSTER) is not None
+    finally:
+        session.stop()
+
+
+def test_a_resource_that_disappears_is_rechecked_at_once(bare):
+    """KubeRay uninstalled under a running session: the RayCluster watch's re-list gets a 404
+    for the resource, which asks for a re-check at once (not after the hour's interval); the
+    session then stops watching RayClusters and says KubeRay is not installed."""
+    admin, state = bare.admin(), bare_state(bare)
+    install(bare, crds(bare))
+    credentials = load_credentials("/nonexistent", environ={"KUBECONFIG": state.kubeconfig})
+    session = KubeSession(credentials=credentials, namespace="default", refresh_interval=3600)
+    session.start()
+    try:
+        wait_for(
+            lambda: session.discovery.kuberay_installed and "rayclusters" in session.watched,
+            timeout=TIMEOUT,
+            what="KubeRay discovered and watched",
+        )
+        assert session.ray_clusters() == []
+        [raycluster_crd] = [c for c in crds(bare) if c["metadata"]["name"] == "rayclusters.ray.io"]
+        admin.delete(raycluster_crd)
+
+        wait_for(
+            lambda: "rayclusters" not in session.watched,
+            timeout=TIMEOUT,
+            what="the RayCluster watch stopped",
+        )
+        assert not session.discovery.kuberay_installed
+        assert session.discovery.kueue_installed  # Kueue is still there
+        with pytest.raises(NotInstalled):
+            session.ray_clusters(timeout=5)
+    finally:
+        session.stop()
