@@ -186,6 +186,8 @@ export interface components {
       /** @enum {unknown} */
       scope: 'namespace' | 'cluster';
       purpose: string;
+      /** @description Whether jupyter_dw needs it (else it only unlocks an optional feature). */
+      required?: boolean;
       allowed: boolean;
       reason: string | null;
     };
@@ -267,6 +269,14 @@ export interface components {
       quota_visible: boolean;
       cohorts_visible: boolean;
       queues: components['schemas']['Queue'][];
+      /** @description The WorkloadPriorityClasses a cluster may name; null when not readable. */
+      priority_classes?: null | components['schemas']['PriorityClass'][];
+    };
+    PriorityClass: {
+      name: string;
+      value: number;
+      description: string | null;
+      default: boolean;
     };
     /** @enum {unknown} */
     ClusterState:
@@ -325,6 +335,8 @@ export interface components {
       /** @description Kueue's 0-based position, only while waiting for quota. */
       position_in_local_queue: number | null;
       position_in_cluster_queue: number | null;
+      /** @description While `preempted`, the workload Kueue named as the preemptor. */
+      preempted_by?: null | components['schemas']['PreemptedBy'];
       /** @description `{base_url}dw/ray/<name>/`: the Ray dashboard through the Jupyter server. */
       dashboard_url: string;
       /** @description The username that created it through jupyter_dw. */
@@ -332,6 +344,12 @@ export interface components {
       pods: components['schemas']['Pod'][];
       /** @description The milestones reached so far, in order, with their times. */
       milestones?: components['schemas']['Milestone'][];
+    };
+    PreemptedBy: {
+      workload_uid: string | null;
+      job_uid: string | null;
+      /** @description The preemptor's RayCluster, when it is one of the namespace. */
+      name: string | null;
     };
     ClusterList: {
       namespace: string;
@@ -364,9 +382,21 @@ export interface components {
       labels?: {
         [key: string]: string;
       } | null;
+      /** @description A WorkloadPriorityClass name; omitted or null is Kueue's default. */
+      priority?: string | null;
+      /** @description Kubernetes tolerations for every pod (e.g. for a tainted flavor). */
+      tolerations?: components['schemas']['Toleration'][] | null;
+      node_selector?: {
+        [key: string]: string;
+      } | null;
     };
     /** @description A request after defaults, as the server will create it. */
     ClusterSpec: {
+      priority?: string | null;
+      tolerations?: components['schemas']['Toleration'][];
+      node_selector?: {
+        [key: string]: string;
+      };
       name: string | null;
       queue: string;
       workers: number;
@@ -384,6 +414,15 @@ export interface components {
       labels: {
         [key: string]: string;
       };
+    };
+    /** @description A Kubernetes Toleration (empty fields left out). */
+    Toleration: {
+      key?: string;
+      /** @enum {unknown} */
+      operator?: 'Equal' | 'Exists';
+      value?: string;
+      /** @enum {unknown} */
+      effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
     };
     /** @description Resource name → quantity. */
     Quantities: {
@@ -415,8 +454,13 @@ export interface components {
           [key: string]: string;
         };
       };
-      /** @description Pending workloads a submission would queue behind; null when unknown. */
+      /** @description Pending workloads Kueue orders before this one (higher or equal priority); null when unknown. */
       ahead: number | null;
+      /**
+       * @description Whether `ahead` is exact, a lower or an upper bound.
+       * @enum {unknown}
+       */
+      ahead_bound?: 'exact' | 'at-least' | 'at-most' | null;
       queue: string | null;
       cluster_queue: string | null;
       spec: components['schemas']['ClusterSpec'];

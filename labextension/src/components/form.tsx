@@ -12,7 +12,8 @@ type FieldName =
   | 'worker_gpu'
   | 'head_cpu'
   | 'head_memory'
-  | 'image';
+  | 'image'
+  | 'priority';
 
 const FIELDS: { name: FieldName; label: string; placeholder?: string; inputMode?: 'numeric' }[] = [
   { name: 'name', label: 'Name', placeholder: 'my-ray' },
@@ -34,7 +35,8 @@ const INITIAL: Record<FieldName, string> = {
   worker_gpu: '0',
   head_cpu: '1',
   head_memory: '2Gi',
-  image: ''
+  image: '',
+  priority: ''
 };
 
 const INTEGER_FIELDS: FieldName[] = ['workers', 'worker_gpu'];
@@ -114,6 +116,7 @@ export function NewClusterForm(props: {
 }): JSX.Element {
   const { model, fitChecker } = props;
   const queues = model.queues?.queues ?? [];
+  const priorityClasses = model.queues?.priority_classes ?? null;
   const [fields, setFields] = React.useState<Record<FieldName, string>>(INITIAL);
   const [errors, setErrors] = React.useState<Record<string, string>>({});
   const [fitState, setFitState] = React.useState<FitState>(fitChecker.state);
@@ -227,6 +230,31 @@ export function NewClusterForm(props: {
             ) : null}
           </div>
         ))}
+        {priorityClasses && priorityClasses.length > 0 ? (
+          <div className="jp-dw-field">
+            <label htmlFor={fieldId('priority')}>Priority</label>
+            <select
+              id={fieldId('priority')}
+              className="jp-mod-styled"
+              value={fields.priority}
+              aria-invalid={errors.priority ? true : undefined}
+              aria-describedby={describe('priority')}
+              onChange={e => set('priority', e.target.value)}
+            >
+              <option value="">Kueue's default</option>
+              {priorityClasses.map(p => (
+                <option key={p.name} value={p.name}>
+                  {p.name} ({p.value}){p.default ? ' (default)' : ''}
+                </option>
+              ))}
+            </select>
+            {errors.priority ? (
+              <span className="jp-dw-field-error" id={errorId('priority')}>
+                {errors.priority}
+              </span>
+            ) : null}
+          </div>
+        ) : null}
         {errors.request ? (
           <div className="jp-dw-field-error" role="alert">
             {errors.request}
