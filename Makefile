@@ -5,9 +5,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CLUSTER := $(PY) -m tests.cluster
+# The sidebar's npm packages: installed from the lockfile, never a browser download.
+NPM_STAMP := labextension/node_modules/.installed
+NPM_ENV := PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PATH=$(CURDIR)/$(VENV)/bin:$$PATH
+LABEXT_DEV := $(VENV)/share/jupyter/labextensions/jupyter-dw
 
 .PHONY: help deps system-deps python-deps cluster-build cluster-up cluster-down cluster-status \
-        lint test test-unit test-legacy demo clean
+        frontend lint test test-unit test-js test-legacy demo clean
 
 help:
 	@echo "make test          install everything, build the test cluster, lint, run all tests"
@@ -17,27 +21,36 @@ help:
 
 deps: system-deps python-deps
 
-# etcd from Debian; Go builds everything else (tests/cluster/build.sh).
+# etcd and chromium (UI tests) from Debian; Go builds everything else (tests/cluster/build.sh).
 system-deps:
 	@command -v go >/dev/null || { echo "Go >= 1.21 is required (it fetches the toolchain it needs)"; exit 1; }
-	@command -v etcd >/dev/null || { \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq etcd-server >/dev/null; }
-	@# Browser tests (dashboard proxy isolation): Debian's Chromium, driven by Playwright.
-	@command -v chromium >/dev/null || { \
+	@command -v npm >/dev/null || { echo "Node.js >= 18 and npm are required (the sidebar)"; exit 1; }
+	@command -v etcd >/dev/null && command -v chromium >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && \
-	  $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+	  $$SUDO apt-get install -y -qq --no-install-recommends etcd-server chromium >/dev/null; }
 
-$(STAMP): pyproject.toml
+$(NPM_STAMP): labextension/package-lock.json labextension/package.json
+	cd labextension && $(NPM_ENV) npm ci --no-audit --no-fund --loglevel=error
+	touch $(NPM_STAMP)
+
+$(STAMP): pyproject.toml | $(NPM_STAMP)
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test,demo]"
+	@# The build hook (hatch-jupyter-builder) builds the sidebar with npm when it is stale.
+	$(NPM_ENV) $(PY) -m pip install -q -e ".[test,demo]"
 	@# An editable install skips etc/jupyter: enable the server extension in the venv explicitly.
 	$(VENV)/bin/jupyter server extension enable --sys-prefix jupyter_dw >/dev/null
+	@# ... and copies the labextension: link it instead, so `make frontend` is seen on reload.
+	rm -rf $(LABEXT_DEV) && ln -s $(CURDIR)/jupyter_dw/labextension $(LABEXT_DEV)
 	touch $(STAMP)
 
 python-deps: $(STAMP)
+
+# The sidebar: TypeScript types from openapi.yaml are checked, then a development build.
+frontend: python-deps $(NPM_STAMP)
+	cd labextension && $(NPM_ENV) npm run --silent check-generated
+	cd labextension && $(NPM_ENV) npm run --silent build >/dev/null
 
 cluster-build: deps
 	bash tests/cluster/build.sh
@@ -54,21 +67,28 @@ cluster-status: python-deps
 lint: python-deps
 	$(VENV)/bin/ruff check jupyter_dw tests benchmarks
 	$(VENV)/bin/ruff format --check jupyter_dw tests benchmarks
+	cd labextension && $(NPM_ENV) npm run --silent lint
 
 test-unit: python-deps
 	$(VENV)/bin/pytest tests/unit
 
-test: cluster-build lint
+# The sidebar model's unit tests (vitest); a failure stops make.
+test-js: python-deps
+	cd labextension && $(NPM_ENV) npm run --silent test
+
+# pytest runs last: CI reads its summary line.
+test: cluster-build lint frontend test-js
 	$(VENV)/bin/pytest
 
 test-legacy: export DW_KUEUE_VERSION = legacy
 test-legacy: test
 
-demo: cluster-up
+demo: cluster-up frontend
 	$(CLUSTER) demo-queues
 	KUBECONFIG=$$($(CLUSTER) kubeconfig) $(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser \
 	  --notebook-dir=examples $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) $(DEMO_ARGS)
 
 clean:
 	-$(CLUSTER) down
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache labextension/node_modules labextension/lib \
+	  jupyter_dw/labextension tests/ui/artifacts

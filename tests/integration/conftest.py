@@ -9,12 +9,16 @@ or ``server_options`` by indirect parametrization.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from tornado.httpclient import HTTPClientError
+from tornado.websocket import WebSocketClientConnection
 
 from jupyter_dw.k8s.session import KubeSession
 from jupyter_dw.server.handlers import CORE_SETTING
+from tests.openapi_check import check_event, check_response
 
 
 @pytest.fixture
@@ -78,3 +82,58 @@ def kernel(identity):
     yield runtime
     set_runtime(previous)
     runtime.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# Every answer of dw/api/ checked against jupyter_dw/openapi.yaml
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def jp_fetch(jp_fetch):
+    """pytest-jupyter's ``jp_fetch``, validating each ``dw/api/`` answer (errors too) against
+    openapi.yaml before the test sees it."""
+
+    async def fetch(*parts: str, **kwargs: Any):
+        method = kwargs.get("method", "GET")
+        checked = len(parts) > 2 and parts[:2] == ("dw", "api")
+        path = "/".join(parts[2:])
+        try:
+            response = await jp_fetch(*parts, **kwargs)
+        except HTTPClientError as err:
+            if checked and err.response is not None:
+                check_response(method, path, err.code, err.response.body)
+            raise
+        if checked:
+            check_response(method, path, response.code, response.body)
+        return response
+
+    return fetch
+
+
+class _CheckedEvents:
+    """A WebSocket client connection whose messages are checked against ``EventMessage``."""
+
+    def __init__(self, ws: WebSocketClientConnection) -> None:
+        self._ws = ws
+
+    async def read_message(self, *args: Any, **kwargs: Any) -> Any:
+        text = await self._ws.read_message(*args, **kwargs)
+        if isinstance(text, str):
+            check_event(json.loads(text))
+        return text
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ws, name)
+
+
+@pytest.fixture
+def jp_ws_fetch(jp_ws_fetch):
+    """pytest-jupyter's ``jp_ws_fetch``; ``dw/api/events`` messages are checked against
+    openapi.yaml as they are read."""
+
+    async def connect(*parts: str, **kwargs: Any):
+        ws = await jp_ws_fetch(*parts, **kwargs)
+        return _CheckedEvents(ws) if parts[:3] == ("dw", "api", "events") else ws
+
+    return connect

@@ -1,0 +1,327 @@
+"""How soon does the sidebar show a change written to the API server? Measured in the browser.
+
+Runs against the local control plane (started if needed) with a namespace of ``--queues``
+LocalQueues (default 200, on 10 ClusterQueues) and ``--clusters`` Ray clusters (default 50,
+waiting in a queue without quota), JupyterLab running as a workbench service account
+(tests/ui/lab.py) and the panel open in headless Chromium. Then, ``--changes`` times each:
+
+- **push** (the product): the administrator creates a RayCluster (suspended, in a queue, as
+  ``POST clusters`` would); a ``MutationObserver`` in the page stamps the moment its card is in
+  the panel's DOM. Latency = that stamp - the wall clock just before the create call (one
+  clock: browser and benchmark run on the same machine).
+- **workload**: a plain Workload is created in a LocalQueue; latency to the queue's pending
+  count in the DOM. This one includes Kueue's own status update of the LocalQueue.
+- **poll baseline**, same run and page: a 5 s poll of ``GET dw/api/clusters`` (the interval
+  dask-labextension uses) stamps when each new cluster first appears in a poll answer; and the
+  round trip of that ``GET clusters`` itself.
+
+Usage: ``.venv/bin/python -m benchmarks.bench_sidebar [--queues 200] [--clusters 50]
+[--changes 40]`` (needs ``make python-deps`` and ``/usr/bin/chromium``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+from playwright.sync_api import expect, sync_playwright
+
+from jupyter_dw.domain.cluster_spec import ClusterSpec
+from tests.cluster.controlplane import LocalCluster
+from tests.cluster.fixtures import plain_workload
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
+from tests.ui.lab import CHROMIUM, LabServer
+
+GROUP = "kueue.x-k8s.io"
+POLL_MS = 5000
+
+OBSERVE = """
+({pollMs}) => {
+  const now = () => performance.timeOrigin + performance.now();
+  window.__bench = { cards: {}, pending: {}, polled: {}, rtt: [] };
+  const root = document.getElementById('jp-dw-sidebar');
+  const record = () => {
+    const t = now();
+    for (const card of root.querySelectorAll('[data-cluster]')) {
+      window.__bench.cards[card.dataset.cluster] ??= t;
+    }
+    for (const q of root.querySelectorAll('[data-queue]')) {
+      const n = q.querySelector('[data-count="pending"] strong')?.textContent;
+      const seen = (window.__bench.pending[q.dataset.queue] ??= {});
+      seen[n] ??= t;
+    }
+  };
+  new MutationObserver(record).observe(root, {
+    subtree: true, childList: true, characterData: true, attributes: true
+  });
+  record();
+  // The baseline: what a 5 s poll of GET clusters would show, and when.
+  setInterval(async () => {
+    const start = now();
+    const answer = await (await fetch('/dw/api/clusters', { credentials: 'same-origin' })).json();
+    const t = now();
+    window.__bench.rtt.push(t - start);
+    for (const c of answer.clusters) window.__bench.polled[c.name] ??= t;
+  }, pollMs);
+}
+"""
+
+
+# Before the page loads: stamp when the first events message about each cluster arrives, to
+# split the latency into server (write -> message in the browser) and panel (message -> DOM).
+STAMP_MESSAGES = """
+const Native = window.WebSocket;
+window.__arrived = {};
+window.WebSocket = class extends Native {
+  constructor(...args) {
+    super(...args);
+    if (String(args[0]).includes('dw/api/events')) {
+      this.addEventListener('message', event => {
+        const t = performance.timeOrigin + performance.now();
+        const m = JSON.parse(event.data);
+        if (m.type === 'cluster' && m.state) window.__arrived[m.name] ??= t;
+      });
+    }
+  }
+};
+"""
+
+
+def kueue_object(version: str, kind: str, name: str, **rest: Any) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/{version}", "kind": kind, "metadata": {"name": name}, **rest}
+
+
+def cluster_queue(version: str, name: str, flavor: str, cpu: str, memory: str) -> dict[str, Any]:
+    resources = [{"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": memory}]
+    return kueue_object(
+        version,
+        "ClusterQueue",
+        name,
+        spec={
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory"],
+                    "flavors": [{"name": flavor, "resources": resources}],
+                }
+            ],
+        },
+    )
+
+
+def describe(name: str, samples: list[float]) -> str:
+    q = statistics.quantiles(samples, n=20)
+    return (
+        f"{name:<34} n={len(samples):<3} median {statistics.median(samples):8.1f} ms   "
+        f"p95 {q[18]:8.1f} ms"
+    )
+
+
+def make_workbench(kube: client.ApiClient, namespace: str, directory: Path, cluster: Any) -> Any:
+    """A ServiceAccount with the workbench RBAC, its token and service-account directory."""
+    core = client.CoreV1Api(kube)
+    rbac = client.RbacAuthorizationV1Api(kube)
+    name = "workbench"
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    subject = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": namespace_rules()})
+    rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [subject],
+        },
+    )
+    cluster_role = f"{namespace}-{name}"
+    rbac.create_cluster_role({"metadata": {"name": cluster_role}, "rules": CLUSTER_READ_RULES})
+    rbac.create_cluster_role_binding(
+        {
+            "metadata": {"name": cluster_role},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": cluster_role,
+            },
+            "subjects": [subject],
+        }
+    )
+    token = core.create_namespaced_service_account_token(
+        name,
+        namespace,
+        client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[])),
+    ).status.token
+    sa_dir = directory / "serviceaccount"
+    sa_dir.mkdir()
+    (sa_dir / "token").write_text(token)
+    (sa_dir / "ca.crt").write_bytes(Path(cluster.ca_file).read_bytes())
+    (sa_dir / "namespace").write_text(namespace)
+    host, _, port = cluster.apiserver.removeprefix("https://").rpartition(":")
+    environ = {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port}
+    return sa_dir, environ, f"system:serviceaccount:{namespace}:{name}", cluster_role
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--queues", type=int, default=200)
+    parser.add_argument("--clusters", type=int, default=50)
+    parser.add_argument("--changes", type=int, default=40)
+    args = parser.parse_args()
+
+    state = LocalCluster().up()
+    kube = config.new_client_from_config(config_file=state.kubeconfig)
+    custom = client.CustomObjectsApi(kube)
+    core = client.CoreV1Api(kube)
+    rbac = client.RbacAuthorizationV1Api(kube)
+    version = "v1beta2" if state.versions["kueue"] >= "v0.15" else "v1beta1"
+    tag = uuid.uuid4().hex[:6]
+    namespace = f"bench-{tag}"
+    flavor = f"bench-{tag}"
+    # ClusterQueue 0 has no quota: the clusters there wait, parked, and cost Kueue nothing.
+    cqs = [f"bench-{tag}-{i}" for i in range(10)]
+    cluster_role = None
+    core.create_namespace({"metadata": {"name": namespace}})
+    workdir = Path(tempfile.mkdtemp(prefix="bench-sidebar-"))
+    lab = None
+    try:
+        custom.create_cluster_custom_object(
+            GROUP, version, "resourceflavors", kueue_object(version, "ResourceFlavor", flavor)
+        )
+        for i, cq in enumerate(cqs):
+            cpu, memory = ("0", "0") if i == 0 else ("8", "32Gi")
+            custom.create_cluster_custom_object(
+                GROUP, version, "clusterqueues", cluster_queue(version, cq, flavor, cpu, memory)
+            )
+        for i in range(args.queues):
+            annotations = {f"{GROUP}/default-queue": "true"} if i == 0 else {}
+            body = kueue_object(
+                version, "LocalQueue", f"lq-{i:03d}", spec={"clusterQueue": cqs[i % 10]}
+            )
+            body["metadata"]["annotations"] = annotations
+            custom.create_namespaced_custom_object(GROUP, version, namespace, "localqueues", body)
+
+        sa_dir, environ, username, cluster_role = make_workbench(kube, namespace, workdir, state)
+
+        def raycluster(name: str) -> dict[str, Any]:
+            spec = ClusterSpec.from_request(
+                {
+                    "name": name,
+                    "queue": "lq-000",
+                    "workers": 1,
+                    "head_cpu": "1",
+                    "head_memory": "1Gi",
+                    "worker_cpu": "1",
+                    "worker_memory": "1Gi",
+                }
+            )
+            return spec.to_raycluster(namespace, owner=username)
+
+        for i in range(args.clusters):
+            custom.create_namespaced_custom_object(
+                "ray.io", "v1", namespace, "rayclusters", raycluster(f"base-{i:02d}")
+            )
+
+        lab = LabServer(sa_dir, environ, workdir / "lab", workdir / "jupyter-server.log")
+        lab.workdir.mkdir()
+        lab.start()
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+            )
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.add_init_script(STAMP_MESSAGES)
+            page.goto(lab.lab_url())
+            page.get_by_role("tab", name="Distributed Workloads").click(timeout=60_000)
+            sidebar = page.locator("#jp-dw-sidebar")
+            expect(sidebar.locator("[data-queue]")).to_have_count(args.queues, timeout=60_000)
+            expect(sidebar.locator("[data-cluster]")).to_have_count(args.clusters, timeout=60_000)
+            page.evaluate(OBSERVE, {"pollMs": POLL_MS})
+
+            push: list[float] = []
+            server: list[float] = []
+            panel: list[float] = []
+            for i in range(args.changes):
+                name = f"probe-{i:02d}"
+                written = time.time() * 1000
+                custom.create_namespaced_custom_object(
+                    "ray.io", "v1", namespace, "rayclusters", raycluster(name)
+                )
+                page.wait_for_function(f"() => window.__bench.cards['{name}']", timeout=30_000)
+                shown, arrived = page.evaluate(
+                    f"() => [window.__bench.cards['{name}'], window.__arrived['{name}']]"
+                )
+                push.append(shown - written)
+                server.append(arrived - written)
+                panel.append(shown - arrived)
+
+            workload: list[float] = []
+            pending_queue = "lq-010"  # on ClusterQueue 0 (no quota): pending counts up
+            for i in range(args.changes):
+                expected = str(i + 1)
+                written = time.time() * 1000
+                custom.create_namespaced_custom_object(
+                    GROUP,
+                    version,
+                    namespace,
+                    "workloads",
+                    plain_workload(version, f"wl-{i:02d}", pending_queue, "1"),
+                )
+                page.wait_for_function(
+                    f"() => (window.__bench.pending['{pending_queue}'] || {{}})['{expected}']",
+                    timeout=30_000,
+                )
+                seen = page.evaluate(
+                    f"() => window.__bench.pending['{pending_queue}']['{expected}']"
+                )
+                workload.append(seen - written)
+
+            # The poll baseline saw every probe by now or within one more interval.
+            page.wait_for_function(
+                "() => Object.keys(window.__bench.polled)"
+                f".filter(n => n.startsWith('probe-')).length === {args.changes}",
+                timeout=POLL_MS * 3,
+            )
+            polled = page.evaluate("() => window.__bench.polled")
+            cards = page.evaluate("() => window.__bench.cards")
+            rtt = page.evaluate("() => window.__bench.rtt")
+            browser.close()
+    finally:
+        if lab is not None:
+            lab.stop()
+        core.delete_namespace(namespace)
+        if cluster_role:
+            with contextlib.suppress(client.ApiException):
+                rbac.delete_cluster_role_binding(cluster_role)
+                rbac.delete_cluster_role(cluster_role)
+        for plural, name in [("clusterqueues", cq) for cq in cqs] + [("resourceflavors", flavor)]:
+            with contextlib.suppress(client.ApiException):
+                custom.delete_cluster_custom_object(GROUP, version, plural, name)
+
+    # Poll latency per probe: when the poll first showed it, minus when the push showed it,
+    # plus the push latency = poll seen - written.
+    poll = [
+        polled[f"probe-{i:02d}"] - cards[f"probe-{i:02d}"] + push[i] for i in range(args.changes)
+    ]
+    print(
+        f"Sidebar latency, {args.queues} LocalQueues, {args.clusters} + {args.changes} Ray "
+        f"clusters (Kueue {state.versions['kueue']}, {version}); measured in Chromium"
+    )
+    print(describe("push: RayCluster created -> card", push))
+    print(describe("  of which: write -> socket message", server))
+    print(describe("  of which: socket message -> DOM", panel))
+    print(describe("push: Workload created -> pending", workload))
+    print(describe(f"baseline: {POLL_MS / 1000:g} s poll of GET clusters", poll))
+    print(describe("baseline: GET clusters round trip", rtt))
+    ratio = statistics.median(poll) / statistics.median(push)
+    print(f"median speed-up over the 5 s poll: {ratio:.0f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+/**
+ * Requests to the jupyter_dw server extension (`{base_url}dw/api/`), typed with the schemas
+ * generated from `jupyter_dw/openapi.yaml` (`npm run generate` writes `openapi.d.ts`).
+ */
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+import type { components } from './openapi';
+
+type Schemas = components['schemas'];
+export type Version = Schemas['Version'];
+export type Context = Schemas['Context'];
+export type Queues = Schemas['Queues'];
+export type Queue = Schemas['Queue'];
+export type QueueResource = Schemas['QueueResource'];
+export type Cluster = Schemas['Cluster'];
+export type ClusterList = Schemas['ClusterList'];
+export type ClusterState = Schemas['ClusterState'];
+export type Milestone = Schemas['Milestone'];
+export type ClusterSpecRequest = Schemas['ClusterSpecRequest'];
+export type Fit = Schemas['Fit'];
+export type Suggestion = Schemas['Suggestion'];
+export type Deleted = Schemas['Deleted'];
+export type ErrorBody = Schemas['Error'];
+export type EventMessage = Schemas['EventMessage'];
+export type SnapshotMessage = Schemas['SnapshotMessage'];
+export type QueuesMessage = Schemas['QueuesMessage'];
+export type ClusterMessage = Schemas['ClusterMessage'];
+
+export const API_PATH = 'dw/api';
+
+/** An answer with an error status from the server extension (or from jupyter_server). */
+export class DWRequestError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: ErrorBody | null,
+    message?: string
+  ) {
+    super(message ?? body?.error ?? `HTTP ${status}`);
+    this.name = 'DWRequestError';
+  }
+
+  /** The machine-readable code (`invalid_spec`, `forbidden`, ...), if any. */
+  get code(): string | null {
+    return this.body?.code ?? null;
+  }
+
+  /** Per-field messages of a 400 (`{field: message}`), empty if none. */
+  get fieldErrors(): Record<string, string> {
+    return this.body?.errors ?? {};
+  }
+}
+
+/** The server could not be reached at all (network, server down). */
+export class DWNetworkError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DWNetworkError';
+  }
+}
+
+/** What the model needs of a WebSocket (the browser's, or a test's stand-in). */
+export interface ISocket {
+  onopen: ((event: unknown) => void) | null;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  onclose: ((event: { code: number; reason: string }) => void) | null;
+  onerror: ((event: unknown) => void) | null;
+  close(code?: number, reason?: string): void;
+}
+
+/** The REST API and the events socket. */
+export interface IDWApi {
+  version(): Promise<Version>;
+  context(): Promise<Context>;
+  queues(): Promise<Queues>;
+  clusters(): Promise<ClusterList>;
+  fit(spec: ClusterSpecRequest, signal?: AbortSignal): Promise<Fit>;
+  create(spec: ClusterSpecRequest): Promise<Cluster>;
+  remove(name: string): Promise<Deleted>;
+  openEvents(): ISocket;
+}
+
+/** The API on a Jupyter server (`ServerConnection.makeSettings()` by default). */
+export class DWApi implements IDWApi {
+  constructor(readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()) {}
+
+  version(): Promise<Version> {
+    return this.request<Version>('GET', 'version');
+  }
+
+  context(): Promise<Context> {
+    return this.request<Context>('GET', 'context');
+  }
+
+  queues(): Promise<Queues> {
+    return this.request<Queues>('GET', 'queues');
+  }
+
+  clusters(): Promise<ClusterList> {
+    return this.request<ClusterList>('GET', 'clusters');
+  }
+
+  fit(spec: ClusterSpecRequest, signal?: AbortSignal): Promise<Fit> {
+    return this.request<Fit>('POST', 'clusters/fit', spec, signal);
+  }
+
+  create(spec: ClusterSpecRequest): Promise<Cluster> {
+    return this.request<Cluster>('POST', 'clusters', spec);
+  }
+
+  remove(name: string): Promise<Deleted> {
+    return this.request<Deleted>('DELETE', `clusters/${encodeURIComponent(name)}`);
+  }
+
+  /** `dw/api/events`; the browser's cookies authenticate it, or the token when appended. */
+  openEvents(): ISocket {
+    let url = URLExt.join(this.settings.wsUrl, API_PATH, 'events');
+    if (this.settings.appendToken && this.settings.token) {
+      url += `?token=${encodeURIComponent(this.settings.token)}`;
+    }
+    return new this.settings.WebSocket(url) as unknown as ISocket;
+  }
+
+  private async request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal
+  ): Promise<T> {
+    const url = URLExt.join(this.settings.baseUrl, API_PATH, path);
+    const init: RequestInit = { method, signal };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers = { 'Content-Type': 'application/json' };
+    }
+    let response: Response;
+    try {
+      response = await ServerConnection.makeRequest(url, init, this.settings);
+    } catch (error) {
+      if ((error as Error).name === 'AbortError') {
+        throw error;
+      }
+      throw new DWNetworkError(String((error as Error).message ?? error));
+    }
+    const text = await response.text();
+    let data: unknown = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch {
+      data = null;
+    }
+    if (!response.ok) {
+      const errorBody =
+        data && typeof data === 'object' && 'error' in data ? (data as ErrorBody) : null;
+      throw new DWRequestError(response.status, errorBody);
+    }
+    return data as T;
+  }
+}

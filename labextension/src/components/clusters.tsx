@@ -1,0 +1,168 @@
+import * as React from 'react';
+
+import type { Cluster } from '../api';
+import { DWModel, formatDuration, quotaHeldFor, timeline } from '../model';
+import { ErrorNote } from './status';
+
+/** What a card's buttons do (the plugin provides them: JupyterLab tabs, notebooks, dialogs). */
+export interface IClusterActions {
+  openDashboard(cluster: Cluster): void;
+  insertConnection(cluster: Cluster): void;
+  remove(cluster: Cluster): Promise<void>;
+}
+
+/** A duration since `since` that counts up once a second (a local timer, no request). */
+function Elapsed(props: { since: () => number | null }): JSX.Element | null {
+  const [, setTick] = React.useState(0);
+  React.useEffect(() => {
+    const timer = setInterval(() => setTick(t => t + 1), 1000);
+    return () => clearInterval(timer);
+  }, []);
+  const ms = props.since();
+  return ms === null ? null : <>{formatDuration(ms)}</>;
+}
+
+function Timeline(props: { cluster: Cluster }): JSX.Element | null {
+  const steps = timeline(props.cluster);
+  if (steps.length === 0) {
+    return null;
+  }
+  return (
+    <ol className="jp-dw-timeline" aria-label={`Milestones of ${props.cluster.name}`}>
+      {steps.map((step, i) => (
+        <li key={`${step.name}-${i}`} data-milestone={step.name}>
+          <span className="jp-dw-milestone-name">{step.name}</span>
+          {step.time ? (
+            <time className="jp-dw-muted" dateTime={step.time}>
+              {new Date(step.time).toLocaleTimeString()}
+            </time>
+          ) : null}
+          {step.sincePrevious !== null ? (
+            <span className="jp-dw-muted"> +{formatDuration(step.sincePrevious)}</span>
+          ) : null}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function ClusterCard(props: {
+  cluster: Cluster;
+  actions: IClusterActions;
+  me: string | null;
+}): JSX.Element {
+  const c = props.cluster;
+  const { actions } = props;
+  const desired = c.workers_desired;
+  const ready = c.workers_ready;
+  const titleId = `jp-dw-cluster-${c.name}`;
+  const queued = c.state === 'queued';
+  const position = c.position_in_local_queue;
+  return (
+    <li className="jp-dw-card" data-cluster={c.name} data-state={c.state} aria-labelledby={titleId}>
+      <div className="jp-dw-card-head">
+        <span className="jp-dw-card-name" id={titleId}>
+          {c.name}
+        </span>
+        <span className={`jp-dw-badge jp-dw-state-${c.state}`} data-badge={c.state}>
+          {c.state}
+        </span>
+      </div>
+      <div className="jp-dw-muted jp-dw-card-queue">
+        queue {c.queue ?? '?'}
+        {c.owner ? <> · by {c.owner === props.me ? 'you' : c.owner}</> : null}
+      </div>
+      {queued || c.reason ? (
+        <div className="jp-dw-card-reason">
+          {c.reason ? <span className="jp-dw-reason">{c.reason}</span> : null}
+          {c.message ? <span className="jp-dw-message">: {c.message}</span> : null}
+        </div>
+      ) : null}
+      {queued && position !== null && position !== undefined ? (
+        <div className="jp-dw-position" data-position={position}>
+          position {position + 1} in queue {c.queue}
+          {c.position_in_cluster_queue !== null && c.position_in_cluster_queue !== undefined
+            ? ` (${c.position_in_cluster_queue + 1} in ${c.cluster_queue ?? 'its ClusterQueue'})`
+            : null}
+        </div>
+      ) : null}
+      <div className="jp-dw-workers">
+        <span>
+          workers <strong data-workers-ready={ready}>{ready}</strong>/{desired} ready
+          {c.head_ready ? ' · head ready' : ''}
+        </span>
+        <div
+          className="jp-dw-bar"
+          role="progressbar"
+          aria-label={`Ready workers of ${c.name}`}
+          aria-valuemin={0}
+          aria-valuemax={desired || 1}
+          aria-valuenow={ready}
+        >
+          <span
+            className="jp-dw-bar-ready"
+            style={{ width: `${desired > 0 ? Math.min(100, (ready / desired) * 100) : 0}%` }}
+          />
+        </div>
+      </div>
+      {quotaHeldFor(c, Date.now()) !== null ? (
+        <div className="jp-dw-held">
+          holding quota for <Elapsed since={() => quotaHeldFor(c, Date.now())} />
+        </div>
+      ) : null}
+      <Timeline cluster={c} />
+      <div className="jp-dw-card-actions">
+        <button
+          type="button"
+          className="jp-mod-styled jp-dw-button"
+          aria-label={`Open the Ray dashboard of ${c.name}`}
+          onClick={() => actions.openDashboard(c)}
+        >
+          Dashboard
+        </button>
+        <button
+          type="button"
+          className="jp-mod-styled jp-dw-button"
+          aria-label={`Insert ray.init code for ${c.name} into the active notebook`}
+          onClick={() => actions.insertConnection(c)}
+        >
+          Insert ray.init
+        </button>
+        <button
+          type="button"
+          className="jp-mod-styled jp-mod-warn jp-dw-button"
+          aria-label={`Delete ${c.name}`}
+          disabled={c.state === 'deleting'}
+          onClick={() => void actions.remove(c)}
+        >
+          Delete
+        </button>
+      </div>
+    </li>
+  );
+}
+
+export function ClustersSection(props: {
+  model: DWModel;
+  scope: 'mine' | 'all';
+  actions: IClusterActions;
+}): JSX.Element {
+  const { model, scope, actions } = props;
+  const clusters = model.visibleClusters(scope);
+  return (
+    <section className="jp-dw-section" aria-labelledby="jp-dw-clusters-title">
+      <h3 id="jp-dw-clusters-title" className="jp-dw-section-title">
+        {scope === 'mine' ? 'My Ray clusters' : 'Ray clusters'}
+      </h3>
+      {model.clustersError ? <ErrorNote error={model.clustersError} /> : null}
+      {clusters.length === 0 && !model.clustersError ? (
+        <p className="jp-dw-muted">No Ray cluster yet: create one below.</p>
+      ) : null}
+      <ul className="jp-dw-cards">
+        {clusters.map(c => (
+          <ClusterCard key={c.name} cluster={c} actions={actions} me={model.username} />
+        ))}
+      </ul>
+    </section>
+  );
+}

@@ -1,0 +1,118 @@
+import * as React from 'react';
+
+import type { Queue, QueueResource } from '../api';
+import { DWModel, parseQuantity, resourceLabel, resourceOrder } from '../model';
+import { ErrorNote } from './status';
+
+function ResourceBar(props: {
+  queue: string;
+  resource: QueueResource;
+  showFlavor: boolean;
+}): JSX.Element {
+  const r = props.resource;
+  const label = resourceLabel(r.resource) + (props.showFlavor ? ` (${r.flavor})` : '');
+  const headroom = parseQuantity(r.headroom);
+  const reserved = parseQuantity(r.reserved);
+  const nominal = parseQuantity(r.nominal);
+  const total = Math.max(
+    isNaN(nominal) ? 0 : nominal,
+    (isNaN(reserved) ? 0 : reserved) + (isNaN(headroom) ? 0 : headroom)
+  );
+  const usedShare = total > 0 && !isNaN(reserved) ? Math.min(1, reserved / total) : 0;
+  const freeShare = total > 0 && !isNaN(headroom) ? Math.min(1 - usedShare, headroom / total) : 0;
+  return (
+    <div
+      className="jp-dw-resource"
+      data-resource={r.resource}
+      data-flavor={r.flavor}
+      data-headroom={r.headroom ?? ''}
+    >
+      <div className="jp-dw-resource-text">
+        <span className="jp-dw-resource-name">{label}</span>
+        <span className="jp-dw-resource-numbers">
+          headroom <strong className="jp-dw-headroom">{r.headroom ?? '?'}</strong>
+          {r.nominal !== null ? <> of {r.nominal}</> : null}
+          {r.reserved !== null ? <> · reserved {r.reserved}</> : null}
+          {r.borrowed && parseQuantity(r.borrowed) > 0 ? <> · borrowed {r.borrowed}</> : null}
+        </span>
+      </div>
+      <div
+        className="jp-dw-bar"
+        role="meter"
+        aria-label={`${label} headroom in queue ${props.queue}`}
+        aria-valuemin={0}
+        aria-valuemax={total || 1}
+        aria-valuenow={isNaN(headroom) ? 0 : headroom}
+        aria-valuetext={`${r.headroom ?? 'unknown'} free of ${r.nominal ?? 'unknown'}`}
+      >
+        <span className="jp-dw-bar-used" style={{ width: `${usedShare * 100}%` }} />
+        <span className="jp-dw-bar-free" style={{ width: `${freeShare * 100}%` }} />
+      </div>
+    </div>
+  );
+}
+
+function QueueItem(props: { queue: Queue }): JSX.Element {
+  const q = props.queue;
+  const resources = [...q.resources].sort(
+    (a, b) => resourceOrder(a.resource) - resourceOrder(b.resource)
+  );
+  const flavors = new Set(q.resources.map(r => r.flavor));
+  const headingId = `jp-dw-queue-${q.name}`;
+  return (
+    <li className="jp-dw-queue" data-queue={q.name} aria-labelledby={headingId}>
+      <div className="jp-dw-queue-head">
+        <span className="jp-dw-queue-name" id={headingId}>
+          {q.name}
+        </span>
+        {q.default ? <span className="jp-dw-tag">default</span> : null}
+        {!q.active ? <span className="jp-dw-tag jp-dw-tag-warn">inactive</span> : null}
+        <span className="jp-dw-muted jp-dw-queue-cq">→ {q.cluster_queue}</span>
+      </div>
+      <div className="jp-dw-queue-counts">
+        <span data-count="pending">
+          pending <strong>{q.pending}</strong>
+        </span>
+        {' · '}
+        <span data-count="admitted">
+          admitted <strong>{q.admitted}</strong>
+        </span>
+      </div>
+      {q.quota_visible ? null : (
+        <p className="jp-dw-quota-hidden">
+          quota hidden{q.hint ? <span className="jp-dw-hint">: {q.hint}</span> : null}
+        </p>
+      )}
+      {resources.map(r => (
+        <ResourceBar
+          key={`${r.flavor}/${r.resource}`}
+          queue={q.name}
+          resource={r}
+          showFlavor={flavors.size > 1}
+        />
+      ))}
+    </li>
+  );
+}
+
+export function QueuesSection(props: { model: DWModel }): JSX.Element {
+  const { queues, queuesError } = props.model;
+  return (
+    <section className="jp-dw-section" aria-labelledby="jp-dw-queues-title">
+      <h3 id="jp-dw-queues-title" className="jp-dw-section-title">
+        Queues
+      </h3>
+      {queuesError ? <ErrorNote error={queuesError} /> : null}
+      {queues && queues.queues.length === 0 ? (
+        <p className="jp-dw-muted">No LocalQueue in namespace {queues.namespace}.</p>
+      ) : null}
+      {queues ? (
+        <ul className="jp-dw-queues">
+          {queues.queues.map(q => (
+            <QueueItem key={q.name} queue={q} />
+          ))}
+        </ul>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,569 @@
+/**
+ * The sidebar's state: the version handshake, then queues and clusters from the `events`
+ * socket (a snapshot, then one message per change), with reconnection (backoff, then a fresh
+ * snapshot). Views listen to `changed` and read; they never fetch on their own.
+ */
+import { ISignal, Signal } from '@lumino/signaling';
+
+import {
+  Cluster,
+  ClusterSpecRequest,
+  DWRequestError,
+  ErrorBody,
+  EventMessage,
+  Fit,
+  IDWApi,
+  ISocket,
+  Milestone,
+  Queues
+} from './api';
+
+/** How the frontend and the server extension agree. */
+export type Handshake =
+  | { kind: 'pending' }
+  | { kind: 'ok'; serverVersion: string }
+  | { kind: 'mismatch'; serverVersion: string; frontendVersion: string }
+  | { kind: 'missing' }
+  | { kind: 'error'; message: string };
+
+/** The events socket: `connecting` before the first snapshot, `live` after it. */
+export type Connection = 'idle' | 'connecting' | 'live' | 'reconnecting' | 'stopped';
+
+export interface IClock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const browserClock: IClock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: handle => clearTimeout(handle as ReturnType<typeof setTimeout>)
+};
+
+export interface IBackoff {
+  /** First delay (ms). */
+  initial: number;
+  /** Largest delay (ms). */
+  max: number;
+}
+
+export const DEFAULT_BACKOFF: IBackoff = { initial: 500, max: 10000 };
+
+/** The delay before reconnect attempt `attempt` (0-based): doubling from `initial`. */
+export function backoffDelay(attempt: number, backoff: IBackoff = DEFAULT_BACKOFF): number {
+  return Math.min(backoff.max, backoff.initial * 2 ** Math.max(0, attempt));
+}
+
+export class DWModel {
+  constructor(
+    readonly api: IDWApi,
+    readonly frontendVersion: string,
+    readonly clock: IClock = browserClock,
+    readonly backoff: IBackoff = DEFAULT_BACKOFF
+  ) {}
+
+  /** Anything changed; read the properties again. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get handshake(): Handshake {
+    return this._handshake;
+  }
+  get connection(): Connection {
+    return this._connection;
+  }
+  get namespace(): string | null {
+    return this._namespace;
+  }
+  /** The identity's username (`GET context`), to tell "my" clusters; null if unknown. */
+  get username(): string | null {
+    return this._username;
+  }
+  get queues(): Queues | null {
+    return this._queues;
+  }
+  get queuesError(): ErrorBody | null {
+    return this._queuesError;
+  }
+  get clustersError(): ErrorBody | null {
+    return this._clustersError;
+  }
+  get positionsVisible(): boolean {
+    return this._positionsVisible;
+  }
+  /** The last `error` message of the socket, if the server gave up on it. */
+  get socketError(): ErrorBody | null {
+    return this._socketError;
+  }
+  /** Reconnections so far (snapshots received after the first). */
+  get reconnects(): number {
+    return this._reconnects;
+  }
+  /** Every cluster, by name. */
+  get clusters(): Cluster[] {
+    return [...this._clusters.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  cluster(name: string): Cluster | undefined {
+    return this._clusters.get(name);
+  }
+
+  /** Clusters to show: all of the namespace, or those whose `owner` is this identity. */
+  visibleClusters(scope: 'mine' | 'all'): Cluster[] {
+    if (scope === 'all' || this._username === null) {
+      return this.clusters;
+    }
+    return this.clusters.filter(c => c.owner === this._username);
+  }
+
+  /** The handshake, then the identity, then the events socket. */
+  async start(): Promise<void> {
+    if (this._started) {
+      return;
+    }
+    this._started = true;
+    try {
+      const { version } = await this.api.version();
+      this._handshake =
+        version === this.frontendVersion
+          ? { kind: 'ok', serverVersion: version }
+          : { kind: 'mismatch', serverVersion: version, frontendVersion: this.frontendVersion };
+    } catch (error) {
+      this._handshake =
+        error instanceof DWRequestError && error.status === 404
+          ? { kind: 'missing' }
+          : { kind: 'error', message: String((error as Error).message ?? error) };
+    }
+    this._emit();
+    if (this._handshake.kind !== 'ok' || this._disposed) {
+      return;
+    }
+    this.connect();
+    try {
+      const context = await this.api.context();
+      this._username = context.identity.username;
+      this._emit();
+    } catch {
+      // Without the identity every cluster shows ("mine" cannot be told apart).
+    }
+  }
+
+  /** Open the events socket (again). */
+  connect(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._connection = this._everLive ? 'reconnecting' : 'connecting';
+    let socket: ISocket;
+    try {
+      socket = this.api.openEvents();
+    } catch {
+      this._scheduleReconnect();
+      return;
+    }
+    this._socket = socket;
+    socket.onmessage = event => {
+      if (this._socket !== socket) {
+        return;
+      }
+      let message: EventMessage;
+      try {
+        message = JSON.parse(String(event.data)) as EventMessage;
+      } catch {
+        return;
+      }
+      this.apply(message);
+    };
+    socket.onclose = () => {
+      if (this._socket !== socket) {
+        return;
+      }
+      this._socket = null;
+      this._scheduleReconnect();
+    };
+    socket.onerror = () => {
+      // onclose follows.
+    };
+    this._emit();
+  }
+
+  /** Apply one events message. */
+  apply(message: EventMessage): void {
+    switch (message.type) {
+      case 'snapshot': {
+        if (this._everLive) {
+          this._reconnects += 1;
+        }
+        this._everLive = true;
+        this._attempt = 0;
+        this._connection = 'live';
+        this._socketError = null;
+        this._namespace = message.namespace;
+        this._queues = message.queues;
+        this._queuesError = message.queues_error;
+        this._clusters = new Map((message.clusters ?? []).map(c => [c.name, c]));
+        this._clustersError = message.clusters_error;
+        this._positionsVisible = message.positions_visible;
+        break;
+      }
+      case 'queues':
+        this._queues = message.queues ?? this._queues;
+        this._queuesError = message.queues_error;
+        break;
+      case 'cluster':
+        if (message.state === null) {
+          this._clusters.delete(message.name);
+        } else {
+          this._clusters.set(message.name, message.state);
+        }
+        break;
+      case 'workload':
+        return; // Queue counts come with the `queues` message of the same change.
+      case 'error':
+        this._socketError = {
+          error: message.error,
+          reason: message.reason,
+          hint: message.hint,
+          code: message.code
+        };
+        break;
+    }
+    this._lastMessageAt = this.clock.now();
+    this._emit();
+  }
+
+  /** When the last message arrived (clock ms), 0 if none. */
+  get lastMessageAt(): number {
+    return this._lastMessageAt;
+  }
+
+  /** Create a cluster; rejects with `DWRequestError` (see `fieldErrors`). */
+  async create(spec: ClusterSpecRequest): Promise<Cluster> {
+    const cluster = await this.api.create(spec);
+    // The socket brings it too; showing it now makes the form's result visible at once.
+    if (!this._clusters.has(cluster.name)) {
+      this._clusters.set(cluster.name, cluster);
+      this._emit();
+    }
+    return cluster;
+  }
+
+  async remove(name: string): Promise<void> {
+    await this.api.remove(name);
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    this._connection = 'stopped';
+    if (this._timer !== null) {
+      this.clock.clearTimeout(this._timer);
+      this._timer = null;
+    }
+    const socket = this._socket;
+    this._socket = null;
+    socket?.close();
+    Signal.clearData(this);
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  private _scheduleReconnect(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._connection = 'reconnecting';
+    const delay = backoffDelay(this._attempt, this.backoff);
+    this._attempt += 1;
+    this._timer = this.clock.setTimeout(() => {
+      this._timer = null;
+      this.connect();
+    }, delay);
+    this._emit();
+  }
+
+  private _emit(): void {
+    if (!this._disposed) {
+      this._changed.emit();
+    }
+  }
+
+  private _changed = new Signal<this, void>(this);
+  private _handshake: Handshake = { kind: 'pending' };
+  private _connection: Connection = 'idle';
+  private _namespace: string | null = null;
+  private _username: string | null = null;
+  private _queues: Queues | null = null;
+  private _queuesError: ErrorBody | null = null;
+  private _clusters = new Map<string, Cluster>();
+  private _clustersError: ErrorBody | null = null;
+  private _positionsVisible = false;
+  private _socketError: ErrorBody | null = null;
+  private _socket: ISocket | null = null;
+  private _timer: unknown = null;
+  private _attempt = 0;
+  private _everLive = false;
+  private _reconnects = 0;
+  private _started = false;
+  private _disposed = false;
+  private _lastMessageAt = 0;
+}
+
+/**
+ * Renders only while shown: `changed()` while hidden only marks the view stale, and `show()`
+ * renders once if it is.
+ */
+export class RenderGate {
+  constructor(private readonly render: () => void) {}
+
+  get stale(): boolean {
+    return this._stale;
+  }
+
+  changed(): void {
+    if (this._visible) {
+      this.render();
+    } else {
+      this._stale = true;
+    }
+  }
+
+  show(): void {
+    this._visible = true;
+    if (this._stale) {
+      this._stale = false;
+      this.render();
+    }
+  }
+
+  hide(): void {
+    this._visible = false;
+  }
+
+  private _visible = false;
+  private _stale = true;
+}
+
+/** The form's live fit verdict: debounced requests, stale answers dropped. */
+export type FitState =
+  | { kind: 'idle' }
+  | { kind: 'checking' }
+  | { kind: 'verdict'; fit: Fit }
+  | { kind: 'invalid'; errors: Record<string, string>; message: string }
+  | { kind: 'error'; message: string };
+
+export class FitChecker {
+  constructor(
+    private readonly api: IDWApi,
+    readonly delay = 300,
+    private readonly clock: IClock = browserClock
+  ) {}
+
+  get changed(): ISignal<this, FitState> {
+    return this._changed;
+  }
+
+  get state(): FitState {
+    return this._state;
+  }
+
+  /** Requests sent so far (the debounce keeps this low while typing). */
+  get requests(): number {
+    return this._requests;
+  }
+
+  /** Check `spec` after `delay` ms unless another spec comes first. */
+  request(spec: ClusterSpecRequest): void {
+    if (this._timer !== null) {
+      this.clock.clearTimeout(this._timer);
+    }
+    this._set({ kind: 'checking' });
+    this._timer = this.clock.setTimeout(() => {
+      this._timer = null;
+      void this._check(spec);
+    }, this.delay);
+  }
+
+  dispose(): void {
+    if (this._timer !== null) {
+      this.clock.clearTimeout(this._timer);
+      this._timer = null;
+    }
+    this._sequence += 1;
+    Signal.clearData(this);
+  }
+
+  private async _check(spec: ClusterSpecRequest): Promise<void> {
+    const sequence = ++this._sequence;
+    this._requests += 1;
+    try {
+      const fit = await this.api.fit(spec);
+      if (sequence === this._sequence) {
+        this._set({ kind: 'verdict', fit });
+      }
+    } catch (error) {
+      if (sequence !== this._sequence) {
+        return;
+      }
+      if (error instanceof DWRequestError && error.fieldErrors) {
+        const errors = error.fieldErrors;
+        this._set(
+          Object.keys(errors).length
+            ? { kind: 'invalid', errors, message: error.message }
+            : { kind: 'error', message: error.message }
+        );
+      } else {
+        this._set({ kind: 'error', message: String((error as Error).message ?? error) });
+      }
+    }
+  }
+
+  private _set(state: FitState): void {
+    this._state = state;
+    this._changed.emit(state);
+  }
+
+  private _changed = new Signal<this, FitState>(this);
+  private _state: FitState = { kind: 'idle' };
+  private _timer: unknown = null;
+  private _sequence = 0;
+  private _requests = 0;
+}
+
+// ------------------------------------------------------------------------------------------
+// Presentation helpers (pure)
+// ------------------------------------------------------------------------------------------
+
+/** `1h 02m`, `3m 05s`, `42s`. */
+export function formatDuration(ms: number): string {
+  const total = Math.max(0, Math.floor(ms / 1000));
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  if (h > 0) {
+    return `${h}h ${String(m).padStart(2, '0')}m`;
+  }
+  if (m > 0) {
+    return `${m}m ${String(s).padStart(2, '0')}s`;
+  }
+  return `${s}s`;
+}
+
+export interface ITimelineStep {
+  name: string;
+  time: string | null;
+  /** Time since the previous step with a time (ms), null when unknown. */
+  sincePrevious: number | null;
+}
+
+/** The cluster's milestones with the duration of each step; empty without `milestones`. */
+export function timeline(cluster: Cluster): ITimelineStep[] {
+  const milestones: Milestone[] = cluster.milestones ?? [];
+  let previous: number | null = null;
+  return milestones.map(m => {
+    const at = m.time ? Date.parse(m.time) : NaN;
+    const step: ITimelineStep = {
+      name: m.name,
+      time: m.time,
+      sincePrevious: !isNaN(at) && previous !== null ? at - previous : null
+    };
+    if (!isNaN(at)) {
+      previous = at;
+    }
+    return step;
+  });
+}
+
+/** How long the cluster has held quota (ms), from its `QuotaReserved` milestone (else its
+ * `admitted_at`); null if it holds none or the time is unknown. */
+export function quotaHeldFor(cluster: Cluster, now: number): number | null {
+  if (!cluster.quota_reserved) {
+    return null;
+  }
+  const reserved = (cluster.milestones ?? []).find(m => m.name === 'QuotaReserved');
+  // Servers without milestones: admission follows quota reservation at once.
+  const since = reserved?.time ?? cluster.admitted_at;
+  const at = since ? Date.parse(since) : NaN;
+  return isNaN(at) ? null : Math.max(0, now - at);
+}
+
+const SUFFIXES: Record<string, number> = {
+  n: 1e-9,
+  u: 1e-6,
+  m: 1e-3,
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60
+};
+
+/** A Kubernetes quantity string as a number (for bar widths only); NaN if unreadable. */
+export function parseQuantity(quantity: string | null | undefined): number {
+  if (quantity === null || quantity === undefined) {
+    return NaN;
+  }
+  const match = /^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$/.exec(quantity.trim());
+  if (!match || !(match[2] in SUFFIXES)) {
+    return NaN;
+  }
+  return parseFloat(match[1]) * SUFFIXES[match[2]];
+}
+
+/** Display name of a resource. */
+export function resourceLabel(resource: string): string {
+  if (resource === 'cpu') {
+    return 'CPU';
+  }
+  if (resource === 'memory') {
+    return 'Memory';
+  }
+  if (resource.endsWith('/gpu')) {
+    return 'GPU';
+  }
+  return resource;
+}
+
+/** cpu, memory, GPUs, then the rest: the order bars are shown in. */
+export function resourceOrder(resource: string): number {
+  if (resource === 'cpu') {
+    return 0;
+  }
+  if (resource === 'memory') {
+    return 1;
+  }
+  if (resource.endsWith('/gpu')) {
+    return 2;
+  }
+  return 3;
+}
+
+/** Ray client address of a cluster's head Service. */
+export function rayAddress(cluster: Cluster): string {
+  const service = cluster.dashboard?.service || `${cluster.name}-head-svc`;
+  return `ray://${service}.${cluster.namespace}.svc:10001`;
+}
+
+/** The code cell that connects a notebook to the cluster. */
+export function connectionCode(cluster: Cluster): string {
+  return [
+    'import ray',
+    '',
+    `# Ray cluster ${cluster.name}; the same address as dw.cluster("${cluster.name}").ray_address`,
+    `ray.init("${rayAddress(cluster)}")`
+  ].join('\n');
+}

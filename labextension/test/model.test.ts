@@ -1,0 +1,372 @@
+import { describe, expect, it, vi } from 'vitest';
+
+import type {
+  Cluster,
+  ClusterSpecRequest,
+  EventMessage,
+  Fit,
+  IDWApi,
+  ISocket,
+  Queues
+} from '../src/api';
+import { DWRequestError } from '../src/api';
+import {
+  DWModel,
+  FitChecker,
+  IClock,
+  RenderGate,
+  backoffDelay,
+  connectionCode,
+  formatDuration,
+  parseQuantity,
+  quotaHeldFor,
+  timeline
+} from '../src/model';
+
+class FakeSocket implements ISocket {
+  onopen: ((event: unknown) => void) | null = null;
+  onmessage: ((event: { data: unknown }) => void) | null = null;
+  onclose: ((event: { code: number; reason: string }) => void) | null = null;
+  onerror: ((event: unknown) => void) | null = null;
+  closed = false;
+  send(message: EventMessage): void {
+    this.onmessage?.({ data: JSON.stringify(message) });
+  }
+  drop(): void {
+    this.closed = true;
+    this.onclose?.({ code: 1006, reason: '' });
+  }
+  close(): void {
+    this.closed = true;
+  }
+}
+
+class FakeClock implements IClock {
+  time = 1_000_000;
+  timers: { at: number; fn: () => void; id: number }[] = [];
+  private next = 0;
+  now(): number {
+    return this.time;
+  }
+  setTimeout(fn: () => void, ms: number): unknown {
+    const id = ++this.next;
+    this.timers.push({ at: this.time + ms, fn, id });
+    return id;
+  }
+  clearTimeout(handle: unknown): void {
+    this.timers = this.timers.filter(t => t.id !== handle);
+  }
+  advance(ms: number): void {
+    this.time += ms;
+    const due = this.timers.filter(t => t.at <= this.time);
+    this.timers = this.timers.filter(t => t.at > this.time);
+    due.forEach(t => t.fn());
+  }
+  pendingDelays(): number[] {
+    return this.timers.map(t => t.at - this.time);
+  }
+}
+
+function cluster(name: string, extra: Partial<Cluster> = {}): Cluster {
+  return {
+    name,
+    namespace: 'ns',
+    queue: 'team',
+    state: 'queued',
+    reason: 'Pending',
+    message: null,
+    created: null,
+    workload: null,
+    cluster_queue: 'cq',
+    quota_reserved: false,
+    admitted: false,
+    admitted_at: null,
+    flavors: [],
+    pod_set_flavors: {},
+    head_ready: false,
+    workers_ready: 0,
+    workers_desired: 2,
+    dashboard: { service: `${name}-head-svc`, port: 8265 },
+    position_in_local_queue: 0,
+    position_in_cluster_queue: 0,
+    dashboard_url: `/dw/ray/${name}/`,
+    owner: 'me',
+    pods: [],
+    ...extra
+  };
+}
+
+const QUEUES: Queues = {
+  namespace: 'ns',
+  kueue_api: 'v1beta2',
+  quota_visible: true,
+  cohorts_visible: true,
+  queues: []
+};
+
+function snapshot(clusters: Cluster[], queues: Queues = QUEUES): EventMessage {
+  return {
+    type: 'snapshot',
+    namespace: 'ns',
+    queues,
+    queues_error: null,
+    clusters,
+    clusters_error: null,
+    positions_visible: true
+  };
+}
+
+function fakeApi(overrides: Partial<IDWApi> = {}) {
+  const sockets: FakeSocket[] = [];
+  const api: IDWApi = {
+    version: async () => ({ version: '0.1.0' }),
+    context: async () =>
+      ({ identity: { username: 'me', groups: [], kind: 'User', service_account: null } }) as never,
+    queues: async () => QUEUES,
+    clusters: async () => ({ namespace: 'ns', positions_visible: true, clusters: [] }),
+    fit: async () => ({}) as Fit,
+    create: async (spec: ClusterSpecRequest) => cluster(String(spec.name)),
+    remove: async (name: string) => ({ name, namespace: 'ns', deleted: true as const }),
+    openEvents: () => {
+      const socket = new FakeSocket();
+      sockets.push(socket);
+      return socket;
+    },
+    ...overrides
+  };
+  return { api, sockets };
+}
+
+async function started(overrides: Partial<IDWApi> = {}) {
+  const { api, sockets } = fakeApi(overrides);
+  const clock = new FakeClock();
+  const model = new DWModel(api, '0.1.0', clock);
+  await model.start();
+  return { model, sockets, clock };
+}
+
+describe('version handshake', () => {
+  it('connects when the versions match', async () => {
+    const { model, sockets } = await started();
+    expect(model.handshake).toEqual({ kind: 'ok', serverVersion: '0.1.0' });
+    expect(sockets).toHaveLength(1);
+    expect(model.username).toBe('me');
+  });
+
+  it('reports a mismatch and opens no socket', async () => {
+    const { model, sockets } = await started({ version: async () => ({ version: '0.2.0' }) });
+    expect(model.handshake).toEqual({
+      kind: 'mismatch',
+      serverVersion: '0.2.0',
+      frontendVersion: '0.1.0'
+    });
+    expect(sockets).toHaveLength(0);
+  });
+
+  it('reports a missing server extension on 404', async () => {
+    const { model, sockets } = await started({
+      version: async () => {
+        throw new DWRequestError(404, null);
+      }
+    });
+    expect(model.handshake).toEqual({ kind: 'missing' });
+    expect(sockets).toHaveLength(0);
+  });
+});
+
+describe('events', () => {
+  it('applies a snapshot then changes, and emits each time', async () => {
+    const { model, sockets } = await started();
+    const seen = vi.fn();
+    model.changed.connect(seen);
+    expect(model.connection).toBe('connecting');
+    sockets[0].send(snapshot([cluster('a'), cluster('b', { owner: 'other' })]));
+    expect(model.connection).toBe('live');
+    expect(model.clusters.map(c => c.name)).toEqual(['a', 'b']);
+    expect(model.visibleClusters('mine').map(c => c.name)).toEqual(['a']);
+    expect(model.visibleClusters('all').map(c => c.name)).toEqual(['a', 'b']);
+
+    const ready = cluster('a', { state: 'ready', workers_ready: 2, quota_reserved: true });
+    sockets[0].send({
+      type: 'cluster',
+      event: 'MODIFIED',
+      name: 'a',
+      cause: { kind: 'Pod', name: 'a-worker', event: 'MODIFIED' },
+      state: ready,
+      milestones: ['Ready']
+    });
+    expect(model.cluster('a')?.state).toBe('ready');
+    sockets[0].send({
+      type: 'cluster',
+      event: 'DELETED',
+      name: 'b',
+      cause: { kind: 'RayCluster', name: 'b', event: 'DELETED' },
+      state: null,
+      milestones: []
+    });
+    expect(model.cluster('b')).toBeUndefined();
+    const queues = { ...QUEUES, queues: [] };
+    sockets[0].send({
+      type: 'queues',
+      event: 'MODIFIED',
+      kind: 'ClusterQueue',
+      name: 'cq',
+      queues,
+      queues_error: null
+    });
+    expect(model.queues).toEqual(queues);
+    expect(seen).toHaveBeenCalledTimes(4);
+  });
+
+  it('reconnects with backoff after a drop and replaces state with a fresh snapshot', async () => {
+    const { model, sockets, clock } = await started();
+    sockets[0].send(snapshot([cluster('old')]));
+    sockets[0].drop();
+    expect(model.connection).toBe('reconnecting');
+    expect(clock.pendingDelays()).toEqual([backoffDelay(0)]);
+    clock.advance(backoffDelay(0));
+    expect(sockets).toHaveLength(2);
+    // The second attempt fails too: the next delay doubles.
+    sockets[1].drop();
+    expect(clock.pendingDelays()).toEqual([backoffDelay(1)]);
+    expect(backoffDelay(1)).toBe(2 * backoffDelay(0));
+    clock.advance(backoffDelay(1));
+    expect(sockets).toHaveLength(3);
+    expect(model.connection).toBe('reconnecting');
+    sockets[2].send(snapshot([cluster('new')]));
+    expect(model.connection).toBe('live');
+    expect(model.reconnects).toBe(1);
+    expect(model.clusters.map(c => c.name)).toEqual(['new']);
+    // After a snapshot the backoff starts over.
+    sockets[2].drop();
+    expect(clock.pendingDelays()).toEqual([backoffDelay(0)]);
+  });
+
+  it('ignores messages of a replaced socket and stops on dispose', async () => {
+    const { model, sockets, clock } = await started();
+    sockets[0].send(snapshot([]));
+    sockets[0].drop();
+    clock.advance(backoffDelay(0));
+    sockets[0].send(snapshot([cluster('stale')]));
+    expect(model.clusters).toEqual([]);
+    model.dispose();
+    expect(sockets[1].closed).toBe(true);
+    expect(model.connection).toBe('stopped');
+    sockets[1].drop();
+    expect(clock.pendingDelays()).toEqual([]);
+  });
+
+  it('caps the backoff', () => {
+    expect(backoffDelay(20)).toBe(10000);
+  });
+});
+
+describe('RenderGate', () => {
+  it('does not render while hidden and renders once when shown', () => {
+    const render = vi.fn();
+    const gate = new RenderGate(render);
+    gate.changed();
+    gate.changed();
+    expect(render).not.toHaveBeenCalled();
+    gate.show();
+    expect(render).toHaveBeenCalledTimes(1);
+    gate.changed();
+    expect(render).toHaveBeenCalledTimes(2);
+    gate.hide();
+    gate.changed();
+    expect(render).toHaveBeenCalledTimes(2);
+    gate.show();
+    expect(render).toHaveBeenCalledTimes(3);
+    gate.hide();
+    gate.show();
+    expect(render).toHaveBeenCalledTimes(3); // nothing changed meanwhile
+  });
+});
+
+describe('FitChecker', () => {
+  it('debounces and keeps only the latest answer', async () => {
+    const clock = new FakeClock();
+    const answers: ((fit: Fit) => void)[] = [];
+    const fit = vi.fn(
+      (spec: ClusterSpecRequest) =>
+        new Promise<Fit>(resolve => answers.push(f => resolve({ ...f, spec } as never)))
+    );
+    const { api } = fakeApi({ fit });
+    const checker = new FitChecker(api, 300, clock);
+    checker.request({ workers: 1 });
+    clock.advance(100);
+    checker.request({ workers: 2 });
+    clock.advance(299);
+    expect(fit).not.toHaveBeenCalled();
+    expect(checker.state.kind).toBe('checking');
+    clock.advance(1);
+    expect(fit).toHaveBeenCalledTimes(1);
+    expect(fit).toHaveBeenLastCalledWith({ workers: 2 });
+    checker.request({ workers: 3 });
+    clock.advance(300);
+    expect(fit).toHaveBeenCalledTimes(2);
+    // The older answer arrives last: it is dropped.
+    answers[1]({ verdict: 'fits-now' } as Fit);
+    await Promise.resolve();
+    answers[0]({ verdict: 'must-wait' } as Fit);
+    await new Promise(resolve => setTimeout(resolve, 0));
+    expect(checker.state).toMatchObject({ kind: 'verdict', fit: { verdict: 'fits-now' } });
+  });
+
+  it('turns a 400 into per-field errors', async () => {
+    const clock = new FakeClock();
+    const body = {
+      error: 'Invalid cluster spec',
+      reason: null,
+      hint: null,
+      code: 'invalid_spec',
+      errors: { workers: 'must be at least 1' }
+    };
+    const { api } = fakeApi({
+      fit: async () => {
+        throw new DWRequestError(400, body);
+      }
+    });
+    const checker = new FitChecker(api, 300, clock);
+    checker.request({ workers: 0 });
+    clock.advance(300);
+    await new Promise(resolve => setTimeout(resolve, 0));
+    expect(checker.state).toEqual({
+      kind: 'invalid',
+      errors: { workers: 'must be at least 1' },
+      message: 'Invalid cluster spec'
+    });
+  });
+});
+
+describe('presentation', () => {
+  it('computes step durations and quota held from milestones', () => {
+    const c = cluster('a', {
+      quota_reserved: true,
+      milestones: [
+        { name: 'Submitted', time: '2026-01-01T00:00:00Z' },
+        { name: 'QuotaReserved', time: '2026-01-01T00:00:02Z' },
+        { name: 'HeadReady', time: null },
+        { name: 'Ready', time: '2026-01-01T00:01:07Z' }
+      ]
+    });
+    expect(timeline(c).map(s => s.sincePrevious)).toEqual([null, 2000, null, 65000]);
+    expect(quotaHeldFor(c, Date.parse('2026-01-01T00:02:02Z'))).toBe(120000);
+    expect(quotaHeldFor({ ...c, quota_reserved: false }, Date.now())).toBeNull();
+    expect(timeline(cluster('no-milestones'))).toEqual([]);
+  });
+
+  it('formats durations and quantities', () => {
+    expect(formatDuration(42_000)).toBe('42s');
+    expect(formatDuration(65_000)).toBe('1m 05s');
+    expect(formatDuration(3_720_000)).toBe('1h 02m');
+    expect(parseQuantity('500m')).toBe(0.5);
+    expect(parseQuantity('16Gi')).toBe(16 * 2 ** 30);
+    expect(parseQuantity('4')).toBe(4);
+    expect(parseQuantity(null)).toBeNaN();
+  });
+
+  it('writes the connection code for the head service', () => {
+    expect(connectionCode(cluster('a'))).toContain('ray.init("ray://a-head-svc.ns.svc:10001")');
+  });
+});
