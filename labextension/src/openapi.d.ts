@@ -283,6 +283,7 @@ export interface components {
       | 'queued'
       | 'admitted'
       | 'starting'
+      | 'stalled'
       | 'ready'
       | 'evicted'
       | 'preempted'
