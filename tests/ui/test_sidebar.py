@@ -205,7 +205,9 @@ def test_sidebar_end_to_end(
     expect(sidebar.locator("[data-verdict]")).to_have_attribute("data-verdict", "must-wait")
     sidebar.get_by_role("button", name="Create cluster").click()
     second = card(sidebar, "ui-second")
+    # Kueue's position and its reason come in separate writes: wait for both in the panel.
     expect(second.locator(".jp-dw-position")).to_be_visible(timeout=READY_TIMEOUT)
+    expect(second.locator(".jp-dw-reason")).to_be_visible(timeout=READY_TIMEOUT)
     waiting = lab.api("GET", "clusters/ui-second")
     assert waiting["state"] == "queued" and waiting["position_in_local_queue"] is not None
     expect(second).to_have_attribute("data-state", "queued")
