@@ -333,6 +333,13 @@ class ClusterService:
         [(rc, wl, status)] = self._statuses([raycluster], positions=positions)
         return self._info(rc, wl, status)
 
+    def describe_many(self, names: Iterable[str]) -> dict[str, ClusterInfo]:
+        """:meth:`describe` for several cached clusters at once (those the cache does not hold
+        are left out), asking the visibility API once per LocalQueue rather than per cluster:
+        a queue change re-reads every waiting cluster's position."""
+        found = [rc for name in names if (rc := self.session.cached_ray_cluster(name))]
+        return {status.name: self._info(rc, wl, status) for rc, wl, status in self._statuses(found)}
+
     def dashboard_url(self, name: str) -> str:
         """``{base_url}dw/ray/<name>/``: the Ray dashboard through the Jupyter server."""
         return f"{self.dashboard_base.rstrip('/')}/{quote(name, safe='')}/"

@@ -218,21 +218,15 @@ class ChangeFeed:
             return [WorkloadChanged(event_type, name, (obj.get("spec") or {}).get("queueName"))]
         cause = Cause(CLUSTER_CAUSES[plural], name, event_type)
         event = event_type if plural == RAY_CLUSTER.plural else "MODIFIED"
-        message = self.cluster_message(cluster, event, cause)
-        return [message] if message is not None else []
+        return [self.cluster_message(cluster, event, cause)]
 
-    def cluster_message(
-        self, cluster: str, event: str, cause: Cause, only_if_changed: bool = False
-    ) -> ClusterChanged | None:
-        """Cluster ``cluster`` as the caches hold it now (None when ``only_if_changed`` and
-        nothing about it changed since the last message)."""
+    def cluster_message(self, cluster: str, event: str, cause: Cause) -> ClusterChanged:
+        """Cluster ``cluster`` as the caches hold it now (``cluster`` None once it is gone)."""
         info = self.clusters.describe(cluster)
         known = self._known.get(cluster)
         if info is None:
             self._known.pop(cluster, None)
             return ClusterChanged(event, cluster, cause, None, ())
-        if only_if_changed and info.status == known:
-            return None
         crossed = tuple(transition(known, info.status))
         self._known[cluster] = info.status
         return ClusterChanged(event, cluster, cause, info, crossed)
@@ -249,10 +243,13 @@ class ChangeFeed:
         those that moved.
         """
         moved: list[Message] = []
-        for cluster in self._waiting():
-            message = self.cluster_message(cluster, "MODIFIED", cause, only_if_changed=True)
-            if message is not None:
-                moved.append(message)
+        for cluster, info in self.clusters.describe_many(self._waiting()).items():
+            known = self._known.get(cluster)
+            if info.status == known:
+                continue
+            crossed = tuple(transition(known, info.status))
+            self._known[cluster] = info.status
+            moved.append(ClusterChanged("MODIFIED", cluster, cause, info, crossed))
         return moved
 
     def _cluster_name(self, plural: str, obj: Object) -> str | None:

@@ -75,6 +75,23 @@ def test_wheel_installs_both_extensions_without_node(tmp_path: Path) -> None:
     assert re.search(r"jupyter_dw\s+enabled", server_extensions), server_extensions
     assert re.search(rf"jupyter_dw\s+{version}\s+OK", server_extensions), server_extensions
 
+    # The widgets' views ship as files of the package (anywidget renders them).
+    site = next((venv / "lib").glob("python*/site-packages/jupyter_dw/notebook/static"))
+    assert {p.name for p in site.glob("*.js")} >= {"status.js", "queues.js"}
+
+    # The doctor runs from the wheel (console script and python -m), with no cluster in reach.
+    no_cluster = {k: v for k, v in env.items() if not k.startswith("KUBERNETES_")}
+    no_cluster.update(KUBECONFIG=str(tmp_path / "no-kubeconfig"))
+    helped = run(bin_dir / "jupyter", "dw", "doctor", "--help", env=no_cluster)
+    assert "--json" in helped, helped
+    done = subprocess.run(
+        [str(bin_dir / "python"), "-m", "jupyter_dw", "doctor", "--json"],
+        env=no_cluster, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)  # stdout is JSON only; progress is on stderr
+    assert report["ok"] is False and report["checks"][0]["name"] == "credentials", report
+
 
 def test_frontend_and_server_versions_are_one() -> None:
     """The sidebar's handshake compares its package.json version with ``GET version``: both
