@@ -5,6 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CLUSTER := $(PY) -m tests.cluster
+DEMO_SETTINGS := .cluster/demo-settings
 # The sidebar's npm packages: installed from the lockfile, never a browser download.
 NPM_STAMP := labextension/node_modules/.installed
 NPM_ENV := PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PATH=$(CURDIR)/$(VENV)/bin:$$PATH
@@ -85,8 +86,12 @@ test-legacy: test
 
 demo: cluster-up frontend
 	$(CLUSTER) demo-queues
+	@# The demo opens the quickstart notebook with the sidebar shown (a demo-only setting).
+	mkdir -p $(DEMO_SETTINGS)/jupyter-dw
+	echo '{"openOnStartup": true}' > $(DEMO_SETTINGS)/jupyter-dw/plugin.jupyterlab-settings
 	KUBECONFIG=$$($(CLUSTER) kubeconfig) $(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser \
-	  --notebook-dir=examples $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) $(DEMO_ARGS)
+	  --ServerApp.root_dir=examples --LabApp.user_settings_dir=$(DEMO_SETTINGS) \
+	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) $(DEMO_ARGS) examples/quickstart.ipynb
 
 clean:
 	-$(CLUSTER) down

@@ -118,6 +118,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
         .load(PLUGIN_ID)
         .then(settings => {
           sidebar.settings = readSettings(settings);
+          if (settings.composite.openOnStartup === true) {
+            // After the saved layout is restored, so it is not overridden by it.
+            void app.restored.then(() => app.shell.activateById(sidebar.id));
+          }
           settings.changed.connect(() => {
             sidebar.settings = readSettings(settings);
           });

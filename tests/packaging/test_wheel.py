@@ -46,7 +46,15 @@ def test_wheel_installs_both_extensions_without_node(tmp_path: Path) -> None:
     # Build: hatch-jupyter-builder builds the labextension with npm when it is stale (Node.js
     # is needed here, on the build machine, only).
     dist = tmp_path / "dist"
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", dist, REPO)
+    # The npm build calls `jupyter labextension build`: this interpreter's scripts on PATH.
+    build_env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    run(
+        sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", dist, REPO,
+        env=build_env,
+    )  # fmt: skip
     [wheel] = dist.glob("jupyter_dw-*.whl")
 
     venv = tmp_path / "venv"
