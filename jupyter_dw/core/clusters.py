@@ -217,15 +217,6 @@ class ClusterService:
 
     # -- answers -------------------------------------------------------------------------
 
-    def spec(self, data: Any) -> ClusterSpec:
-        """``data`` validated and defaulted against the namespace's queues
-        (:class:`InvalidSpec` listing every bad field)."""
-        _require_mapping(data)
-        state = self.session.queue_state()
-        queues = {lq.name: lq for lq in state.local_queues}
-        choice = default_local_queue(state.local_queues, self.session.namespace)
-        return self._spec(data, queues, choice.queue.name if choice else None, _names(state))
-
     def fit(self, data: Any, ask_positions: bool = True) -> FitResult:
         """Would this spec fit its queue now? ``name`` may be omitted here.
 
@@ -313,9 +304,8 @@ class ClusterService:
                 err.errors = {REQUEST_ERROR_KEY: err.reason or err.error}
             raise
         current = self.session.cached_ray_cluster(spec.name) or created
-        workload = self.session.workload_of(current)
-        pods = self.session.ray_pods(spec.name)
-        return self._info(current, workload, cluster_status(current, workload, pods=pods))
+        # Just created: no positions to ask for yet.
+        return self._info(*self._status_of(current))
 
     def delete(self, name: str) -> Deleted:
         """Delete a cluster (``KubeNotFound`` when absent); its Workload, pods and Services
@@ -323,15 +313,10 @@ class ClusterService:
         self.session.delete_raycluster(check_cluster_name(name))
         return Deleted(name, self.session.namespace)
 
-    def describe(self, name: str, positions: bool = True) -> ClusterInfo | None:
+    def describe(self, name: str) -> ClusterInfo | None:
         """The cached RayCluster ``name``, None if the cache does not hold it. Only the cache
-        is read, plus one visibility call for a waiting cluster when ``positions``. For the
-        change feed."""
-        raycluster = self.session.cached_ray_cluster(name)
-        if raycluster is None:
-            return None
-        [(rc, wl, status)] = self._statuses([raycluster], positions=positions)
-        return self._info(rc, wl, status)
+        is read, plus one visibility call for a waiting cluster. For the change feed."""
+        return self.describe_many([name]).get(name)
 
     def describe_many(self, names: Iterable[str]) -> dict[str, ClusterInfo]:
         """:meth:`describe` for several cached clusters at once (those the cache does not hold
@@ -392,23 +377,25 @@ class ClusterService:
                 err.errors,
             ) from err
 
+    def _status_of(self, raycluster: Object) -> tuple[Object, Object | None, ClusterStatus]:
+        """The RayCluster with its Workload and its status from the caches (no positions)."""
+        workload = self.session.workload_of(raycluster)
+        pods = self.session.ray_pods(str((raycluster.get("metadata") or {}).get("name")))
+        return raycluster, workload, cluster_status(raycluster, workload, pods=pods)
+
     def _statuses(
-        self, rayclusters: Iterable[Object], positions: bool = True
+        self, rayclusters: Iterable[Object]
     ) -> list[tuple[Object, Object | None, ClusterStatus]]:
         """Each RayCluster with its Workload and status; the ones whose Workload waits for
         quota get their positions, asking the visibility API once per LocalQueue involved."""
-        found = []
-        for raycluster in rayclusters:
-            workload = self.session.workload_of(raycluster)
-            pods = self.session.ray_pods(str((raycluster.get("metadata") or {}).get("name")))
-            found.append((raycluster, workload, cluster_status(raycluster, workload, pods=pods)))
+        found = [self._status_of(raycluster) for raycluster in rayclusters]
         waiting = {
             status.queue
             for _, workload, status in found
             if workload is not None and not status.quota_reserved and status.queue
         }
         entries: dict[str, Object] = {}
-        for queue in sorted(waiting) if positions else ():
+        for queue in sorted(waiting):
             for item in self.session.pending_workloads(queue) or []:
                 name = (item.get("metadata") or {}).get("name")
                 if name:

@@ -163,6 +163,27 @@ def make_queue(kueue: KueueObjects, cpu: str = "4", memory: str = "8Gi", **spec:
     return Queue(lq, cq, flavor)
 
 
+def create_suspended_raycluster(kube: client.ApiClient, namespace: str, name: str) -> None:
+    """A minimal suspended RayCluster with no queue, made by the administrator: nothing
+    runs and Kueue ignores it; enough for what needs only the object (proxy, names)."""
+    container = {"name": "ray-head", "image": "rayproject/ray:2.60.0"}
+    body = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name},
+        "spec": {
+            "suspend": True,
+            "headGroupSpec": {
+                "rayStartParams": {},
+                "template": {"spec": {"containers": [container]}},
+            },
+        },
+    }
+    client.CustomObjectsApi(kube).create_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters", body
+    )
+
+
 def rayclusters(kube: client.ApiClient, namespace: str) -> list[dict[str, Any]]:
     """The namespace's RayClusters read by the administrator."""
     return client.CustomObjectsApi(kube).list_namespaced_custom_object(

@@ -26,8 +26,8 @@ from tornado.testing import bind_unused_port
 from tornado.websocket import WebSocketHandler
 
 from tests.integration.browser import Console, chromium, watch
+from tests.integration.clusters_support import create_suspended_raycluster
 from tests.integration.log_capture import server_log
-from tests.integration.test_dashboard_proxy import create_raycluster
 
 pytestmark = pytest.mark.cluster
 
@@ -255,7 +255,7 @@ def dw_config(stand_in) -> dict[str, Any]:
 
 @pytest.fixture
 def raycluster(kube: client.ApiClient, namespace: str) -> str:
-    create_raycluster(kube, namespace, CLUSTER)
+    create_suspended_raycluster(kube, namespace, CLUSTER)
     return CLUSTER
 
 

@@ -49,6 +49,7 @@ from jupyter_dw.server.dashboard_proxy import (
 from jupyter_dw.server.handlers import AUTH_RESOURCE
 from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import WAIT_TIMEOUT
+from tests.integration.clusters_support import create_suspended_raycluster
 from tests.integration.log_capture import server_log
 
 pytestmark = pytest.mark.cluster
@@ -236,28 +237,6 @@ def dw_config(request: pytest.FixtureRequest, dashboard_port: int) -> dict[str, 
     return {"ray_dashboard_url": TEMPLATE, "ray_dashboard_port": dashboard_port, **extra}
 
 
-def create_raycluster(kube: client.ApiClient, namespace: str, name: str) -> None:
-    """A suspended RayCluster (the proxy only needs the object; its pods would not be
-    reachable here anyway)."""
-    body = {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {"name": name},
-        "spec": {
-            "suspend": True,
-            "headGroupSpec": {
-                "rayStartParams": {},
-                "template": {
-                    "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.9.0"}]}
-                },
-            },
-        },
-    }
-    client.CustomObjectsApi(kube).create_namespaced_custom_object(
-        "ray.io", "v1", namespace, "rayclusters", body
-    )
-
-
 def delete_raycluster(kube: client.ApiClient, namespace: str, name: str) -> None:
     """Delete RayCluster ``name`` and wait until it is gone (finalizers included)."""
     custom = client.CustomObjectsApi(kube)
@@ -287,7 +266,7 @@ def delete_raycluster(kube: client.ApiClient, namespace: str, name: str) -> None
 @pytest.fixture
 def raycluster(kube: client.ApiClient, namespace: str) -> str:
     """A RayCluster named ``dash`` in the test namespace."""
-    create_raycluster(kube, namespace, CLUSTER)
+    create_suspended_raycluster(kube, namespace, CLUSTER)
     return CLUSTER
 
 
@@ -905,7 +884,7 @@ async def test_writes_need_write(proxy, raycluster, stand_in):
 async def test_a_capability_opens_only_its_own_cluster(
     kube, namespace, raycluster, capability_path, http_server_client, stand_in, jp_base_url
 ):
-    create_raycluster(kube, namespace, "dash2")
+    create_suspended_raycluster(kube, namespace, "dash2")
     location = await capability_path(raycluster)
 
     other = location.replace(f"/dw/ray/{raycluster}/", "/dw/ray/dash2/")
@@ -920,7 +899,7 @@ async def test_a_capability_dies_with_its_cluster(
 ):
     location = await capability_path(raycluster)
     delete_raycluster(kube, namespace, raycluster)
-    create_raycluster(kube, namespace, raycluster)
+    create_suspended_raycluster(kube, namespace, raycluster)
     dashboard.exists_ttl = 0  # look the cluster up again now, not after the cache's seconds
     dashboard._found.clear()
 

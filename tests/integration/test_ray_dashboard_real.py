@@ -31,7 +31,7 @@ from kubernetes import client
 
 from tests.cluster.controlplane import free_port
 from tests.integration.browser import Console, chromium, watch
-from tests.integration.test_dashboard_proxy import create_raycluster
+from tests.integration.clusters_support import create_suspended_raycluster
 
 pytestmark = pytest.mark.cluster
 
@@ -127,7 +127,7 @@ def dw_config(ray_head: int) -> dict[str, Any]:
 
 @pytest.fixture
 def raycluster(kube: client.ApiClient, namespace: str) -> str:
-    create_raycluster(kube, namespace, CLUSTER)
+    create_suspended_raycluster(kube, namespace, CLUSTER)
     return CLUSTER
 
 

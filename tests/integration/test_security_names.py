@@ -15,7 +15,7 @@ import asyncio
 
 import pytest
 
-from tests.integration.clusters_support import rayclusters
+from tests.integration.clusters_support import create_suspended_raycluster, rayclusters
 from tests.integration.workbench_rbac import RAY_RULE_VERBS, namespace_rules
 
 # A workbench that may delete whole collections (as Kubernetes' `edit` ClusterRole may).
@@ -28,23 +28,6 @@ SPELLINGS = ["%2E", "%2e", ".", "..", "%2E%2E", "a%2F..", "%2E%2e", "a%2F%2E%2E"
 """Ways to write a dot segment (or a path that climbs out of one) in a URL."""
 
 KEPT = ("kept-one", "kept-two")
-
-
-def _raycluster(name: str) -> dict:
-    """A minimal suspended RayCluster with no queue: nothing runs, Kueue ignores it."""
-    container = {"name": "ray", "image": "rayproject/ray:2.60.0"}
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {"name": name},
-        "spec": {
-            "suspend": True,
-            "headGroupSpec": {
-                "rayStartParams": {},
-                "template": {"spec": {"containers": [container]}},
-            },
-        },
-    }
 
 
 async def _raw(port: int, method: str, path: str, auth: dict[str, str]) -> int:
@@ -63,13 +46,8 @@ async def _raw(port: int, method: str, path: str, auth: dict[str, str]) -> int:
 
 @pytest.fixture
 def kept(kube, namespace):
-    from kubernetes import client
-
-    api = client.CustomObjectsApi(kube)
     for name in KEPT:
-        api.create_namespaced_custom_object(
-            "ray.io", "v1", namespace, "rayclusters", _raycluster(name)
-        )
+        create_suspended_raycluster(kube, namespace, name)
     return KEPT
 
 
