@@ -65,7 +65,9 @@ def test_fits_now_then_ready_with_timed_milestones_then_deleted(kernel, kueue, k
 
     h = dw.submit(spec("fits"))
     assert h.name == "fits"
-    info = h.wait("ready", timeout=TIMEOUT)
+    # The Workload's admission may reach its cache a moment after the pods' readiness reaches
+    # theirs (separate watches): wait for the whole timeline.
+    info = h.wait("ready", timeout=TIMEOUT, condition=lambda i: "Admitted" in names(i))
     assert info.state == "ready" and info.workers_ready == 2
     steps = names(info)
     assert steps[:3] == ["Submitted", "QuotaReserved", "Admitted"], steps

@@ -89,6 +89,11 @@ async def test_builder_judges_as_you_type_submits_and_follows_to_ready_then_dele
     status = builder.status
     assert isinstance(status, dw.ClusterStatus) and builder.children == (status,)
     await until(status, "state", lambda s: s == "ready", "the submitted cluster")
+    # The RayCluster and Workload watches are separate streams: the Workload's admission may
+    # reach the cache a moment after the pods' readiness. Wait for the whole timeline.
+    await until(
+        status, "milestones", lambda ms: "Admitted" in [m["name"] for m in ms], "the timeline"
+    )
     assert status.workers_ready == status.workers_desired == 3
     milestones = [m["name"] for m in status.milestones]
     assert (
