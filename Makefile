@@ -91,7 +91,8 @@ demo: cluster-up frontend
 	echo '{"openOnStartup": true}' > $(DEMO_SETTINGS)/jupyter-dw/plugin.jupyterlab-settings
 	KUBECONFIG=$$($(CLUSTER) kubeconfig) $(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser \
 	  --ServerApp.root_dir=examples --LabApp.user_settings_dir=$(DEMO_SETTINGS) \
-	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) $(DEMO_ARGS) examples/quickstart.ipynb
+	  --LabApp.default_url=/lab/tree/quickstart.ipynb \
+	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) $(DEMO_ARGS)
 
 clean:
 	-$(CLUSTER) down
