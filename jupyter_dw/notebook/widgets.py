@@ -167,7 +167,8 @@ class ClusterBuilder(_Live, w.VBox):  # type: ignore[misc]
 
     def __init__(self, name: str = "", queue: str | None = None, **values: Any) -> None:
         style = {"description_width": "110px"}
-        self.queue = w.Dropdown(description="Queue", style=style)
+        # Wide enough for "team (default) — free: 8 CPU, 16Gi memory".
+        self.queue = w.Dropdown(description="Queue", style=style, layout=w.Layout(width="36em"))
         self.name = w.Text(value=name, description="Name", placeholder="my-ray", style=style)
         self.workers = w.BoundedIntText(
             value=1, min=1, max=10_000, description="Workers", style=style

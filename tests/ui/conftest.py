@@ -105,7 +105,7 @@ def page(
             else None
         ),
     )
-    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}\n{error.stack}"))
     page.set_default_timeout(30_000)
     yield page
     try:

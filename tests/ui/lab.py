@@ -86,6 +86,7 @@ class LabServer:
             f"--LabApp.user_settings_dir={self.workdir / 'settings'}",
             f"--LabApp.workspaces_dir={self.workdir / 'workspaces'}",
             "--LabApp.expose_app_in_browser=True",
+            "--JupyterNotebookApp.expose_app_in_browser=True",  # Notebook 7, same server
             "--LabApp.news_url=",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             f"--JupyterDW.service_account_dir={self.service_account_dir}",

@@ -1,5 +1,6 @@
-"""The notebook widgets rendered in real headless Chromium in JupyterLab, with a kernel that
-runs as the workbench's service account (no server extension involved in what they show).
+"""The notebook widgets rendered in real headless Chromium, in JupyterLab and in Notebook 7
+(served by the same server), with a kernel that runs as the workbench's service account (no
+server extension involved in what they show).
 
 A notebook builds a ``ClusterBuilder``; the test clicks Submit in the page; the same output
 becomes the ``ClusterStatus`` view, which shows the cluster queued behind a blocker with
@@ -56,6 +57,21 @@ def lab(workbench, artifacts: Path, tmp_path: Path) -> Iterator[LabServer]:
     server.stop()
 
 
+# Notebook 7.6 (on JupyterLab 4.6) throws this once at start-up from its own shortcuts plugin,
+# also with every third-party extension (ours, ipywidgets, anywidget) disabled: not ours to fix,
+# and matched narrowly so that any other error still fails the test.
+NOTEBOOK7_UPSTREAM_ERROR = (
+    r"^page error: Cannot read properties of undefined \(reading 'schema'\)\n"
+    r"TypeError: .*\n\s+at \S+/static/notebook/notebook_core\."
+)
+
+
+@pytest.fixture
+def expected_console_errors(request: pytest.FixtureRequest) -> list[str]:
+    frontend = request.node.callspec.params.get("frontend")
+    return [NOTEBOOK7_UPSTREAM_ERROR] if frontend == "notebook7" else []
+
+
 def hold_quota(kube, kueue) -> str:
     """A 4-CPU queue with 3 CPU held by a plain Workload: the 2-CPU cluster must wait."""
     flavor = kueue.flavor("default")
@@ -77,8 +93,8 @@ def hold_quota(kube, kueue) -> str:
     return "blocker"
 
 
-# The notebook's kernel connection is up (JupyterLab exposes the app with
-# --LabApp.expose_app_in_browser): a run asked for before it is, is dropped.
+# The notebook's kernel connection is up (JupyterLab and Notebook 7 expose the app with
+# --LabApp/--JupyterNotebookApp.expose_app_in_browser): a run asked for before it is, is dropped.
 KERNEL_CONNECTED = """() => {
   const kernel = window.jupyterapp?.shell?.currentWidget?.sessionContext?.session?.kernel;
   return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
@@ -89,8 +105,6 @@ def run_and_follow(page: Page, kube, kueue, artifacts: Path, prefix: str) -> Non
     """Run the cell, submit from the builder, follow the status view to ready."""
     expect(page.locator(".jp-Cell").first).to_be_visible(timeout=60_000)
     # The notebook's own kernel connection is up (a run asked before it is, is dropped).
-    indicator = page.locator(".jp-Notebook-ExecutionIndicator")
-    expect(indicator).to_have_attribute("data-status", "idle", timeout=60_000)
     page.wait_for_function(KERNEL_CONNECTED, polling=100, timeout=60_000)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
@@ -119,7 +133,14 @@ def run_and_follow(page: Page, kube, kueue, artifacts: Path, prefix: str) -> Non
     page.screenshot(path=str(artifacts / f"{prefix}-ready.png"))
 
 
-def test_widgets_in_jupyterlab(page: Page, lab: LabServer, kube, kueue, artifacts: Path):
+@pytest.mark.parametrize(
+    "frontend, path",
+    [("jupyterlab", "/lab/tree/widgets.ipynb"), ("notebook7", "/notebooks/widgets.ipynb")],
+    ids=["jupyterlab", "notebook7"],
+)
+def test_widgets_render_and_follow(
+    page: Page, lab: LabServer, kube, kueue, artifacts: Path, frontend: str, path: str
+):
     hold_quota(kube, kueue)
-    page.goto(f"{lab.url}/lab/tree/widgets.ipynb?token={lab.token}")
-    run_and_follow(page, kube, kueue, artifacts, "jupyterlab")
+    page.goto(f"{lab.url}{path}?token={lab.token}")
+    run_and_follow(page, kube, kueue, artifacts, frontend)
