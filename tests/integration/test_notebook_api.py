@@ -9,6 +9,7 @@ import pytest
 from kubernetes import client, watch
 
 import jupyter_dw as dw
+from jupyter_dw.k8s.resources import RAY_CLUSTER
 from tests.cluster.fixtures import condition
 from tests.integration.clusters_support import KUEUE, make_queue, rayclusters
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
@@ -82,6 +83,11 @@ def test_fits_now_then_ready_with_timed_milestones_then_deleted(kernel, kueue, k
     h.delete()
     gone = wait_gone(kube, namespace, "fits")
     assert gone
+    # The kernel learns of the deletion from its own watch, which may lag the test's.
+    kernel_view = kernel.core.session.cache(RAY_CLUSTER)
+    assert kernel_view is not None and kernel_view.wait_until(
+        lambda objs: all(o["metadata"]["name"] != "fits" for o in objs), timeout=TIMEOUT
+    )
     with pytest.raises(dw.NotFound):
         h.status()
 
