@@ -357,11 +357,14 @@ def _rejected(f: _Facts) -> _Outcome | None:
     reason, message = _words(evicted) if _is_true(evicted) else (None, None)
     if rejected is not None:
         why = f"admission check {rejected.name} rejected the workload"
-        return "rejected", reason or _DEACTIVATED_BY_CHECK, (
-            f"{why}: {rejected.message}" if rejected.message else why
+        return (
+            "rejected",
+            reason or _DEACTIVATED_BY_CHECK,
+            (f"{why}: {rejected.message}" if rejected.message else why),
         )
     if reason == _DEACTIVATED_BY_CHECK or (
-        not f.active and _is_true(f.wl.get("DeactivationTarget"))
+        not f.active
+        and _is_true(f.wl.get("DeactivationTarget"))
         and _words(f.wl.get("DeactivationTarget"))[0] == _ADMISSION_CHECK_REASON
     ):
         if reason is None:
@@ -557,8 +560,9 @@ def cluster_status(
        ``starting``: running, admitted (or not Kueue-managed) and KubeRay has a head pod;
     7. ``admitted``: Workload ``Admitted=True`` but KubeRay has not started the head yet;
     8. ``waiting-for-capacity``: quota reserved, admission checks not all Ready (the first
-       one that is not, with its state and message); ``queued``: a Workload without admission (reason/message from ``QuotaReserved``, or from
-       ``Admitted`` while admission checks are pending);
+       one that is not, with its state and message); ``queued``: a Workload without
+       admission (reason/message from ``QuotaReserved``, or from ``Admitted`` while admission
+       checks are pending);
     9. ``suspended``: ``spec.suspend: true`` and no Workload yet.
     """
     raycluster = _map(raycluster)
@@ -629,8 +633,9 @@ def transition(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
     (every admission check Ready), ``Admitted``, ``HeadReady``, ``WorkerReady:<n>`` for each
     newly ready worker count n, ``Ready``. Then the state entered, if it is one of
     ``Evicted``, ``Preempted``, ``Failed``, ``Rejected``, ``Suspended``, ``Deleting``; then
-    ``QuotaReleased`` if the reservation was lost. ``old`` None means nothing was known: every milestone already
-    reached is reported, so skipped observations never hide a step or reorder them.
+    ``QuotaReleased`` if the reservation was lost. ``old`` None means nothing was known: every
+    milestone already reached is reported, so skipped observations never hide a step or
+    reorder them.
     """
     was_state = old.state if old is not None else None
     events: list[str] = []

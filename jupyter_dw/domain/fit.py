@@ -456,7 +456,9 @@ class _Assessor:
             self.groups,
             self.headroom,
             eligible=self.eligible,
-            borrowing=self.borrowing if self.cq.flavor_fungibility.try_next_when_borrowing else None,
+            borrowing=self.borrowing
+            if self.cq.flavor_fungibility.try_next_when_borrowing
+            else None,
         )
         hold = self._hold()
         if hold is not None:

@@ -323,7 +323,9 @@ class QuotaTree:
             return 0
         remaining = amount - node.local_available(fr)
         level, parent, seen = 1, node.parent, {node.name}
-        while parent.parent is not None and parent.name not in seen and borrowing(parent, remaining):
+        while (
+            parent.parent is not None and parent.name not in seen and borrowing(parent, remaining)
+        ):
             seen.add(parent.name)
             remaining -= parent.local_available(fr)
             level, parent = level + 1, parent.parent

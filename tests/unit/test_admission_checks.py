@@ -54,7 +54,10 @@ def test_the_first_check_not_ready_is_the_one_named() -> None:
         workload(RESERVED, admission=True), ("a", "Ready", "done"), ("b", "Pending", "")
     )
     status = cluster_status(raycluster(), wl)
-    assert (status.state, status.message) == ("waiting-for-capacity", "admission check b is Pending")
+    assert (status.state, status.message) == (
+        "waiting-for-capacity",
+        "admission check b is Pending",
+    )
 
 
 def test_a_retry_eviction_is_still_waiting_for_capacity() -> None:
@@ -96,7 +99,9 @@ def test_a_check_seen_rejected_before_the_eviction_names_itself() -> None:
 
 
 def test_deactivated_by_hand_is_still_suspended() -> None:
-    wl = workload(cond("Evicted", "True", "Deactivated", "The workload is deactivated"), active=False)
+    wl = workload(
+        cond("Evicted", "True", "Deactivated", "The workload is deactivated"), active=False
+    )
     assert cluster_status(raycluster(), wl).state == "suspended"
 
 
