@@ -1,0 +1,178 @@
+"""Capacity provisioning on the real control plane: a ClusterQueue requires Kueue's
+ProvisioningRequest admission check, and the test plays the cluster autoscaler by setting the
+ProvisioningRequest's conditions. The fit names the check; the cluster shows
+``waiting-for-capacity`` with the check's state and the autoscaler's message (REST and the
+events socket), then ``CapacityProvisioned`` → ``Admitted`` → ready; a ``Failed`` request
+(no retries configured) shows ``rejected`` with the autoscaler's reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.cluster.fixtures import KueueObjects, watch_until
+from tests.integration.clusters_support import (
+    call,
+    in_order,
+    make_queue,
+    open_events,
+    small_cluster,
+    state_is,
+)
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
+
+WORKBENCH_RULES = namespace_rules()
+WORKBENCH_CLUSTER_RULES = CLUSTER_READ_RULES
+
+pytestmark = pytest.mark.cluster
+
+AUTOSCALING = ("autoscaling.x-k8s.io", "v1")
+ETA = "capacity is being provisioned, ETA 2 minutes"
+NO_CAPACITY = "no nodes of this shape in any zone"
+
+
+@pytest.fixture
+def capacity_queue(kube, kueue: KueueObjects) -> str:
+    """The namespace's default queue on a ClusterQueue that requires a ProvisioningRequest
+    check whose requests are never retried; returns the check's name. Made before the server
+    starts, so its first lists hold them."""
+    try:
+        client.ApiextensionsV1Api(kube).read_custom_resource_definition(
+            "provisioningrequests.autoscaling.x-k8s.io"
+        )
+    except client.ApiException as err:
+        if err.status != 404:
+            raise
+        pytest.fail(
+            "the test cluster predates the ProvisioningRequest CRD (tests/cluster/manifests.py): "
+            "restart it (python -m tests.cluster down && up) so Kueue enables its provisioning "
+            "controller"
+        )
+    check = kueue.provisioning_check("capacity", backoff_limit=0)
+    make_queue(kueue, admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+    return check
+
+
+class Autoscaler:
+    """What the cluster autoscaler does to a ProvisioningRequest Kueue created: set its
+    conditions (``Accepted``, ``Provisioned``, ``Failed``)."""
+
+    def __init__(self, kube: client.ApiClient, namespace: str) -> None:
+        self.custom = client.CustomObjectsApi(kube)
+        self.namespace = namespace
+
+    def request_of(self, workload: str) -> dict[str, Any]:
+        """The ProvisioningRequest Kueue made for ``workload`` (waits for it)."""
+        return watch_until(
+            self.custom.list_namespaced_custom_object,
+            lambda pr: any(
+                ref.get("kind") == "Workload" and ref.get("name") == workload
+                for ref in pr["metadata"].get("ownerReferences", [])
+            ),
+            what=f"the ProvisioningRequest of {workload}",
+            group=AUTOSCALING[0],
+            version=AUTOSCALING[1],
+            namespace=self.namespace,
+            plural="provisioningrequests",
+        )
+
+    def set(self, workload: str, **conditions: tuple[str, str]) -> None:
+        """Set conditions ``type=(status, message)`` on the workload's ProvisioningRequest."""
+        request = self.request_of(workload)
+        now = "2026-01-01T00:00:00Z"
+        body = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": kind,
+                        "status": status,
+                        "reason": kind if status == "True" else f"Not{kind}",
+                        "message": message,
+                        "lastTransitionTime": now,
+                    }
+                    for kind, (status, message) in conditions.items()
+                ]
+            }
+        }
+        self.custom.patch_namespaced_custom_object_status(
+            *AUTOSCALING, self.namespace, "provisioningrequests", request["metadata"]["name"], body
+        )
+
+
+def check_of(state: dict[str, Any] | None) -> dict[str, Any]:
+    assert state is not None and len(state["admission_checks"]) == 1, state
+    return state["admission_checks"][0]
+
+
+async def test_fit_names_the_check_then_provisioned_admitted_ready(
+    kube, kueue, capacity_queue, identity, jp_fetch, jp_ws_fetch
+):
+    check = capacity_queue
+    request = small_cluster("capacity", workers=1)
+    code, fit = await call(jp_fetch, "POST", "clusters", "fit", body=request)
+    assert code == 200, fit
+    assert (fit["verdict"], fit["admission_checks"]) == ("fits-now", [check])
+    assert f"fits the quota; then waits for capacity from admission check {check}" in fit["message"]
+
+    events, _ = await open_events(jp_ws_fetch)
+    try:
+        assert (await call(jp_fetch, "POST", "clusters", body=request))[0] == 201
+        waiting = await events.cluster_state(
+            "capacity", state_is("waiting-for-capacity"), "waiting for capacity"
+        )
+        assert waiting is not None and waiting["quota_reserved"] and not waiting["admitted"]
+        assert check_of(waiting)["name"] == check
+        assert check_of(waiting)["state"] == "Pending"
+
+        autoscaler = Autoscaler(kube, kueue.namespace)
+        autoscaler.set(
+            waiting["workload"], Accepted=("True", "accepted"), Provisioned=("False", ETA)
+        )
+        eta = await events.cluster_state(
+            "capacity", lambda s: s is not None and check_of(s)["message"] == ETA, "the ETA"
+        )
+        assert eta is not None and eta["state"] == "waiting-for-capacity"
+        assert eta["message"] == f"admission check {check} is Pending: {ETA}"
+        code, listing = await call(jp_fetch, "GET", "clusters")
+        (listed,) = [c for c in listing["clusters"] if c["name"] == "capacity"]
+        assert (listed["state"], check_of(listed)["message"]) == ("waiting-for-capacity", ETA)
+
+        autoscaler.set(
+            waiting["workload"], Accepted=("True", "accepted"), Provisioned=("True", "nodes up")
+        )
+        ready = await events.cluster_state("capacity", state_is("ready"), "ready")
+        assert ready is not None and check_of(ready)["state"] == "Ready"
+        steps = ["QuotaReserved", "WaitingForCapacity", "CapacityProvisioned", "Admitted", "Ready"]
+        assert in_order(events.milestones("capacity"), steps), events.milestones("capacity")
+    finally:
+        events.close()
+    code, listing = await call(jp_fetch, "GET", "clusters")
+    (listed,) = [c for c in listing["clusters"] if c["name"] == "capacity"]
+    timeline = [m["name"] for m in listed["milestones"]]
+    assert in_order(timeline, ["QuotaReserved", "CapacityProvisioned", "Admitted", "Ready"])
+
+
+async def test_failed_provisioning_is_rejected_with_the_autoscalers_reason(
+    kube, kueue, capacity_queue, identity, jp_fetch, jp_ws_fetch
+):
+    check = capacity_queue
+    events, _ = await open_events(jp_ws_fetch)
+    try:
+        request = small_cluster("nocapacity", workers=1)
+        assert (await call(jp_fetch, "POST", "clusters", body=request))[0] == 201
+        waiting = await events.cluster_state(
+            "nocapacity", state_is("waiting-for-capacity"), "waiting for capacity"
+        )
+        assert waiting is not None
+        Autoscaler(kube, kueue.namespace).set(waiting["workload"], Failed=("True", NO_CAPACITY))
+        rejected = await events.cluster_state("nocapacity", state_is("rejected"), "rejected")
+        assert rejected is not None and not rejected["admitted"]
+        assert check in (rejected["message"] or "") and NO_CAPACITY in (rejected["message"] or "")
+        assert "Rejected" in events.milestones("nocapacity")
+    finally:
+        events.close()
+    code, listing = await call(jp_fetch, "GET", "clusters")
+    (listed,) = [c for c in listing["clusters"] if c["name"] == "nocapacity"]
+    assert listed["state"] == "rejected" and NO_CAPACITY in listed["message"]
