@@ -173,6 +173,6 @@ async def test_failed_provisioning_is_rejected_with_the_autoscalers_reason(
         assert "Rejected" in events.milestones("nocapacity")
     finally:
         events.close()
-    code, listing = await call(jp_fetch, "GET", "clusters")
+    _, listing = await call(jp_fetch, "GET", "clusters")
     (listed,) = [c for c in listing["clusters"] if c["name"] == "nocapacity"]
     assert listed["state"] == "rejected" and NO_CAPACITY in listed["message"]
