@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+import jupyter_dw as dw
 from tests.cluster.fixtures import KueueObjects, watch_until
 from tests.integration.clusters_support import (
     call,
@@ -21,6 +22,7 @@ from tests.integration.clusters_support import (
     small_cluster,
     state_is,
 )
+from tests.integration.test_notebook_widgets import until
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
 WORKBENCH_RULES = namespace_rules()
@@ -176,3 +178,28 @@ async def test_failed_provisioning_is_rejected_with_the_autoscalers_reason(
     _, listing = await call(jp_fetch, "GET", "clusters")
     (listed,) = [c for c in listing["clusters"] if c["name"] == "nocapacity"]
     assert listed["state"] == "rejected" and NO_CAPACITY in listed["message"]
+
+
+async def test_the_status_widget_shows_the_check_and_its_timeline(
+    kernel, kueue, kube, capacity_queue
+):
+    check = capacity_queue
+    verdict = dw.fit(**small_cluster("widget", workers=1))
+    assert verdict.admission_checks == (check,)
+    assert "fits the quota; then waits for capacity" in verdict.message
+    dw.submit(**small_cluster("widget", workers=1))
+    status = dw.ClusterStatus("widget")
+    try:
+        await until(status, "state", lambda s: s == "waiting-for-capacity", "waiting")
+        assert [c["name"] for c in status.admission_checks] == [check]
+        assert f"admission check {check} is Pending" in (status.message or "")
+        workload = kernel.core.clusters.get("widget").status.workload
+        Autoscaler(kube, kueue.namespace).set(
+            workload, Accepted=("True", "accepted"), Provisioned=("True", "nodes up")
+        )
+        await until(status, "state", lambda s: s == "ready", "ready")
+        assert [c["state"] for c in status.admission_checks] == ["Ready"]
+        steps = [m["name"] for m in status.milestones]
+        assert in_order(steps, ["QuotaReserved", "CapacityProvisioned", "Admitted", "Ready"])
+    finally:
+        status.close()

@@ -136,3 +136,14 @@ def test_without_checks_there_is_no_capacity_milestone() -> None:
     assert status.admission_checks == () and not status.capacity_provisioned
     assert "CapacityProvisioned" not in [m.name for m in milestones(status, raycluster(), wl)]
     assert "CapacityProvisioned" not in transition(None, status)
+
+
+def test_the_notebook_html_lists_each_check_escaped() -> None:
+    from jupyter_dw.core.clusters import ClusterInfo
+    from jupyter_dw.notebook.display import cluster_html
+
+    wl = with_checks(workload(RESERVED, admission=True), (CHECK, "Pending", "ETA <2 minutes>"))
+    status = cluster_status(raycluster(), wl)
+    html = cluster_html(ClusterInfo(status, "/dw/ray/demo/", None, (), ()))
+    assert "waiting-for-capacity" in html
+    assert f"admission check <b>{CHECK}</b>: Pending — ETA &lt;2 minutes&gt;" in html
