@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 import jupyter_dw as dw
-from tests.cluster.fixtures import KueueObjects, watch_until
+from tests.cluster.fixtures import KueueObjects
 from tests.integration.clusters_support import (
+    Autoscaler,
     call,
     in_order,
-    make_queue,
+    make_capacity_queue,
     open_events,
     small_cluster,
     state_is,
@@ -30,77 +30,15 @@ WORKBENCH_CLUSTER_RULES = CLUSTER_READ_RULES
 
 pytestmark = pytest.mark.cluster
 
-AUTOSCALING = ("autoscaling.x-k8s.io", "v1")
 ETA = "capacity is being provisioned, ETA 2 minutes"
 NO_CAPACITY = "no nodes of this shape in any zone"
 
 
 @pytest.fixture
 def capacity_queue(kube, kueue: KueueObjects) -> str:
-    """The namespace's default queue on a ClusterQueue that requires a ProvisioningRequest
-    check whose requests are never retried; returns the check's name. Made before the server
-    starts, so its first lists hold them."""
-    try:
-        client.ApiextensionsV1Api(kube).read_custom_resource_definition(
-            "provisioningrequests.autoscaling.x-k8s.io"
-        )
-    except client.ApiException as err:
-        if err.status != 404:
-            raise
-        pytest.fail(
-            "the test cluster predates the ProvisioningRequest CRD (tests/cluster/manifests.py): "
-            "restart it (python -m tests.cluster down && up) so Kueue enables its provisioning "
-            "controller"
-        )
-    check = kueue.provisioning_check("capacity", backoff_limit=0)
-    make_queue(kueue, admissionChecksStrategy={"admissionChecks": [{"name": check}]})
-    return check
-
-
-class Autoscaler:
-    """What the cluster autoscaler does to a ProvisioningRequest Kueue created: set its
-    conditions (``Accepted``, ``Provisioned``, ``Failed``)."""
-
-    def __init__(self, kube: client.ApiClient, namespace: str) -> None:
-        self.custom = client.CustomObjectsApi(kube)
-        self.namespace = namespace
-
-    def request_of(self, workload: str) -> dict[str, Any]:
-        """The ProvisioningRequest Kueue made for ``workload`` (waits for it)."""
-        return watch_until(
-            self.custom.list_namespaced_custom_object,
-            lambda pr: any(
-                ref.get("kind") == "Workload" and ref.get("name") == workload
-                for ref in pr["metadata"].get("ownerReferences", [])
-            ),
-            what=f"the ProvisioningRequest of {workload}",
-            group=AUTOSCALING[0],
-            version=AUTOSCALING[1],
-            namespace=self.namespace,
-            plural="provisioningrequests",
-        )
-
-    def set(self, workload: str, **conditions: tuple[str, str]) -> None:
-        """Set conditions ``type=(status, message)`` on the workload's ProvisioningRequest."""
-        request = self.request_of(workload)
-        now = "2026-01-01T00:00:00Z"
-        body = {
-            "status": {
-                "conditions": [
-                    {
-                        "type": kind,
-                        "status": status,
-                        "reason": kind if status == "True" else f"Not{kind}",
-                        "message": message,
-                        "lastTransitionTime": now,
-                    }
-                    for kind, (status, message) in conditions.items()
-                ]
-            }
-        }
-        self.custom.patch_namespaced_custom_object_status(
-            *AUTOSCALING, self.namespace, "provisioningrequests", request["metadata"]["name"], body
-        )
+    """The namespace's default queue requiring a ProvisioningRequest check (never retried);
+    the check's name. Made before the server starts, so its first lists hold them."""
+    return make_capacity_queue(kube, kueue)
 
 
 def check_of(state: dict[str, Any] | None) -> dict[str, Any]:
