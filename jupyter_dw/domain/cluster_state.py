@@ -356,20 +356,20 @@ def _rejected(f: _Facts) -> _Outcome | None:
     evicted = f.wl.get("Evicted")
     reason, message = _words(evicted) if _is_true(evicted) else (None, None)
     if rejected is not None:
+        # Seen before Kueue deactivates the workload: the check's own state and words.
         why = f"admission check {rejected.name} rejected the workload"
         return (
             "rejected",
-            reason or _DEACTIVATED_BY_CHECK,
+            reason or CHECK_REJECTED,
             (f"{why}: {rejected.message}" if rejected.message else why),
         )
-    if reason == _DEACTIVATED_BY_CHECK or (
-        not f.active
-        and _is_true(f.wl.get("DeactivationTarget"))
-        and _words(f.wl.get("DeactivationTarget"))[0] == _ADMISSION_CHECK_REASON
-    ):
-        if reason is None:
-            reason, message = _words(f.wl.get("DeactivationTarget"))
+    if reason == _DEACTIVATED_BY_CHECK:
         return "rejected", reason, message
+    # Between Kueue's two steps: the deactivation is decided (DeactivationTarget) but the
+    # check was already reset.
+    target = f.wl.get("DeactivationTarget")
+    if _is_true(target) and _words(target)[0] == _ADMISSION_CHECK_REASON:
+        return ("rejected", *_words(target))
     return None
 
 

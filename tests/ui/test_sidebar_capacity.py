@@ -59,5 +59,11 @@ def test_card_waits_for_capacity_then_shows_the_rejection(
     # -- the autoscaler gives up: rejected, with its reason ---------------------------------
     autoscaler.set(workload, Failed=("True", NO_CAPACITY))
     expect(box).to_have_attribute("data-state", "rejected", timeout=60_000)
-    expect(box.locator(".jp-dw-card-reason")).to_contain_text(NO_CAPACITY)
+    reason = box.locator(".jp-dw-card-reason")
+    # Kueue's last word: the workload deactivated because of the check (named there; from
+    # Kueue 0.15, serving v1beta2, with the autoscaler's reason too).
+    expect(reason).to_contain_text("DeactivatedDueToAdmissionCheck", timeout=60_000)
+    expect(reason).to_contain_text(check)
+    if kueue.api_version == "v1beta2":
+        expect(reason).to_contain_text(NO_CAPACITY)
     expect(box.locator('[data-badge="rejected"]')).to_be_visible()

@@ -94,7 +94,7 @@ def test_a_rejected_check_deactivates_and_shows_kueues_words() -> None:
 def test_a_check_seen_rejected_before_the_eviction_names_itself() -> None:
     wl = with_checks(workload(RESERVED, admission=True), (CHECK, "Rejected", "no capacity"))
     status = cluster_status(raycluster(), wl)
-    assert status.state == "rejected"
+    assert (status.state, status.reason) == ("rejected", "Rejected")
     assert status.message == f"admission check {CHECK} rejected the workload: no capacity"
 
 
@@ -147,3 +147,25 @@ def test_the_notebook_html_lists_each_check_escaped() -> None:
     html = cluster_html(ClusterInfo(status, "/dw/ray/demo/", None, (), ()))
     assert "waiting-for-capacity" in html
     assert f"admission check <b>{CHECK}</b>: Pending — ETA &lt;2 minutes&gt;" in html
+
+
+def test_a_decided_deactivation_by_a_check_is_already_rejected() -> None:
+    target = cond("DeactivationTarget", "True", "AdmissionCheck", "check capacity rejected")
+    status = cluster_status(raycluster(), workload(RESERVED, target, admission=True))
+    assert (status.state, status.reason, status.message) == (
+        "rejected",
+        "AdmissionCheck",
+        "check capacity rejected",
+    )
+
+
+def test_kueue_014s_deactivation_message_is_shown_as_it_is() -> None:
+    # Kueue 0.14 does not repeat the autoscaler's words once it has deactivated the workload.
+    message = "The workload is deactivated due to Admission check(s): capacity, were rejected"
+    wl = workload(
+        cond("Evicted", "True", "DeactivatedDueToAdmissionCheck", message),
+        version="v1beta1",
+        active=False,
+    )
+    status = cluster_status(raycluster(), wl)
+    assert (status.state, status.message) == ("rejected", message)
