@@ -158,3 +158,15 @@ async def test_the_status_widget_shows_the_check_and_its_timeline(
         assert in_order(steps, ["QuotaReserved", "CapacityProvisioned", "Admitted", "Ready"])
     finally:
         status.close()
+
+
+async def test_waiting_for_ready_gives_up_when_the_check_rejects(
+    kernel, kueue, kube, capacity_queue
+):
+    handle = dw.submit(**small_cluster("given-up", workers=1))
+    waiting = await handle.wait_async("waiting-for-capacity", timeout=90)
+    Autoscaler(kube, kueue.namespace).set(waiting.workload, Failed=("True", NO_CAPACITY))
+    with pytest.raises(dw.ClusterFailed) as failed:
+        await handle.wait_async("ready", timeout=90)
+    assert "is rejected" in str(failed.value)
+    assert capacity_queue in str(failed.value.reason)
