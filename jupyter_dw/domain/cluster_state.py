@@ -31,6 +31,7 @@ from jupyter_dw.names import DASHBOARD_PORT, JOB_UID_LABEL, QUEUE_LABEL, head_se
 
 ClusterState = Literal[
     "queued",
+    "waiting-for-capacity",
     "admitted",
     "starting",
     "stalled",
@@ -39,12 +40,22 @@ ClusterState = Literal[
     "preempted",
     "suspended",
     "failed",
+    "rejected",
     "deleting",
 ]
+
+CheckState = Literal["Pending", "Ready", "Retry", "Rejected"]
+CHECK_READY = "Ready"
+CHECK_REJECTED = "Rejected"
 
 # Kueue's Evicted reason when spec.active is set to false ("InactiveWorkload" before v0.9).
 _DEACTIVATED_REASONS = frozenset({"Deactivated", "InactiveWorkload"})
 _PREEMPTED_REASON = "Preempted"
+# Kueue's eviction reason for admission checks (WorkloadEvictedByAdmissionCheck): a Retry check
+# evicts with it (the workload is requeued); a Rejected one deactivates the workload, and the
+# Evicted reason becomes "DeactivatedDueToAdmissionCheck" (Kueue >= 0.15, ReasonWithCause).
+_ADMISSION_CHECK_REASON = "AdmissionCheck"
+_DEACTIVATED_BY_CHECK = "DeactivatedDueToAdmissionCheck"
 _HEAD_POD_NOT_FOUND = "HeadPodNotFound"
 
 
@@ -107,6 +118,37 @@ class Dashboard:
 
 
 @dataclass(frozen=True)
+class AdmissionCheckStatus:
+    """One entry of the Workload's ``status.admissionChecks``: an AdmissionCheck's ``state``
+    (Pending, Ready, Retry, Rejected), the controller's ``message`` (for the provisioning check:
+    the cluster autoscaler's words from the ProvisioningRequest) and ``lastTransitionTime``."""
+
+    name: str
+    state: str
+    message: str | None = None
+    time: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "state", "message", "time"}``."""
+        return {"name": self.name, "state": self.state, "message": self.message, "time": self.time}
+
+
+def admission_checks(workload: Mapping[str, Any] | None) -> tuple[AdmissionCheckStatus, ...]:
+    """The Workload's ``status.admissionChecks`` in the order Kueue lists them."""
+    raw = _map(_map(workload).get("status")).get("admissionChecks")
+    return tuple(
+        AdmissionCheckStatus(
+            name=_text(check.get("name")) or "",
+            state=_text(check.get("state")) or "Pending",
+            message=_text(check.get("message")),
+            time=_text(check.get("lastTransitionTime")),
+        )
+        for check in (raw if isinstance(raw, list) else [])
+        if isinstance(check, Mapping) and _text(check.get("name"))
+    )
+
+
+@dataclass(frozen=True)
 class ClusterStatus:
     """What a user needs to know about one Ray cluster, from Kueue and KubeRay together.
 
@@ -143,6 +185,16 @@ class ClusterStatus:
     preempted_by: PreemptedBy | None = None
     """While ``preempted``: the workload Kueue named as the preemptor (``name`` is filled in
     by the caller, who can look the job UID up among the namespace's RayClusters)."""
+    admission_checks: tuple[AdmissionCheckStatus, ...] = ()
+    """The Workload's admission checks (e.g. the ProvisioningRequest check asking the cluster
+    autoscaler for nodes); empty when its ClusterQueue requires none."""
+
+    @property
+    def capacity_provisioned(self) -> bool:
+        """Every admission check is Ready (False when there are none)."""
+        return bool(self.admission_checks) and all(
+            c.state == CHECK_READY for c in self.admission_checks
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape the REST API and the events stream share."""
@@ -168,6 +220,7 @@ class ClusterStatus:
             "position_in_local_queue": self.position_in_local_queue,
             "position_in_cluster_queue": self.position_in_cluster_queue,
             "preempted_by": self.preempted_by.to_json() if self.preempted_by else None,
+            "admission_checks": [c.to_json() for c in self.admission_checks],
         }
 
 
@@ -193,6 +246,7 @@ class _Facts:
     active: bool
     wl: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     problem: PodProblem | None = None
+    checks: tuple[AdmissionCheckStatus, ...] = ()
 
     @property
     def running(self) -> bool:
@@ -264,6 +318,7 @@ def _read_facts(
         active=wl_spec.get("active") is not False,
         wl=_conditions(workload),
         problem=first_problem(pods),
+        checks=admission_checks(workload),
     )
 
 
@@ -291,6 +346,39 @@ def _failed(f: _Facts) -> _Outcome | None:
         return ("failed", *_words(failure))
     if f.ray_state == "failed":
         return "failed", f.ray_reason, None
+    return None
+
+
+def _rejected(f: _Facts) -> _Outcome | None:
+    # A Rejected check makes Kueue deactivate the workload (it is never retried); say which
+    # check refused and why rather than "suspended".
+    rejected = next((c for c in f.checks if c.state == CHECK_REJECTED), None)
+    evicted = f.wl.get("Evicted")
+    reason, message = _words(evicted) if _is_true(evicted) else (None, None)
+    if rejected is not None:
+        # Seen before Kueue deactivates the workload: the check's own state and words.
+        why = f"admission check {rejected.name} rejected the workload"
+        return (
+            "rejected",
+            reason or CHECK_REJECTED,
+            (f"{why}: {rejected.message}" if rejected.message else why),
+        )
+    if reason == _DEACTIVATED_BY_CHECK:
+        return "rejected", reason, message
+    # Between Kueue's two steps: the deactivation is decided (DeactivationTarget) but the
+    # check was already reset.
+    target = f.wl.get("DeactivationTarget")
+    if _is_true(target) and _words(target)[0] == _ADMISSION_CHECK_REASON:
+        return ("rejected", *_words(target))
+    return None
+
+
+def _retrying_check(f: _Facts) -> _Outcome | None:
+    # A Retry check evicts the workload (reason AdmissionCheck) and Kueue requeues it after a
+    # backoff: it is still waiting for capacity, not evicted for good.
+    evicted = f.wl.get("Evicted")
+    if f.active and _is_true(evicted) and _words(evicted)[0] == _ADMISSION_CHECK_REASON:
+        return ("waiting-for-capacity", *_words(evicted))
     return None
 
 
@@ -343,6 +431,20 @@ def _admitted(f: _Facts) -> _Outcome | None:
     return ("admitted", *_words(f.wl.get("Admitted"))) if f.admitted else None
 
 
+def _waiting_for_capacity(f: _Facts) -> _Outcome | None:
+    # Quota reserved, admission checks not all Ready yet: Kueue's Admitted=False says which.
+    if not (f.has_workload and f.quota_reserved and not f.admitted and f.checks):
+        return None
+    reason, message = _words(f.wl.get("Admitted"))
+    waiting = [c for c in f.checks if c.state != CHECK_READY]
+    if waiting:
+        first = waiting[0]
+        message = f"admission check {first.name} is {first.state}" + (
+            f": {first.message}" if first.message else ""
+        )
+    return "waiting-for-capacity", reason, message
+
+
 def _queued(f: _Facts) -> _Outcome | None:
     if not f.has_workload:
         return None
@@ -359,12 +461,15 @@ def _suspended(f: _Facts) -> _Outcome | None:
 _RULES: tuple[Callable[[_Facts], _Outcome | None], ...] = (
     _deleting,
     _failed,
+    _rejected,
     _deactivated,
+    _retrying_check,
     _evicted,
     _ready,
     _stalled,
     _starting,
     _admitted,
+    _waiting_for_capacity,
     _queued,
     _suspended,
 )
@@ -438,8 +543,13 @@ def cluster_status(
 
     1. ``deleting``: ``metadata.deletionTimestamp`` is set;
     2. ``failed``: RayCluster ``ReplicaFailure=True`` (or deprecated ``status.state: failed``);
-    3. ``suspended`` by deactivation: Workload ``spec.active: false`` (Kueue evicts it with
-       reason ``Deactivated`` and never requeues it);
+    3. ``rejected``: an admission check is ``Rejected`` (e.g. the ProvisioningRequest turned
+       ``Failed`` with no retries left), or Kueue deactivated the Workload because of one
+       (``Evicted`` reason ``DeactivatedDueToAdmissionCheck``; Kueue then resets the check to
+       Pending, so the Evicted message is what names it); ``suspended`` by deactivation:
+       Workload ``spec.active: false`` (Kueue evicts it with reason ``Deactivated`` and never
+       requeues it); ``waiting-for-capacity``: evicted with reason ``AdmissionCheck`` (a check
+       in ``Retry``: Kueue requeues it after a backoff);
     4. ``preempted``: Workload ``Preempted=True`` or ``Evicted=True`` with reason
        ``Preempted``; ``evicted``: ``Evicted=True`` with another reason (PodsReadyTimeout,
        ClusterQueueStopped, LocalQueueStopped, AdmissionCheck, ...), until Kueue reserves
@@ -449,8 +559,10 @@ def cluster_status(
        scheduled, pull its image or stay up (the pod's reason and message);
        ``starting``: running, admitted (or not Kueue-managed) and KubeRay has a head pod;
     7. ``admitted``: Workload ``Admitted=True`` but KubeRay has not started the head yet;
-    8. ``queued``: a Workload without admission (reason/message from ``QuotaReserved``, or from
-       ``Admitted`` while admission checks are pending);
+    8. ``waiting-for-capacity``: quota reserved, admission checks not all Ready (the first
+       one that is not, with its state and message); ``queued``: a Workload without
+       admission (reason/message from ``QuotaReserved``, or from ``Admitted`` while admission
+       checks are pending);
     9. ``suspended``: ``spec.suspend: true`` and no Workload yet.
     """
     raycluster = _map(raycluster)
@@ -489,6 +601,7 @@ def cluster_status(
         position_in_local_queue=local,
         position_in_cluster_queue=cluster,
         preempted_by=_preempted_by(facts, message) if state == "preempted" else None,
+        admission_checks=facts.checks,
     )
 
 
@@ -506,6 +619,7 @@ _ENTRY_EVENTS: dict[str, str] = {
     "evicted": "Evicted",
     "preempted": "Preempted",
     "failed": "Failed",
+    "rejected": "Rejected",
     "suspended": "Suspended",
     "deleting": "Deleting",
 }
@@ -515,11 +629,13 @@ def transition(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
     """The milestones crossed going from ``old`` to ``new``, in the order they happen.
 
     Progress milestones, always in this order: ``Queued`` (entering the queue),
-    ``QuotaReserved``, ``Admitted``, ``HeadReady``, ``WorkerReady:<n>`` for each newly ready
-    worker count n, ``Ready``. Then the state entered, if it is one of ``Evicted``,
-    ``Preempted``, ``Failed``, ``Suspended``, ``Deleting``; then ``QuotaReleased`` if the
-    reservation was lost. ``old`` None means nothing was known: every milestone already
-    reached is reported, so skipped observations never hide a step or reorder them.
+    ``QuotaReserved``, ``WaitingForCapacity`` (entering that state), ``CapacityProvisioned``
+    (every admission check Ready), ``Admitted``, ``HeadReady``, ``WorkerReady:<n>`` for each
+    newly ready worker count n, ``Ready``. Then the state entered, if it is one of
+    ``Evicted``, ``Preempted``, ``Failed``, ``Rejected``, ``Suspended``, ``Deleting``; then
+    ``QuotaReleased`` if the reservation was lost. ``old`` None means nothing was known: every
+    milestone already reached is reported, so skipped observations never hide a step or
+    reorder them.
     """
     was_state = old.state if old is not None else None
     events: list[str] = []
@@ -527,6 +643,10 @@ def transition(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
         events.append("Queued")
     if new.quota_reserved and not (old is not None and old.quota_reserved):
         events.append("QuotaReserved")
+    if new.state == "waiting-for-capacity" and was_state != "waiting-for-capacity":
+        events.append("WaitingForCapacity")
+    if new.capacity_provisioned and not (old is not None and old.capacity_provisioned):
+        events.append("CapacityProvisioned")
     if new.admitted and not (old is not None and old.admitted):
         events.append("Admitted")
     if new.head_ready and not (old is not None and old.head_ready):

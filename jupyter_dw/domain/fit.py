@@ -14,8 +14,18 @@ and ``assess_fit`` follows it step by step:
   flavors are tried in order; a flavor fits when *every* requested resource of the group fits.
 - A request above ``PotentialAvailable`` (``QuotaTree.max_obtainable``) in a flavor can never
   fit there (``ExceedsMaxQuota``); at most ``Available`` (``QuotaTree.headroom``) it fits now.
-- With the default ``flavorFungibility`` (``whenCanBorrow: MayStopSearch``, ``whenCanPreempt:
-  TryNextFlavor``) the first flavor that fits, borrowing or not, is taken.
+- ``flavorFungibility``: with the default (``whenCanBorrow: MayStopSearch`` — ``Borrow`` in
+  v1beta1 —, ``whenCanPreempt: TryNextFlavor``) the first flavor that fits, borrowing or not,
+  is taken. With ``whenCanBorrow: TryNextFlavor`` the search goes on past a flavor that fits
+  only by borrowing: the first flavor that fits within the ClusterQueue's own quota wins, else
+  the one borrowing least (``QuotaTree.borrowing_level``, Kueue's borrowing height). A flavor
+  that does not fit now is skipped whatever ``whenCanPreempt`` says: whether preemption could
+  make room depends on the priorities of admitted workloads, which the verdict does not know
+  (Kueue behaves the same when it finds no preemption candidates).
+- Admission checks (``spec.admissionChecksStrategy``): fitting the quota only reserves it; the
+  workload is admitted when every check that applies to its flavors is Ready. The verdict
+  names them (``admission_checks``) and a fitting workload's message says it then waits for
+  capacity from them (the verdict stays ``fits-now``: quota is what the verdict judges).
 
 Headroom itself is never computed here: ``QuotaTree`` owns that arithmetic.
 """
@@ -195,6 +205,24 @@ def _steps(demands: Sequence[_Demand], groups: Sequence[ResourceGroup]) -> list[
 Eligible = Callable[[str, str], bool]
 """``(pod set, flavor) -> bool``: whether Kueue may give that flavor to that pod set."""
 
+Borrowing = Callable[[str, Mapping[str, Decimal], Mapping[FlavorResource, Decimal]], int]
+"""``(flavor, requests, assumed usage) -> level``: how far up the cohort tree the requests
+must borrow in that flavor (0: within the ClusterQueue's own quota)."""
+
+
+def _by_fungibility(fitting: list[str], level: Callable[[str], int]) -> list[str]:
+    """``whenCanBorrow: TryNextFlavor``: the first fitting flavor that needs no borrowing,
+    else the one borrowing least (first of equals). Kueue's findFlavorForPodSets stops at a
+    flavor whose mode is optimal and otherwise keeps the preferred (isPreferred) one."""
+    best: tuple[int, str] | None = None
+    for flavor in fitting:
+        borrows = level(flavor)
+        if borrows == 0:
+            return [flavor]
+        if best is None or borrows < best[0]:
+            best = (borrows, flavor)
+    return [best[1]] if best is not None else []
+
 
 def _place(
     demands: Sequence[_Demand],
@@ -203,8 +231,11 @@ def _place(
     *,
     any_order: bool = False,
     eligible: Eligible = lambda _pod_set, _flavor: True,
+    borrowing: Borrowing | None = None,
 ) -> _Placement:
-    """Assign flavors like Kueue with default flavorFungibility: the first flavor that fits.
+    """Assign flavors like Kueue: the first flavor that fits (default flavorFungibility), or
+    with ``borrowing`` given (``whenCanBorrow: TryNextFlavor``) the first that fits without
+    borrowing, else the one that borrows least.
 
     With ``any_order`` a later PodSet that fits nowhere makes earlier ones try their next
     flavors (depth-first, still in flavor order, so the first-fit answer comes first). That
@@ -228,6 +259,8 @@ def _place(
         ]
         if not fitting and not stuck:
             stuck.append(_Stuck(pod_set, group, wanted, dict(usage)))
+        if borrowing is not None and not any_order:
+            fitting = _by_fungibility(fitting, lambda f: borrowing(f, wanted, usage))
         for flavor in fitting if any_order else fitting[:1]:
             more = {**usage}
             for resource, amount in wanted.items():
@@ -283,6 +316,9 @@ class FitVerdict:
     queue: str | None
     cluster_queue: str | None
     ahead_bound: str | None = None
+    admission_checks: tuple[str, ...] = ()
+    """The AdmissionChecks the ClusterQueue requires of this workload (those whose
+    ``onFlavors`` match its flavors): quota first, then every one must be Ready."""
 
     def to_json(self) -> dict[str, Any]:
         """The verdict as JSON; amounts are canonical Kubernetes quantity strings."""
@@ -299,6 +335,7 @@ class FitVerdict:
             "ahead_bound": self.ahead_bound,
             "queue": self.queue,
             "cluster_queue": self.cluster_queue,
+            "admission_checks": list(self.admission_checks),
         }
 
 
@@ -414,13 +451,32 @@ class _Assessor:
         )
         if ever.stuck is not None:
             return self._exceeds(ever.stuck, ever)
-        now = _place(self.demands, self.groups, self.headroom, eligible=self.eligible)
+        now = _place(
+            self.demands,
+            self.groups,
+            self.headroom,
+            eligible=self.eligible,
+            borrowing=self.borrowing
+            if self.cq.flavor_fungibility.try_next_when_borrowing
+            else None,
+        )
         hold = self._hold()
         if hold is not None:
             return self._held(hold, now, ever)
         if now.stuck is None:
             return self._fits_now(now)
         return self._waits(ever)
+
+    def borrowing(
+        self, flavor: str, wanted: Mapping[str, Decimal], usage: Mapping[FlavorResource, Decimal]
+    ) -> int:
+        """The worst borrowing level among the requests (Kueue's representative mode)."""
+        return max(
+            self.tree.borrowing_level(
+                self.cq.name, flavor, resource, usage.get((flavor, resource), _ZERO) + amount
+            )
+            for resource, amount in wanted.items()
+        )
 
     def eligible(self, pod_set: str, flavor: str) -> bool:
         return self.mismatch(pod_set, flavor) is None
@@ -509,7 +565,16 @@ class _Assessor:
             queue=self.lq.name if self.lq is not None else None,
             cluster_queue=self.cq.name,
             ahead_bound=self.ahead.bound if self.ahead is not None else None,
+            admission_checks=self._checks(placement if complete else None),
         )
+
+    def _checks(self, placement: _Placement | None) -> tuple[str, ...]:
+        """The checks that apply to the placement's flavors (every one when unplaced)."""
+        rules = self.cq.admission_checks
+        if placement is None:
+            return tuple(r.name for r in rules)
+        flavors = {f for by_resource in placement.flavors.values() for f in by_resource.values()}
+        return tuple(r.name for r in rules if r.applies(flavors))
 
     # -- verdicts --------------------------------------------------------------------------
 
@@ -554,7 +619,14 @@ class _Assessor:
     def _fits_now(self, now: _Placement) -> FitVerdict:
         verdict = self._verdict(FITS_NOW, REASON_FITS, "", now)
         message = self._free_now(verdict)
-        message += ": fits now"
+        checks = verdict.admission_checks
+        if checks:
+            message += (
+                f": fits the quota; then waits for capacity from {_checks_phrase(checks)} "
+                "before Kueue admits it"
+            )
+        else:
+            message += ": fits now"
         if self.ahead is not None and self.ahead.count:
             # Fitting does not jump the queue: under StrictFIFO the head of the queue goes first.
             message += f"; {_workloads(self.ahead)} pending ahead may be admitted first"
@@ -570,6 +642,8 @@ class _Assessor:
         message += f": waits for {shortfall}" if shortfall else ": must wait for quota"
         if self.ahead is not None:
             message += f"; {_workloads(self.ahead)} ahead"
+        if verdict.admission_checks:
+            message += f"; then for capacity from {_checks_phrase(verdict.admission_checks)}"
         return replace(verdict, message=message + ".")
 
     def _held(self, hold: tuple[str, str], now: _Placement, ever: _Placement) -> FitVerdict:
@@ -707,6 +781,11 @@ def _workloads(ahead: Ahead) -> str:
     if ahead.bound == "at-most":
         return f"{ahead.words()} (an upper bound: every pending one counted, priorities unknown)"
     return ahead.words()
+
+
+def _checks_phrase(checks: Sequence[str]) -> str:
+    """``admission check X`` or ``admission checks X, Y``."""
+    return f"admission check{'s' if len(checks) > 1 else ''} {', '.join(checks)}"
 
 
 def _flavor_phrase(flavors: Mapping[str, str | None]) -> str:

@@ -34,6 +34,12 @@ STRICT_FIFO = "StrictFIFO"
 
 STOP_POLICY_NONE = "None"
 
+# flavorFungibility policies. v1beta2 (Kueue >= 0.15) says MayStopSearch for what v1beta1 called
+# Borrow (whenCanBorrow) and Preempt (whenCanPreempt); the conversion webhook maps them.
+MAY_STOP_SEARCH = "MayStopSearch"
+TRY_NEXT_FLAVOR = "TryNextFlavor"
+_V1BETA1_STOP = {"Borrow": MAY_STOP_SEARCH, "Preempt": MAY_STOP_SEARCH}
+
 FlavorResource = tuple[str, str]
 """A ``(flavor, resource)`` pair, e.g. ``("default-flavor", "cpu")``."""
 
@@ -307,6 +313,64 @@ class QueueStatus:
 
 
 @dataclass(frozen=True)
+class FlavorFungibility:
+    """``spec.flavorFungibility``: whether Kueue tries the next flavor when one fits only by
+    borrowing (``when_can_borrow``) or only by preempting (``when_can_preempt``). Values are
+    the v1beta2 names (``MayStopSearch`` | ``TryNextFlavor``); the v1beta1 names ``Borrow`` and
+    ``Preempt`` read as ``MayStopSearch``. Defaults are Kueue's: MayStopSearch, TryNextFlavor.
+    """
+
+    when_can_borrow: str = MAY_STOP_SEARCH
+    when_can_preempt: str = TRY_NEXT_FLAVOR
+
+    @classmethod
+    def from_spec(cls, value: Any, where: str) -> FlavorFungibility:
+        spec = _mapping(value, where)
+
+        def policy(key: str, default: str) -> str:
+            raw = spec.get(key)
+            text = str(raw) if raw else default
+            return _V1BETA1_STOP.get(text, text)
+
+        return cls(
+            when_can_borrow=policy("whenCanBorrow", MAY_STOP_SEARCH),
+            when_can_preempt=policy("whenCanPreempt", TRY_NEXT_FLAVOR),
+        )
+
+    @property
+    def try_next_when_borrowing(self) -> bool:
+        """True when a flavor that fits only by borrowing does not end the search."""
+        return self.when_can_borrow == TRY_NEXT_FLAVOR
+
+
+@dataclass(frozen=True)
+class AdmissionCheckRule:
+    """One AdmissionCheck a ClusterQueue requires; ``on_flavors`` empty means for every
+    workload, else only for workloads assigned one of those flavors."""
+
+    name: str
+    on_flavors: tuple[str, ...] = ()
+
+    def applies(self, flavors: Iterable[str]) -> bool:
+        """Whether the check runs for a workload assigned ``flavors``."""
+        return not self.on_flavors or any(f in self.on_flavors for f in flavors)
+
+
+def _admission_checks(spec: Mapping[str, Any], where: str) -> tuple[AdmissionCheckRule, ...]:
+    """``spec.admissionChecksStrategy.admissionChecks[{name, onFlavors}]`` (both versions) or
+    v1beta1's plain ``spec.admissionChecks: [name]``."""
+    strategy = _mapping(spec.get("admissionChecksStrategy"), f"{where}.admissionChecksStrategy")
+    rules = []
+    for i, rule in enumerate(_list(strategy.get("admissionChecks"), f"{where}.admissionChecks")):
+        rule = _mapping(rule, f"{where}.admissionChecksStrategy.admissionChecks[{i}]")
+        on = _list(rule.get("onFlavors"), f"{where}.admissionChecks[{i}].onFlavors")
+        rules.append(AdmissionCheckRule(str(rule.get("name", "")), tuple(str(f) for f in on)))
+    for name in _list(spec.get("admissionChecks"), f"{where}.admissionChecks"):
+        rules.append(AdmissionCheckRule(str(name)))
+    return tuple(r for r in rules if r.name)
+
+
+@dataclass(frozen=True)
 class ClusterQueueQuota(QueueStatus):
     """A ClusterQueue's quota (spec) and what its workloads hold (status).
 
@@ -317,6 +381,8 @@ class ClusterQueueQuota(QueueStatus):
     cohort: str | None = None
     resource_groups: tuple[ResourceGroup, ...] = ()
     queueing_strategy: str = BEST_EFFORT_FIFO
+    flavor_fungibility: FlavorFungibility = FlavorFungibility()
+    admission_checks: tuple[AdmissionCheckRule, ...] = ()
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> ClusterQueueQuota:
@@ -335,6 +401,10 @@ class ClusterQueueQuota(QueueStatus):
             ),
             stop_policy=_stop_policy(spec),
             queueing_strategy=str(spec.get("queueingStrategy") or BEST_EFFORT_FIFO),
+            flavor_fungibility=FlavorFungibility.from_spec(
+                spec.get("flavorFungibility"), f"{where}.spec.flavorFungibility"
+            ),
+            admission_checks=_admission_checks(spec, f"{where}.spec"),
             **_queue_status(status, where, usage_key="flavorsUsage"),
         )
 

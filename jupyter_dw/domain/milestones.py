@@ -1,7 +1,9 @@
 """When a Ray cluster passed each step, from the controllers' own timestamps.
 
 Every surface draws the same timeline from this one list: ``Submitted`` (the RayCluster's
-``creationTimestamp``), ``QuotaReserved`` and ``Admitted`` (the Workload's conditions),
+``creationTimestamp``), ``QuotaReserved`` (the Workload's condition), ``CapacityProvisioned``
+(every admission check Ready, e.g. the cluster autoscaler provisioned the nodes a
+ProvisioningRequest asked for; only when the ClusterQueue requires checks), ``Admitted``,
 ``HeadReady`` (KubeRay's ``HeadPodReady`` condition, else the head pod's ``Ready``),
 ``WorkerReady:<n>`` (the n-th worker pod to turn ``Ready``, by its condition's time), ``Ready``
 (when the last of those happened, once the cluster is ready), then ``Evicted``/``Preempted``
@@ -74,10 +76,19 @@ def milestones(
     """The steps ``status`` shows the cluster has passed, in the order they happen."""
     pods = list(pods)
     steps = [Milestone("Submitted", status.created)]
-    for kind in ("QuotaReserved", "Admitted"):
-        reached, since = _true_since(workload, kind)
-        if reached:
-            steps.append(Milestone(kind, since))
+    reserved, reserved_at = _true_since(workload, "QuotaReserved")
+    if reserved:
+        steps.append(Milestone("QuotaReserved", reserved_at))
+    admitted, admitted_at = _true_since(workload, "Admitted")
+    if status.capacity_provisioned:
+        # Kueue admits the moment the last check turns Ready, and a check's own
+        # lastTransitionTime may predate its last state change: Admitted's time is the one.
+        checks = [c.time for c in status.admission_checks if c.time]
+        steps.append(
+            Milestone("CapacityProvisioned", admitted_at if admitted else max(checks, default=None))
+        )
+    if admitted:
+        steps.append(Milestone("Admitted", admitted_at))
     head_times: list[str | None] = []
     if status.head_ready:
         reached, since = _true_since(raycluster, "HeadPodReady")

@@ -305,6 +305,32 @@ class QuotaTree:
             return _ZERO
         return max(_ZERO, _potential(node, fr))
 
+    def borrowing_level(
+        self, cluster_queue: str, flavor: str, resource: str, amount: Decimal
+    ) -> int:
+        """How far up the cohort tree ``amount`` more of ``(flavor, resource)`` has to come
+        from: 0 within the ClusterQueue's own quota, 1 from its cohort, 2 from that cohort's
+        parent... (Kueue's ``FindHeightOfLowestSubtreeThatFits``; a node borrows when its
+        usage plus the amount exceeds its subtree quota). Kueue compares these levels between
+        flavors for ``flavorFungibility``; the order along one path is all that matters."""
+        node = self._node(cluster_queue)
+        fr = (flavor, resource)
+
+        def borrowing(n: _Node, more: Decimal) -> bool:
+            return n.usage.get(fr, _ZERO) + more > n.subtree.get(fr, _ZERO)
+
+        if node.parent is None or node.in_cycle or not borrowing(node, amount):
+            return 0
+        remaining = amount - node.local_available(fr)
+        level, parent, seen = 1, node.parent, {node.name}
+        while (
+            parent.parent is not None and parent.name not in seen and borrowing(parent, remaining)
+        ):
+            seen.add(parent.name)
+            remaining -= parent.local_available(fr)
+            level, parent = level + 1, parent.parent
+        return level
+
     def rows(self, cluster_queue: str) -> tuple[QuotaRow, ...]:
         """One row per ``(flavor, resource)`` in the ClusterQueue's spec, in spec order."""
         node = self._node(cluster_queue)

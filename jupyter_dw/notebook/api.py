@@ -44,7 +44,7 @@ Unreachable = KubeUnreachable
 
 class ClusterFailed(KubeError):
     """A cluster reached a state it will not recover from by waiting (evicted, preempted,
-    failed) or went away; ``state`` is its last state."""
+    failed, rejected by an admission check) or went away; ``state`` is its last state."""
 
     code = "cluster_failed"
 
@@ -63,8 +63,9 @@ class WaitTimeout(KubeError, TimeoutError):
         self.state = state
 
 
-GIVE_UP_STATES = frozenset({"evicted", "preempted", "failed"})
-"""States a wait for ``ready`` stops on: Kueue or KubeRay took the cluster away."""
+GIVE_UP_STATES = frozenset({"evicted", "preempted", "failed", "rejected"})
+"""States a wait for ``ready`` stops on: Kueue or KubeRay took the cluster away, or an
+admission check (the cluster autoscaler) refused it."""
 
 
 # -- the spec -------------------------------------------------------------------------------
@@ -233,7 +234,7 @@ class RayClusterHandle:
         (for scripts; in a notebook prefer ``await h.wait_async()``, which keeps widgets
         live). Woken by the watches; ``progress(info)`` is called on each change seen.
 
-        Raises :class:`ClusterFailed` on evicted, preempted, failed or deleted, and
+        Raises :class:`ClusterFailed` on evicted, preempted, failed, rejected or deleted, and
         :class:`WaitTimeout` after ``timeout`` seconds, with the last state and reason.
         """
         self.status()  # the caches this needs are open and synced

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..core.clusters import ClusterInfo, ClusterList, FitResult
 from ..core.queues import QueueList
+from ..domain.cluster_state import AdmissionCheckStatus
 from ..domain.milestones import Milestone
 from ..domain.priorities import PreemptedBy
 from ..domain.quantity import parse_quantity
@@ -21,6 +22,7 @@ from ..domain.quota import QueueSummary
 
 STATE_COLORS = {
     "queued": "#b7791f",
+    "waiting-for-capacity": "#b7791f",
     "admitted": "#2b6cb0",
     "starting": "#2b6cb0",
     "stalled": "#c05621",
@@ -28,6 +30,7 @@ STATE_COLORS = {
     "evicted": "#c53030",
     "preempted": "#c53030",
     "failed": "#c53030",
+    "rejected": "#c53030",
     "suspended": "#718096",
     "deleting": "#718096",
 }
@@ -166,6 +169,17 @@ def timeline_html(milestones: tuple[Milestone, ...] | list[Milestone]) -> str:
     return f'<ol style="margin:4px 0;padding-left:20px">{"".join(rows)}</ol>'
 
 
+def checks_html(checks: tuple[AdmissionCheckStatus, ...]) -> str:
+    """Each admission check with its state and its controller's message."""
+    rows = "".join(
+        f"<li>admission check <b>{escape(c.name)}</b>: {escape(c.state)}"
+        + (f" — {escape(c.message)}" if c.message else "")
+        + "</li>"
+        for c in checks
+    )
+    return f'<ul style="margin:2px 0;padding-left:20px">{rows}</ul>' if rows else ""
+
+
 def preemptor_words(preempted_by: PreemptedBy) -> str:
     """``Ray cluster big``, or ``workload <uid> (job <uid>)`` when it is not one of ours."""
     if preempted_by.name:
@@ -196,6 +210,7 @@ def cluster_html(info: ClusterInfo) -> str:
     if status.preempted_by is not None:
         who = escape(preemptor_words(status.preempted_by))
         parts.append(f"<div><b>preempted by</b> {who}</div>")
+    parts.append(checks_html(status.admission_checks))
     desired = max(status.workers_desired, 1)
     parts.append(
         bar(

@@ -64,6 +64,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     message = Unicode(None, allow_none=True).tag(sync=True)
     position_in_local_queue = Int(None, allow_none=True).tag(sync=True)
     preempted_by = Dict(None, allow_none=True).tag(sync=True)
+    admission_checks = List(Dict()).tag(sync=True)
     workers_ready = Int(0).tag(sync=True)
     workers_desired = Int(0).tag(sync=True)
     milestones = List(Dict()).tag(sync=True)
@@ -92,6 +93,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
             self.message = status.message
             self.position_in_local_queue = status.position_in_local_queue
             self.preempted_by = status.preempted_by.to_json() if status.preempted_by else None
+            self.admission_checks = [c.to_json() for c in status.admission_checks]
             self.workers_ready = status.workers_ready
             self.workers_desired = status.workers_desired
             self.milestones = [m.to_json() for m in info.milestones]
@@ -108,6 +110,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
                 self.reason = self.message = None
                 self.position_in_local_queue = None
                 self.preempted_by = None
+                self.admission_checks = []
             return
         self.show(message.cluster)
 

@@ -278,9 +278,13 @@ export interface components {
       description: string | null;
       default: boolean;
     };
-    /** @enum {unknown} */
+    /**
+     * @description `waiting-for-capacity`: quota reserved, an admission check (e.g. the ProvisioningRequest check asking the cluster autoscaler for nodes) not Ready yet, or in Retry; `rejected`: an admission check refused the workload and Kueue deactivated it.
+     * @enum {unknown}
+     */
     ClusterState:
       | 'queued'
+      | 'waiting-for-capacity'
       | 'admitted'
       | 'starting'
       | 'stalled'
@@ -289,9 +293,10 @@ export interface components {
       | 'preempted'
       | 'suspended'
       | 'failed'
+      | 'rejected'
       | 'deleting';
     Milestone: {
-      /** @description `Submitted`, `QuotaReserved`, `Admitted`, `HeadReady`, `WorkerReady:<n>`, `Ready`, and possibly `Evicted`, `Preempted`, `Failed`. */
+      /** @description `Submitted`, `QuotaReserved`, `CapacityProvisioned` (every admission check Ready; only when the ClusterQueue requires checks), `Admitted`, `HeadReady`, `WorkerReady:<n>`, `Ready`, and possibly `Evicted`, `Preempted`, `Deleting`. */
       name: string;
       time: components['schemas']['NullableTime'];
     };
@@ -338,6 +343,8 @@ export interface components {
       position_in_cluster_queue: number | null;
       /** @description While `preempted`, the workload Kueue named as the preemptor. */
       preempted_by?: null | components['schemas']['PreemptedBy'];
+      /** @description The Workload's admission checks (`status.admissionChecks`); empty when its ClusterQueue requires none. */
+      admission_checks: components['schemas']['AdmissionCheckStatus'][];
       /** @description `{base_url}dw/ray/<name>/`: the Ray dashboard through the Jupyter server. */
       dashboard_url: string;
       /** @description The username that created it through jupyter_dw. */
@@ -345,6 +352,15 @@ export interface components {
       pods: components['schemas']['Pod'][];
       /** @description The milestones reached so far, in order, with their times. */
       milestones?: components['schemas']['Milestone'][];
+    };
+    AdmissionCheckStatus: {
+      /** @description The AdmissionCheck's name. */
+      name: string;
+      /** @description Kueue's check state: `Pending`, `Ready`, `Retry` or `Rejected`. */
+      state: string;
+      /** @description The check controller's words (for the provisioning check, the cluster autoscaler's message from the ProvisioningRequest's conditions). */
+      message: string | null;
+      time: components['schemas']['NullableTime'];
     };
     PreemptedBy: {
       workload_uid: string | null;
@@ -464,6 +480,8 @@ export interface components {
       ahead_bound?: 'exact' | 'at-least' | 'at-most' | null;
       queue: string | null;
       cluster_queue: string | null;
+      /** @description AdmissionChecks the ClusterQueue requires of this workload (those whose `onFlavors` match its flavors). Quota is reserved first, then Kueue waits until every one is Ready: a `fits-now` verdict then says "fits the quota; then waits for capacity from admission check X". */
+      admission_checks: string[];
       spec: components['schemas']['ClusterSpec'];
       /** @description Why this queue, when the request named none. */
       default_queue: string | null;

@@ -89,6 +89,7 @@ function cluster(name: string, extra: Partial<Cluster> = {}): Cluster {
     dashboard: { service: `${name}-head-svc`, port: 8265 },
     position_in_local_queue: 0,
     position_in_cluster_queue: 0,
+    admission_checks: [],
     dashboard_url: `/dw/ray/${name}/`,
     owner: 'me',
     pods: [],

@@ -47,6 +47,13 @@ build_module() { # name version module package binary
   fi
 }
 build_module kueue "$kueue_version" sigs.k8s.io/kueue ./cmd/kueue kueue
+# The ProvisioningRequest CRD the test bed applies comes from the cluster autoscaler's API module
+# at the version Kueue's go.mod requires (its build fetches it; a cached binary may not have).
+kueue_src="$(go mod download -json "sigs.k8s.io/kueue@$kueue_version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+autoscaler_apis="k8s.io/autoscaler/cluster-autoscaler/apis"
+autoscaler_version="$(sed -n "s#^[[:space:]]*\(require[[:space:]]\+\)\?$autoscaler_apis \(v[^[:space:]]*\).*#\2#p" "$kueue_src/go.mod" | head -1)"
+[[ -n "$autoscaler_version" ]] || { echo "build.sh: Kueue's go.mod does not require $autoscaler_apis" >&2; exit 1; }
+go mod download "$autoscaler_apis@$autoscaler_version"
 build_module kuberay "$KUBERAY_VERSION" github.com/ray-project/kuberay/ray-operator . ray-operator
 build_module kwok "$KWOK_VERSION" sigs.k8s.io/kwok ./cmd/kwok kwok
 

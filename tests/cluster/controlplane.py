@@ -394,7 +394,12 @@ class LocalCluster:
 
         api = AdminApi(kubeconfig)
         webhook_url = f"https://127.0.0.1:{ports['kueue-webhook']}"
-        crds = manifests.kueue_crds(v, webhook_url, ca.pem) + manifests.kuberay_crds(v)
+        crds = [
+            *manifests.kueue_crds(v, webhook_url, ca.pem),
+            *manifests.kuberay_crds(v),
+            # Before Kueue starts: it enables its provisioning controller only if this is served.
+            manifests.provisioning_request_crd(v),
+        ]
         for crd in crds:
             api.create(crd)
         for obj in manifests.kueue_visibility(v, ports["kueue-visibility"]):

@@ -225,8 +225,46 @@ class KueueObjects:
         )
         return name
 
+    def provisioning_check(self, name: str, backoff_limit: int | None = None) -> str:
+        """An AdmissionCheck run by Kueue's ProvisioningRequest controller, with its
+        ProvisioningRequestConfig (class ``check-capacity.autoscaling.x-k8s.io``);
+        ``backoff_limit`` sets ``retryStrategy.backoffLimitCount`` (0: a Failed request
+        rejects the workload at once, where by default Kueue retries for minutes). Returns the
+        check's full name, once Kueue marks it Active (its controller is running)."""
+        config: dict[str, Any] = {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io"}
+        if backoff_limit is not None:
+            config["retryStrategy"] = {"backoffLimitCount": backoff_limit}
+        full = f"{self.prefix}-{name}"
+        self._create_cluster_scoped(
+            "provisioningrequestconfigs",
+            {
+                "apiVersion": f"kueue.x-k8s.io/{self.api_version}",
+                "kind": "ProvisioningRequestConfig",
+                "metadata": {"name": full},
+                "spec": config,
+            },
+        )
+        self._create_cluster_scoped(
+            "admissionchecks",
+            {
+                "apiVersion": f"kueue.x-k8s.io/{self.api_version}",
+                "kind": "AdmissionCheck",
+                "metadata": {"name": full},
+                "spec": {
+                    "controllerName": "kueue.x-k8s.io/provisioning-request",
+                    "parameters": {
+                        "apiGroup": "kueue.x-k8s.io",
+                        "kind": "ProvisioningRequestConfig",
+                        "name": full,
+                    },
+                },
+            },
+        )
+        self.wait_active("admissionchecks", full)
+        return full
+
     def wait_active(self, plural: str, name: str) -> dict[str, Any]:
-        """Wait until Kueue marks the ClusterQueue or LocalQueue Active."""
+        """Wait until Kueue marks the ClusterQueue, LocalQueue or AdmissionCheck Active."""
         kwargs: dict[str, Any] = {"field_selector": f"metadata.name={name}"}
         if plural == "localqueues":
             call = self.custom.list_namespaced_custom_object

@@ -155,6 +155,14 @@ def kueue_config(
     return cfg
 
 
+def provisioning_request_crd(versions: Versions) -> dict[str, Any]:
+    """The cluster autoscaler's ProvisioningRequest CRD (``autoscaling.x-k8s.io``) at the version
+    the pinned Kueue requires. Kueue starts its ProvisioningRequest admission-check controller
+    only if this CRD is served when it starts."""
+    crd_dir = versions.source("autoscaler-apis") / "config" / "crd"
+    return _load(crd_dir / "autoscaling.x-k8s.io_provisioningrequests.yaml")
+
+
 def kuberay_crds(versions: Versions) -> list[dict[str, Any]]:
     """KubeRay's CRDs (RayCluster, RayJob, RayService, RayCronJob where present)."""
     bases = versions.source("kuberay") / "config" / "crd" / "bases"

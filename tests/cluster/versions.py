@@ -10,6 +10,8 @@ from functools import cache
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+AUTOSCALER_APIS = "k8s.io/autoscaler/cluster-autoscaler/apis"
+"""The Go module with the ProvisioningRequest CRD (``config/crd/``)."""
 
 
 def _versions_env() -> dict[str, str]:
@@ -85,13 +87,28 @@ class Versions:
         return cache_dir() / where / component
 
     def source(self, module: str) -> Path:
-        """The Go module cache directory of a pinned module (for CRDs and manifests)."""
-        path, version = {
-            "kueue": ("sigs.k8s.io/kueue", self.kueue),
-            "kuberay": ("github.com/ray-project/kuberay/ray-operator", self.kuberay),
-            "kwok": ("sigs.k8s.io/kwok", self.kwok),
-        }[module]
+        """The Go module cache directory of a pinned module (for CRDs and manifests).
+
+        ``autoscaler-apis`` is the cluster autoscaler's API module (the ProvisioningRequest
+        CRD) at the version the pinned Kueue's go.mod requires; build.sh downloads it.
+        """
+        if module == "autoscaler-apis":
+            path, version = AUTOSCALER_APIS, self.kueue_requires(AUTOSCALER_APIS)
+        else:
+            path, version = {
+                "kueue": ("sigs.k8s.io/kueue", self.kueue),
+                "kuberay": ("github.com/ray-project/kuberay/ray-operator", self.kuberay),
+                "kwok": ("sigs.k8s.io/kwok", self.kwok),
+            }[module]
         return Path(_go_env("GOMODCACHE")) / f"{path}@{version}"
+
+    def kueue_requires(self, module: str) -> str:
+        """The version of ``module`` the pinned Kueue's go.mod requires."""
+        go_mod = (self.source("kueue") / "go.mod").read_text()
+        match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (v\S+)", go_mod, re.MULTILINE)
+        if match is None:
+            raise RuntimeError(f"Kueue {self.kueue}'s go.mod does not require {module}")
+        return match[1]
 
     @property
     def kueue_serves_v1beta2(self) -> bool:

@@ -143,7 +143,7 @@ def test_sidebar_end_to_end(
                 f'[data-resource="{resource["resource"]}"][data-flavor="{resource["flavor"]}"]'
             )
             expect(row.locator(".jp-dw-headroom")).to_have_text(resource["headroom"])
-            expect(row).to_contain_text(f"of {resource['nominal']}")
+            expect(row).to_contain_text(f"of {resource['max_obtainable']}")
             expect(row.get_by_role("meter")).to_have_count(1)
 
     # -- create a cluster from the form; it goes queued → ready without a reload ------------

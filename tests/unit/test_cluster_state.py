@@ -285,9 +285,7 @@ def test_evicted_with_reason_preempted_is_preempted_without_the_detail_condition
     assert (status.state, status.reason) == ("preempted", "Preempted")
 
 
-@pytest.mark.parametrize(
-    "reason", ["ClusterQueueStopped", "LocalQueueStopped", "PodsReadyTimeout", "AdmissionCheck"]
-)
+@pytest.mark.parametrize("reason", ["ClusterQueueStopped", "LocalQueueStopped", "PodsReadyTimeout"])
 def test_evicted_shows_kueues_reason(reason: str) -> None:
     message = f"The workload is evicted: {reason}"
     status = cluster_status(raycluster(), evicted_workload(reason, message))

@@ -1,8 +1,8 @@
 // ClusterStatus view (anywidget ESM): state badge, Kueue's reason and position, workers bar,
 // timeline with durations, the dashboard link and Delete with a confirmation step.
 const COLORS = {
-  queued: "#b7791f", admitted: "#2b6cb0", starting: "#2b6cb0", stalled: "#c05621", ready: "#2f855a",
-  evicted: "#c53030", preempted: "#c53030", failed: "#c53030", suspended: "#718096",
+  queued: "#b7791f", "waiting-for-capacity": "#b7791f", admitted: "#2b6cb0", starting: "#2b6cb0", stalled: "#c05621", ready: "#2f855a",
+  evicted: "#c53030", preempted: "#c53030", failed: "#c53030", rejected: "#c53030", suspended: "#718096",
   deleting: "#718096",
 };
 
@@ -81,6 +81,13 @@ function render({ model, el: root }) {
         : `workload ${preemptor.workload_uid || "unknown"}${preemptor.job_uid ? ` (job ${preemptor.job_uid})` : ""}`;
       box.append(el("div", { class: "jp-dw-preempted-by" }, el("b", {}, "preempted by"), ` ${who}`));
     }
+    const checks = model.get("admission_checks") || [];
+    if (checks.length) {
+      // Each admission check (e.g. the ProvisioningRequest asking the autoscaler for nodes).
+      const items = checks.map((c) => el("li", { "data-check": c.name, "data-check-state": c.state },
+        "admission check ", el("b", {}, c.name), `: ${c.state}${c.message ? " — " + c.message : ""}`));
+      box.append(el("ul", { class: "jp-dw-checks", style: "margin:2px 0;padding-left:20px" }, ...items));
+    }
     const ready = model.get("workers_ready"), desired = model.get("workers_desired");
     const progress = el("progress", { max: String(Math.max(desired, 1)), value: String(ready), "aria-label": "workers ready", style: "width:160px" });
     box.append(el("div", {}, progress, ` ${ready}/${desired} workers ready`));
@@ -110,7 +117,7 @@ function render({ model, el: root }) {
     }
     box.append(actions);
   }
-  for (const trait of ["state", "reason", "message", "position_in_local_queue", "preempted_by", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue"]) {
+  for (const trait of ["state", "reason", "message", "position_in_local_queue", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue"]) {
     model.on(`change:${trait}`, draw);
   }
   draw();

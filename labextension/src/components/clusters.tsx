@@ -72,10 +72,15 @@ function ClusterCard(props: {
         queue {c.queue ?? '?'}
         {c.owner ? <> · by {c.owner === props.me ? 'you' : c.owner}</> : null}
       </div>
-      {queued || c.reason ? (
+      {queued || c.reason || c.message ? (
         <div className="jp-dw-card-reason">
           {c.reason ? <span className="jp-dw-reason">{c.reason}</span> : null}
-          {c.message ? <span className="jp-dw-message">: {c.message}</span> : null}
+          {c.message ? (
+            <span className="jp-dw-message">
+              {c.reason ? ': ' : ''}
+              {c.message}
+            </span>
+          ) : null}
         </div>
       ) : null}
       {queued && position !== null && position !== undefined ? (
@@ -85,6 +90,17 @@ function ClusterCard(props: {
             ? ` (${c.position_in_cluster_queue + 1} in ${c.cluster_queue ?? 'its ClusterQueue'})`
             : null}
         </div>
+      ) : null}
+      {c.admission_checks.length > 0 ? (
+        <ul className="jp-dw-checks" aria-label={`Admission checks of ${c.name}`}>
+          {c.admission_checks.map(check => (
+            <li key={check.name} data-check={check.name} data-check-state={check.state}>
+              admission check <strong>{check.name}</strong>:{' '}
+              <span className={`jp-dw-check-${check.state.toLowerCase()}`}>{check.state}</span>
+              {check.message ? <span className="jp-dw-muted"> — {check.message}</span> : null}
+            </li>
+          ))}
+        </ul>
       ) : null}
       <div className="jp-dw-workers">
         <span>

@@ -14,8 +14,12 @@ function ResourceBar(props: {
   const headroom = parseQuantity(r.headroom);
   const reserved = parseQuantity(r.reserved);
   const nominal = parseQuantity(r.nominal);
+  // Headroom counts what the cohort may lend, so it is shown against the most this queue
+  // could ever obtain (max_obtainable, computed once by the server), not its nominal quota.
+  const most = r.max_obtainable ?? r.nominal;
+  const ceiling = parseQuantity(most);
   const total = Math.max(
-    isNaN(nominal) ? 0 : nominal,
+    isNaN(ceiling) ? (isNaN(nominal) ? 0 : nominal) : ceiling,
     (isNaN(reserved) ? 0 : reserved) + (isNaN(headroom) ? 0 : headroom)
   );
   const usedShare = total > 0 && !isNaN(reserved) ? Math.min(1, reserved / total) : 0;
@@ -31,7 +35,8 @@ function ResourceBar(props: {
         <span className="jp-dw-resource-name">{label}</span>
         <span className="jp-dw-resource-numbers">
           headroom <strong className="jp-dw-headroom">{r.headroom ?? '?'}</strong>
-          {r.nominal !== null ? <> of {r.nominal}</> : null}
+          {most !== null ? <> of {most}</> : null}
+          {r.nominal !== null && r.nominal !== most ? <> · nominal {r.nominal}</> : null}
           {r.reserved !== null ? <> · reserved {r.reserved}</> : null}
           {r.borrowed && parseQuantity(r.borrowed) > 0 ? <> · borrowed {r.borrowed}</> : null}
         </span>
@@ -43,7 +48,7 @@ function ResourceBar(props: {
         aria-valuemin={0}
         aria-valuemax={total || 1}
         aria-valuenow={isNaN(headroom) ? 0 : headroom}
-        aria-valuetext={`${r.headroom ?? 'unknown'} free of ${r.nominal ?? 'unknown'}`}
+        aria-valuetext={`${r.headroom ?? 'unknown'} free of at most ${most ?? 'unknown'}`}
       >
         <span className="jp-dw-bar-used" style={{ width: `${usedShare * 100}%` }} />
         <span className="jp-dw-bar-free" style={{ width: `${freeShare * 100}%` }} />
