@@ -86,6 +86,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
         """Set every trait from ``info`` at once."""
         status = info.status
         with self.hold_sync():
+            self.deleted = False  # a cluster of this name exists (again)
             self.namespace = status.namespace
             self.queue = status.queue
             self.state = status.state
