@@ -365,3 +365,31 @@ def test_the_route_walk_finds_a_new_route():
     assert route.handler is Extra
     assert route.path("GET") == f"/dw/api/extra/{CLUSTER}"
 
+
+
+# --------------------------------------------------------------------------------------------
+# With the proxy off, no surface points at it
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dw_config", "expected"),
+    [
+        pytest.param({}, f"dw/ray/{CLUSTER}/", id="proxy-on"),
+        pytest.param({"ray_dashboard_proxy": False}, None, id="off"),
+    ],
+    indirect=["dw_config"],
+)
+async def test_dashboard_url_is_null_when_the_proxy_is_off(
+    guarded, jp_fetch, jp_ws_fetch, jp_base_url, expected
+):
+    want = None if expected is None else f"{jp_base_url}{expected}"
+    # jp_fetch and jp_ws_fetch check every answer against openapi.yaml (nullable there).
+    one = json.loads((await jp_fetch("dw", "api", "clusters", CLUSTER)).body)
+    listed = json.loads((await jp_fetch("dw", "api", "clusters")).body)["clusters"]
+    ws = await jp_ws_fetch("dw", "api", "events")
+    snapshot = json.loads(await ws.read_message())
+    ws.close()
+    assert one["dashboard_url"] == want
+    assert [c["dashboard_url"] for c in listed] == [want]
+    assert [c["dashboard_url"] for c in snapshot["clusters"]] == [want]
