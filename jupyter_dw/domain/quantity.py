@@ -78,7 +78,7 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
         raise QuantityError(f"{value!r} is not a Kubernetes quantity") from err
     suffix = match["suffix"] or ""
     if suffix in _BINARY:
-        return _bounded(number * _BINARY[suffix], 0, value)
+        return _bounded(number, 0, value, factor=_BINARY[suffix])
     if suffix in _DECIMAL:
         return _bounded(number, _DECIMAL[suffix].adjusted(), value)
     digits = suffix[1:].lstrip("+-").lstrip("0")
@@ -90,19 +90,22 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
     return _bounded(number, exponent, value)
 
 
-def _bounded(number: Decimal, exponent: int, shown: object) -> Decimal:
-    """``number * 10**exponent`` rounded up to a nano, or :class:`QuantityError` if it is more
-    than :data:`MAX_QUANTITY`. Exact whatever the size of its parts: checked on the scale
-    before anything is computed."""
+def _bounded(number: Decimal, exponent: int, shown: object, factor: int = 1) -> Decimal:
+    """``number * factor * 10**exponent`` rounded up to a nano, or :class:`QuantityError` if
+    it is more than :data:`MAX_QUANTITY`. Exact whatever the size of its parts: the scale is
+    checked before anything is computed, and the product is computed with every digit."""
     if number.is_zero():
         return Decimal(0)
-    # adjusted(): the power of ten of the leading digit; 2**63 has 19 digits.
-    if number.adjusted() + exponent > 19:
+    # adjusted(): the power of ten of the leading digit (2**63 has 19 digits); the product's
+    # is the sum of its factors', or one more.
+    scale = number.adjusted() + exponent + Decimal(factor).adjusted()
+    if scale > 19:
         raise _too_large(shown)
-    if number.adjusted() + exponent < -10:  # below 1n: Kubernetes makes it 1n
+    if scale < -11:  # below 1n: Kubernetes makes it 1n
         return NANO.copy_sign(number)
-    exact = Context(prec=len(number.as_tuple().digits) + 30, Emax=MAX_EMAX, Emin=MIN_EMIN)
-    amount = number.scaleb(exponent, context=exact).quantize(NANO, ROUND_UP, context=exact)
+    exact = Context(prec=len(number.as_tuple().digits) + 40, Emax=MAX_EMAX, Emin=MIN_EMIN)
+    product = exact.multiply(number, factor).scaleb(exponent, context=exact)
+    amount = product.quantize(NANO, ROUND_UP, context=exact)
     if abs(amount) > MAX_QUANTITY:
         raise _too_large(shown)
     # The plainest spelling of the value: 100 (not 1E+2), 0.5 (not 0.500000000).

@@ -95,6 +95,7 @@ export interface paths {
       query?: never;
       header?: never;
       path: {
+        /** @description A RayCluster name: a DNS-1035 label of at most 53 characters (KubeRay's limit); anything else is 400 `invalid_name` and never reaches Kubernetes. */
         name: string;
       };
       cookie?: never;
@@ -338,8 +339,8 @@ export interface components {
       position_in_cluster_queue: number | null;
       /** @description While `preempted`, the workload Kueue named as the preemptor. */
       preempted_by?: null | components['schemas']['PreemptedBy'];
-      /** @description `{base_url}dw/ray/<name>/`: the Ray dashboard through the Jupyter server. */
-      dashboard_url: string;
+      /** @description `{base_url}dw/ray/<name>/`: the Ray dashboard through the Jupyter server; null when the dashboard proxy is turned off (`JupyterDW.ray_dashboard_proxy`): reach it another way, e.g. `kubectl port-forward svc/<dashboard.service> <dashboard.port>`. */
+      dashboard_url: string | null;
       /** @description The username that created it through jupyter_dw. */
       owner: string | null;
       pods: components['schemas']['Pod'][];
@@ -363,9 +364,9 @@ export interface components {
       /** @constant */
       deleted: true;
     };
-    /** @description A cluster request. Omitted fields take the server's defaults; `queue` omitted is the namespace's default queue. Quantities may also be numbers. */
+    /** @description A cluster request. Omitted fields take the server's defaults; `queue` omitted is the namespace's default queue. Quantities may also be numbers. Other fields are refused (400 `invalid_spec`): the namespace, metadata and the like are never taken from a request. */
     ClusterSpecRequest: {
-      /** @description Required to create; optional for a fit check. */
+      /** @description Required to create; optional for a fit check. A DNS-1035 label of at most 53 characters. */
       name?: string | null;
       queue?: string | null;
       workers?: number | null;
@@ -669,6 +670,14 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "name": "my-ray",
+         *       "workers": 2,
+         *       "worker_cpu": "1",
+         *       "worker_memory": "2Gi"
+         *     }
+         */
         'application/json': components['schemas']['ClusterSpecRequest'];
       };
     };
@@ -742,6 +751,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
+        /** @description A RayCluster name: a DNS-1035 label of at most 53 characters (KubeRay's limit); anything else is 400 `invalid_name` and never reaches Kubernetes. */
         name: string;
       };
       cookie?: never;
@@ -765,6 +775,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
+        /** @description A RayCluster name: a DNS-1035 label of at most 53 characters (KubeRay's limit); anything else is 400 `invalid_name` and never reaches Kubernetes. */
         name: string;
       };
       cookie?: never;

@@ -74,6 +74,56 @@ class Tally:
     """Time spent waiting for answers, per operation (the rest is generation)."""
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where the requests go, with which credentials."""
+
+    base_url: str
+    session: requests.Session
+    headers: dict[str, str]
+
+
+def _fuzz_operation(
+    operation: schemathesis.APIOperation,
+    mode: GenerationMode,
+    examples: int,
+    target: Target,
+    tally: Tally,
+) -> None:
+    """``examples`` generated cases of ``operation``, sent and checked into ``tally``."""
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    def run(case: schemathesis.Case) -> None:
+        started = time.monotonic()
+        response = case.call(
+            base_url=target.base_url, session=target.session, headers=target.headers
+        )
+        tally.seconds[operation.label] += time.monotonic() - started
+        tally.requests += 1
+        tally.by_operation[operation.label] += 1
+        tally.statuses[response.status_code] += 1
+        created = case.method == "POST" and case.path == "/clusters"
+        if created and response.status_code == 201:
+            tally.created.add(response.json()["name"])
+        if case.method == "DELETE" and response.status_code == 200:
+            tally.deleted.add(response.json()["name"])
+        try:
+            case.validate_response(response, checks=CHECKS, headers=target.headers)
+        except (AssertionError, FailureGroup) as err:
+            request = f"{case.method} {case.formatted_path} {case.body!r:.300}"
+            tally.failures.append(f"{request}\n{err}"[:1500])
+
+    run()
+
+
 def fuzz(base_url: str, token: str) -> Tally:
     """Generate, send and check; return the tally (failures collected, not raised, so one
     run reports them all)."""
@@ -86,35 +136,7 @@ def fuzz(base_url: str, token: str) -> Tally:
         for mode, examples in EXAMPLES.items():
             if mode is GenerationMode.NEGATIVE and not _negatable(operation):
                 continue
-
-            @given(case=operation.as_strategy(generation_mode=mode))
-            @settings(
-                max_examples=examples,
-                deadline=None,
-                derandomize=True,
-                database=None,
-                phases=[Phase.explicit, Phase.generate],
-                suppress_health_check=list(HealthCheck),
-            )
-            def run(case: schemathesis.Case) -> None:
-                started = time.monotonic()
-                response = case.call(base_url=base_url, session=session, headers=headers)
-                tally.seconds[operation.label] += time.monotonic() - started
-                tally.requests += 1
-                tally.by_operation[operation.label] += 1
-                tally.statuses[response.status_code] += 1
-                if case.method == "POST" and case.path == "/clusters":
-                    if response.status_code == 201:
-                        tally.created.add(response.json()["name"])
-                if case.method == "DELETE" and response.status_code == 200:
-                    tally.deleted.add(response.json()["name"])
-                try:
-                    case.validate_response(response, checks=CHECKS, headers=headers)
-                except (AssertionError, FailureGroup) as err:
-                    request = f"{case.method} {case.formatted_path} {case.body!r:.300}"
-                    tally.failures.append(f"{request}\n{err}"[:1500])
-
-            run()
+            _fuzz_operation(operation, mode, examples, Target(base_url, session, headers), tally)
     return tally
 
 
@@ -140,7 +162,7 @@ async def test_fuzzed_requests_get_documented_answers_and_change_nothing_else(
     print(
         f"fuzzed {tally.requests} requests; statuses {dict(sorted(tally.statuses.items()))}; "
         f"per operation {dict(tally.by_operation)}; created {len(tally.created)}; answer "
-        f"seconds {({k: round(v, 1) for k, v in tally.seconds.items()})}"
+        f"seconds { ({k: round(v, 1) for k, v in tally.seconds.items()}) }"
     )
     assert tally.failures == [], "\n\n".join(tally.failures[:10])
     assert tally.requests >= MIN_REQUESTS
@@ -163,4 +185,3 @@ async def test_fuzzed_requests_get_documented_answers_and_change_nothing_else(
             "dw", "api", "clusters", name, method="DELETE", request_timeout=60
         )
         assert json.loads(response.body)["deleted"] is True
-

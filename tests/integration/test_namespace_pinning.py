@@ -155,8 +155,16 @@ def attacks(other: str) -> list[tuple[str, str, Any]]:
 
 
 async def test_no_request_reaches_another_namespace(
-    kube, kueue, namespace, kueue_api_version, identity, other, jp_fetch, jp_http_port,
-    jp_base_url, jp_auth_header,
+    kube,
+    kueue,
+    namespace,
+    kueue_api_version,
+    identity,
+    other,
+    jp_fetch,
+    jp_http_port,
+    jp_base_url,
+    jp_auth_header,
 ):
     make_queue(kueue)
     create_suspended_raycluster(kube, namespace, MINE)

@@ -83,9 +83,7 @@ class Route:
             if getattr(self.handler, m.lower()) is not web.RequestHandler._unimplemented_method
         ]
 
-    def path(
-        self, method: str, capability: str = "wrong.capability", name: str = CLUSTER
-    ) -> str:
+    def path(self, method: str, capability: str = "wrong.capability", name: str = CLUSTER) -> str:
         """A request path this rule routes, with cluster ``name`` (``fit`` for POST on the
         one cluster route), ``capability`` on capability paths and a dashboard API path."""
         path = self.pattern.removesuffix("$")
@@ -187,7 +185,9 @@ class Client:
 
 @pytest.fixture
 def raw(http_server_client, jp_http_port, jp_base_url, jp_serverapp) -> Client:
-    return Client(http_server_client, jp_http_port, jp_base_url, jp_serverapp.identity_provider.token)
+    return Client(
+        http_server_client, jp_http_port, jp_base_url, jp_serverapp.identity_provider.token
+    )
 
 
 def refused(response: HTTPResponse, base_url: str) -> bool:
@@ -364,7 +364,6 @@ def test_the_route_walk_finds_a_new_route():
     [route] = dw_routes(app)
     assert route.handler is Extra
     assert route.path("GET") == f"/dw/api/extra/{CLUSTER}"
-
 
 
 # --------------------------------------------------------------------------------------------
