@@ -259,6 +259,7 @@ async def test_every_route_refuses_missing_wrong_and_cross_origin_credentials(
                     tried += 1
     # Nothing reached the dashboard but the controls on capability paths.
     assert [seen.headers.get("Origin") for seen in stand_in.seen] == ["null"] * controls
+    print(f"auth: {tried} refused requests over {len(routes)} routes")
     assert tried >= 60, tried
 
 
