@@ -123,7 +123,8 @@ export interface paths {
      * @description A WebSocket of JSON text frames from the server (what the browser sends is ignored).
      *     The first message is a `snapshot`; then `queues`, `cluster` and `workload` messages
      *     as the watch caches change; `error` before the server closes the socket. Each
-     *     message is one of `EventMessage`.
+     *     message is one of `EventMessage`. A request that is no WebSocket handshake gets 400
+     *     `websocket_required`; one from another site's page, 403 `cross_origin_refused`.
      */
     get: operations['events'];
     put?: never;
