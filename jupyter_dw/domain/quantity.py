@@ -81,10 +81,11 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
         return _bounded(number, 0, value, factor=_BINARY[suffix])
     if suffix in _DECIMAL:
         return _bounded(number, _DECIMAL[suffix].adjusted(), value)
-    digits = suffix[1:].lstrip("+-").lstrip("0")
+    # Leading zeros are dropped before the digits are counted or converted ("e000...01").
+    digits = suffix[1:].lstrip("+-").lstrip("0") or "0"
     if len(digits) > len(str(_EXPONENT_LIMIT)):
         raise QuantityError(f"{value!r}: the exponent is too large for a Kubernetes quantity")
-    exponent = int(suffix[1:])
+    exponent = -int(digits) if suffix[1] == "-" else int(digits)
     if not -_EXPONENT_LIMIT <= exponent < _EXPONENT_LIMIT:
         raise QuantityError(f"{value!r}: the exponent is too large for a Kubernetes quantity")
     return _bounded(number, exponent, value)

@@ -102,6 +102,19 @@ def k8s_parse(text: str) -> Fraction | None:
     return amount if positive else -amount
 
 
+def test_long_spellings_are_parsed_or_refused_cleanly():
+    """Sizes a fuzzer rarely reaches: thousands of digits in the number or the exponent."""
+    assert parse_quantity("1e" + "0" * 5000 + "3") == 1000
+    assert parse_quantity("1" + "0" * 5000 + "e-5000") == 1
+    assert parse_quantity("0." + "0" * 5000 + "1") == Decimal("1e-9")  # rounded up to 1n
+    for refused in ("1e" + "9" * 5000, "1" + "0" * 5000, "1e-" + "9" * 5000 + "x"):
+        try:
+            parse_quantity(refused)
+        except QuantityError:
+            continue
+        raise AssertionError(f"{refused[:20]}... was accepted")
+
+
 def test_the_port_agrees_with_kubernetes_documented_examples():
     """Control for :func:`k8s_parse`, from apimachinery's quantity_test.go."""
     assert k8s_parse("5Gi") == 5 * 2**30
