@@ -35,3 +35,22 @@ def test_without_a_base_there_is_no_url():
     service = ClusterService(session=None, policy=None, dashboard_base=None)  # type: ignore[arg-type]
     assert service.dashboard_url("my-ray") is None
     assert ClusterService(None, None, "/dw/ray").dashboard_url("a b") == "/dw/ray/a%20b/"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("url", ["/dw/ray/my-ray/", None])
+def test_the_notebook_view_says_where_the_dashboard_is(url):
+    from jupyter_dw.core.clusters import ClusterInfo
+    from jupyter_dw.domain.cluster_state import cluster_status
+    from jupyter_dw.notebook.display import cluster_html
+
+    raycluster = {
+        "metadata": {"name": "my-ray", "namespace": "team-a"},
+        "spec": {"suspend": True, "headGroupSpec": {}},
+    }
+    info = ClusterInfo(cluster_status(raycluster), url, None, (), ())
+    html = cluster_html(info)
+    if url is not None:
+        assert f"<code>{url}</code>" in html
+    else:
+        assert "proxy is turned off" in html
+        assert "kubectl port-forward svc/my-ray-head-svc 8265" in html
