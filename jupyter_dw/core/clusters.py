@@ -100,7 +100,8 @@ class ClusterInfo:
     it, its pods and its milestones with their times."""
 
     status: ClusterStatus
-    dashboard_url: str
+    dashboard_url: str | None
+    """``{base_url}dw/ray/<name>/``, or None when the dashboard proxy is turned off."""
     owner: str | None
     pods: tuple[PodInfo, ...]
     milestones: tuple[Milestone, ...]
@@ -209,11 +210,11 @@ class Deleted:
 class ClusterService:
     """The namespace's Ray clusters for one session: ``policy`` holds the configured defaults
     and limits, ``dashboard_base`` is the public path of the dashboard proxy
-    (``{base_url}dw/ray``)."""
+    (``{base_url}dw/ray``), None when the proxy is turned off."""
 
     session: KubeSession
     policy: SpecPolicy
-    dashboard_base: str = "/dw/ray"
+    dashboard_base: str | None = "/dw/ray"
 
     # -- answers -------------------------------------------------------------------------
 
@@ -325,8 +326,11 @@ class ClusterService:
         found = [rc for name in names if (rc := self.session.cached_ray_cluster(name))]
         return {status.name: self._info(rc, wl, status) for rc, wl, status in self._statuses(found)}
 
-    def dashboard_url(self, name: str) -> str:
-        """``{base_url}dw/ray/<name>/``: the Ray dashboard through the Jupyter server."""
+    def dashboard_url(self, name: str) -> str | None:
+        """``{base_url}dw/ray/<name>/``: the Ray dashboard through the Jupyter server; None
+        when the proxy is turned off (``ray_dashboard_proxy``)."""
+        if self.dashboard_base is None:
+            return None
         return f"{self.dashboard_base.rstrip('/')}/{quote(name, safe='')}/"
 
     # -- internals -----------------------------------------------------------------------

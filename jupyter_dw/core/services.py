@@ -28,13 +28,15 @@ class DWCore:
         cls, settings: DWSettings, dashboard_base: str, *, lazy_watches: bool = False
     ) -> DWCore:
         """A core for ``settings``; ``dashboard_base`` is the public path of the dashboard
-        proxy (``{base_url}dw/ray``). The session is created, not started; with
+        proxy (``{base_url}dw/ray``; unused when ``ray_dashboard_proxy`` is off: clusters then
+        have no ``dashboard_url``). The session is created, not started; with
         ``lazy_watches`` it opens each watch on first use (a kernel), else all at start."""
         session = KubeSession(**settings.session_options(), lazy_watches=lazy_watches)
+        proxied = dashboard_base if settings.ray_dashboard_proxy else None
         return cls(
             session=session,
             queues=QueueService(session),
-            clusters=ClusterService(session, settings.spec_policy(), dashboard_base),
+            clusters=ClusterService(session, settings.spec_policy(), proxied),
         )
 
     def context(self, timeout: float | None = None) -> SessionContext:

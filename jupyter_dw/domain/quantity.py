@@ -3,14 +3,21 @@
 The grammar is Kubernetes' own (``k8s.io/apimachinery/pkg/api/resource``): a signed decimal
 number followed by a binary-SI suffix (``Ki`` .. ``Ei``), a decimal-SI suffix (``n`` .. ``E``)
 or a decimal exponent (``e3``, ``E-2``). Values are exact ``Decimal`` so quota arithmetic never
-rounds.
+rounds, with Kubernetes' own bounds: an amount finer than ``1n`` is rounded up to the next
+nano (away from zero), as ``resource.ParseQuantity`` does, and an amount larger than
+Kubernetes' largest (``2**63 - 1``, which it would silently cap) is refused. So every parsed
+value has at most 19 integer and 9 decimal digits: it fits ``Decimal``'s default context, and
+arithmetic on it never overflows however the number was written (``1e999999999``).
+
+Kubernetes' parser also takes a few spellings its documented grammar does not (``"."``,
+``"+"``, ``"M"`` as zero, an exponent beyond 32 bits wrapped around); those are refused here.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_UP, Context, Decimal, InvalidOperation
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -30,6 +37,13 @@ _QUANTITY = re.compile(
     r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
 )
 
+MAX_QUANTITY = Decimal(2**63 - 1)
+"""Kubernetes' largest quantity (``maxAllowed``); it caps larger ones, we refuse them."""
+NANO = Decimal("1e-9")
+"""Kubernetes' finest step: smaller amounts are rounded up to it."""
+_EXPONENT_LIMIT = 2**63
+"""Kubernetes parses an exponent as a 64-bit integer; a longer one is not a quantity."""
+
 Quantity = Decimal
 """An exact amount of a resource: CPUs (cores), bytes, GPUs, or a count."""
 
@@ -45,12 +59,11 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
     """
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
-    if isinstance(value, Decimal | int):
-        return Decimal(value)
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+    if isinstance(value, Decimal | int | float):
+        number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+        if not number.is_finite():
             raise QuantityError(f"{value!r} is not a finite quantity")
-        return Decimal(repr(value))
+        return _bounded(number, 0, value)
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
     match = _QUANTITY.fullmatch(value)
@@ -65,10 +78,47 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
         raise QuantityError(f"{value!r} is not a Kubernetes quantity") from err
     suffix = match["suffix"] or ""
     if suffix in _BINARY:
-        return number * _BINARY[suffix]
+        return _bounded(number, 0, value, factor=_BINARY[suffix])
     if suffix in _DECIMAL:
-        return number * _DECIMAL[suffix]
-    return number.scaleb(int(suffix[1:]))
+        return _bounded(number, _DECIMAL[suffix].adjusted(), value)
+    # Leading zeros are dropped before the digits are counted or converted ("e000...01").
+    digits = suffix[1:].lstrip("+-").lstrip("0") or "0"
+    if len(digits) > len(str(_EXPONENT_LIMIT)):
+        raise QuantityError(f"{value!r}: the exponent is too large for a Kubernetes quantity")
+    exponent = -int(digits) if suffix[1] == "-" else int(digits)
+    if not -_EXPONENT_LIMIT <= exponent < _EXPONENT_LIMIT:
+        raise QuantityError(f"{value!r}: the exponent is too large for a Kubernetes quantity")
+    return _bounded(number, exponent, value)
+
+
+def _bounded(number: Decimal, exponent: int, shown: object, factor: int = 1) -> Decimal:
+    """``number * factor * 10**exponent`` rounded up to a nano, or :class:`QuantityError` if
+    it is more than :data:`MAX_QUANTITY`. Exact whatever the size of its parts: the scale is
+    checked before anything is computed, and the product is computed with every digit."""
+    if number.is_zero():
+        return Decimal(0)
+    # adjusted(): the power of ten of the leading digit (2**63 has 19 digits); the product's
+    # is the sum of its factors', or one more.
+    scale = number.adjusted() + exponent + Decimal(factor).adjusted()
+    if scale > 19:
+        raise _too_large(shown)
+    if scale < -11:  # below 1n: Kubernetes makes it 1n
+        return NANO.copy_sign(number)
+    exact = Context(prec=len(number.as_tuple().digits) + 40, Emax=MAX_EMAX, Emin=MIN_EMIN)
+    product = exact.multiply(number, factor).scaleb(exponent, context=exact)
+    amount = product.quantize(NANO, ROUND_UP, context=exact)
+    if abs(amount) > MAX_QUANTITY:
+        raise _too_large(shown)
+    # The plainest spelling of the value: 100 (not 1E+2), 0.5 (not 0.500000000).
+    if amount == amount.to_integral_value():
+        return Decimal(int(amount))
+    return amount.normalize(context=exact)
+
+
+def _too_large(shown: object) -> QuantityError:
+    return QuantityError(
+        f"{shown!r} is larger than Kubernetes' largest quantity ({MAX_QUANTITY}, about 8Ei)"
+    )
 
 
 def format_quantity(value: Decimal | int, binary: bool | None = None) -> str:

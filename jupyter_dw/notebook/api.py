@@ -292,9 +292,11 @@ class RayClusterHandle:
             remove()
 
     @property
-    def dashboard_url(self) -> str:
+    def dashboard_url(self) -> str | None:
         """The Ray dashboard through the Jupyter server's proxy (``{base_url}dw/ray/<name>/``;
-        the kernel learns the base URL from ``JUPYTER_DW_BASE_URL`` or ``NB_PREFIX``)."""
+        the kernel learns the base URL from ``JUPYTER_DW_BASE_URL`` or ``NB_PREFIX``). None
+        when ``ray_dashboard_proxy`` is off: use ``kubectl port-forward
+        svc/<name>-head-svc 8265`` instead."""
         return runtime().core.clusters.dashboard_url(self.name)
 
     @property

@@ -219,9 +219,15 @@ def cluster_html(info: ClusterInfo) -> str:
         )
     )
     parts.append(timeline_html(info.milestones))
-    parts.append(
-        f'<div style="opacity:.7">dashboard: <code>{escape(info.dashboard_url)}</code></div>'
-    )
+    if info.dashboard_url is not None:
+        where = f"<code>{escape(info.dashboard_url)}</code>"
+    else:
+        where = (
+            "the proxy is turned off on this server; "
+            f"<code>kubectl port-forward svc/{escape(status.dashboard.service)} "
+            f"{status.dashboard.port}</code>"
+        )
+    parts.append(f'<div style="opacity:.7">dashboard: {where}</div>')
     return f'<div style="{_BOX}">{"".join(parts)}</div>'
 
 

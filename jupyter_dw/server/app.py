@@ -14,7 +14,7 @@ from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
-from traitlets import Bool, Int, TraitError, Unicode, validate
+from traitlets import Int, TraitError, Unicode, validate
 
 from ..core.services import DWCore
 from ..core.settings import SECTION, DWSettings, environment_config
@@ -38,16 +38,6 @@ class JupyterDW(ExtensionApp, DWSettings):
 
     name = "jupyter_dw"
     description = __doc__
-
-    ray_dashboard_proxy = Bool(
-        True,
-        config=True,
-        help="""Serve the Ray dashboard of the namespace's RayClusters through this server at
-        ``{base_url}dw/ray/<name>/``. Proxied pages are sandboxed (an opaque origin: they can
-        never use the Jupyter user's cookies or API) and their own requests are authorized by a
-        short-lived capability in the URL; see the README, "Ray dashboard proxy: isolation".
-        False: every ``dw/ray/`` route answers 404 with code ``dashboard_proxy_disabled``.""",
-    )
 
     ray_dashboard_url = Unicode(
         DEFAULT_DASHBOARD_URL,

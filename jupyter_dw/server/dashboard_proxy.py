@@ -47,8 +47,9 @@ can log it.
 Errors of the proxy itself are JSON ``{"error", "reason", "hint", "code"}`` as in
 :mod:`jupyter_dw.handlers`: 400 ``invalid_name`` / ``invalid_path``, 403
 ``invalid_capability`` / ``capability_expired`` / ``capability_user_mismatch`` /
-``capability_not_granted``, 404 ``raycluster_not_found`` / ``dashboard_proxy_disabled``, 403 from
-Kubernetes (with ``denied``: ``"get rayclusters.ray.io"``), 503 from the session, 502
+``capability_not_granted`` / ``cross_origin_refused`` (a write from another site's page),
+404 ``raycluster_not_found`` / ``dashboard_proxy_disabled``, 403 from Kubernetes (with
+``denied``: ``"get rayclusters.ray.io"``), 503 from the session, 502
 ``dashboard_unreachable``, ``dashboard_unknown`` (KubeRay reported no usable Service),
 ``dashboard_redirect_refused`` or ``dashboard_refused`` (a WebSocket upgrade the dashboard
 answered with an error, whose status is kept). Other answers of the dashboard (any status) are
@@ -187,6 +188,9 @@ WEBSOCKET_HEADERS_DROPPED = frozenset(
     }
 )
 QUERY_PARAMS_DROPPED = frozenset({"token", "_xsrf"})
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods that only read: every other method is a write (``write`` capability, origin
+checked)."""
 
 # The dashboard's response headers that reach the browser: an allow-list, because many
 # headers act on the whole Jupyter origin or host (Set-Cookie, Clear-Site-Data,
@@ -851,6 +855,7 @@ class RayDashboardHandler(
         self.current_user = self._jupyter_current_user = None
         name, token, raw_path = self._route
         try:
+            self._check_write_origin(name)
             check_name(name)
             check_path(raw_path)
             grant = await self._verify(name, token, raw_path)
@@ -919,7 +924,7 @@ class RayDashboardHandler(
     def _require_action(self, name: str, grant: Grant) -> None:
         if self._is_websocket():
             action = EXECUTE
-        elif self.request.method in ("GET", "HEAD", "OPTIONS"):
+        elif self.request.method in SAFE_METHODS:
             action = READ
         else:
             action = WRITE
@@ -932,6 +937,20 @@ class RayDashboardHandler(
                 None,
                 "capability_not_granted",
             )
+
+    def _check_write_origin(self, name: str) -> None:
+        """Writes come from the sandboxed page (origin ``null``), Jupyter's own origin or a
+        program (no origin), as WebSockets do (:meth:`check_origin`): another site's page
+        holding a leaked capability link still cannot write through it."""
+        if self.request.method in SAFE_METHODS or self.check_origin():
+            return
+        raise DashboardError(
+            403,
+            f"Cross-origin write to the Ray dashboard of {name} refused",
+            f"origin {self.get_origin()!r} is neither the sandboxed dashboard nor this server",
+            None,
+            "cross_origin_refused",
+        )
 
     def _is_websocket(self) -> bool:
         return self.request.headers.get("Upgrade", "").lower() == "websocket"

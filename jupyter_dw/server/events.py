@@ -63,6 +63,25 @@ log = logging.getLogger(__name__)
 Object = dict[str, Any]
 
 
+HANDSHAKE_HINT = "Open dw/api/events as a WebSocket (new WebSocket(url) in a browser)."
+_WEBSOCKET_VERSIONS = ("7", "8", "13")
+
+
+def handshake_problem(headers: Any) -> str | None:
+    """What makes a request no WebSocket handshake tornado would accept (RFC 6455 4.2.1),
+    or None."""
+    if headers.get("Upgrade", "").lower() != "websocket":
+        return 'the request must have "Upgrade: websocket"'
+    connection = [part.strip().lower() for part in headers.get("Connection", "").split(",")]
+    if "upgrade" not in connection:
+        return 'the request must have "Connection: Upgrade"'
+    if not headers.get("Sec-WebSocket-Key"):
+        return "the request has no Sec-WebSocket-Key"
+    if headers.get("Sec-WebSocket-Version") not in _WEBSOCKET_VERSIONS:
+        return "the request's Sec-WebSocket-Version is not 13"
+    return None
+
+
 class EventsHandler(
     ExtensionObjectsMixin, ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler
 ):
@@ -78,8 +97,23 @@ class EventsHandler(
     @ws_authenticated
     @authorized
     async def get(self, *args: Any, **kwargs: Any) -> None:
-        """Upgrade to a WebSocket (after jupyter_server's authentication and authorization)."""
+        """Upgrade to a WebSocket (after jupyter_server's authentication and authorization).
+        A request that is no WebSocket handshake gets a JSON 400 (tornado would answer
+        text), one from another site a JSON 403."""
+        problem = handshake_problem(self.request.headers)
+        if problem is not None:
+            self._refuse(400, problem, "websocket_required")
+            return
+        if not self.check_origin():
+            self._refuse(403, "Cross-origin WebSockets are not allowed", "cross_origin_refused")
+            return
         await super().get(*args, **kwargs)
+
+    def _refuse(self, status: int, reason: str, code: str) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        error = KubeError("Not a WebSocket this server accepts", reason, HANDSHAKE_HINT)
+        self.finish(json.dumps({**error.to_json(), "code": code}))
 
     # -- socket life ---------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import {
   SIDEBAR_ID,
   dwIcon
 } from './components/sidebar';
-import { DWModel, connectionCode } from './model';
+import { DWModel, connectionCode, dashboardOffHint } from './model';
 
 const PLUGIN_ID = 'jupyter-dw:plugin';
 
@@ -54,6 +54,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const model = new DWModel(new DWApi(), FRONTEND_VERSION);
     const actions: IClusterActions = {
       openDashboard: (cluster: Cluster) => {
+        if (cluster.dashboard_url === null) {
+          void showErrorMessage('No dashboard proxy', dashboardOffHint(cluster));
+          return;
+        }
         const id = `jp-dw-dashboard-${cluster.name}`;
         for (const widget of app.shell.widgets('main')) {
           if (widget.id === id) {

@@ -558,6 +558,17 @@ export function rayAddress(cluster: Cluster): string {
   return `ray://${service}.${cluster.namespace}.svc:10001`;
 }
 
+/** How to reach a cluster's dashboard when the server's proxy is turned off
+ * (`dashboard_url` null). */
+export function dashboardOffHint(cluster: Cluster): string {
+  const service = cluster.dashboard?.service || `${cluster.name}-head-svc`;
+  const port = cluster.dashboard?.port ?? 8265;
+  return (
+    'The Ray dashboard proxy is turned off on this server (JupyterDW.ray_dashboard_proxy). ' +
+    `Reach the dashboard another way, e.g. kubectl port-forward svc/${service} ${port}.`
+  );
+}
+
 /** The code cell that connects a notebook to the cluster. */
 export function connectionCode(cluster: Cluster): string {
   return [

@@ -95,6 +95,7 @@ export interface paths {
       query?: never;
       header?: never;
       path: {
+        /** @description A RayCluster name: a DNS-1035 label of at most 53 characters (KubeRay's limit); anything else is 400 `invalid_name` and never reaches Kubernetes. */
         name: string;
       };
       cookie?: never;
@@ -122,7 +123,8 @@ export interface paths {
      * @description A WebSocket of JSON text frames from the server (what the browser sends is ignored).
      *     The first message is a `snapshot`; then `queues`, `cluster` and `workload` messages
      *     as the watch caches change; `error` before the server closes the socket. Each
-     *     message is one of `EventMessage`.
+     *     message is one of `EventMessage`. A request that is no WebSocket handshake gets 400
+     *     `websocket_required`; one from another site's page, 403 `cross_origin_refused`.
      */
     get: operations['events'];
     put?: never;
@@ -345,8 +347,8 @@ export interface components {
       preempted_by?: null | components['schemas']['PreemptedBy'];
       /** @description The Workload's admission checks (`status.admissionChecks`); empty when its ClusterQueue requires none. */
       admission_checks: components['schemas']['AdmissionCheckStatus'][];
-      /** @description `{base_url}dw/ray/<name>/`: the Ray dashboard through the Jupyter server. */
-      dashboard_url: string;
+      /** @description `{base_url}dw/ray/<name>/`: the Ray dashboard through the Jupyter server; null when the dashboard proxy is turned off (`JupyterDW.ray_dashboard_proxy`): reach it another way, e.g. `kubectl port-forward svc/<dashboard.service> <dashboard.port>`. */
+      dashboard_url: string | null;
       /** @description The username that created it through jupyter_dw. */
       owner: string | null;
       pods: components['schemas']['Pod'][];
@@ -379,9 +381,9 @@ export interface components {
       /** @constant */
       deleted: true;
     };
-    /** @description A cluster request. Omitted fields take the server's defaults; `queue` omitted is the namespace's default queue. Quantities may also be numbers. */
+    /** @description A cluster request. Omitted fields take the server's defaults; `queue` omitted is the namespace's default queue. Quantities may also be numbers. Other fields are refused (400 `invalid_spec`): the namespace, metadata and the like are never taken from a request. */
     ClusterSpecRequest: {
-      /** @description Required to create; optional for a fit check. */
+      /** @description Required to create; optional for a fit check. A DNS-1035 label of at most 53 characters. */
       name?: string | null;
       queue?: string | null;
       workers?: number | null;
@@ -687,6 +689,14 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "name": "my-ray",
+         *       "workers": 2,
+         *       "worker_cpu": "1",
+         *       "worker_memory": "2Gi"
+         *     }
+         */
         'application/json': components['schemas']['ClusterSpecRequest'];
       };
     };
@@ -760,6 +770,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
+        /** @description A RayCluster name: a DNS-1035 label of at most 53 characters (KubeRay's limit); anything else is 400 `invalid_name` and never reaches Kubernetes. */
         name: string;
       };
       cookie?: never;
@@ -783,6 +794,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
+        /** @description A RayCluster name: a DNS-1035 label of at most 53 characters (KubeRay's limit); anything else is 400 `invalid_name` and never reaches Kubernetes. */
         name: string;
       };
       cookie?: never;

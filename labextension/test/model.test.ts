@@ -17,6 +17,7 @@ import {
   RenderGate,
   backoffDelay,
   connectionCode,
+  dashboardOffHint,
   formatDuration,
   parseQuantity,
   quotaHeldFor,
@@ -369,5 +370,11 @@ describe('presentation', () => {
 
   it('writes the connection code for the head service', () => {
     expect(connectionCode(cluster('a'))).toContain('ray.init("ray://a-head-svc.ns.svc:10001")');
+  });
+
+  it('says how to reach a dashboard when the proxy is off', () => {
+    const off = cluster('a', { dashboard_url: null, dashboard: { service: 'a-head', port: 9000 } });
+    expect(dashboardOffHint(off)).toContain('kubectl port-forward svc/a-head 9000');
+    expect(dashboardOffHint(cluster('b'))).toContain('svc/b-head-svc 8265');
   });
 });

@@ -292,3 +292,50 @@ class Autoscaler:
         self.custom.patch_namespaced_custom_object_status(
             *AUTOSCALING, self.namespace, "provisioningrequests", request["metadata"]["name"], body
         )
+
+
+NAMESPACED_KINDS: tuple[tuple[str, str, str], ...] = (
+    ("ray.io", "v1", "rayclusters"),
+    ("ray.io", "v1", "rayjobs"),
+    (KUEUE, "", "workloads"),
+    (KUEUE, "", "localqueues"),
+    ("", "v1", "services"),
+    ("", "v1", "pods"),
+    ("", "v1", "configmaps"),
+    ("", "v1", "secrets"),
+    ("", "v1", "serviceaccounts"),
+    ("rbac.authorization.k8s.io", "v1", "roles"),
+    ("rbac.authorization.k8s.io", "v1", "rolebindings"),
+)
+"""What a leaked request could create, change or delete in a namespace (``""`` version:
+Kueue's, which the test cluster serves)."""
+
+
+def namespace_objects(
+    kube: client.ApiClient, namespace: str, kueue_api_version: str
+) -> dict[tuple[str, str], tuple[Any, ...]]:
+    """Every object of :data:`NAMESPACED_KINDS` in ``namespace``, read by the administrator:
+    ``(plural, name)`` → ``(uid, generation, labels, annotations, deletionTimestamp)``. A
+    create, a delete, a spec change or a label change shows; status updates by controllers
+    do not."""
+    found: dict[tuple[str, str], tuple[Any, ...]] = {}
+    for group, version, plural in NAMESPACED_KINDS:
+        version = version or kueue_api_version
+        prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        response = kube.call_api(
+            f"{prefix}/namespaces/{namespace}/{plural}",
+            "GET",
+            auth_settings=["BearerToken"],
+            response_type="object",
+            _return_http_data_only=True,
+        )
+        for item in response["items"]:
+            meta = item["metadata"]
+            found[(plural, meta["name"])] = (
+                meta["uid"],
+                meta.get("generation"),
+                json.dumps(meta.get("labels") or {}, sort_keys=True),
+                json.dumps(meta.get("annotations") or {}, sort_keys=True),
+                meta.get("deletionTimestamp"),
+            )
+    return found

@@ -101,7 +101,11 @@ function render({ model, el: root }) {
     }
     box.append(list);
     const actions = el("div", { style: "display:flex;gap:8px;align-items:center" });
-    if (base && proxied) {
+    // dashboard_url is null once the kernel knows the cluster and the proxy is turned off.
+    const proxyOff = state && model.get("dashboard_url") === null;
+    if (proxyOff) {
+      actions.append(el("span", { class: "jp-dw-dashboard-off", style: "opacity:.7" }, `Dashboard: the proxy is turned off on this server (JupyterDW.ray_dashboard_proxy); use kubectl port-forward svc/${name}-head-svc 8265`));
+    } else if (base && proxied) {
       actions.append(el("a", { href: `${base}dw/ray/${encodeURIComponent(name)}/`, target: "_blank", rel: "noopener", class: "jp-dw-dashboard" }, "Ray dashboard"));
     } else if (proxied === false || !base) {
       actions.append(el("span", { style: "opacity:.7" }, `Dashboard: the jupyter_dw server extension is not reachable here; use kubectl port-forward svc/${name}-head-svc 8265`));

@@ -1,7 +1,7 @@
 import * as React from 'react';
 
 import type { Cluster } from '../api';
-import { DWModel, formatDuration, quotaHeldFor, timeline } from '../model';
+import { DWModel, dashboardOffHint, formatDuration, quotaHeldFor, timeline } from '../model';
 import { ErrorNote } from './status';
 
 /** What a card's buttons do (the plugin provides them: JupyterLab tabs, notebooks, dialogs). */
@@ -132,6 +132,8 @@ function ClusterCard(props: {
           type="button"
           className="jp-mod-styled jp-dw-button"
           aria-label={`Open the Ray dashboard of ${c.name}`}
+          disabled={c.dashboard_url === null}
+          title={c.dashboard_url === null ? dashboardOffHint(c) : undefined}
           onClick={() => actions.openDashboard(c)}
         >
           Dashboard

@@ -1,0 +1,187 @@
+"""The REST API fuzzed from its own description (``jupyter_dw/openapi.yaml``) with schemathesis,
+against the running server on the real control plane.
+
+Every operation of the description is fuzzed, with data that fits the schema (positive) and
+data that does not (negative). Each answer is checked by schemathesis (no 5xx, a status and
+content type the description lists, a body matching the schema) and counted. The namespace is
+the test's own, with a LocalQueue on a ClusterQueue of zero quota: valid creations are real
+RayClusters and Workloads, but nothing is ever admitted, so no pod runs. Afterwards it holds
+exactly the objects it held before plus those of clusters created with 201 (minus any deleted
+with 200), which are then deleted through the API.
+
+Generation is derandomized (the same requests every run) and reads and writes no example
+database, so a run is deterministic. The server runs on the test's event loop; the
+(synchronous) fuzzer runs on a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import requests
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from schemathesis import GenerationMode
+from schemathesis.checks import (
+    FailureGroup,
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+import jupyter_dw
+from tests.integration.clusters_support import make_queue, namespace_objects
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
+
+pytestmark = pytest.mark.cluster
+
+WORKBENCH_RULES = namespace_rules()
+WORKBENCH_CLUSTER_RULES = CLUSTER_READ_RULES
+OPENAPI = Path(jupyter_dw.__file__).parent / "openapi.yaml"
+EXAMPLES = {GenerationMode.POSITIVE: 100, GenerationMode.NEGATIVE: 50}
+"""Generated cases per operation and mode. Negative cases exist only where something can be
+invalid (the two bodies, the cluster name, the events socket's header): 9 x 100 + 5 x 50 =
+1,150 requests."""
+CREDENTIALS = ("Authorization", "_xsrf")
+"""The security schemes' parameters: the test sends the real token, never generated ones."""
+MIN_REQUESTS = 1000
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+
+
+@dataclass
+class Tally:
+    """What the fuzzer sent and got."""
+
+    requests: int = 0
+    by_operation: Counter[str] = field(default_factory=Counter)
+    statuses: Counter[int] = field(default_factory=Counter)
+    created: set[str] = field(default_factory=set)
+    deleted: set[str] = field(default_factory=set)
+    failures: list[str] = field(default_factory=list)
+    seconds: Counter[str] = field(default_factory=Counter)
+    """Time spent waiting for answers, per operation (the rest is generation)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the requests go, with which credentials."""
+
+    base_url: str
+    session: requests.Session
+    headers: dict[str, str]
+
+
+def _fuzz_operation(
+    operation: schemathesis.APIOperation,
+    mode: GenerationMode,
+    examples: int,
+    target: Target,
+    tally: Tally,
+) -> None:
+    """``examples`` generated cases of ``operation``, sent and checked into ``tally``."""
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    def run(case: schemathesis.Case) -> None:
+        started = time.monotonic()
+        response = case.call(
+            base_url=target.base_url, session=target.session, headers=target.headers
+        )
+        tally.seconds[operation.label] += time.monotonic() - started
+        tally.requests += 1
+        tally.by_operation[operation.label] += 1
+        tally.statuses[response.status_code] += 1
+        created = case.method == "POST" and case.path == "/clusters"
+        if created and response.status_code == 201:
+            tally.created.add(response.json()["name"])
+        if case.method == "DELETE" and response.status_code == 200:
+            tally.deleted.add(response.json()["name"])
+        try:
+            case.validate_response(response, checks=CHECKS, headers=target.headers)
+        except (AssertionError, FailureGroup) as err:
+            request = f"{case.method} {case.formatted_path} {case.body!r:.300}"
+            tally.failures.append(f"{request}\n{err}"[:1500])
+
+    run()
+
+
+def fuzz(base_url: str, token: str) -> Tally:
+    """Generate, send and check; return the tally (failures collected, not raised, so one
+    run reports them all)."""
+    schema = schemathesis.openapi.from_path(OPENAPI)
+    tally = Tally()
+    session = requests.Session()
+    headers = {"Authorization": f"token {token}"}
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        for mode, examples in EXAMPLES.items():
+            if mode is GenerationMode.NEGATIVE and not _negatable(operation):
+                continue
+            _fuzz_operation(operation, mode, examples, Target(base_url, session, headers), tally)
+    return tally
+
+
+def _negatable(operation: schemathesis.APIOperation) -> bool:
+    """Whether invalid input can be made for ``operation``: a body, or a parameter other
+    than the credentials."""
+    parameters = [p for p in operation.iter_parameters() if p.name not in CREDENTIALS]
+    return bool(len(operation.body)) or bool(parameters)
+
+
+async def test_fuzzed_requests_get_documented_answers_and_change_nothing_else(
+    kube, kueue, namespace, kueue_api_version, jp_fetch, jp_http_port, jp_base_url, jp_serverapp
+):
+    # Valid creations queue forever: the ClusterQueue has no quota, so no pod ever runs.
+    make_queue(kueue, cpu="0", memory="0")
+    await jp_fetch("dw", "api", "queues")  # the server is up and its caches synced
+    before = namespace_objects(kube, namespace, kueue_api_version)
+
+    base_url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}dw/api"
+    token = jp_serverapp.identity_provider.token
+    tally = await asyncio.get_running_loop().run_in_executor(None, fuzz, base_url, token)
+
+    print(
+        f"fuzzed {tally.requests} requests; statuses {dict(sorted(tally.statuses.items()))}; "
+        f"per operation {dict(tally.by_operation)}; created {len(tally.created)}; answer "
+        f"seconds { ({k: round(v, 1) for k, v in tally.seconds.items()}) }"
+    )
+    assert tally.failures == [], "\n\n".join(tally.failures[:10])
+    assert tally.requests >= MIN_REQUESTS
+    assert len(tally.by_operation) == 9, tally.by_operation  # every operation was fuzzed
+    assert not [s for s in tally.statuses if s >= 500], tally.statuses
+
+    after = namespace_objects(kube, namespace, kueue_api_version)
+    ours = tally.created - tally.deleted
+    added = {key for key in after if key not in before}
+    removed = {key for key in before if key not in after}
+    assert removed <= {("rayclusters", name) for name in tally.deleted}, removed
+    assert all(any(name.find(c) >= 0 for c in ours) for _, name in added), added
+    assert {("rayclusters", name) for name in ours} <= added
+    assert {k: v for k, v in after.items() if k in before} == {
+        k: v for k, v in before.items() if k not in removed
+    }
+
+    for name in sorted(ours):  # the valid creations go
+        response = await jp_fetch(
+            "dw", "api", "clusters", name, method="DELETE", request_timeout=60
+        )
+        assert json.loads(response.body)["deleted"] is True
