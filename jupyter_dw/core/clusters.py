@@ -74,6 +74,11 @@ IDEMPOTENCY_KEY_FIELD = "idempotency_key"
 _IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 
+def new_idempotency_key() -> str:
+    """A fresh key for one user action (a random UUID): made per click, kept for its retries."""
+    return str(uuid.uuid4())
+
+
 def check_idempotency_key(key: Any) -> str | None:
     """``key`` if it can be an idempotency key (1 to 128 characters: letters, digits and
     ``._:-``, as a UUID has), None if it is None or empty, else :class:`InvalidRequest`."""
@@ -315,7 +320,7 @@ class ClusterService:
         created) or ``KubeUnreachable``/``KubeTimeout`` (the answer was lost: retry with the
         same key).
         """
-        key = check_idempotency_key(idempotency_key) or uuid.uuid4().hex
+        key = check_idempotency_key(idempotency_key) or new_idempotency_key()
         _require_mapping(data)
         self.session.wait_ready()
         namespace = self.session.namespace

@@ -181,14 +181,15 @@ async def test_a_slow_api_server_is_504_naming_the_timeout(kube, kueue, namespac
     assert error["error"] == f"The Kubernetes API server did not answer within {SHORT_TIMEOUT:g}s"
     assert "/rayclusters" in error["reason"]
     assert "request_timeout" in error["hint"]
-    # One try: a timeout is not retried (urllib3 would otherwise send a call up to 4 times).
     assert held.hits == 1
     assert rayclusters(kube, namespace) == []
 
-    # A read the caches cannot answer times out the same way.
-    proxy.hold(reads(namespace, "absent"))
+    # A read the caches cannot answer times out the same way, after one try: urllib3 would
+    # retry a GET's read timeout 3 times by default, 4 times the configured wait.
+    held = proxy.hold(reads(namespace, "absent"))
     code, error = await call(jp_fetch, "GET", "clusters", "absent")
     assert (code, error["code"]) == (504, "timeout"), error
+    assert held.hits == 1
 
 
 @pytest.mark.parametrize("dw_config", [SHORT], indirect=True)
@@ -323,3 +324,59 @@ async def test_a_create_does_not_need_the_cluster_queue_watch(
     assert created["queue"] == queue.local_queue
     [stored] = rayclusters(kube, namespace)
     assert stored["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == queue.local_queue
+
+
+# --------------------------------------------------------------------------------------------
+# The kernel's surfaces: the builder's retry click and dw.submit's retry
+# --------------------------------------------------------------------------------------------
+
+
+def one_cluster_answer_lost(proxy: ApiProxy, namespace: str, name: str) -> None:
+    """The create is stored but its answer lost, and so is every look-up of it."""
+    proxy.cut(creates(namespace, dry_run=False))
+    proxy.cut(reads(namespace, name), times=None)
+
+
+def test_the_builders_retry_click_sends_the_same_key_one_cluster(
+    kernel, kube, kueue, namespace, proxy
+):
+    import jupyter_dw as dw
+
+    make_queue(kueue)
+    one_cluster_answer_lost(proxy, namespace, "clicked")
+    builder = dw.ClusterBuilder(name="clicked", head_memory="1Gi", worker_memory="1Gi")
+
+    assert builder.submit() is None  # the answer was lost: the form stays, saying so
+    assert "may or may not have been created" in builder.problem.value
+    [stored] = rayclusters(kube, namespace)
+
+    proxy.heal()
+    status = builder.submit()  # the same form clicked again
+
+    assert status is not None and status.name == "clicked"
+    [still] = rayclusters(kube, namespace)
+    assert still["metadata"]["uid"] == stored["metadata"]["uid"]
+    assert proxy.outcomes(creates(namespace, dry_run=False)) == ["cut"]
+    builder.close()
+
+
+def test_dw_submit_names_the_key_to_retry_with(kernel, kube, kueue, namespace, proxy):
+    import jupyter_dw as dw
+
+    make_queue(kueue)
+    one_cluster_answer_lost(proxy, namespace, "typed")
+    spec = small_cluster("typed")
+
+    with pytest.raises(dw.Unreachable) as caught:
+        dw.submit(spec)
+    key = caught.value.idempotency_key
+    assert f"idempotency_key={key!r}" in caught.value.hint
+
+    proxy.heal()
+    handle = dw.submit(spec, idempotency_key=key)
+
+    assert handle.name == "typed"
+    [stored] = rayclusters(kube, namespace)
+    assert stored["metadata"]["annotations"][IDEMPOTENCY_KEY_ANNOTATION] == key
+    with pytest.raises(dw.NameTaken):  # a new call is a new key
+        dw.submit(spec)
