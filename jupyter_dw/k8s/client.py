@@ -113,7 +113,7 @@ class _RetryUntilTimeout(Retry):
         return super().increment(method, url, response, error, _pool, _stacktrace)
 
 
-CALL_RETRIES = _RetryUntilTimeout(total=3, connect=3, read=1, status=0, redirect=0, other=0)
+CALL_RETRIES = _RetryUntilTimeout(total=3, connect=3, read=1, status=0, other=0)
 """Connection failures before sending: up to 3 retries; a read error (a pooled connection
 closed under us): 1 retry, for idempotent methods only (urllib3 never retries a POST after
 sending it); a timeout: none."""
