@@ -8,7 +8,6 @@ what the API server sees while Kueue's controller is down. Its RayCluster webhoo
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,26 +38,6 @@ class KueueDown:
     kueue_version: str
 
 
-CRDS = {"localqueues.kueue.x-k8s.io", "workloads.kueue.x-k8s.io", "rayclusters.ray.io"}
-"""What a workbench reads and writes (the rest of Kueue's CRDs only cost start-up time)."""
-
-
-def _crds(plane: BareControlPlane, ca_pem: bytes) -> list[dict]:
-    """:data:`CRDS` without Kueue's conversion webhook (objects are written and read in the
-    stored version, so nothing needs converting)."""
-    found = []
-    for crd in [
-        *manifests.kueue_crds(plane.versions, "https://127.0.0.1:1", ca_pem),
-        *manifests.kuberay_crds(plane.versions),
-    ]:
-        if crd["metadata"]["name"] in CRDS:
-            crd = copy.deepcopy(crd)
-            crd["spec"].pop("conversion", None)
-            found.append(crd)
-    assert len(found) == len(CRDS)
-    return found
-
-
 def _established(admin: AdminApi, name: str) -> bool:
     crd = admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
     conditions = (crd.get("status") or {}).get("conditions") or []
@@ -73,15 +52,16 @@ def kueue_down(cluster, tmp_path_factory) -> Iterator[KueueDown]:
     with plane as state:
         admin = plane.admin()
         ca_pem = Path(state.ca_file).read_bytes()
-        crds = _crds(plane, ca_pem)
+        crds = plane.workbench_crds()
         for crd in crds:
             admin.create(crd)
         for crd in crds:
             name = crd["metadata"]["name"]
             wait_for(lambda n=name: _established(admin, n), timeout=TIMEOUT, what=f"{name}")
         version = "v1beta2" if plane.versions.kueue_serves_v1beta2 else "v1beta1"
+        workbench = plane.workbench(directory / "serviceaccount", NAMESPACE)
+        _grant(admin, workbench)
 
-        admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
         admin.apply(
             {
                 "apiVersion": f"kueue.x-k8s.io/{version}",
@@ -90,7 +70,6 @@ def kueue_down(cluster, tmp_path_factory) -> Iterator[KueueDown]:
                 "spec": {"clusterQueue": "team-cq"},
             }
         )
-        workbench = _workbench(admin, state.apiserver, ca_pem, directory / "serviceaccount")
 
         # Kueue 'stopped': its webhooks registered, nothing serving them.
         nobody = f"https://127.0.0.1:{free_port()}"
@@ -99,39 +78,16 @@ def kueue_down(cluster, tmp_path_factory) -> Iterator[KueueDown]:
         yield KueueDown(admin, workbench, version)
 
 
-def _workbench(admin: AdminApi, apiserver: str, ca_pem: bytes, sa_dir: Path) -> WorkbenchIdentity:
-    """A ServiceAccount with a workbench's namespaced RBAC, as a pod would mount it."""
-    name = "workbench"
-    for obj in (
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": name},
-            "rules": namespace_rules(),
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}],
-        },
-    ):
-        obj["metadata"]["namespace"] = NAMESPACE
-        admin.apply(obj)
-    token = admin.request(
-        "POST",
-        f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{name}/token",
-        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
-        content_type="application/json",
-    )["status"]["token"]
-    sa_dir.mkdir()
-    (sa_dir / "token").write_text(token)
-    (sa_dir / "ca.crt").write_bytes(ca_pem)
-    (sa_dir / "namespace").write_text(NAMESPACE)
-    host, _, port = apiserver.removeprefix("https://").rpartition(":")
-    return WorkbenchIdentity(NAMESPACE, name, token, sa_dir, host, port)
+def _grant(admin: AdminApi, workbench: WorkbenchIdentity) -> None:
+    """A workbench's namespaced RBAC for ``workbench``."""
+    name, rbac = workbench.name, "rbac.authorization.k8s.io"
+    metadata = {"name": name, "namespace": workbench.namespace}
+    role = {"apiVersion": f"{rbac}/v1", "kind": "Role", "metadata": metadata}
+    admin.apply({**role, "rules": namespace_rules()})
+    binding = {"apiVersion": f"{rbac}/v1", "kind": "RoleBinding", "metadata": metadata}
+    binding["roleRef"] = {"apiGroup": rbac, "kind": "Role", "name": name}
+    binding["subjects"] = [{"kind": "ServiceAccount", **metadata}]
+    admin.apply(binding)
 
 
 @pytest.fixture
