@@ -69,7 +69,7 @@ def create_raycluster(api: KubeApi, namespace: str, obj: Object) -> Object:
         except KubeUnreachable as err:  # sent: it may have been stored, look before resending
             if key is None or attempt == 2:
                 raise _outcome_unknown(err, name, key is not None) from err
-            existing = _keyed_cluster(api, namespace, name, key, err)
+            existing = _keyed_cluster(api, namespace, name, key, None)
             if existing is not None:
                 log.info(
                     "create of RayCluster %s/%s: answer lost, found by its key", namespace, name
@@ -80,11 +80,11 @@ def create_raycluster(api: KubeApi, namespace: str, obj: Object) -> Object:
 
 
 def _keyed_cluster(
-    api: KubeApi, namespace: str, name: str, key: str | None, cause: KubeError
+    api: KubeApi, namespace: str, name: str, key: str | None, cause: KubeError | None
 ) -> Object | None:
     """RayCluster ``name`` if it carries idempotency ``key``; None when there is none; raises
-    :class:`KubeConflict` when another request made it, or ``cause`` (as an unknown outcome)
-    when the API server cannot tell."""
+    :class:`KubeConflict` (with ``cause``'s reason, the API server's 409) when another request
+    made it, or the transport error as an unknown outcome when the API server cannot tell."""
     if key is None:
         raise _conflict(namespace, name, cause)
     try:

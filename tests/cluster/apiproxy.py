@@ -107,6 +107,13 @@ class ApiProxy:
         asyncio.run_coroutine_threadsafe(self._close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+        # A connection accepted while closing: cancel it and let it end, then close the loop.
+        pending = asyncio.all_tasks(self._loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            self._loop.run_until_complete(asyncio.wait(pending))
+        self._loop.close()
 
     def __enter__(self) -> ApiProxy:
         return self.start()
