@@ -87,15 +87,18 @@ async def struck(fault: Fault) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("from_client", [True, False], ids=["client-key", "server-key"])
 async def test_a_lost_create_answer_is_found_by_its_key_one_cluster(
-    kube, kueue, namespace, proxy, jp_fetch
+    kube, kueue, namespace, proxy, jp_fetch, from_client
 ):
+    """With the client's key, or without one (the server makes a key for the request)."""
     make_queue(kueue)
     cut = proxy.cut(creates(namespace, dry_run=False))
     key = str(uuid.uuid4())
+    headers = keyed(key) if from_client else None
 
     code, created = await call(
-        jp_fetch, "POST", "clusters", body=small_cluster("lost"), headers=keyed(key)
+        jp_fetch, "POST", "clusters", body=small_cluster("lost"), headers=headers
     )
 
     assert code == 201, created
@@ -106,7 +109,11 @@ async def test_a_lost_create_answer_is_found_by_its_key_one_cluster(
     assert proxy.outcomes(creates(namespace, dry_run=False)) == ["cut"]
     assert proxy.outcomes(reads(namespace, "lost")) == ["passed"]
     [stored] = rayclusters(kube, namespace)
-    assert stored["metadata"]["annotations"][IDEMPOTENCY_KEY_ANNOTATION] == key
+    stored_key = stored["metadata"]["annotations"][IDEMPOTENCY_KEY_ANNOTATION]
+    if from_client:
+        assert stored_key == key
+    else:
+        assert uuid.UUID(stored_key).version == 4  # made by the server for this request
 
 
 async def test_a_retry_with_the_same_key_answers_the_one_cluster_never_409(
