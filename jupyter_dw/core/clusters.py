@@ -42,7 +42,7 @@ from ..domain.priorities import (
     priority_value,
 )
 from ..domain.quota import QuotaTree
-from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected
+from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable
 from ..k8s.session import KubeSession, QueueState
 from ..names import (
     CLIENT_PORT,
@@ -436,7 +436,11 @@ class ClusterService:
         }
         entries: dict[str, Object] = {}
         for queue in sorted(waiting):
-            for item in self.session.pending_workloads(queue) or []:
+            try:
+                items = self.session.pending_workloads(queue) or []
+            except KubeUnreachable:
+                break  # not answering (a timeout each): no positions this time, ask no more
+            for item in items:
                 name = (item.get("metadata") or {}).get("name")
                 if name:
                     entries[str(name)] = item
@@ -461,14 +465,19 @@ class ClusterService:
         ClusterQueue), else the ClusterQueue status's pending count (an upper bound); None when
         none is known. ``priority`` None (a class that cannot be read) counts like the last."""
         if ask_positions and priority is not None:
-            if local_queue.cluster_queue:
-                everyone = self.session.cluster_queue_pending_workloads(local_queue.cluster_queue)
-                if everyone is not None:
-                    return ahead_in_cluster_queue(everyone, priority)
-            mine = self.session.pending_workloads(local_queue.name)
-            if mine is not None:
-                total = cluster_queue.pending if cluster_queue is not None else None
-                return ahead_in_local_queue(mine, priority, total)
+            try:
+                if local_queue.cluster_queue:
+                    everyone = self.session.cluster_queue_pending_workloads(
+                        local_queue.cluster_queue
+                    )
+                    if everyone is not None:
+                        return ahead_in_cluster_queue(everyone, priority)
+                mine = self.session.pending_workloads(local_queue.name)
+                if mine is not None:
+                    total = cluster_queue.pending if cluster_queue is not None else None
+                    return ahead_in_local_queue(mine, priority, total)
+            except KubeUnreachable:
+                pass  # not answering: one timeout is enough, the count below will do
         if cluster_queue is not None:
             return ahead_by_count(cluster_queue.pending)
         return None

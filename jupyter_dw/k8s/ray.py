@@ -163,7 +163,9 @@ def pending_workloads(
 
     Items carry ``metadata.name`` (the Workload), ``positionInLocalQueue``,
     ``positionInClusterQueue`` (0-based) and ``priority``. Positions are extra information:
-    a failure here is logged and never fails the caller's answer.
+    a failure here is logged and never fails the caller's answer; only when the API server
+    does not answer (:class:`KubeUnreachable`, a timeout included) is it raised, so the caller
+    asks no more in that request (each would cost another timeout) and answers without.
     """
     path = VISIBILITY_LOCAL_QUEUE.at(visibility_version).path(
         namespace, local_queue, PENDING_WORKLOADS_SUBRESOURCE
@@ -185,6 +187,8 @@ def cluster_queue_pending_workloads(
 def _pending_items(api: KubeApi, path: str, what: str) -> list[Object] | None:
     try:
         answer = api.get(path)
+    except KubeUnreachable:
+        raise  # not answering: the caller stops asking for this request
     except KubeError as err:
         log.info("no pending workloads for %s: %s", what, err)
         return None
