@@ -159,7 +159,7 @@ def pending_workloads(
     api: KubeApi, visibility_version: str, namespace: str, local_queue: str
 ) -> list[Object] | None:
     """The pending Workloads of ``local_queue`` with their positions, or None when Kueue's
-    visibility API cannot tell (not served, forbidden, the LocalQueue gone, the API down).
+    visibility API cannot tell (not served, forbidden, the LocalQueue gone).
 
     Items carry ``metadata.name`` (the Workload), ``positionInLocalQueue``,
     ``positionInClusterQueue`` (0-based) and ``priority``. Positions are extra information:
