@@ -14,6 +14,8 @@ call per LocalQueue that has a waiting cluster, for positions.
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -40,10 +42,11 @@ from ..domain.priorities import (
     priority_value,
 )
 from ..domain.quota import QuotaTree
-from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected
+from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable
 from ..k8s.session import KubeSession, QueueState
 from ..names import (
     CLIENT_PORT,
+    IDEMPOTENCY_KEY_ANNOTATION,
     OWNER_ANNOTATION,
     RAY_NODE_TYPE_LABEL,
 )
@@ -64,6 +67,32 @@ class InvalidName(InvalidRequest):
     """A cluster name (from a URL) that no RayCluster can have (400); nothing was asked."""
 
     code = "invalid_name"
+
+
+IDEMPOTENCY_KEY_FIELD = "idempotency_key"
+"""The ``errors`` key of a malformed idempotency key (REST: the ``Idempotency-Key`` header)."""
+_IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+def new_idempotency_key() -> str:
+    """A fresh key for one user action (a random UUID): made per click, kept for its retries."""
+    return str(uuid.uuid4())
+
+
+def check_idempotency_key(key: Any) -> str | None:
+    """``key`` if it can be an idempotency key (1 to 128 characters: letters, digits and
+    ``._:-``, as a UUID has), None if it is None or empty, else :class:`InvalidRequest`."""
+    if key is None or key == "":
+        return None
+    if isinstance(key, str) and _IDEMPOTENCY_KEY.fullmatch(key):
+        return key
+    problem = "must be 1 to 128 letters, digits or '._:-', starting with a letter or digit"
+    raise InvalidRequest(
+        "Invalid idempotency key",
+        problem,
+        "Send a fresh UUID per user action and the same one on its retries; nothing was created.",
+        {IDEMPOTENCY_KEY_FIELD: problem},
+    )
 
 
 def check_cluster_name(name: str) -> str:
@@ -276,13 +305,23 @@ class ClusterService:
         [(rc, wl, status)] = self._statuses([raycluster])
         return self._info(rc, wl, status)
 
-    def create(self, data: Any) -> ClusterInfo:
+    def create(self, data: Any, idempotency_key: str | None = None) -> ClusterInfo:
         """Validate, dry-run and create a cluster.
 
-        Raises :class:`InvalidSpec` (nothing sent to Kubernetes), ``KubeRejected`` (the dry
-        run refused it: nothing created), ``KubeConflict`` (the name is taken) or
-        ``KubeForbidden`` (``create rayclusters.ray.io`` missing).
+        ``idempotency_key`` identifies one user action (a click) across its retries: it is
+        stored on the RayCluster (annotation ``jupyter-dw/idempotency-key``), and a create
+        whose name is taken by a cluster with the same key answers with that cluster instead
+        of 409, so a retry after a lost answer never makes a second cluster. None: a key is
+        made for this call (its own recovery from a lost answer is still safe).
+
+        Raises :class:`InvalidSpec` (nothing sent to Kubernetes), :class:`InvalidRequest` (a
+        malformed key), ``KubeRejected`` (the dry run refused it: nothing created),
+        ``KubeConflict`` (the name is taken by another request), ``KubeForbidden`` (``create
+        rayclusters.ray.io`` missing), ``WebhookUnavailable`` (Kueue's webhook is down: nothing
+        created) or ``KubeUnreachable``/``KubeTimeout`` (the answer was lost: retry with the
+        same key).
         """
+        key = check_idempotency_key(idempotency_key) or new_idempotency_key()
         _require_mapping(data)
         self.session.wait_ready()
         namespace = self.session.namespace
@@ -298,6 +337,7 @@ class ClusterService:
             priorities = _names(state)
         spec = self._spec(data, known, default, priorities)
         obj = spec.to_raycluster(namespace, owner=self.session.identity.username)
+        obj["metadata"].setdefault("annotations", {})[IDEMPOTENCY_KEY_ANNOTATION] = key
         try:
             created = self.session.create_raycluster(obj)
         except KubeRejected as err:
@@ -400,7 +440,11 @@ class ClusterService:
         }
         entries: dict[str, Object] = {}
         for queue in sorted(waiting):
-            for item in self.session.pending_workloads(queue) or []:
+            try:
+                items = self.session.pending_workloads(queue) or []
+            except KubeUnreachable:
+                break  # not answering (a timeout each): no positions this time, ask no more
+            for item in items:
                 name = (item.get("metadata") or {}).get("name")
                 if name:
                     entries[str(name)] = item
@@ -425,14 +469,19 @@ class ClusterService:
         ClusterQueue), else the ClusterQueue status's pending count (an upper bound); None when
         none is known. ``priority`` None (a class that cannot be read) counts like the last."""
         if ask_positions and priority is not None:
-            if local_queue.cluster_queue:
-                everyone = self.session.cluster_queue_pending_workloads(local_queue.cluster_queue)
-                if everyone is not None:
-                    return ahead_in_cluster_queue(everyone, priority)
-            mine = self.session.pending_workloads(local_queue.name)
-            if mine is not None:
-                total = cluster_queue.pending if cluster_queue is not None else None
-                return ahead_in_local_queue(mine, priority, total)
+            try:
+                if local_queue.cluster_queue:
+                    everyone = self.session.cluster_queue_pending_workloads(
+                        local_queue.cluster_queue
+                    )
+                    if everyone is not None:
+                        return ahead_in_cluster_queue(everyone, priority)
+                mine = self.session.pending_workloads(local_queue.name)
+                if mine is not None:
+                    total = cluster_queue.pending if cluster_queue is not None else None
+                    return ahead_in_local_queue(mine, priority, total)
+            except KubeUnreachable:
+                pass  # not answering: one timeout is enough, the count below will do
         if cluster_queue is not None:
             return ahead_by_count(cluster_queue.pending)
         return None

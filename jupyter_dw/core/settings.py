@@ -73,8 +73,10 @@ class DWSettings(Configurable):
     request_timeout = Float(
         30.0,
         config=True,
-        help="""Seconds to wait for one Kubernetes API call, and the most a request waits for
-        start-up and the first sync of the watch caches before answering 503.""",
+        help="""Seconds to wait for one Kubernetes API call (to connect, then for each read;
+        never retried after a timeout): a call the API server does not answer in time is a
+        504 ``timeout``. Also the most a request waits for start-up and the first sync of the
+        watch caches before answering 503.""",
     )
 
     access_refresh_interval = Float(

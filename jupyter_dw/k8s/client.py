@@ -7,6 +7,13 @@ log line per failed call (method, path, status and the API server's or Kueue's m
 any token removed), also handed to an ``on_failure`` listener (the session re-checks its
 permissions after a 403). All methods block: call them from a worker thread, never from the
 tornado IO loop.
+
+Each call waits at most ``timeout`` seconds for the API server to connect, then as long for
+each read (passed as a pair: the generated client silently ignores a float timeout):
+urllib3's retries are kept for connections that fail before a request is sent, or a GET on a
+pooled connection the server had closed, but never after a timeout, so a slow API server
+costs one ``timeout``, not four, and answers :class:`~jupyter_dw.k8s.errors.KubeTimeout`
+(504).
 """
 
 from __future__ import annotations
@@ -17,10 +24,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import urllib3
 from kubernetes import client
+from urllib3.util.retry import Retry
 
+from ..names import KUEUE_MUTATING_RAYCLUSTER_WEBHOOK
 from .access import denied_action, forbidden_error
 from .auth import Credentials
 from .errors import (
@@ -28,8 +38,10 @@ from .errors import (
     KubeConfigError,
     KubeError,
     KubeRejected,
+    KubeTimeout,
     KubeUnauthorized,
     KubeUnreachable,
+    WebhookUnavailable,
 )
 
 log = logging.getLogger(__name__)
@@ -83,6 +95,30 @@ class FailedCall:
 FailureListener = Callable[[FailedCall], None]
 
 
+class _RetryUntilTimeout(Retry):
+    """urllib3's retries except after a timeout: a timeout is raised at once (retrying it
+    would multiply the wait the caller configured)."""
+
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: Any = None,
+        error: Exception | None = None,
+        _pool: Any = None,
+        _stacktrace: Any = None,
+    ) -> Retry:
+        if _timed_out(error):
+            raise error
+        return super().increment(method, url, response, error, _pool, _stacktrace)
+
+
+CALL_RETRIES = _RetryUntilTimeout(total=3, connect=3, read=1, status=0, other=0)
+"""Connection failures before sending: up to 3 retries; a read error (a pooled connection
+closed under us): 1 retry, for idempotent methods only (urllib3 never retries a POST after
+sending it); a timeout: none."""
+
+
 class KubeApi:
     """Blocking JSON calls to the API server with the given credentials.
 
@@ -99,6 +135,8 @@ class KubeApi:
         self.credentials = credentials
         self.timeout = timeout
         self.on_failure = on_failure
+        if credentials.configuration.retries is None:
+            credentials.configuration.retries = CALL_RETRIES
         self._client = credentials.api_client()
 
     @property
@@ -177,7 +215,9 @@ class KubeApi:
                 auth_settings=["BearerToken"],
                 _preload_content=False,
                 _return_http_data_only=True,
-                _request_timeout=timeout or self.timeout,
+                # A (connect, read) pair: the client ignores a float (it only honours an int
+                # or a pair), which left every call without any timeout.
+                _request_timeout=(timeout or self.timeout, timeout or self.timeout),
             )
             try:
                 return response.data
@@ -214,6 +254,14 @@ class KubeApi:
             raise translate_api_exception(err, path) from err
         except urllib3.exceptions.HTTPError as err:
             self._failed(FailedCall(method, path, 0, type(err).__name__, _cause(err)))
+            if _timed_out(err):
+                raise KubeTimeout(
+                    f"The Kubernetes API server did not answer within {self._timeout_of(err):g}s",
+                    f"{method} {path}: {_cause(err)}",
+                    "The API server (or a webhook or aggregated API behind it) is slow or "
+                    "overloaded; try again in a moment. JupyterDW.request_timeout sets how long "
+                    "each call may take.",
+                ) from err
             raise KubeUnreachable(
                 f"Cannot reach the Kubernetes API server at {self.host}",
                 _cause(err),
@@ -223,6 +271,10 @@ class KubeApi:
         except OSError as err:  # token or CA file vanished or unreadable
             self._failed(FailedCall(method, path, 0, "credentials", str(err)))
             raise KubeConfigError("Cannot read the Kubernetes credentials", str(err), None) from err
+
+    def _timeout_of(self, err: BaseException) -> float:
+        timeout = getattr(getattr(err, "reason", err), "timeout", None)
+        return timeout if isinstance(timeout, int | float) else self.timeout
 
     def _failed(self, failure: FailedCall) -> None:
         """One log line for a failed call, then the ``on_failure`` listener."""
@@ -246,6 +298,16 @@ def translate_api_exception(err: client.ApiException, path: str = "") -> KubeErr
             "Cannot reach the Kubernetes API server",
             message or "transport error",
             "Check the API server address and its CA certificate.",
+        )
+    webhook = webhook_unavailable(message)
+    if webhook is not None:
+        return webhook
+    if status == 504:
+        return KubeTimeout(
+            f"The Kubernetes API server timed out on {path or 'the request'}",
+            message or "504 Gateway Timeout",
+            "The API server (or a webhook or aggregated API behind it) is slow or "
+            "overloaded; try again in a moment.",
         )
     if status == 401:
         return KubeUnauthorized(
@@ -294,6 +356,45 @@ def is_admission_denial(body: Mapping[str, Any]) -> bool:
     return any(marker in message for marker in _ADMISSION_DENIALS)
 
 
+# How the API server words a webhook it could not call (server down, refused, timed out) when
+# the webhook's failurePolicy is Fail: 'Internal error occurred: failed calling webhook
+# "mraycluster.kb.io": failed to call webhook: Post "https://host/path?timeout=10s": ...'.
+_FAILED_WEBHOOK = re.compile(r'failed calling webhook "([^"]+)"')
+_WEBHOOK_URL = re.compile(r'failed to call webhook: \w+ "([^"]+)"')
+
+
+def webhook_unavailable(message: str) -> WebhookUnavailable | None:
+    """The error for a write refused because an admission webhook could not be called, None
+    for any other message. Kueue's webhook (named by :data:`KUEUE_MUTATING_RAYCLUSTER_WEBHOOK`
+    or served by a host named after Kueue) gets ``kueue_webhook_unavailable``."""
+    match = _FAILED_WEBHOOK.search(message)
+    if match is None:
+        return None
+    webhook = match.group(1)
+    url = _WEBHOOK_URL.search(message)
+    host = (urlsplit(url.group(1)).hostname or "") if url else ""
+    if webhook == KUEUE_MUTATING_RAYCLUSTER_WEBHOOK or "kueue" in host:
+        return WebhookUnavailable(
+            f"Kueue's admission webhook {webhook} is not answering, so the API server refuses "
+            "new RayClusters; nothing was created",
+            message,
+            "Kueue's controller (kueue-controller-manager, usually in namespace kueue-system) "
+            "is down or restarting. Try again in a minute; if it persists, ask a cluster "
+            "administrator to check Kueue.",
+            webhook,
+            "kueue_webhook_unavailable",
+        )
+    return WebhookUnavailable(
+        f"The admission webhook {webhook} is not answering, so the API server refuses the "
+        "request; nothing was changed",
+        message,
+        "The operator serving that webhook (KubeRay's or Kueue's, for RayClusters) is down or "
+        "restarting. Try again in a minute; if it persists, ask a cluster administrator.",
+        webhook,
+        "webhook_unavailable",
+    )
+
+
 def _causes(body: Mapping[str, Any]) -> dict[str, str]:
     """``details.causes`` of a 422 Status as ``{field: message}`` (fields as the API names
     them, e.g. ``metadata.name``)."""
@@ -314,6 +415,17 @@ def _status_body(err: client.ApiException) -> dict[str, Any]:
     except ValueError:
         return {"message": str(raw)[:500]}
     return body if isinstance(body, dict) else {}
+
+
+def _timed_out(err: BaseException | None) -> bool:
+    """A urllib3 timeout, raised as it is or as the reason of a ``MaxRetryError`` (not a
+    refused connection: urllib3's ``NewConnectionError`` derives from its timeout error)."""
+    reason = getattr(err, "reason", None)
+    return any(
+        isinstance(e, urllib3.exceptions.TimeoutError)
+        and not isinstance(e, urllib3.exceptions.NewConnectionError)
+        for e in (err, reason)
+    )
 
 
 def _cause(err: BaseException) -> str:

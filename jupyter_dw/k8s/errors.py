@@ -40,6 +40,33 @@ class KubeUnreachable(KubeError):
     code = "unreachable"
 
 
+class KubeTimeout(KubeUnreachable):
+    """The API server did not answer within the request timeout (a slow or overloaded API
+    server, a webhook or aggregated API holding it up). 504 to our clients."""
+
+    status = 504
+    code = "timeout"
+
+
+class WebhookUnavailable(KubeError):
+    """An admission webhook with ``failurePolicy: Fail`` could not be called (its server is
+    down or slow), so the API server refused the write: nothing was created. ``webhook`` is
+    the webhook's name as the API server gives it; ``code`` is
+    ``kueue_webhook_unavailable`` when the webhook is Kueue's."""
+
+    status = 503
+
+    def __init__(
+        self, error: str, reason: str | None, hint: str | None, webhook: str, code: str
+    ) -> None:
+        super().__init__(error, reason, hint)
+        self.webhook = webhook
+        self.code = code
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "webhook": self.webhook}
+
+
 class KubeUnauthorized(KubeError):
     """The API server rejected the credentials (401), even after re-reading the token."""
 

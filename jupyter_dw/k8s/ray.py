@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .errors import KubeApiError, KubeConflict, KubeError, KubeNotFound
+from ..names import IDEMPOTENCY_KEY_ANNOTATION
+from .errors import KubeApiError, KubeConflict, KubeError, KubeNotFound, KubeUnreachable
 from .resources import (
     PENDING_WORKLOADS_SUBRESOURCE,
     RAY_CLUSTER,
@@ -33,24 +34,92 @@ def create_raycluster(api: KubeApi, namespace: str, obj: Object) -> Object:
     """Create ``obj`` in ``namespace`` after a server-side dry run; return the created object.
 
     The dry run goes through schema validation and every admission webhook (Kueue's, KubeRay's)
-    without storing anything, so a rejected cluster leaves the namespace unchanged. A name that
-    is taken raises :class:`KubeConflict`; a refused object :class:`KubeRejected`; missing RBAC
-    :class:`KubeForbidden` naming ``create rayclusters.ray.io``. The create itself is one POST,
-    never retried after it reached the API server, so one call makes at most one cluster.
+    without storing anything, so a rejected cluster leaves the namespace unchanged. A refused
+    object raises :class:`KubeRejected`; missing RBAC :class:`KubeForbidden` naming
+    ``create rayclusters.ray.io``.
+
+    ``obj``'s ``jupyter-dw/idempotency-key`` annotation makes the create safe to repeat: when
+    the name is taken by a cluster carrying the same key (this request, or an earlier try of
+    it whose answer was lost), that cluster is returned as created. When the create was sent
+    but its answer is lost (connection cut, timeout), the cluster is looked up by name: there
+    with the key, it is the answer; absent, the create is sent once more. So a key makes at
+    most one cluster, whatever the network does. A name taken by another key (or without a
+    key) raises :class:`KubeConflict`; an answer that stays lost raises the transport error
+    with a hint to retry with the same key.
     """
-    name = str((obj.get("metadata") or {}).get("name") or "")
+    metadata = obj.get("metadata") or {}
+    name = str(metadata.get("name") or "")
+    key = (metadata.get("annotations") or {}).get(IDEMPOTENCY_KEY_ANNOTATION)
     path = RAY_CLUSTER.path(namespace)
     try:
-        api.post(path, obj, query=[DRY_RUN])
-        return api.post(path, obj)
+        api.post(path, obj, query=[DRY_RUN])  # stores nothing: its errors are final
     except KubeApiError as err:
-        if err.api_status == 409:
-            raise KubeConflict(
-                f"A RayCluster named {name!r} already exists in namespace {namespace}",
-                err.reason,
-                "Choose another name, or delete the existing cluster first.",
-            ) from err
-        raise
+        if err.api_status != 409:
+            raise
+        existing = _keyed_cluster(api, namespace, name, key, err)
+        if existing is not None:
+            return existing
+    for attempt in (1, 2):
+        try:
+            return api.post(path, obj)
+        except KubeApiError as err:
+            if err.api_status != 409:
+                raise
+            existing = _keyed_cluster(api, namespace, name, key, err)
+        except KubeUnreachable as err:  # sent: it may have been stored, look before resending
+            if key is None or attempt == 2:
+                raise _outcome_unknown(err, name, key is not None) from err
+            existing = _keyed_cluster(api, namespace, name, key, None)
+            if existing is not None:
+                log.info(
+                    "create of RayCluster %s/%s: answer lost, found by its key", namespace, name
+                )
+        if existing is not None:
+            return existing
+    raise _conflict(namespace, name, None)
+
+
+def _keyed_cluster(
+    api: KubeApi, namespace: str, name: str, key: str | None, cause: KubeError | None
+) -> Object | None:
+    """RayCluster ``name`` if it carries idempotency ``key``; None when there is none; raises
+    :class:`KubeConflict` (with ``cause``'s reason, the API server's 409) when another request
+    made it, or the transport error as an unknown outcome when the API server cannot tell."""
+    if key is None:
+        raise _conflict(namespace, name, cause)
+    try:
+        existing = api.get(RAY_CLUSTER.path(namespace, name))
+    except KubeApiError as err:
+        if err.api_status == 404:
+            return None
+        raise _conflict(namespace, name, cause) from err
+    except KubeUnreachable as err:
+        raise _outcome_unknown(err, name, True) from err
+    annotations = (existing.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(IDEMPOTENCY_KEY_ANNOTATION) != key:
+        raise _conflict(namespace, name, cause)
+    return existing
+
+
+def _conflict(namespace: str, name: str, cause: KubeError | None) -> KubeConflict:
+    return KubeConflict(
+        f"A RayCluster named {name!r} already exists in namespace {namespace}",
+        cause.reason if cause is not None else None,
+        "Choose another name, or delete the existing cluster first.",
+    )
+
+
+def _outcome_unknown(err: KubeUnreachable, name: str, keyed: bool) -> KubeUnreachable:
+    """``err`` with a hint saying the cluster may exist and how to find out safely."""
+    hint = (
+        f"RayCluster {name!r} may or may not have been created. Retrying with the same "
+        "idempotency key is safe: it answers with that cluster if it exists and never makes "
+        "a second one."
+        if keyed
+        else f"RayCluster {name!r} may or may not have been created: look for it (GET "
+        "clusters) before creating it again."
+    )
+    return type(err)(err.error, err.reason, hint)
 
 
 def delete_raycluster(api: KubeApi, namespace: str, name: str) -> Object:
@@ -90,11 +159,13 @@ def pending_workloads(
     api: KubeApi, visibility_version: str, namespace: str, local_queue: str
 ) -> list[Object] | None:
     """The pending Workloads of ``local_queue`` with their positions, or None when Kueue's
-    visibility API cannot tell (not served, forbidden, the LocalQueue gone, the API down).
+    visibility API cannot tell (not served, forbidden, the LocalQueue gone).
 
     Items carry ``metadata.name`` (the Workload), ``positionInLocalQueue``,
     ``positionInClusterQueue`` (0-based) and ``priority``. Positions are extra information:
-    a failure here is logged and never fails the caller's answer.
+    a failure here is logged and never fails the caller's answer; only when the API server
+    does not answer (:class:`KubeUnreachable`, a timeout included) is it raised, so the caller
+    asks no more in that request (each would cost another timeout) and answers without.
     """
     path = VISIBILITY_LOCAL_QUEUE.at(visibility_version).path(
         namespace, local_queue, PENDING_WORKLOADS_SUBRESOURCE
@@ -116,6 +187,8 @@ def cluster_queue_pending_workloads(
 def _pending_items(api: KubeApi, path: str, what: str) -> list[Object] | None:
     try:
         answer = api.get(path)
+    except KubeUnreachable:
+        raise  # not answering: the caller stops asking for this request
     except KubeError as err:
         log.info("no pending workloads for %s: %s", what, err)
         return None

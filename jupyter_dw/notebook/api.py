@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..core.clusters import ClusterInfo, FitResult, InvalidSpec
+from ..core.clusters import ClusterInfo, FitResult, InvalidSpec, new_idempotency_key
 from ..core.queues import QueueList
 from ..k8s.errors import (
     KubeConflict,
@@ -142,16 +142,30 @@ def fit(spec: SpecLike | None = None, **fields: Any) -> FitResult:
 
 
 def submit(
-    spec: SpecLike | None = None, *, delete_with_kernel: bool = False, **fields: Any
+    spec: SpecLike | None = None,
+    *,
+    delete_with_kernel: bool = False,
+    idempotency_key: str | None = None,
+    **fields: Any,
 ) -> RayClusterHandle:
     """Create the cluster through Kueue (suspended until admitted); return its handle.
 
     ``delete_with_kernel``: delete it when this kernel shuts down (quota is shared).
+    ``idempotency_key``: the key of this submission (default: a fresh one per call); pass the
+    one an ``Unreachable`` error names to retry safely: if the first try made the cluster,
+    the retry answers with it instead of making a second one or raising ``NameTaken``.
     Raises :class:`InvalidSpec` (``errors`` per field; nothing created), ``NameTaken``,
-    ``PermissionDenied``, ``NotInstalled`` or ``Unreachable``.
+    ``PermissionDenied``, ``NotInstalled`` or ``Unreachable`` (its ``idempotency_key`` is
+    the one to retry with).
     """
     rt = runtime()
-    info = rt.core.clusters.create(_request(spec, fields))
+    key = idempotency_key or new_idempotency_key()
+    try:
+        info = rt.core.clusters.create(_request(spec, fields), key)
+    except KubeUnreachable as err:  # the answer may be lost: say how to retry safely
+        err.idempotency_key = key  # type: ignore[attr-defined]
+        err.hint = f"{err.hint or ''} Retry with dw.submit(..., idempotency_key={key!r}).".strip()
+        raise
     if delete_with_kernel:
         rt.delete_at_shutdown(info.status.name)
     return RayClusterHandle(info.status.name, _last=info)

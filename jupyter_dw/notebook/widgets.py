@@ -10,6 +10,7 @@ cell ``await``s. Errors are shown in the widget (``error`` trait), never as a tr
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import anywidget
 import ipywidgets as w
 from traitlets import Bool, Dict, Instance, Int, List, Unicode
 
-from ..core.clusters import ClusterInfo, FitResult
+from ..core.clusters import ClusterInfo, FitResult, new_idempotency_key
 from ..core.feed import ClusterChanged, Message, QueuesChanged
 from ..k8s.errors import InvalidRequest, KubeError
 from .display import fit_html
@@ -213,6 +214,8 @@ class ClusterBuilder(_Live, w.VBox):  # type: ignore[misc]
             ]
         )
         self._pending: asyncio.Handle | None = None
+        self._attempt: tuple[str, str] | None = None
+        """The last submitted request (as JSON) and its idempotency key."""
         try:
             rt = self._follow(self._on_change)
             defaults = rt.core.clusters.policy
@@ -342,9 +345,17 @@ class ClusterBuilder(_Live, w.VBox):  # type: ignore[misc]
             self.evaluate()
 
     def submit(self) -> ClusterStatus | None:
-        """Create the cluster; the builder then shows its :class:`ClusterStatus`."""
+        """Create the cluster; the builder then shows its :class:`ClusterStatus`.
+
+        Each click sends an idempotency key; a click that retries the same request (the
+        last one failed, the form unchanged) sends the same key, so if the failed try made
+        the cluster after all, the retry answers with it rather than "name taken"."""
+        request = self.request()
+        signature = json.dumps(request, sort_keys=True, default=str)
+        if self._attempt is None or self._attempt[0] != signature:
+            self._attempt = (signature, new_idempotency_key())
         try:
-            info = runtime().core.clusters.create(self.request())
+            info = runtime().core.clusters.create(request, self._attempt[1])
         except InvalidRequest as err:
             self.errors = dict(err.errors)
             self.problem.value = _field_errors(err.errors)

@@ -39,7 +39,11 @@ Routes:
 - ``POST clusters`` with a cluster spec → 201 and the cluster. Validated first (400
   ``invalid_spec`` with ``"errors": {field: message}``, nothing sent to Kubernetes), then a
   server-side dry run (400 ``rejected`` when a webhook or the schema refuses it: nothing
-  created), then one create; 409 ``already_exists`` when the name is taken.
+  created; 503 ``kueue_webhook_unavailable`` when Kueue's webhook cannot be called: nothing
+  created), then one create; 409 ``already_exists`` when the name is taken by another
+  request. An ``Idempotency-Key`` header (one per user action, the same on its retries) is
+  stored on the cluster: a retry whose create finds the name taken by that key answers 201
+  with that cluster, and a create whose answer was lost is looked up by it, never sent twice.
 - ``GET clusters/{name}`` → the cluster; ``DELETE clusters/{name}`` → ``{"name",
   "namespace", "deleted": true}`` (its Workload and pods follow); 404 ``not_found``.
 - ``GET events``: a WebSocket of changes, see :mod:`jupyter_dw.events`.
@@ -49,8 +53,10 @@ Errors: ``{"error", "reason", "hint", "code"}`` (403s also ``"denied"``:
 Kubernetes; 403 Kubernetes denied a needed permission; 404 no such cluster; 409 name taken;
 401 the credentials were rejected; 503 Kueue/KubeRay not installed (``code``
 ``kueue_not_installed`` / ``kuberay_not_installed``), API server unreachable
-(``unreachable``), no credentials (``no_credentials``) or still starting (``not_ready``); 502
-another API server failure.
+(``unreachable``), no credentials (``no_credentials``), still starting (``not_ready``) or an
+admission webhook down (``kueue_webhook_unavailable`` / ``webhook_unavailable``, with
+``"webhook"``); 504 the API server did not answer within ``request_timeout`` (``timeout``);
+502 another API server failure.
 """
 
 from __future__ import annotations
@@ -79,6 +85,8 @@ AUTH_RESOURCE = "jupyter_dw"
 API_PREFIX = "dw/api"
 CORE_SETTING = "jupyter_dw_core"
 EXECUTOR_SETTING = "jupyter_dw_executor"
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
+"""``POST clusters``: one key per user action, the same on its retries (see openapi.yaml)."""
 FIT = "fit"
 """``POST clusters/fit``: the fit check's path segment."""
 
@@ -199,8 +207,10 @@ class ClustersHandler(DWHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        """See :meth:`jupyter_dw.core.clusters.ClusterService.create`; 201 with the new cluster."""
-        await self.call_with_body(self.core.clusters.create, status=201)
+        """See :meth:`jupyter_dw.core.clusters.ClusterService.create`; 201 with the new cluster
+        (also for a retry whose ``Idempotency-Key`` header made the existing cluster)."""
+        key = self.request.headers.get(IDEMPOTENCY_KEY_HEADER)
+        await self.call_with_body(lambda body: self.core.clusters.create(body, key), status=201)
 
 
 class ClusterHandler(DWHandler):

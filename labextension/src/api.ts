@@ -28,6 +28,8 @@ export type QueuesMessage = Schemas['QueuesMessage'];
 export type ClusterMessage = Schemas['ClusterMessage'];
 
 export const API_PATH = 'dw/api';
+/** `POST clusters`: the header that makes a create safe to retry (see openapi.yaml). */
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
 /** An answer with an error status from the server extension (or from jupyter_server). */
 export class DWRequestError extends Error {
@@ -75,7 +77,8 @@ export interface IDWApi {
   queues(): Promise<Queues>;
   clusters(): Promise<ClusterList>;
   fit(spec: ClusterSpecRequest, signal?: AbortSignal): Promise<Fit>;
-  create(spec: ClusterSpecRequest): Promise<Cluster>;
+  /** `idempotencyKey`: one per user action, the same on its retries (`Idempotency-Key`). */
+  create(spec: ClusterSpecRequest, idempotencyKey?: string): Promise<Cluster>;
   remove(name: string): Promise<Deleted>;
   openEvents(): ISocket;
 }
@@ -104,8 +107,12 @@ export class DWApi implements IDWApi {
     return this.request<Fit>('POST', 'clusters/fit', spec, signal);
   }
 
-  create(spec: ClusterSpecRequest): Promise<Cluster> {
-    return this.request<Cluster>('POST', 'clusters', spec);
+  create(spec: ClusterSpecRequest, idempotencyKey?: string): Promise<Cluster> {
+    const headers: Record<string, string> = {};
+    if (idempotencyKey) {
+      headers[IDEMPOTENCY_KEY_HEADER] = idempotencyKey;
+    }
+    return this.request<Cluster>('POST', 'clusters', spec, undefined, headers);
   }
 
   remove(name: string): Promise<Deleted> {
@@ -125,13 +132,14 @@ export class DWApi implements IDWApi {
     method: string,
     path: string,
     body?: unknown,
-    signal?: AbortSignal
+    signal?: AbortSignal,
+    headers: Record<string, string> = {}
   ): Promise<T> {
     const url = URLExt.join(this.settings.baseUrl, API_PATH, path);
-    const init: RequestInit = { method, signal };
+    const init: RequestInit = { method, signal, headers };
     if (body !== undefined) {
       init.body = JSON.stringify(body);
-      init.headers = { 'Content-Type': 'application/json' };
+      init.headers = { ...headers, 'Content-Type': 'application/json' };
     }
     let response: Response;
     try {

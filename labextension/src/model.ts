@@ -51,6 +51,18 @@ export interface IBackoff {
 export const DEFAULT_BACKOFF: IBackoff = { initial: 500, max: 10000 };
 
 /** The delay before reconnect attempt `attempt` (0-based): doubling from `initial`. */
+/**
+ * A fresh idempotency key (a random UUID v4) for one user action. `crypto.getRandomValues`
+ * works in every page; `crypto.randomUUID` only in secure contexts (HTTPS or localhost).
+ */
+export function newIdempotencyKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = (bytes[6] & 0x0f) | 0x40;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  const hex = Array.from(bytes, b => b.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
 export function backoffDelay(attempt: number, backoff: IBackoff = DEFAULT_BACKOFF): number {
   return Math.min(backoff.max, backoff.initial * 2 ** Math.max(0, attempt));
 }
@@ -239,9 +251,19 @@ export class DWModel {
     return this._lastMessageAt;
   }
 
-  /** Create a cluster; rejects with `DWRequestError` (see `fieldErrors`). */
+  /**
+   * Create a cluster; rejects with `DWRequestError` (see `fieldErrors`). Each call sends an
+   * idempotency key; a call that repeats the last failed one (same spec) sends its key again,
+   * so if that try made the cluster after all (its answer was lost), the server answers with
+   * it instead of 409 or a second cluster.
+   */
   async create(spec: ClusterSpecRequest): Promise<Cluster> {
-    const cluster = await this.api.create(spec);
+    const signature = JSON.stringify(spec);
+    if (this._createAttempt?.spec !== signature) {
+      this._createAttempt = { spec: signature, key: newIdempotencyKey() };
+    }
+    const cluster = await this.api.create(spec, this._createAttempt.key);
+    this._createAttempt = null;
     // The socket brings it too; showing it now makes the form's result visible at once.
     if (!this._clusters.has(cluster.name)) {
       this._clusters.set(cluster.name, cluster);
@@ -313,6 +335,8 @@ export class DWModel {
   private _started = false;
   private _disposed = false;
   private _lastMessageAt = 0;
+  /** The last create that failed (its spec as JSON) and its idempotency key. */
+  private _createAttempt: { spec: string; key: string } | null = null;
 }
 
 /**

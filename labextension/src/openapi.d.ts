@@ -158,10 +158,12 @@ export interface components {
       reason: string | null;
       /** @description What to do about it. */
       hint: string | null;
-      /** @description Machine-readable: `invalid_spec`, `invalid_request`, `rejected`, `forbidden`, `unauthorized`, `not_found`, `already_exists`, `api_error`, `unreachable`, `no_credentials`, `not_ready`, `kueue_not_installed`, `kuberay_not_installed`, ... Absent for errors of jupyter_server's own checks. */
+      /** @description Machine-readable: `invalid_spec`, `invalid_request`, `rejected`, `forbidden`, `unauthorized`, `not_found`, `already_exists`, `api_error`, `unreachable`, `no_credentials`, `not_ready`, `kueue_not_installed`, `kuberay_not_installed`, `timeout` (504: the API server did not answer within `request_timeout`), `kueue_webhook_unavailable`, `webhook_unavailable` (503: an admission webhook could not be called), ... Absent for errors of jupyter_server's own checks. */
       code?: string | null;
       /** @description 403: the permission Kubernetes denied, `<verb> <resource>.<group>`. */
       denied?: string | null;
+      /** @description `kueue_webhook_unavailable` / `webhook_unavailable`: the admission webhook that could not be called, as the API server names it (e.g. `mraycluster.kb.io`). */
+      webhook?: string | null;
       errors?: components['schemas']['FieldErrors'];
     };
     /** @description Field name (or `request`) → message. */
@@ -447,6 +449,10 @@ export interface components {
     Quantities: {
       [key: string]: components['schemas']['Quantity'];
     };
+    /** @description Resource name → quantity; null when it cannot be known (quota hidden: this identity may not read ClusterQueues). */
+    UnknownQuantities: {
+      [key: string]: components['schemas']['Quantity'] | null;
+    };
     /** @description What would fit now instead (fewer workers), as a one-click fix. */
     Suggestion: {
       workers: number;
@@ -461,8 +467,8 @@ export interface components {
       /** @description A sentence with the numbers. */
       message: string;
       requests: components['schemas']['Quantities'];
-      headroom: components['schemas']['Quantities'];
-      max_obtainable: components['schemas']['Quantities'];
+      headroom: components['schemas']['UnknownQuantities'];
+      max_obtainable: components['schemas']['UnknownQuantities'];
       /** @description Resource → flavor; null when no flavor of the queue provides it. */
       flavors: {
         [key: string]: string | null;
@@ -683,7 +689,10 @@ export interface operations {
   createCluster: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description One key per user action (a click), the same on every retry of it: a fresh UUID. It is stored on the RayCluster (annotation `jupyter-dw/idempotency-key`). When the create finds the name taken by a cluster with this key (an earlier try whose answer was lost), it answers 201 with that cluster; when the API server's answer to the create is lost, the server looks the cluster up by the key instead of sending it twice. So one key makes at most one cluster. A name taken by another key (or without a key) is still 409 `already_exists`. Without the header the server makes a key for this request only. 1 to 128 letters, digits or `._:-`; anything else is 400 `invalid_request` (`errors.idempotency_key`). */
+        'Idempotency-Key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -701,7 +710,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description The new cluster. */
+      /** @description The new cluster, or the one an earlier try with the same `Idempotency-Key` made. */
       201: {
         headers: {
           [name: string]: unknown;
@@ -719,8 +728,26 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
-      /** @description `already_exists`: the name is taken. */
+      /** @description `already_exists`: the name is taken (by another idempotency key). */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `kueue_webhook_unavailable`: Kueue's admission webhook cannot be called (Kueue is down), so the API server refuses RayClusters; `webhook` names it; nothing was created. Also `webhook_unavailable` (another webhook), `unreachable` (for a lost answer, `hint` says to retry with the same key), `not_ready`, ... */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `timeout`: the API server did not answer within `request_timeout`; retry with the same `Idempotency-Key` (the create may have been stored). */
+      504: {
         headers: {
           [name: string]: unknown;
         };

@@ -19,6 +19,7 @@ import {
   connectionCode,
   dashboardOffHint,
   formatDuration,
+  newIdempotencyKey,
   parseQuantity,
   quotaHeldFor,
   timeline
@@ -376,5 +377,57 @@ describe('presentation', () => {
     const off = cluster('a', { dashboard_url: null, dashboard: { service: 'a-head', port: 9000 } });
     expect(dashboardOffHint(off)).toContain('kubectl port-forward svc/a-head 9000');
     expect(dashboardOffHint(cluster('b'))).toContain('svc/b-head-svc 8265');
+  });
+});
+
+describe('idempotency keys on create', () => {
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+  it('sends a fresh key per click and the same key when a failed click is retried', async () => {
+    const keys: (string | undefined)[] = [];
+    let fail = true;
+    const { model } = await started({
+      create: async (spec: ClusterSpecRequest, key?: string) => {
+        keys.push(key);
+        if (fail) {
+          throw new DWRequestError(503, {
+            error: 'Cannot reach the Kubernetes API server',
+            reason: 'connection cut',
+            hint: 'Retrying with the same idempotency key is safe',
+            code: 'unreachable'
+          });
+        }
+        return cluster(String(spec.name));
+      }
+    });
+    const spec = { name: 'a', workers: 1 } as ClusterSpecRequest;
+
+    await expect(model.create(spec)).rejects.toBeInstanceOf(DWRequestError);
+    fail = false;
+    await model.create(spec); // the retry of the same form
+    await model.create({ ...spec, name: 'b' }); // another cluster: a new action
+    await model.create({ ...spec, name: 'b' }); // succeeded before: a new action again
+
+    expect(keys[0]).toMatch(UUID);
+    expect(keys[1]).toBe(keys[0]);
+    expect(new Set(keys).size).toBe(3);
+  });
+
+  it('starts over with a new key when the spec changed after a failure', async () => {
+    const keys: (string | undefined)[] = [];
+    const { model } = await started({
+      create: async (_spec: ClusterSpecRequest, key?: string) => {
+        keys.push(key);
+        throw new DWRequestError(504, { error: 'timeout', reason: null, hint: null });
+      }
+    });
+    await expect(model.create({ name: 'a', workers: 1 })).rejects.toThrow();
+    await expect(model.create({ name: 'a', workers: 2 })).rejects.toThrow();
+    expect(keys[1]).not.toBe(keys[0]);
+  });
+
+  it('makes version 4 UUIDs', () => {
+    expect(newIdempotencyKey()).toMatch(UUID);
+    expect(newIdempotencyKey()).not.toBe(newIdempotencyKey());
   });
 });

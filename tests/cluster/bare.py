@@ -10,13 +10,21 @@ their working directory, which is how :meth:`down` recognises them.
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+from . import manifests
 from .controlplane import ClusterState, LocalCluster, _log
+from .fixtures import WorkbenchIdentity, mount_service_account
 from .kubeapi import AdminApi
 from .pki import CertificateAuthority, KeyPair
+
+WORKBENCH_CRDS = frozenset(
+    {"localqueues.kueue.x-k8s.io", "workloads.kueue.x-k8s.io", "rayclusters.ray.io"}
+)
 
 
 class BareControlPlane(LocalCluster):
@@ -36,6 +44,48 @@ class BareControlPlane(LocalCluster):
 
     def __exit__(self, *exc: object) -> None:
         self.down()
+
+    def workbench_crds(self) -> list[dict[str, Any]]:
+        """Kueue's LocalQueue and Workload CRDs and KubeRay's RayCluster CRD (what a workbench
+        reads and writes), without Kueue's conversion webhook (nothing here runs Kueue;
+        objects are stored as they are written)."""
+        state = self.state()
+        assert state is not None, "not started"
+        ca_pem = Path(state.ca_file).read_bytes()
+        found = []
+        for crd in [
+            *manifests.kueue_crds(self.versions, "https://127.0.0.1:1", ca_pem),
+            *manifests.kuberay_crds(self.versions),
+        ]:
+            if crd["metadata"]["name"] in WORKBENCH_CRDS:
+                crd = copy.deepcopy(crd)
+                crd["spec"].pop("conversion", None)
+                found.append(crd)
+        assert len(found) == len(WORKBENCH_CRDS)
+        return found
+
+    def workbench(
+        self, sa_dir: Path, namespace: str = "workbench-ns", name: str = "workbench"
+    ) -> WorkbenchIdentity:
+        """A ServiceAccount of this control plane (with its namespace; RBAC is the caller's),
+        its TokenRequest token mounted into ``sa_dir`` as a workbench pod sees it."""
+        admin, state = self.admin(), self.state()
+        assert state is not None, "not started"
+        admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        admin.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": name, "namespace": namespace},
+            }
+        )
+        token = admin.request(
+            "POST",
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+            content_type="application/json",
+        )["status"]["token"]
+        return mount_service_account(state, namespace, name, token, sa_dir)
 
     def admin(self) -> AdminApi:
         """An admin client of this control plane."""

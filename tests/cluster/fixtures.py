@@ -326,6 +326,19 @@ class WorkbenchIdentity:
         return {"KUBERNETES_SERVICE_HOST": self.host, "KUBERNETES_SERVICE_PORT": self.port}
 
 
+def mount_service_account(
+    cluster: ClusterState, namespace: str, name: str, token: str, sa_dir: Path
+) -> WorkbenchIdentity:
+    """Write ``sa_dir`` as the kubelet mounts a service account (``token``, ``ca.crt``,
+    ``namespace``) and return the identity a pod of ``cluster`` would have."""
+    sa_dir.mkdir()
+    (sa_dir / "token").write_text(token)
+    (sa_dir / "ca.crt").write_bytes(Path(cluster.ca_file).read_bytes())
+    (sa_dir / "namespace").write_text(namespace)
+    host, _, port = cluster.apiserver.removeprefix("https://").rpartition(":")
+    return WorkbenchIdentity(namespace, name, token, sa_dir, host, port)
+
+
 @pytest.fixture
 def workbench(
     kube: client.ApiClient, cluster: ClusterState, namespace: str, tmp_path: Path
@@ -382,12 +395,7 @@ def workbench(
             ),
         ).status.token
         sa_dir = tmp_path / f"serviceaccount-{name}"
-        sa_dir.mkdir()
-        (sa_dir / "token").write_text(token)
-        (sa_dir / "ca.crt").write_bytes(Path(cluster.ca_file).read_bytes())
-        (sa_dir / "namespace").write_text(namespace)
-        host, _, port = cluster.apiserver.removeprefix("https://").rpartition(":")
-        return WorkbenchIdentity(namespace, name, token, sa_dir, host, port)
+        return mount_service_account(cluster, namespace, name, token, sa_dir)
 
     yield make
     for cluster_name in cluster_objects:

@@ -25,10 +25,17 @@ from tests.integration.workbench_rbac import KUEUE
 
 
 async def call(
-    jp_fetch, method: str, *route: str, body: Any = None, raw: bytes | None = None
+    jp_fetch,
+    method: str,
+    *route: str,
+    body: Any = None,
+    raw: bytes | None = None,
+    headers: dict[str, str] | None = None,
 ) -> tuple[int, Any]:
     """``method dw/api/<route>``; errors are returned, not raised."""
     kwargs: dict[str, Any] = {"method": method, "request_timeout": WAIT_TIMEOUT}
+    if headers:
+        kwargs["headers"] = headers
     if raw is not None:
         kwargs["body"] = raw
     elif body is not None or method == "POST":

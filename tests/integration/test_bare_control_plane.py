@@ -5,7 +5,6 @@ restart."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ from jupyter_dw.k8s.auth import load_credentials
 from jupyter_dw.k8s.errors import NotInstalled
 from jupyter_dw.k8s.resources import LOCAL_QUEUE, RAY_CLUSTER
 from jupyter_dw.k8s.session import KubeSession
-from tests.cluster import manifests
 from tests.cluster.bare import BareControlPlane
 from tests.cluster.controlplane import ClusterState
 from tests.cluster.fixtures import WorkbenchIdentity
@@ -45,29 +43,7 @@ def bare_state(bare: BareControlPlane) -> ClusterState:
 @pytest.fixture
 def bare_workbench(bare: BareControlPlane, tmp_path: Path) -> WorkbenchIdentity:
     """A ServiceAccount of the bare cluster with no RBAC, as a workbench pod sees it."""
-    admin, state = bare.admin(), bare_state(bare)
-    namespace, name = "workbench-ns", "workbench"
-    admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    admin.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": name, "namespace": namespace},
-        }
-    )
-    token = admin.request(
-        "POST",
-        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
-        content_type="application/json",
-    )["status"]["token"]
-    sa_dir = tmp_path / "serviceaccount"
-    sa_dir.mkdir()
-    (sa_dir / "token").write_text(token)
-    (sa_dir / "ca.crt").write_bytes(Path(state.ca_file).read_bytes())
-    (sa_dir / "namespace").write_text(namespace)
-    host, _, port = state.apiserver.removeprefix("https://").rpartition(":")
-    return WorkbenchIdentity(namespace, name, token, sa_dir, host, port)
+    return bare.workbench(tmp_path / "serviceaccount")
 
 
 def test_the_doctor_says_kueue_and_kuberay_are_not_installed(bare_workbench):
@@ -94,21 +70,8 @@ def test_the_doctor_says_kueue_and_kuberay_are_not_installed(bare_workbench):
 
 
 def crds(bare: BareControlPlane) -> list[dict[str, Any]]:
-    """Kueue's LocalQueue and Workload CRDs and KubeRay's RayCluster CRD, without Kueue's
-    conversion webhook (nothing here runs Kueue; objects are stored as they are written)."""
-    state = bare_state(bare)
-    kueue = manifests.kueue_crds(
-        bare.versions, "https://127.0.0.1:1", Path(state.ca_file).read_bytes()
-    )
-    wanted = {"localqueues.kueue.x-k8s.io", "workloads.kueue.x-k8s.io", "rayclusters.ray.io"}
-    found = []
-    for crd in [*kueue, *manifests.kuberay_crds(bare.versions)]:
-        if crd["metadata"]["name"] in wanted:
-            crd = copy.deepcopy(crd)
-            crd["spec"].pop("conversion", None)
-            found.append(crd)
-    assert len(found) == len(wanted)
-    return found
+    """Kueue's LocalQueue and Workload CRDs and KubeRay's RayCluster CRD."""
+    return bare.workbench_crds()
 
 
 def install(bare: BareControlPlane, objects: list[dict[str, Any]]) -> None:

@@ -18,6 +18,7 @@ import pytest
 from kubernetes import client
 from playwright.sync_api import Page, expect
 
+from jupyter_dw.names import IDEMPOTENCY_KEY_ANNOTATION
 from tests.cluster.fixtures import KueueObjects
 from tests.integration.workbench_rbac import KUEUE
 from tests.ui.lab import LabServer
@@ -161,6 +162,12 @@ def test_sidebar_end_to_end(
     expect(verdict).to_have_attribute("data-verdict", "fits-now")
     sidebar.get_by_role("button", name="Create cluster").click()
     expect(sidebar.locator(".jp-dw-result")).to_contain_text("Created ui-first")
+    # The click sent an idempotency key (a UUID made in the page), stored on the cluster.
+    stored = client.CustomObjectsApi(kube).get_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters", "ui-first"
+    )
+    key = stored["metadata"]["annotations"][IDEMPOTENCY_KEY_ANNOTATION]
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", key)
     first = card(sidebar, "ui-first")
     expect(first).to_have_attribute("data-state", "ready", timeout=READY_TIMEOUT)
     expect(first.locator("[data-workers-ready]")).to_have_text("3")

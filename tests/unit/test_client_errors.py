@@ -1,6 +1,7 @@
 """How API server refusals are told apart: a missing permission (RBAC 403) is ``forbidden``
 naming it; admission webhooks, policies and quota (also 403) and schema validation (422) are
-``rejected`` (400), since no permission would help. Bodies are the API server's own words."""
+``rejected`` (400), since no permission would help; a webhook that cannot be called (Kueue
+down) is 503 naming it, the API server's timeout 504. Bodies are the API server's own words."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from jupyter_dw.k8s.client import translate_api_exception
-from jupyter_dw.k8s.errors import KubeForbidden, KubeRejected
+from jupyter_dw.k8s.errors import KubeForbidden, KubeRejected, KubeTimeout, WebhookUnavailable
 
 
 def api_exception(status: int, body: dict[str, Any]) -> client.ApiException:
@@ -74,3 +75,55 @@ def test_schema_validation_is_a_rejection_with_fields():
     assert (err.status, err.api_status) == (400, 422)
     assert err.errors == {"metadata.name": "bad name; too long", "request": "required"}
     assert err.to_json()["errors"] == err.errors
+
+
+# The API server's words when a webhook with failurePolicy Fail cannot be called.
+KUEUE_DOWN = (
+    'Internal error occurred: failed calling webhook "mraycluster.kb.io": failed to call '
+    'webhook: Post "https://127.0.0.1:20123/mutate-ray-io-v1-raycluster?timeout=10s": dial '
+    "tcp 127.0.0.1:20123: connect: connection refused"
+)
+# In a real cluster Kueue's webhook is a Service; KubeRay's validating webhook has the same
+# name as Kueue's, so the host tells them apart.
+KUEUE_SERVICE_DOWN = (
+    'Internal error occurred: failed calling webhook "vraycluster.kb.io": failed to call '
+    'webhook: Post "https://kueue-webhook-service.kueue-system.svc:443/validate-ray-io-v1-'
+    'raycluster?timeout=10s": no endpoints available for service "kueue-webhook-service"'
+)
+KUBERAY_DOWN = (
+    'Internal error occurred: failed calling webhook "vraycluster.kb.io": failed to call '
+    'webhook: Post "https://kuberay-webhook-service.ray-system.svc:443/validate-ray-io-v1-'
+    'raycluster?timeout=10s": context deadline exceeded'
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "webhook", "code"),
+    [
+        (KUEUE_DOWN, "mraycluster.kb.io", "kueue_webhook_unavailable"),
+        (KUEUE_SERVICE_DOWN, "vraycluster.kb.io", "kueue_webhook_unavailable"),
+        (KUBERAY_DOWN, "vraycluster.kb.io", "webhook_unavailable"),
+    ],
+    ids=["kueue-by-name", "kueue-by-host", "kuberay"],
+)
+def test_a_webhook_that_cannot_be_called_is_503_naming_it(message, webhook, code):
+    body = status(500, message, reason="InternalError")
+    err = translate_api_exception(api_exception(500, body), "/apis/ray.io/v1/x")
+    assert isinstance(err, WebhookUnavailable)
+    assert (err.status, err.code, err.webhook) == (503, code, webhook)
+    assert webhook in err.error and "nothing was" in err.error
+    assert err.reason == message
+    assert err.to_json()["webhook"] == webhook
+
+
+def test_a_webhook_denial_is_not_a_webhook_outage():
+    message = 'admission webhook "vraycluster.kb.io" denied the request: bad'
+    err = translate_api_exception(api_exception(403, status(403, message, reason="Forbidden")))
+    assert isinstance(err, KubeRejected)
+
+
+def test_the_api_servers_own_timeout_is_504():
+    body = status(504, "Timeout: request did not complete within 60s", reason="Timeout")
+    err = translate_api_exception(api_exception(504, body), "/api/v1/pods")
+    assert isinstance(err, KubeTimeout)
+    assert (err.status, err.code) == (504, "timeout")
