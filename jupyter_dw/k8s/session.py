@@ -355,9 +355,10 @@ class KubeSession:
             wanted = self._wanted_caches()
             revoked_before = dict(self._revoked)
             for plural in [p for p in self._caches if self._cache_specs.get(p) != wanted.get(p)]:
-                stopped.append(self._caches.pop(plural))
+                cache = self._caches.pop(plural)
+                stopped.append(cache)
                 resource, _ = self._cache_specs.pop(plural)
-                if plural not in wanted and self._served(resource):
+                if plural not in wanted and cache.started and self._served(resource):
                     # Still served, no longer allowed: what the UI showed of it is now old.
                     self._revoked[plural] = Freshness().moved_to(
                         STALE, self._revocation_reason(resource), time.time()
@@ -502,10 +503,12 @@ class KubeSession:
     # -- watch health --------------------------------------------------------------------
 
     def watch_health(self) -> WatchHealth:
-        """Each cache's health (caches stopped by a revoked permission as ``stale``) and Kueue
-        controller's."""
+        """Each open cache's health (one not opened yet, watching lazily, is not listed; one
+        stopped by a revoked permission is, as ``stale``) and Kueue controller's."""
         with self._lock:
-            caches = {plural: cache.health for plural, cache in self._caches.items()}
+            caches = {
+                plural: cache.health for plural, cache in self._caches.items() if cache.started
+            }
             caches.update(self._revoked)
             return WatchHealth(caches, self._kueue_health)
 

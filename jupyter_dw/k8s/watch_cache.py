@@ -102,7 +102,7 @@ class Backoff:
 
     initial: float = 0.5
     maximum: float = 30.0
-    reconnect_maximum: float = 2.0
+    reconnect_maximum: float = 1.0
     """The cap while reconnecting (an unreachable API server): it comes back by itself, and
     then the caches should follow within seconds."""
 
@@ -329,7 +329,8 @@ class WatchCache:
     # -- the reflector loop --------------------------------------------------------------
 
     def _run(self) -> None:
-        attempt = 0  # consecutive failures; reset only by a watch that delivered
+        attempt = 0  # consecutive failures; reset by a watch that delivered, or a new kind
+        failing: type[BaseException] | None = None  # the kind of the last failure
         needs_list = True
         while not self._stop.is_set():
             try:
@@ -362,6 +363,10 @@ class WatchCache:
                 with self._lock:
                     self._last_error = err
                     self._lock.notify_all()  # wake wait_synced(give_up=...)
+                if type(err) is not failing:
+                    # A new kind of failure (the API server back but not ready yet, say) is
+                    # retried soon, not after the backoff the outage before it built up.
+                    failing, attempt = type(err), 0
                 permanent = isinstance(err, KubeForbidden | KubeUnauthorized | KubeConfigError)
                 self._observe(STALE if permanent else RECONNECTING, _health_reason(err))
                 # KubeApi already logged a failed call; say only that we retry.
