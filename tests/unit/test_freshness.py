@@ -50,3 +50,18 @@ def test_json_has_state_reason_and_an_rfc3339_since():
     health = WatchHealth({"pods": away, "localqueues": FRESH})
     assert list(health.to_json()["caches"]) == ["localqueues", "pods"]
     assert health.to_json()["freshness"]["state"] == "reconnecting"
+
+
+def test_the_notebook_display_says_when_a_state_is_not_current():
+    from jupyter_dw.core.clusters import ClusterInfo
+    from jupyter_dw.domain.cluster_state import cluster_status
+    from jupyter_dw.notebook.display import cluster_html
+
+    raycluster = {"metadata": {"name": "rc", "namespace": "ns"}, "spec": {}}
+    status = cluster_status(raycluster)
+    fresh = ClusterInfo(status, "/dw/ray/rc/", None, (), ())
+    away = Freshness("reconnecting", "Cannot reach the Kubernetes API server", 0.0)
+    assert "last known state" not in cluster_html(fresh)
+    html = cluster_html(ClusterInfo(status, "/dw/ray/rc/", None, (), (), away))
+    assert "reconnecting since 1970-01-01T00:00:00.000Z" in html
+    assert "Cannot reach the Kubernetes API server" in html
