@@ -257,6 +257,11 @@ class WatchCache:
         return self._last_error
 
     @property
+    def watching(self) -> bool:
+        """Whether a watch stream is open now (for diagnostics and tests)."""
+        return self._stream is not None
+
+    @property
     def health(self) -> Freshness:
         """Whether the cache follows the API server now (see the module docstring)."""
         return self._health

@@ -20,7 +20,9 @@ from kubernetes import client
 
 import jupyter_dw as dw
 from jupyter_dw.k8s.resources import RAY_CLUSTER
+from jupyter_dw.k8s.watch_cache import WatchCache
 from tests.cluster.disposable import DisposableCluster, TcpProxy
+from tests.cluster.kubeapi import wait_for
 from tests.integration.clusters_support import (
     Events,
     call,
@@ -71,6 +73,12 @@ async def seen_or_next(
     return await events.until(predicate, what, timeout=RECOVERY_BOUND)
 
 
+async def watch_open(cache: WatchCache) -> None:
+    """Wait until ``cache``'s watch stream is open (after its list), so that silencing the
+    connections open now silences it."""
+    await asyncio.to_thread(wait_for, lambda: cache.watching, timeout=RECOVERY_BOUND, what="watch")
+
+
 async def context_health(jp_fetch) -> dict[str, Any]:
     code, context = await call(jp_fetch, "GET", "context")
     assert code == 200, context
@@ -117,7 +125,9 @@ async def test_a_silent_watch_is_noticed_and_reopened(
 ):
     events, snapshot = await open_events(jp_ws_fetch)
     assert snapshot["clusters"] == []
-    reopened_before = session.cache(RAY_CLUSTER).idle_reopens
+    cache = session.cache(RAY_CLUSTER)
+    await watch_open(cache)
+    reopened_before = cache.idle_reopens
     accepted_before = apiserver_proxy.accepted
 
     # Every connection open now (the watches among them) goes silent, sockets kept open.
@@ -131,7 +141,7 @@ async def test_a_silent_watch_is_noticed_and_reopened(
     assert message["event"] == "ADDED"
     assert message["state"]["freshness"]["state"] == "live"
     # Seen on a new connection, after the silent one was given up.
-    assert session.cache(RAY_CLUSTER).idle_reopens > reopened_before
+    assert cache.idle_reopens > reopened_before
     assert apiserver_proxy.accepted > accepted_before
     events.close()
 
@@ -154,6 +164,7 @@ async def test_410_gone_relists_with_no_lost_and_no_duplicate_event(
     assert await asyncio.to_thread(cache.wait_until, lambda objs: len(objs) == 3, RECOVERY_BOUND)
     events, snapshot = await open_events(jp_ws_fetch)
     assert sorted(c["name"] for c in snapshot["clusters"]) == ["changed", "kept", "removed"]
+    await watch_open(cache)
     relists_before = cache.relists
     since = len(events.seen)
 
