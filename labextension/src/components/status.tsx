@@ -100,9 +100,16 @@ export function ErrorNote(props: {
  * below it is then the last known state, never presented as current.
  */
 export function FreshnessBanner(props: { model: DWModel }): JSX.Element | null {
-  const freshness = props.model.health?.freshness;
-  if (!freshness || freshness.state === 'live') {
+  const health = props.model.health;
+  const freshness = health?.freshness;
+  if (!health || !freshness || freshness.state === 'live') {
     return null;
+  }
+  const affected = Object.entries(health.caches)
+    .filter(([, f]) => f.state !== 'live')
+    .map(([plural]) => plural);
+  if (health.kueue_controller.state !== 'live') {
+    affected.push('Kueue');
   }
   const since = freshness.since ? new Date(freshness.since).toLocaleTimeString() : null;
   const title = freshness.state === 'reconnecting' ? 'Reconnecting to Kubernetes…' : 'Stale';
@@ -118,6 +125,9 @@ export function FreshnessBanner(props: { model: DWModel }): JSX.Element | null {
         {since ? ` since ${since}` : null}
       </strong>
       {freshness.reason ? <div>{freshness.reason}</div> : null}
+      {affected.length > 1 ? (
+        <div className="jp-dw-freshness-affected">Affected: {affected.join(', ')}</div>
+      ) : null}
       <div className="jp-dw-muted">What is shown is the last known state.</div>
     </div>
   );
