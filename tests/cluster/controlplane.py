@@ -429,6 +429,20 @@ class LocalCluster:
         )
         self._wait_healthy(state, "kube-apiserver", f"{state.apiserver}/readyz", state.ca_file)
 
+    def write_kueue_config(self, state: ClusterState) -> Path:
+        """Kueue's manager configuration for this cluster, with ``kueue_config`` merged in."""
+        ports = state.ports
+        path = self.state_dir / "kueue-config.yaml"
+        config = manifests.kueue_config(
+            self.versions,
+            webhook_port=ports["kueue-webhook"],
+            cert_dir=self.state_dir / "kueue-certs",
+            health_port=ports["kueue-health"],
+            visibility_port=ports["kueue-visibility"],
+        )
+        path.write_text(yaml.safe_dump({**config, **self.kueue_config}))
+        return path
+
     def _wait_healthy(self, state: ClusterState, name: str, url: str, ca_file: str | None) -> None:
         pid = state.pids[name]
 
@@ -522,21 +536,7 @@ class LocalCluster:
             ],
         )
 
-        kueue_cfg = self.state_dir / "kueue-config.yaml"
-        kueue_cfg.write_text(
-            yaml.safe_dump(
-                {
-                    **manifests.kueue_config(
-                        v,
-                        webhook_port=ports["kueue-webhook"],
-                        cert_dir=self.state_dir / "kueue-certs",
-                        health_port=ports["kueue-health"],
-                        visibility_port=ports["kueue-visibility"],
-                    ),
-                    **self.kueue_config,
-                }
-            )
-        )
+        kueue_cfg = self.write_kueue_config(state)
         _install_kueue_fixed_certs(kueue_cfg.parent / "kueue-certs")
         kueue_argv = [
             str(v.binary("kueue")),

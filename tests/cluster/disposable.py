@@ -36,8 +36,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .controlplane import (
     ClusterState,
     LocalCluster,
@@ -140,7 +138,7 @@ class DisposableCluster(LocalCluster):
         started = time.monotonic()
         if name == "kueue" and kueue_config is not None:
             self.kueue_config = dict(kueue_config)
-            self._rewrite_kueue_config()
+            self.write_kueue_config(state)
         self._spawn(state, name, state.commands[name], state.environments.get(name) or None)
         ports = state.ports
         if name == "kube-apiserver":
@@ -159,14 +157,6 @@ class DisposableCluster(LocalCluster):
         seconds = time.monotonic() - started
         _log(f"{name} started again in {seconds:.1f}s")
         return seconds
-
-    def _rewrite_kueue_config(self) -> None:
-        path = self.state_dir / "kueue-config.yaml"
-        config = yaml.safe_load(path.read_text())
-        for key in ("waitForPodsReady",):  # keys an override may have set before
-            config.pop(key, None)
-        config.update(self.kueue_config)
-        path.write_text(yaml.safe_dump(config))
 
 
 # --------------------------------------------------------------------------------------------

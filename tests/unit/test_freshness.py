@@ -65,3 +65,24 @@ def test_the_notebook_display_says_when_a_state_is_not_current():
     html = cluster_html(ClusterInfo(status, "/dw/ray/rc/", None, (), (), away))
     assert "reconnecting since 1970-01-01T00:00:00.000Z" in html
     assert "Cannot reach the Kubernetes API server" in html
+
+
+def test_kueue_down_is_told_by_its_visibility_api_or_its_webhook():
+    from jupyter_dw.k8s.client import FailedCall
+    from jupyter_dw.k8s.session import _kueue_failure
+
+    visibility = FailedCall(
+        "GET", "/apis/visibility.kueue.x-k8s.io/v1beta2", 503, "ServiceUnavailable", "down"
+    )
+    assert "visibility API answers 503" in (_kueue_failure(visibility) or "")
+    webhook = FailedCall(
+        "POST",
+        "/apis/ray.io/v1/namespaces/ns/rayclusters",
+        500,
+        "InternalError",
+        'Internal error occurred: failed calling webhook "mraycluster.kb.io": failed to call '
+        'webhook: Post "https://kueue-webhook-service.kueue-system.svc:443/mutate": refused',
+    )
+    assert "webhook cannot be called" in (_kueue_failure(webhook) or "")
+    other = FailedCall("GET", "/apis/ray.io/v1/namespaces/ns/rayclusters", 503, "Unavailable", "")
+    assert _kueue_failure(other) is None  # the API server's own 503 says nothing of Kueue
