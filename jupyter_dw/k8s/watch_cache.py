@@ -57,6 +57,8 @@ HealthListener = Callable[[Freshness], None]
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 GONE = 410
 LIST_PAGE_SIZE = 500
+HEALTHY_WATCH_SECONDS = 5.0
+"""A watch open this long before it failed was healthy: its failure starts a new backoff."""
 DEFAULT_IDLE_TIMEOUT = 180.0
 """Seconds without any byte on a watch (events, bookmarks) before it is taken for dead."""
 
@@ -180,6 +182,7 @@ class WatchCache:
         self._thread: threading.Thread | None = None
         self._stream: WatchStream | None = None
         self._resource_version: str | None = None
+        self._watch_opened: float | None = None
         self._last_error: BaseException | None = None
         self._generation = 0
         self._health = Freshness(RECONNECTING, "first list not done yet", time.time())
@@ -334,8 +337,9 @@ class WatchCache:
     # -- the reflector loop --------------------------------------------------------------
 
     def _run(self) -> None:
-        attempt = 0  # consecutive failures; reset by a watch that delivered, or a new kind
+        attempt = 0  # consecutive failures: the backoff's exponent
         failing: type[BaseException] | None = None  # the kind of the last failure
+        gone_in_a_row = 0  # 410s with no healthy watch between them
         needs_list = True
         while not self._stop.is_set():
             try:
@@ -343,7 +347,7 @@ class WatchCache:
                     self._relist()
                     needs_list = False
                 if self._watch_once():
-                    attempt = 0
+                    attempt, gone_in_a_row = 0, 0
                     continue  # the server ended the watch: resume from the last version
                 # Ended at once without events: treat like a failure to avoid spinning.
                 raise WatchFailed("watch ended immediately")
@@ -359,8 +363,10 @@ class WatchCache:
                     self._resource_version,
                 )
                 needs_list = True
-                if attempt == 0:  # the normal case: list again at once
-                    attempt = 1
+                # What the cache holds may be old until the new list is in.
+                self._observe(RECONNECTING, "watch history expired (410 Gone): listing again")
+                gone_in_a_row = 1 if self._watch_was_healthy() else gone_in_a_row + 1
+                if gone_in_a_row == 1:  # the normal case: list again at once
                     continue
             except Exception as err:
                 if self._stop.is_set():
@@ -368,9 +374,10 @@ class WatchCache:
                 with self._lock:
                     self._last_error = err
                     self._lock.notify_all()  # wake wait_synced(give_up=...)
-                if type(err) is not failing:
-                    # A new kind of failure (the API server back but not ready yet, say) is
-                    # retried soon, not after the backoff the outage before it built up.
+                if type(err) is not failing or self._watch_was_healthy():
+                    # A new incident (a watch that had been fine broke), or a new kind of
+                    # failure (the API server back but not ready yet): retried soon, not after
+                    # the backoff an earlier one built up.
                     failing, attempt = type(err), 0
                 permanent = isinstance(err, KubeForbidden | KubeUnauthorized | KubeConfigError)
                 self._observe(STALE if permanent else RECONNECTING, _health_reason(err))
@@ -423,8 +430,15 @@ class WatchCache:
             except Exception:  # a broken listener must not stop the cache
                 log.exception("%s: health listener failed", self.name)
 
+    def _watch_was_healthy(self) -> bool:
+        """Whether the last watch had been open for a while before it ended (so its failure
+        starts a new incident rather than continuing the previous one)."""
+        opened = self._watch_opened
+        return opened is not None and time.monotonic() - opened >= HEALTHY_WATCH_SECONDS
+
     def _watch_once(self) -> bool:
         """Follow one watch stream to its end; True if it delivered anything."""
+        self._watch_opened = None
         resource_version = self._resource_version or ""
         stream = self._lw.watch(resource_version)
         with self._lock:
@@ -435,7 +449,7 @@ class WatchCache:
         # Opened from the remembered version: the API server sends every change since.
         self._observe(LIVE, None)
         delivered = False
-        started = time.monotonic()
+        started = self._watch_opened = time.monotonic()
         try:
             for event in stream:
                 if self._stop.is_set():
