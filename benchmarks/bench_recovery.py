@@ -243,6 +243,7 @@ def main() -> None:
     finally:
         if not args.cluster_dir:
             plane.down()
+            directory.rmdir()
     print(f"\nmedians of {args.runs} runs (threads alive: {threading.active_count()})")
     print(f"API server back -> widget fresh:       {median(restart['recovery'])}")
     print(f"  baseline, cold start of a widget:    {median(restart['cold'])}")
