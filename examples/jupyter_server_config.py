@@ -15,6 +15,8 @@ c = get_config()  # noqa: F821 - provided by traitlets when it loads this file
 c.JupyterDW.request_timeout = 30.0
 # Re-check permissions and installed APIs (a Role granted later, Kueue installed later).
 c.JupyterDW.access_refresh_interval = 60.0
+# Re-open a watch that stayed silent this long (bookmarks come about once a minute).
+c.JupyterDW.watch_idle_timeout = 180.0
 
 # -- what a new Ray cluster gets when the request does not say ---------------------------------
 c.JupyterDW.default_image = "quay.io/modh/ray:2.47.1-py311-cu121"

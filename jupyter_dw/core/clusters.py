@@ -31,6 +31,7 @@ from ..domain.cluster_spec import (
 )
 from ..domain.cluster_state import ClusterStatus, cluster_status
 from ..domain.fit import FITS_NOW, FitVerdict, Suggestion, assess_fit, pod_sets_for_spec, suggest
+from ..domain.freshness import FRESH, Freshness
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
 from ..domain.milestones import Milestone, milestones
 from ..domain.priorities import (
@@ -43,6 +44,7 @@ from ..domain.priorities import (
 )
 from ..domain.quota import QuotaTree
 from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable
+from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
 from ..k8s.session import KubeSession, QueueState
 from ..names import (
     CLIENT_PORT,
@@ -52,6 +54,9 @@ from ..names import (
 )
 
 Object = dict[str, Any]
+
+CLUSTER_SOURCES = (RAY_CLUSTER.plural, WORKLOAD.plural, POD.plural)
+"""The caches a cluster's state is read from."""
 
 FIT_NAME = "fit-check"
 """The name a fit check uses when the request names no cluster yet (sizing comes first)."""
@@ -134,6 +139,9 @@ class ClusterInfo:
     owner: str | None
     pods: tuple[PodInfo, ...]
     milestones: tuple[Milestone, ...]
+    freshness: Freshness = FRESH
+    """Whether ``status`` is the state now: not ``live`` while a watch it is read from is
+    reconnecting or stale, or Kueue (for a cluster it manages) does not answer."""
 
     def __getattr__(self, name: str) -> Any:
         # Only called for names not found on ClusterInfo itself: the status fields.
@@ -153,14 +161,15 @@ class ClusterInfo:
         return cluster_html(self)
 
     def to_json(self) -> dict[str, Any]:
-        """``ClusterStatus.to_json()`` plus ``dashboard_url``, ``owner``, ``pods`` and
-        ``milestones`` (``[{"name", "time"}]``)."""
+        """``ClusterStatus.to_json()`` plus ``dashboard_url``, ``owner``, ``pods``,
+        ``milestones`` (``[{"name", "time"}]``) and ``freshness``."""
         return {
             **self.status.to_json(),
             "dashboard_url": self.dashboard_url,
             "owner": self.owner,
             "pods": [pod.to_json() for pod in self.pods],
             "milestones": [m.to_json() for m in self.milestones],
+            "freshness": self.freshness.to_json(),
         }
 
 
@@ -388,6 +397,9 @@ class ClusterService:
             owner=annotations.get(OWNER_ANNOTATION),
             pods=tuple(_pod_info(pod) for pod in pods),
             milestones=milestones(status, raycluster, workload, pods),
+            freshness=self.session.watch_health().of_cluster(
+                CLUSTER_SOURCES, follows_workload=workload is not None
+            ),
         )
 
     def _name_preemptor(self, status: ClusterStatus) -> ClusterStatus:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..domain.freshness import WatchHealth
 from ..k8s.access import AccessResult, Identity
 from ..k8s.discovery import Discovery
 from ..k8s.session import KubeSession
@@ -13,7 +14,8 @@ from ..k8s.session import KubeSession
 @dataclass(frozen=True)
 class SessionContext:
     """The ``GET context`` answer: namespace, identity, installed APIs, permissions and the
-    health of each watch cache (``{plural: (synced, last error)}``)."""
+    health of each watch cache (``{plural: (synced, last error)}``, and as ``health``: live,
+    reconnecting or stale, with Kueue's controller)."""
 
     namespace: str
     namespace_source: str
@@ -24,6 +26,7 @@ class SessionContext:
     discovery: Discovery
     permissions: tuple[AccessResult, ...]
     caches: dict[str, tuple[bool, str | None]]
+    health: WatchHealth
 
     @classmethod
     def of(cls, session: KubeSession, timeout: float | None = None) -> SessionContext:
@@ -39,6 +42,7 @@ class SessionContext:
             discovery=session.discovery,
             permissions=tuple(session.access.values()),
             caches=session.cache_health(),
+            health=session.watch_health(),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -59,4 +63,5 @@ class SessionContext:
                 plural: {"synced": synced, "error": error}
                 for plural, (synced, error) in self.caches.items()
             },
+            "health": self.health.to_json(),
         }

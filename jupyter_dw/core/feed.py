@@ -10,6 +10,12 @@ queue changed (a workload ahead admitted or gone, maybe in another namespace) is
 One feed per viewer (a socket, a kernel): it remembers what it last reported about each
 cluster. Its methods block (caches, the visibility API) and must be called one at a time, in
 the order the changes happened; the surface decides on which thread and how to deliver.
+
+Watch health travels the same way: when a cache or Kueue's controller becomes reconnecting,
+stale or live again, the listener gets the change ``(HEALTH, "MODIFIED", {})``, and the feed
+answers with a :class:`HealthChanged` (the whole :class:`WatchHealth`, sent only when it
+differs from what this viewer was last told) and a :class:`ClusterChanged` for every cluster
+whose ``freshness`` changed with it, so no surface keeps showing old data as fresh.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..domain.cluster_state import ClusterStatus, transition
+from ..domain.freshness import FRESH, Freshness, WatchHealth
 from ..domain.quota import QuotaTree
 from ..k8s.errors import KubeError
 from ..k8s.resources import (
@@ -53,6 +60,10 @@ QUEUE_KINDS = {
 and the kind each names."""
 CLUSTER_CAUSES = {k.plural: k.kind for k in (RAY_CLUSTER, WORKLOAD, POD)}
 """Caches whose changes are cluster changes, and the ``cause`` kind each names."""
+HEALTH = "watch-health"
+"""The ``plural`` of a change that is a change of watch health (no object)."""
+HEALTH_CAUSE_KIND = "WatchHealth"
+"""The ``cause.kind`` of a cluster message sent because the cluster's freshness changed."""
 
 
 @dataclass(frozen=True)
@@ -79,10 +90,12 @@ class Snapshot:
     clusters: tuple[ClusterInfo, ...] | None
     clusters_error: KubeError | None
     positions_visible: bool
+    health: WatchHealth | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The events socket's ``snapshot`` message."""
         return {
+            "health": self.health.to_json() if self.health else None,
             "type": "snapshot",
             "namespace": self.namespace,
             "queues": self.queues.to_json() if self.queues else None,
@@ -147,7 +160,18 @@ class WorkloadChanged:
         return {"type": "workload", "event": self.event, "name": self.name, "queue": self.queue}
 
 
-Message = QueuesChanged | ClusterChanged | WorkloadChanged
+@dataclass(frozen=True)
+class HealthChanged:
+    """The health of the watches (or of Kueue's controller) changed."""
+
+    health: WatchHealth
+
+    def to_json(self) -> dict[str, Any]:
+        """The events socket's ``health`` message."""
+        return {"type": "health", **self.health.to_json()}
+
+
+Message = QueuesChanged | ClusterChanged | WorkloadChanged | HealthChanged
 
 
 class ChangeFeed:
@@ -172,12 +196,21 @@ class ChangeFeed:
         self.watch_queues = watch_queues
         self.watch_clusters = watch_clusters
         self._known: dict[str, ClusterStatus] = {}
+        self._freshness: dict[str, Freshness] = {}
+        self._health: WatchHealth | None = None
 
     def listen(self, on_change: Callable[[str, str, Object], None]) -> Callable[[], None]:
-        """Register ``on_change`` on the session's caches (called on their threads; hand the
-        change to :meth:`messages` in order). Register before reading the snapshot, so no
-        change between the two is lost. Returns a remover."""
-        return self.session.add_listener(on_change)
+        """Register ``on_change`` on the session's caches and on its watch health (called on
+        their threads; hand the change to :meth:`messages` in order). Register before reading
+        the snapshot, so no change between the two is lost. Returns a remover."""
+        remove_changes = self.session.add_listener(on_change)
+        remove_health = self.session.add_health_listener(lambda: on_change(HEALTH, "MODIFIED", {}))
+
+        def remove() -> None:
+            remove_changes()
+            remove_health()
+
+        return remove
 
     def snapshot(self) -> Snapshot:
         """Queues and clusters now (blocking)."""
@@ -187,6 +220,8 @@ class ChangeFeed:
         )
         if clusters is not None:
             self._known = {c.status.name: c.status for c in clusters}
+            self._freshness = {c.status.name: c.freshness for c in clusters}
+        self._health = self.session.watch_health() if self.session.ready else None
         return Snapshot(
             namespace=self.session.namespace if self.session.ready else None,
             queues=queues,
@@ -194,10 +229,13 @@ class ChangeFeed:
             clusters=tuple(clusters) if clusters is not None else None,
             clusters_error=clusters_error,
             positions_visible=self.session.positions_visible,
+            health=self._health,
         )
 
     def messages(self, plural: str, event_type: str, obj: Object) -> list[Message]:
         """What one raw change means for this viewer (blocking; may be nothing)."""
+        if plural == HEALTH:
+            return self._health_messages()
         metadata = obj.get("metadata") or {}
         name = str(metadata.get("name") or "")
         if plural in QUEUE_KINDS:
@@ -226,10 +264,34 @@ class ChangeFeed:
         known = self._known.get(cluster)
         if info is None:
             self._known.pop(cluster, None)
+            self._freshness.pop(cluster, None)
             return ClusterChanged(event, cluster, cause, None, ())
         crossed = tuple(transition(known, info.status))
         self._known[cluster] = info.status
+        self._freshness[cluster] = info.freshness
         return ClusterChanged(event, cluster, cause, info, crossed)
+
+    def _health_messages(self) -> list[Message]:
+        """A :class:`HealthChanged` if the health differs from what this viewer was told, and a
+        cluster message for each known cluster whose freshness changed."""
+        if not self.session.ready:
+            return []
+        health = self.session.watch_health()
+        if health == self._health:
+            return []
+        self._health = health
+        found: list[Message] = [HealthChanged(health)]
+        if not self.watch_clusters:
+            return found
+        for cluster, info in self.clusters.describe_many(list(self._known)).items():
+            if info.freshness == self._freshness.get(cluster, FRESH):
+                continue
+            cause = Cause(HEALTH_CAUSE_KIND, info.freshness.state, "MODIFIED")
+            crossed = tuple(transition(self._known.get(cluster), info.status))
+            self._known[cluster] = info.status
+            self._freshness[cluster] = info.freshness
+            found.append(ClusterChanged("MODIFIED", cluster, cause, info, crossed))
+        return found
 
     def _waiting(self) -> list[str]:
         return [name for name, status in self._known.items() if status.state == "queued"]
@@ -249,6 +311,7 @@ class ChangeFeed:
                 continue
             crossed = tuple(transition(known, info.status))
             self._known[cluster] = info.status
+            self._freshness[cluster] = info.freshness
             moved.append(ClusterChanged("MODIFIED", cluster, cause, info, crossed))
         return moved
 

@@ -103,7 +103,17 @@ class DWSettings(Configurable):
         where they can see it (a config file or ``JUPYTER_DW_RAY_DASHBOARD_PROXY``).""",
     )
 
-    @validate("request_timeout", "access_refresh_interval")
+    watch_idle_timeout = Float(
+        180.0,
+        config=True,
+        help="""Seconds a watch of the API server may stay silent (no event and no bookmark)
+        before its connection is taken for dead and re-opened from the last version seen.
+        The API server sends a bookmark about once a minute, so a few minutes never cuts a
+        healthy watch; a connection dropped without a close (a NAT or proxy forgetting it) is
+        noticed within this time instead of the watch's 6-11 minute renewal.""",
+    )
+
+    @validate("request_timeout", "access_refresh_interval", "watch_idle_timeout")
     def _validate_positive_seconds(self, proposal: Any) -> float:
         value = float(proposal["value"])
         if value <= 0:
@@ -254,6 +264,7 @@ class DWSettings(Configurable):
             "kube_context": self.kube_context,
             "request_timeout": self.request_timeout,
             "refresh_interval": self.access_refresh_interval,
+            "watch_idle_timeout": self.watch_idle_timeout,
         }
 
 

@@ -14,6 +14,14 @@ the caches it allows, a permission revoked stops them, without a restart. Answer
 lookup, not a scan. Writes (:meth:`KubeSession.create_raycluster`,
 :meth:`KubeSession.delete_raycluster`) and the visibility API's positions go to the API
 server. Everything here is thread-based and blocking; async callers run it in an executor.
+
+Watch health (:meth:`KubeSession.watch_health`): each cache's
+:class:`~jupyter_dw.domain.freshness.Freshness`; a cache stopped because its permission was
+revoked stays listed as ``stale`` naming the permission, until it is granted again. Kueue's
+controller is ``stale`` while Kueue does not answer: its visibility API answers 503 (probed
+at every re-check, and every ``KUEUE_PROBE_INTERVAL`` seconds while it is down) or a call
+failed in one of Kueue's webhooks; the Workloads the caches hold are then Kueue's last word.
+Listeners added with :meth:`KubeSession.add_health_listener` hear of every change.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from jupyter_dw.domain.freshness import LIVE, STALE, Freshness, WatchHealth
 from jupyter_dw.domain.kueue_model import (
     ClusterQueueQuota,
     CohortQuota,
@@ -57,6 +66,7 @@ from .resources import (
     RAY_CLUSTER,
     RESOURCE_FLAVOR,
     VISIBILITY_CLUSTER_QUEUE,
+    VISIBILITY_GROUP,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
     WORKLOAD_PRIORITY_CLASS,
@@ -64,6 +74,7 @@ from .resources import (
     ResourceKind,
 )
 from .watch_cache import (
+    DEFAULT_IDLE_TIMEOUT,
     ApiListWatch,
     Backoff,
     IndexFunc,
@@ -85,8 +96,13 @@ MIN_REFRESH_GAP = 2.0
 NEEDED_GROUPS = frozenset(p.group for p in NEEDED_PERMISSIONS)
 """API groups whose 403 or missing resource (404) means permissions or APIs changed."""
 
+KUEUE_PROBE_INTERVAL = 2.0
+"""Seconds between two checks whether Kueue answers again, while it does not."""
+
 SessionListener = Callable[[str, str, Object], None]
 """Called with ``(plural, event_type, object)`` for every change in any cache."""
+HealthListener = Callable[[], None]
+"""Called (on any thread) when the health of a cache or of Kueue's controller changed."""
 
 NAMESPACED_KINDS = (LOCAL_QUEUE, WORKLOAD)
 CLUSTER_KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS)
@@ -152,10 +168,14 @@ class KubeSession:
         backoff: Backoff | None = None,
         lazy_watches: bool = False,
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
+        watch_idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         if refresh_interval <= 0:
             raise ValueError(f"refresh_interval must be positive, got {refresh_interval}")
+        if watch_idle_timeout <= 0:
+            raise ValueError(f"watch_idle_timeout must be positive, got {watch_idle_timeout}")
         self.refresh_interval = refresh_interval
+        self.watch_idle_timeout = watch_idle_timeout
         self._configured_namespace = namespace or None
         self._service_account_dir = service_account_dir
         self._kube_context = kube_context or None
@@ -171,6 +191,7 @@ class KubeSession:
         self._start_error: KubeError | None = None
         self._stopping = False
         self._listeners: list[_Registration] = []
+        self._health_listeners: list[HealthListener] = []
         self._refresh_wake = threading.Event()
         self._refresh_stop = threading.Event()
         self.refreshes = 0
@@ -185,6 +206,9 @@ class KubeSession:
         self._access: dict[Permission, AccessResult] = {}
         self._caches: dict[str, WatchCache] = {}
         self._cache_specs: dict[str, tuple[Resource, str | None]] = {}
+        self._revoked: dict[str, Freshness] = {}
+        self._kueue_health = Freshness()
+        self._last_kueue_probe = 0.0
         self._last_refresh = 0.0
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -329,9 +353,18 @@ class KubeSession:
             if self._stopping or self._api is not api:
                 return
             wanted = self._wanted_caches()
+            revoked_before = dict(self._revoked)
             for plural in [p for p in self._caches if self._cache_specs.get(p) != wanted.get(p)]:
-                stopped.append(self._caches.pop(plural))
-                del self._cache_specs[plural]
+                cache = self._caches.pop(plural)
+                stopped.append(cache)
+                resource, _ = self._cache_specs.pop(plural)
+                if plural not in wanted and cache.started and self._served(resource):
+                    # Still served, no longer allowed: what the UI showed of it is now old.
+                    self._revoked[plural] = Freshness().moved_to(
+                        STALE, self._revocation_reason(resource), time.time()
+                    )
+            for plural in wanted:
+                self._revoked.pop(plural, None)
             for plural, (resource, selector) in wanted.items():
                 if plural in self._caches:
                     continue
@@ -341,9 +374,11 @@ class KubeSession:
                         resource,
                         self._namespace if resource.namespaced else None,
                         label_selector=selector,
+                        idle_timeout=self.watch_idle_timeout,
                     ),
                     backoff=self._backoff,
                     indexes=_INDEXES.get(resource.plural),
+                    on_health=lambda _health: self._health_changed(),
                 )
                 for registration in self._listeners:
                     registration.removers.append(
@@ -358,6 +393,28 @@ class KubeSession:
         if not self._lazy_watches:
             for cache in started:
                 cache.start()
+        if started or stopped or revoked_before != self._revoked:
+            self._health_changed()
+
+    def _served(self, resource: Resource) -> bool:
+        discovery = self._discovery
+        if discovery is None:
+            return False
+        if resource.group == RAY_CLUSTER.group or resource.plural == POD.plural:
+            return discovery.kuberay_installed
+        kind = ResourceKind(resource.group, resource.plural, resource.kind, resource.namespaced)
+        return discovery.kueue(kind) == resource
+
+    def _revocation_reason(self, resource: Resource) -> str:
+        denied = [
+            p.name
+            for p, r in self._access.items()
+            if (p.group, p.resource) == (resource.group, resource.plural)
+            and p.verb in ("list", "watch")
+            and not r.allowed
+        ]
+        what = " and ".join(denied) or f"list {resource.qualified}"
+        return f"forbidden: this identity may no longer {what}"
 
     # -- following permission and API changes --------------------------------------------
 
@@ -401,7 +458,80 @@ class KubeSession:
                 discovery.ray_version,
             )
         self._sync_caches(api)
+        self._probe_kueue(api, discovery)
         return changed
+
+    # -- Kueue's controller --------------------------------------------------------------
+
+    def _probe_kueue(self, api: KubeApi, discovery: Discovery) -> None:
+        """Ask Kueue's visibility API (served by Kueue's own process through the API server)
+        whether Kueue answers; a 503 means it does not. Other failures tell nothing about Kueue
+        (the API server itself is away: the caches say so)."""
+        self._last_kueue_probe = time.monotonic()
+        version = discovery.visibility_version
+        if version is None:
+            self._set_kueue_health(LIVE, None)  # cannot tell: assume it works
+            return
+        try:
+            api.get(f"/apis/{VISIBILITY_GROUP}/{version}", timeout=min(self.request_timeout, 10))
+        except KubeError as err:
+            status = getattr(err.__cause__, "status", None)
+            if status == 503:
+                self._set_kueue_health(STALE, _kueue_down_reason(err.reason or str(err)))
+            return
+        self._set_kueue_health(LIVE, None)
+
+    def _set_kueue_health(self, state: str, reason: str | None) -> None:
+        with self._lock:
+            before = self._kueue_health
+            self._kueue_health = before.moved_to(state, reason, time.time())
+            changed = self._kueue_health.state != before.state
+        if changed:
+            log.info("jupyter_dw: Kueue's controller is %s (%s)", state, reason or "answers")
+            self._health_changed()
+
+    def _probe_kueue_quietly(self) -> None:
+        with self._lock:
+            api, discovery = self._api, self._discovery
+        if api is None or discovery is None:
+            return
+        try:
+            self._probe_kueue(api, discovery)
+        except Exception:  # the probe must never stop the re-check thread
+            log.exception("jupyter_dw: checking whether Kueue answers failed")
+
+    # -- watch health --------------------------------------------------------------------
+
+    def watch_health(self) -> WatchHealth:
+        """Each open cache's health (one not opened yet, watching lazily, is not listed; one
+        stopped by a revoked permission is, as ``stale``) and Kueue controller's."""
+        with self._lock:
+            caches = {
+                plural: cache.health for plural, cache in self._caches.items() if cache.started
+            }
+            caches.update(self._revoked)
+            return WatchHealth(caches, self._kueue_health)
+
+    def add_health_listener(self, listener: HealthListener) -> Callable[[], None]:
+        """Call ``listener()`` whenever :meth:`watch_health` changes; returns a remover."""
+        with self._lock:
+            self._health_listeners.append(listener)
+
+        def remove() -> None:
+            with self._lock:
+                if listener in self._health_listeners:
+                    self._health_listeners.remove(listener)
+
+        return remove
+
+    def _health_changed(self) -> None:
+        with self._lock:
+            listeners = list(self._health_listeners)
+        for listener in listeners:
+            try:
+                listener()
+            except Exception:  # a broken listener must not break a cache or the re-check
+                log.exception("jupyter_dw: health listener failed")
 
     def _start_refresher(self) -> None:
         """Start the re-check thread of this start (the previous one, if any, has stopped)."""
@@ -421,6 +551,12 @@ class KubeSession:
             asked = self._refresh_wake.is_set()
             gap = min(MIN_REFRESH_GAP, self.refresh_interval) if asked else self.refresh_interval
             wait = self._last_refresh + gap - time.monotonic()
+            if not self._kueue_health.live:  # Kueue is away: ask often whether it is back
+                probe_wait = self._last_kueue_probe + KUEUE_PROBE_INTERVAL - time.monotonic()
+                if probe_wait <= 0:
+                    self._probe_kueue_quietly()
+                    continue
+                wait = min(wait, probe_wait)
             if wait > 0:
                 # Asked already: wait out the gap (or a stop). Else: the interval, or a request.
                 (stop if asked else self._refresh_wake).wait(wait)
@@ -439,6 +575,12 @@ class KubeSession:
     def _on_api_failure(self, failure: FailedCall) -> None:
         """A 403, or a 404 for a resource (not an object), from an API group we use: the
         permissions or the installed APIs may have changed, re-check soon."""
+        kueue_down = _kueue_failure(failure)
+        if kueue_down is not None:
+            was_live = self._kueue_health.live
+            self._set_kueue_health(STALE, kueue_down)
+            if was_live:  # the re-check thread then asks every KUEUE_PROBE_INTERVAL
+                self._refresh_wake.set()
         if failure.group not in NEEDED_GROUPS:
             return
         if failure.status == 403 or (failure.status == 404 and failure.object_name is None):
@@ -798,6 +940,23 @@ def _workload_preference(workload: Object) -> tuple[bool, bool, str]:
         not finished,
         str(metadata.get("creationTimestamp") or ""),
     )
+
+
+def _kueue_down_reason(detail: str) -> str:
+    return (
+        f"Kueue is not answering ({detail}): Workloads keep their last known state until it is back"
+    )
+
+
+def _kueue_failure(failure: FailedCall) -> str | None:
+    """Why ``failure`` shows Kueue's process is down (its visibility API answering 503, one of
+    its webhooks unreachable), or None."""
+    if failure.status == 503 and failure.group == VISIBILITY_GROUP:
+        return _kueue_down_reason(f"its visibility API answers 503: {failure.message}")
+    message = failure.message
+    if "failed calling webhook" in message and "kueue" in message.lower():
+        return _kueue_down_reason(f"its webhook cannot be called: {message}")
+    return None
 
 
 def _permanent(error: BaseException) -> bool:

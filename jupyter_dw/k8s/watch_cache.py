@@ -7,6 +7,18 @@ from where it stopped instead of listing again. Only ``410 Gone`` (the version i
 for the API server's watch window) forces a new list. Errors back off exponentially.
 Nothing polls: between events the thread is blocked reading the watch stream.
 
+Each cache reports its :class:`~jupyter_dw.domain.freshness.Freshness` (:attr:`WatchCache.health`):
+``reconnecting`` until the first list and whenever a list or watch fails for a reason that
+retrying can fix (API server unreachable, connection dropped); ``stale`` when the failure is one
+retrying will not fix soon (403: the identity may no longer list/watch, 401); ``live`` again as
+soon as a list succeeds or a watch is re-opened from the remembered version (the API server then
+sends every change since, so nothing is missed). A watch connection that goes silent (no event
+and no bookmark for ``idle_timeout`` seconds: the API server sends a bookmark about once a
+minute) is taken for dead and re-opened from the remembered version; that alone does not change
+the health, a failure to re-open it does. Reconnect attempts back off up to
+``Backoff.reconnect_maximum`` only, so a cache is live again within seconds of the API server's
+return.
+
 The ``kubernetes`` client is synchronous, so each cache owns a daemon thread; readers on any
 thread (the tornado IO loop included) get consistent snapshots without blocking on I/O.
 """
@@ -23,7 +35,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import KubeError
+import urllib3
+
+from ..domain.freshness import LIVE, RECONNECTING, STALE, Freshness
+from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized
 from .resources import Resource
 
 if TYPE_CHECKING:
@@ -35,11 +50,17 @@ Object = dict[str, Any]
 Listener = Callable[[str, Object], None]
 """Called with ``(event_type, object)``: ``ADDED``, ``MODIFIED`` or ``DELETED``."""
 IndexFunc = Callable[[Object], Iterable[str]]
+HealthListener = Callable[[Freshness], None]
+"""Called with the cache's new :class:`Freshness` whenever its state or reason changes."""
 """The index values of an object (none, one or several), like client-go's ``IndexFunc``."""
 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 GONE = 410
 LIST_PAGE_SIZE = 500
+HEALTHY_WATCH_SECONDS = 5.0
+"""A watch open this long before it failed was healthy: its failure starts a new backoff."""
+DEFAULT_IDLE_TIMEOUT = 180.0
+"""Seconds without any byte on a watch (events, bookmarks) before it is taken for dead."""
 
 
 class WatchStream(Protocol):
@@ -73,16 +94,24 @@ class WatchFailed(Exception):
     """An ``ERROR`` event other than 410 in a watch stream."""
 
 
+class WatchIdle(Exception):
+    """Nothing arrived on a watch for its idle timeout: the connection is taken for dead."""
+
+
 @dataclass(frozen=True)
 class Backoff:
     """Exponential backoff with full jitter: ``initial``, doubling, capped at ``maximum``."""
 
     initial: float = 0.5
     maximum: float = 30.0
+    reconnect_maximum: float = 1.0
+    """The cap while reconnecting (an unreachable API server): it comes back by itself, and
+    then the caches should follow within seconds."""
 
-    def delay(self, attempt: int) -> float:
+    def delay(self, attempt: int, reconnecting: bool = False) -> float:
         """Seconds to wait before retry number ``attempt`` (0-based)."""
-        ceiling = min(self.maximum, self.initial * (2 ** min(attempt, 16)))
+        cap = min(self.maximum, self.reconnect_maximum) if reconnecting else self.maximum
+        ceiling = min(cap, self.initial * (2 ** min(attempt, 16)))
         return random.uniform(ceiling / 2, ceiling)
 
 
@@ -132,6 +161,7 @@ class WatchCache:
         backoff: Backoff | None = None,
         min_watch_seconds: float = 1.0,
         indexes: Mapping[str, IndexFunc] | None = None,
+        on_health: HealthListener | None = None,
     ) -> None:
         self.name = name or list_watch.description
         self._lw = list_watch
@@ -152,10 +182,15 @@ class WatchCache:
         self._thread: threading.Thread | None = None
         self._stream: WatchStream | None = None
         self._resource_version: str | None = None
+        self._watch_opened: float | None = None
         self._last_error: BaseException | None = None
         self._generation = 0
+        self._health = Freshness(RECONNECTING, "first list not done yet", time.time())
+        self._on_health = on_health
         self.relists = 0
         """How many times the cache listed (1 + one per 410 Gone); for diagnostics."""
+        self.idle_reopens = 0
+        """How many watches were re-opened because they went silent; for diagnostics."""
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -225,6 +260,16 @@ class WatchCache:
         return self._last_error
 
     @property
+    def watching(self) -> bool:
+        """Whether a watch stream is open now (for diagnostics and tests)."""
+        return self._stream is not None
+
+    @property
+    def health(self) -> Freshness:
+        """Whether the cache follows the API server now (see the module docstring)."""
+        return self._health
+
+    @property
     def generation(self) -> int:
         """A counter that grows with every change to the snapshot."""
         return self._generation
@@ -292,7 +337,9 @@ class WatchCache:
     # -- the reflector loop --------------------------------------------------------------
 
     def _run(self) -> None:
-        attempt = 0  # consecutive failures; reset only by a watch that delivered
+        attempt = 0  # consecutive failures: the backoff's exponent
+        failing: type[BaseException] | None = None  # the kind of the last failure
+        gone_in_a_row = 0  # 410s with no healthy watch between them
         needs_list = True
         while not self._stop.is_set():
             try:
@@ -300,10 +347,15 @@ class WatchCache:
                     self._relist()
                     needs_list = False
                 if self._watch_once():
-                    attempt = 0
+                    attempt, gone_in_a_row = 0, 0
                     continue  # the server ended the watch: resume from the last version
                 # Ended at once without events: treat like a failure to avoid spinning.
                 raise WatchFailed("watch ended immediately")
+            except WatchIdle as idle:
+                log.info("%s: %s; re-opening it", self.name, idle)
+                self.idle_reopens += 1
+                attempt = 0
+                continue  # at once, from the last version: a new connection
             except ResourceGone:
                 log.info(
                     "%s: resourceVersion %s is gone (410); listing again",
@@ -311,8 +363,10 @@ class WatchCache:
                     self._resource_version,
                 )
                 needs_list = True
-                if attempt == 0:  # the normal case: list again at once
-                    attempt = 1
+                # What the cache holds may be old until the new list is in.
+                self._observe(RECONNECTING, "watch history expired (410 Gone): listing again")
+                gone_in_a_row = 1 if self._watch_was_healthy() else gone_in_a_row + 1
+                if gone_in_a_row == 1:  # the normal case: list again at once
                     continue
             except Exception as err:
                 if self._stop.is_set():
@@ -320,10 +374,18 @@ class WatchCache:
                 with self._lock:
                     self._last_error = err
                     self._lock.notify_all()  # wake wait_synced(give_up=...)
+                if type(err) is not failing or self._watch_was_healthy():
+                    # A new incident (a watch that had been fine broke), or a new kind of
+                    # failure (the API server back but not ready yet): retried soon, not after
+                    # the backoff an earlier one built up.
+                    failing, attempt = type(err), 0
+                permanent = isinstance(err, KubeForbidden | KubeUnauthorized | KubeConfigError)
+                self._observe(STALE if permanent else RECONNECTING, _health_reason(err))
                 # KubeApi already logged a failed call; say only that we retry.
                 level = logging.DEBUG if isinstance(err, KubeError) else logging.WARNING
                 log.log(level, "%s: list/watch failed (%s); retrying", self.name, _describe(err))
-            if self._stop.wait(self._backoff.delay(attempt)):
+            reconnecting = self._health.state == RECONNECTING
+            if self._stop.wait(self._backoff.delay(attempt, reconnecting)):
                 break
             attempt += 1
         log.debug("%s: watch thread stopped", self.name)
@@ -353,9 +415,30 @@ class WatchCache:
             self._lock.notify_all()
         for event_type, obj in events:
             self._notify(event_type, obj)
+        self._observe(LIVE, None)
+
+    def _observe(self, state: str, reason: str | None) -> None:
+        """Record an observation of the cache's health; tell the listener if it changed."""
+        with self._lock:
+            before = self._health
+            self._health = before.moved_to(state, reason, time.time())
+            changed = (self._health.state, self._health.reason) != (before.state, before.reason)
+            health = self._health
+        if changed and self._on_health is not None and not self._stop.is_set():
+            try:
+                self._on_health(health)
+            except Exception:  # a broken listener must not stop the cache
+                log.exception("%s: health listener failed", self.name)
+
+    def _watch_was_healthy(self) -> bool:
+        """Whether the last watch had been open for a while before it ended (so its failure
+        starts a new incident rather than continuing the previous one)."""
+        opened = self._watch_opened
+        return opened is not None and time.monotonic() - opened >= HEALTHY_WATCH_SECONDS
 
     def _watch_once(self) -> bool:
         """Follow one watch stream to its end; True if it delivered anything."""
+        self._watch_opened = None
         resource_version = self._resource_version or ""
         stream = self._lw.watch(resource_version)
         with self._lock:
@@ -363,8 +446,10 @@ class WatchCache:
         if self._stop.is_set():  # stop() ran while the watch was being opened
             _close_quietly(stream)
             return False
+        # Opened from the remembered version: the API server sends every change since.
+        self._observe(LIVE, None)
         delivered = False
-        started = time.monotonic()
+        started = self._watch_opened = time.monotonic()
         try:
             for event in stream:
                 if self._stop.is_set():
@@ -463,6 +548,7 @@ class ApiListWatch:
         label_selector: str | None = None,
         field_selector: str | None = None,
         watch_timeout: tuple[int, int] = (300, 600),
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         self._api = api
         self._resource = resource
@@ -474,6 +560,8 @@ class ApiListWatch:
             self._selectors.append(("fieldSelector", field_selector))
         # Like client-go: spread watch renewals over 5-10 minutes.
         self._watch_timeout = watch_timeout
+        # The longest silence tolerated on a watch: bookmarks come about once a minute.
+        self._idle_timeout = idle_timeout
         where = f" in {self._namespace}" if self._namespace else ""
         self.description = f"{resource.qualified}{where}"
 
@@ -514,23 +602,35 @@ class ApiListWatch:
             query.append(("resourceVersion", resource_version))
         try:
             response = self._api.stream(
-                self._resource.path(self._namespace), query, read_timeout=timeout + 60
+                self._resource.path(self._namespace),
+                query,
+                read_timeout=min(timeout + 60, self._idle_timeout),
             )
         except KubeError as err:
             if getattr(err, "api_status", None) == GONE:
                 raise ResourceGone(str(err)) from err
             raise
-        return HttpWatchStream(response)
+        return HttpWatchStream(response, self._idle_timeout)
 
 
 class HttpWatchStream:
-    """Watch events read line by line from a streaming HTTP response."""
+    """Watch events read line by line from a streaming HTTP response whose read timeout is
+    ``idle_timeout``: a silence that long raises :class:`WatchIdle`."""
 
-    def __init__(self, response: Any) -> None:
+    def __init__(self, response: Any, idle_timeout: float | None = None) -> None:
         self._response = response
+        self._idle_timeout = idle_timeout
         self._closed = False
 
     def __iter__(self) -> Iterator[Object]:
+        try:
+            yield from self._events()
+        except urllib3.exceptions.ReadTimeoutError as err:
+            if self._closed:
+                return
+            raise WatchIdle(f"no event or bookmark for {self._idle_timeout:g}s") from err
+
+    def _events(self) -> Iterator[Object]:
         for line in _lines(self._response.stream(amt=None, decode_content=True)):
             if not line.strip():
                 continue
@@ -572,6 +672,15 @@ def _close_quietly(stream: WatchStream) -> None:
         stream.close()
     except Exception:
         log.debug("closing a watch stream failed", exc_info=True)
+
+
+def _health_reason(err: BaseException) -> str:
+    """Why a cache is not live, for a user: the denied permission for a 403."""
+    if isinstance(err, KubeForbidden) and err.denied:
+        return f"forbidden: this identity may no longer {err.denied}"
+    if isinstance(err, KubeError):
+        return err.error + (f": {err.reason}" if err.reason else "")
+    return _describe(err)
 
 
 def _describe(err: BaseException) -> str:

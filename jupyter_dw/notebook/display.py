@@ -197,6 +197,13 @@ def cluster_html(info: ClusterInfo) -> str:
         f' <span style="opacity:.7">queue {escape(status.queue or "?")}</span>'
     )
     parts = [f"<div>{head}</div>"]
+    if not info.freshness.live:  # the state below is the last known one: say so
+        when = info.freshness.to_json()["since"] or ""
+        parts.append(
+            f'<div style="background:#fefcbf;color:#744210">{escape(info.freshness.state)} '
+            f"since {escape(when)}: {escape(info.freshness.reason or '')} — last known state"
+            "</div>"
+        )
     if status.state == "queued":
         where = (
             f"position {status.position_in_local_queue + 1} in the queue · "

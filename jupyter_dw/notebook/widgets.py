@@ -19,7 +19,8 @@ import ipywidgets as w
 from traitlets import Bool, Dict, Instance, Int, List, Unicode
 
 from ..core.clusters import ClusterInfo, FitResult, new_idempotency_key
-from ..core.feed import ClusterChanged, Message, QueuesChanged
+from ..core.feed import ClusterChanged, HealthChanged, Message, QueuesChanged
+from ..domain.freshness import FRESH
 from ..k8s.errors import InvalidRequest, KubeError
 from .display import fit_html
 from .runtime import KernelRuntime, runtime
@@ -72,6 +73,8 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     dashboard_url = Unicode(None, allow_none=True).tag(sync=True)
     deleted = Bool(False).tag(sync=True)
     error = Dict(None, allow_none=True).tag(sync=True)
+    freshness = Dict(FRESH.to_json()).tag(sync=True)
+    """``{"state", "reason", "since"}``: not ``live`` while the state shown may be old."""
 
     def __init__(self, name: str, **kwargs: Any) -> None:
         super().__init__(name=name, **kwargs)
@@ -100,6 +103,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
             self.workers_desired = status.workers_desired
             self.milestones = [m.to_json() for m in info.milestones]
             self.dashboard_url = info.dashboard_url
+            self.freshness = info.freshness.to_json()
 
     def _on_change(self, message: Message) -> None:
         """On the kernel's loop: a change of this cluster."""
@@ -138,17 +142,23 @@ class QueueBoard(_Live, anywidget.AnyWidget):  # type: ignore[misc]
 
     queues = List(Dict()).tag(sync=True)
     error = Dict(None, allow_none=True).tag(sync=True)
+    freshness = Dict(FRESH.to_json()).tag(sync=True)
+    """The watches' overall ``{"state", "reason", "since"}``: not ``live`` while the queues
+    shown may be old."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         try:
             rt = self._follow(self._on_change)
             self.queues = rt.core.queues.list().to_json()["queues"]
+            self.freshness = rt.core.session.watch_health().freshness.to_json()
         except KubeError as err:
             self.error = err.to_json()
 
     def _on_change(self, message: Message) -> None:
-        if isinstance(message, QueuesChanged):
+        if isinstance(message, HealthChanged):
+            self.freshness = message.health.freshness.to_json()
+        elif isinstance(message, QueuesChanged):
             if message.queues is not None:
                 self.queues = message.queues.to_json()["queues"]
                 self.error = None

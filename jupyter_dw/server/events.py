@@ -13,7 +13,8 @@ ignored). A cluster is the object ``GET clusters`` lists (``ClusterStatus`` JSON
 ``dashboard_url``, ``owner``, ``pods``); ``queues`` is the ``GET queues`` answer.
 
 - ``{"type": "snapshot", "namespace", "queues", "queues_error", "clusters",
-  "clusters_error", "positions_visible"}``: the first message. ``queues``/``clusters`` are
+  "clusters_error", "positions_visible", "health"}``: the first message (``health``: the
+  watch health, see ``health`` below). ``queues``/``clusters`` are
   null when they cannot be read, and the matching ``*_error`` is the error JSON
   (``{"error", "reason", "hint", "code"}``) instead.
 - ``{"type": "queues", "event", "kind", "name", "queues", "queues_error"}``: a LocalQueue,
@@ -36,6 +37,10 @@ ignored). A cluster is the object ``GET clusters`` lists (``ClusterStatus`` JSON
   then ``Evicted``/``Preempted``/``Failed``/``Suspended``/``Deleting``, ``QuotaReleased``.
 - ``{"type": "workload", "event", "name", "queue"}``: a Workload that belongs to no
   RayCluster (another kind of job) changed.
+- ``{"type": "health", "freshness", "caches", "kueue_controller"}``: a watch cache or Kueue's
+  controller became ``reconnecting``, ``stale`` or ``live`` again (each a ``{"state",
+  "reason", "since"}``; ``freshness`` the worst). Then a ``cluster`` message, ``cause.kind``
+  ``WatchHealth``, for every cluster whose ``freshness`` changed with it.
 - ``{"type": "error", "error", "reason", "hint", "code"}``: the socket cannot go on (sent
   before the server closes it).
 """

@@ -26,6 +26,8 @@ export type EventMessage = Schemas['EventMessage'];
 export type SnapshotMessage = Schemas['SnapshotMessage'];
 export type QueuesMessage = Schemas['QueuesMessage'];
 export type ClusterMessage = Schemas['ClusterMessage'];
+export type Freshness = Schemas['Freshness'];
+export type WatchHealth = Schemas['WatchHealth'];
 
 export const API_PATH = 'dw/api';
 /** `POST clusters`: the header that makes a create safe to retry (see openapi.yaml). */

@@ -15,7 +15,8 @@ import {
   IDWApi,
   ISocket,
   Milestone,
-  Queues
+  Queues,
+  WatchHealth
 } from './api';
 
 /** How the frontend and the server extension agree. */
@@ -108,6 +109,13 @@ export class DWModel {
   /** The last `error` message of the socket, if the server gave up on it. */
   get socketError(): ErrorBody | null {
     return this._socketError;
+  }
+  /**
+   * Whether the server's watches follow the cluster (`health` messages); null before the
+   * first snapshot. When its `freshness` is not `live`, what is shown is the last known state.
+   */
+  get health(): WatchHealth | null {
+    return this._health;
   }
   /** Reconnections so far (snapshots received after the first). */
   get reconnects(): number {
@@ -218,8 +226,16 @@ export class DWModel {
         this._clusters = new Map((message.clusters ?? []).map(c => [c.name, c]));
         this._clustersError = message.clusters_error;
         this._positionsVisible = message.positions_visible;
+        this._health = message.health ?? null;
         break;
       }
+      case 'health':
+        this._health = {
+          freshness: message.freshness,
+          caches: message.caches,
+          kueue_controller: message.kueue_controller
+        };
+        break;
       case 'queues':
         this._queues = message.queues ?? this._queues;
         this._queuesError = message.queues_error;
@@ -320,6 +336,7 @@ export class DWModel {
   private _handshake: Handshake = { kind: 'pending' };
   private _connection: Connection = 'idle';
   private _namespace: string | null = null;
+  private _health: WatchHealth | null = null;
   private _username: string | null = null;
   private _queues: Queues | null = null;
   private _queuesError: ErrorBody | null = null;

@@ -122,9 +122,11 @@ export interface paths {
      * WebSocket (upgrade): a `snapshot`, then one message per change.
      * @description A WebSocket of JSON text frames from the server (what the browser sends is ignored).
      *     The first message is a `snapshot`; then `queues`, `cluster` and `workload` messages
-     *     as the watch caches change; `error` before the server closes the socket. Each
-     *     message is one of `EventMessage`. A request that is no WebSocket handshake gets 400
-     *     `websocket_required`; one from another site's page, 403 `cross_origin_refused`.
+     *     as the watch caches change, and a `health` message whenever a watch (or Kueue's
+     *     controller) becomes reconnecting, stale or live again; `error` before the server
+     *     closes the socket. Each message is one of `EventMessage`. A request that is no
+     *     WebSocket handshake gets 400 `websocket_required`; one from another site's page, 403
+     *     `cross_origin_refused`.
      */
     get: operations['events'];
     put?: never;
@@ -225,6 +227,23 @@ export interface components {
           error: string | null;
         };
       };
+      health: components['schemas']['WatchHealth'];
+    };
+    /** @description Whether a state can be trusted as current. `live`: the watches it is read from follow the API server. `reconnecting`: a watch broke (API server unreachable, connection dropped) and is being re-opened; the state is the last known one, as of `since`, and catches up by itself. `stale`: it cannot be followed and retrying will not fix it soon (the identity may no longer list/watch a resource, Kueue does not answer); the state is old. `reason` says why (null when live); `since` is when this state began (RFC 3339, null when never anything but live). */
+    Freshness: {
+      /** @enum {unknown} */
+      state: 'live' | 'reconnecting' | 'stale';
+      reason: string | null;
+      /** Format: date-time */
+      since: string | null;
+    };
+    /** @description The health of each watch cache (by resource plural; a cache stopped because its permission was revoked stays listed as `stale`, naming the permission) and of Kueue's controller (`stale` while Kueue does not answer: its visibility API answers 503, or its webhook cannot be called; Workloads then keep Kueue's last word). `freshness` is the worst of them all. */
+    WatchHealth: {
+      freshness: components['schemas']['Freshness'];
+      caches: {
+        [key: string]: components['schemas']['Freshness'];
+      };
+      kueue_controller: components['schemas']['Freshness'];
     };
     /** @description One flavor and resource of a queue, as Kueue counts it. With quota hidden, `nominal`, the limits, `borrowed`, `headroom` and `max_obtainable` are null and `reserved`/`used` are the LocalQueue's own numbers. */
     QueueResource: {
@@ -356,6 +375,8 @@ export interface components {
       pods: components['schemas']['Pod'][];
       /** @description The milestones reached so far, in order, with their times. */
       milestones?: components['schemas']['Milestone'][];
+      /** @description Whether this state is current: not `live` while a watch it is read from (RayClusters, Workloads, pods) is reconnecting or stale, or, for a cluster Kueue manages, while Kueue's controller does not answer. The other fields are then the last known state. */
+      freshness: components['schemas']['Freshness'];
     };
     AdmissionCheckStatus: {
       /** @description The AdmissionCheck's name. */
@@ -501,6 +522,7 @@ export interface components {
       | components['schemas']['QueuesMessage']
       | components['schemas']['ClusterMessage']
       | components['schemas']['WorkloadMessage']
+      | components['schemas']['HealthMessage']
       | components['schemas']['ErrorMessage'];
     NullableError: null | components['schemas']['Error'];
     /** @enum {unknown} */
@@ -512,6 +534,8 @@ export interface components {
        * @enum {string}
        */
       type: 'snapshot';
+      /** @description The watch health now (null before the session has started). */
+      health: null | components['schemas']['WatchHealth'];
       namespace: string | null;
       queues: null | components['schemas']['Queues'];
       queues_error: components['schemas']['NullableError'];
@@ -543,7 +567,10 @@ export interface components {
       event: components['schemas']['ChangeEvent'];
       name: string;
       cause: {
-        /** @enum {unknown} */
+        /**
+         * @description `WatchHealth`: the cluster's `freshness` changed (`name` is its new state).
+         * @enum {unknown}
+         */
         kind:
           | 'RayCluster'
           | 'Workload'
@@ -551,7 +578,9 @@ export interface components {
           | 'LocalQueue'
           | 'ClusterQueue'
           | 'Cohort'
-          | 'ResourceFlavor';
+          | 'ResourceFlavor'
+          | 'WorkloadPriorityClass'
+          | 'WatchHealth';
         name: string;
         event: components['schemas']['ChangeEvent'];
       };
@@ -568,6 +597,19 @@ export interface components {
       event: components['schemas']['ChangeEvent'];
       name: string;
       queue: string | null;
+    };
+    /** @description A watch (or Kueue's controller) became reconnecting, stale or live again: the whole watch health now. Clusters whose `freshness` changed with it follow, each in a `cluster` message whose `cause.kind` is `WatchHealth`. */
+    HealthMessage: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'health';
+      freshness: components['schemas']['Freshness'];
+      caches: {
+        [key: string]: components['schemas']['Freshness'];
+      };
+      kueue_controller: components['schemas']['Freshness'];
     };
     /** @description The socket cannot go on (sent before the server closes it). */
     ErrorMessage: {

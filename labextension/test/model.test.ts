@@ -69,6 +69,8 @@ class FakeClock implements IClock {
   }
 }
 
+const LIVE = { state: 'live', reason: null, since: null } as const;
+
 function cluster(name: string, extra: Partial<Cluster> = {}): Cluster {
   return {
     name,
@@ -95,6 +97,7 @@ function cluster(name: string, extra: Partial<Cluster> = {}): Cluster {
     dashboard_url: `/dw/ray/${name}/`,
     owner: 'me',
     pods: [],
+    freshness: LIVE,
     ...extra
   };
 }
@@ -115,7 +118,8 @@ function snapshot(clusters: Cluster[], queues: Queues = QUEUES): EventMessage {
     queues_error: null,
     clusters,
     clusters_error: null,
-    positions_visible: true
+    positions_visible: true,
+    health: { freshness: LIVE, caches: { rayclusters: LIVE }, kueue_controller: LIVE }
   };
 }
 
@@ -219,6 +223,40 @@ describe('events', () => {
     });
     expect(model.queues).toEqual(queues);
     expect(seen).toHaveBeenCalledTimes(4);
+  });
+
+  it('follows the watch health: reconnecting, then live again', async () => {
+    const { model, sockets } = await started();
+    sockets[0].send(snapshot([cluster('a')]));
+    expect(model.health?.freshness.state).toBe('live');
+    const away = {
+      state: 'reconnecting',
+      reason: 'Cannot reach the Kubernetes API server',
+      since: '2026-11-23T20:00:00.000Z'
+    } as const;
+    sockets[0].send({
+      type: 'health',
+      freshness: away,
+      caches: { rayclusters: away },
+      kueue_controller: LIVE
+    });
+    expect(model.health?.freshness).toEqual(away);
+    sockets[0].send({
+      type: 'cluster',
+      event: 'MODIFIED',
+      name: 'a',
+      cause: { kind: 'WatchHealth', name: 'reconnecting', event: 'MODIFIED' },
+      state: cluster('a', { freshness: away }),
+      milestones: []
+    });
+    expect(model.cluster('a')?.freshness.state).toBe('reconnecting');
+    sockets[0].send({
+      type: 'health',
+      freshness: LIVE,
+      caches: { rayclusters: LIVE },
+      kueue_controller: LIVE
+    });
+    expect(model.health?.freshness.state).toBe('live');
   });
 
   it('reconnects with backoff after a drop and replaces state with a fresh snapshot', async () => {

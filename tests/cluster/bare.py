@@ -3,8 +3,9 @@
 No Kueue, no KubeRay, no controllers: what a cluster looks like before an administrator
 installs them. Tests that need that (the doctor's "Kueue is not installed", a session that
 sees Kueue and KubeRay arrive later) use this one and never disturb the shared cluster of
-:class:`~tests.cluster.controlplane.LocalCluster`. Same binaries, certificates, free ports
-and stop-by-PID as the shared cluster; the processes run with the temporary directory as
+:class:`~tests.cluster.controlplane.LocalCluster`. Same binaries, certificates, free ports,
+etcd and kube-apiserver flags (``LocalCluster._start_etcd_and_apiserver``) and stop-by-PID as
+the shared cluster; the processes run with the temporary directory as
 their working directory, which is how :meth:`down` recognises them.
 """
 
@@ -104,56 +105,17 @@ class BareControlPlane(LocalCluster):
         front_proxy_client: KeyPair,
         sa_keys: KeyPair,
     ) -> None:
-        ports = state.ports
-        etcd_url = f"https://127.0.0.1:{ports['etcd']}"
-        peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
         started = time.monotonic()
-        self._spawn(
+        self._start_etcd_and_apiserver(
             state,
-            "etcd",
-            [
-                "etcd",
-                "--name=bare",
-                f"--data-dir={self.state_dir / 'etcd'}",
-                f"--listen-client-urls={etcd_url}",
-                f"--advertise-client-urls={etcd_url}",
-                f"--listen-peer-urls={peer_url}",
-                f"--initial-advertise-peer-urls={peer_url}",
-                f"--initial-cluster=bare={peer_url}",
-                f"--cert-file={etcd_cert.cert}",
-                f"--key-file={etcd_cert.key}",
-                "--client-cert-auth",
-                f"--trusted-ca-file={ca.pair.cert}",
-                "--listen-metrics-urls=",
-                "--log-level=warn",
-            ],
+            ca,
+            front_proxy_ca,
+            apiserver_cert,
+            etcd_cert,
+            etcd_client,
+            front_proxy_client,
+            sa_keys,
         )
-        self._spawn(
-            state,
-            "kube-apiserver",
-            [
-                str(self.versions.binary("kube-apiserver")),
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={ports['apiserver']}",
-                f"--tls-cert-file={apiserver_cert.cert}",
-                f"--tls-private-key-file={apiserver_cert.key}",
-                f"--client-ca-file={ca.pair.cert}",
-                f"--etcd-servers={etcd_url}",
-                f"--etcd-cafile={ca.pair.cert}",
-                f"--etcd-certfile={etcd_client.cert}",
-                f"--etcd-keyfile={etcd_client.key}",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={sa_keys.cert}",
-                f"--service-account-signing-key-file={sa_keys.key}",
-                "--authorization-mode=Node,RBAC",
-                "--service-cluster-ip-range=10.96.0.0/16",
-                "--endpoint-reconciler-type=none",
-                "--feature-gates=WatchList=false",
-                "--profiling=false",
-            ],
-        )
-        self._wait_healthy(state, "kube-apiserver", f"{state.apiserver}/readyz", state.ca_file)
         _log(f"bare control plane ready after {time.monotonic() - started:.1f}s")
 
 

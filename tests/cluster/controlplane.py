@@ -15,8 +15,10 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -86,16 +88,105 @@ class ClusterState:
     pids: dict[str, int] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
     started_seconds: float = 0.0
+    commands: dict[str, list[str]] = field(default_factory=dict)
+    """How each component was started (argv), so a single one can be started again."""
+    environments: dict[str, dict[str, str]] = field(default_factory=dict)
+    """The extra environment each component was started with."""
+
+
+def etcd_argv(
+    data_dir: Path, etcd_url: str, peer_url: str, cert: KeyPair, ca_cert: Path
+) -> list[str]:
+    """etcd on loopback with TLS client-certificate authentication."""
+    return [
+        "etcd",
+        "--name=default",
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls={etcd_url}",
+        f"--advertise-client-urls={etcd_url}",
+        f"--listen-peer-urls={peer_url}",
+        f"--initial-advertise-peer-urls={peer_url}",
+        f"--initial-cluster=default={peer_url}",
+        f"--cert-file={cert.cert}",
+        f"--key-file={cert.key}",
+        "--client-cert-auth",
+        f"--trusted-ca-file={ca_cert}",
+        "--listen-metrics-urls=",
+        "--log-level=warn",
+    ]
+
+
+def apiserver_argv(
+    binary: Path,
+    *,
+    port: int,
+    etcd_url: str,
+    ca: CertificateAuthority,
+    front_proxy_ca: CertificateAuthority,
+    serving: KeyPair,
+    etcd_client: KeyPair,
+    front_proxy_client: KeyPair,
+    sa_keys: KeyPair,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """kube-apiserver on loopback against ``etcd_url``; ``extra`` flags last (they win)."""
+    return [
+        str(binary),
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--tls-cert-file={serving.cert}",
+        f"--tls-private-key-file={serving.key}",
+        f"--client-ca-file={ca.pair.cert}",
+        f"--etcd-servers={etcd_url}",
+        f"--etcd-cafile={ca.pair.cert}",
+        f"--etcd-certfile={etcd_client.cert}",
+        f"--etcd-keyfile={etcd_client.key}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={sa_keys.cert}",
+        f"--service-account-signing-key-file={sa_keys.key}",
+        "--authorization-mode=Node,RBAC",
+        "--service-cluster-ip-range=10.96.0.0/16",
+        "--endpoint-reconciler-type=none",
+        "--allow-privileged=true",
+        # Watch-list streams need etcd progress notifications that Debian's etcd 3.4
+        # does not give; clients then wait out retries. Plain list + watch is served.
+        "--feature-gates=WatchList=false",
+        "--profiling=false",
+        f"--requestheader-client-ca-file={front_proxy_ca.pair.cert}",
+        "--requestheader-allowed-names=front-proxy-client",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={front_proxy_client.cert}",
+        f"--proxy-client-key-file={front_proxy_client.key}",
+        *extra,
+    ]
 
 
 class LocalCluster:
-    """One local control plane, its state kept under ``state_dir``."""
+    """One local control plane, its state kept under ``state_dir``.
 
-    def __init__(self, state_dir: Path | None = None, versions: Versions | None = None) -> None:
+    ``apiserver_flags`` are added to kube-apiserver's (``--watch-cache=false``);
+    ``kueue_config`` is merged into Kueue's manager configuration (``{"waitForPodsReady":
+    {...}}``). The shared cluster uses neither; disposable ones (tests/cluster/disposable.py)
+    do.
+    """
+
+    def __init__(
+        self,
+        state_dir: Path | None = None,
+        versions: Versions | None = None,
+        *,
+        apiserver_flags: Sequence[str] = (),
+        kueue_config: dict[str, Any] | None = None,
+    ) -> None:
         self.state_dir = state_dir or default_state_dir()
         self.versions = versions or Versions.selected()
         self.state_file = self.state_dir / "state.json"
         self.logs = self.state_dir / "logs"
+        self.apiserver_flags = tuple(apiserver_flags)
+        self.kueue_config = dict(kueue_config or {})
 
     # ----------------------------------------------------------------- inspection
     def state(self) -> ClusterState | None:
@@ -254,6 +345,8 @@ class LocalCluster:
         )
         log.close()
         state.pids[name] = proc.pid
+        state.commands[name] = list(argv)
+        state.environments[name] = dict(env or {})
         self._save(state)
 
     def _spawn_in_pod_like_namespace(
@@ -298,6 +391,58 @@ class LocalCluster:
             env={"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port},
         )
 
+    def _start_etcd_and_apiserver(
+        self,
+        state: ClusterState,
+        ca: CertificateAuthority,
+        front_proxy_ca: CertificateAuthority,
+        apiserver_cert: KeyPair,
+        etcd_cert: KeyPair,
+        etcd_client: KeyPair,
+        front_proxy_client: KeyPair,
+        sa_keys: KeyPair,
+    ) -> None:
+        """etcd, then kube-apiserver (with ``apiserver_flags``), until it is ready."""
+        ports = state.ports
+        etcd_url = f"https://127.0.0.1:{ports['etcd']}"
+        peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
+        self._spawn(
+            state,
+            "etcd",
+            etcd_argv(self.state_dir / "etcd", etcd_url, peer_url, etcd_cert, ca.pair.cert),
+        )
+        self._spawn(
+            state,
+            "kube-apiserver",
+            apiserver_argv(
+                self.versions.binary("kube-apiserver"),
+                port=ports["apiserver"],
+                etcd_url=etcd_url,
+                ca=ca,
+                front_proxy_ca=front_proxy_ca,
+                serving=apiserver_cert,
+                etcd_client=etcd_client,
+                front_proxy_client=front_proxy_client,
+                sa_keys=sa_keys,
+                extra=self.apiserver_flags,
+            ),
+        )
+        self._wait_healthy(state, "kube-apiserver", f"{state.apiserver}/readyz", state.ca_file)
+
+    def write_kueue_config(self, state: ClusterState) -> Path:
+        """Kueue's manager configuration for this cluster, with ``kueue_config`` merged in."""
+        ports = state.ports
+        path = self.state_dir / "kueue-config.yaml"
+        config = manifests.kueue_config(
+            self.versions,
+            webhook_port=ports["kueue-webhook"],
+            cert_dir=self.state_dir / "kueue-certs",
+            health_port=ports["kueue-health"],
+            visibility_port=ports["kueue-visibility"],
+        )
+        path.write_text(yaml.safe_dump({**config, **self.kueue_config}))
+        return path
+
     def _wait_healthy(self, state: ClusterState, name: str, url: str, ca_file: str | None) -> None:
         pid = state.pids[name]
 
@@ -329,68 +474,19 @@ class LocalCluster:
         sa_keys: KeyPair,
     ) -> None:
         v, ports = self.versions, state.ports
-        etcd_url = f"https://127.0.0.1:{ports['etcd']}"
-        peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
         t0 = time.monotonic()
-        self._spawn(
+        self._start_etcd_and_apiserver(
             state,
-            "etcd",
-            [
-                "etcd",
-                "--name=default",
-                f"--data-dir={self.state_dir / 'etcd'}",
-                f"--listen-client-urls={etcd_url}",
-                f"--advertise-client-urls={etcd_url}",
-                f"--listen-peer-urls={peer_url}",
-                f"--initial-advertise-peer-urls={peer_url}",
-                f"--initial-cluster=default={peer_url}",
-                f"--cert-file={etcd_cert.cert}",
-                f"--key-file={etcd_cert.key}",
-                "--client-cert-auth",
-                f"--trusted-ca-file={ca.pair.cert}",
-                "--listen-metrics-urls=",
-                "--log-level=warn",
-            ],
+            ca,
+            front_proxy_ca,
+            apiserver_cert,
+            etcd_cert,
+            etcd_client,
+            front_proxy_client,
+            sa_keys,
         )
-
-        kubeconfig = state.kubeconfig
-        self._spawn(
-            state,
-            "kube-apiserver",
-            [
-                str(v.binary("kube-apiserver")),
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={ports['apiserver']}",
-                f"--tls-cert-file={apiserver_cert.cert}",
-                f"--tls-private-key-file={apiserver_cert.key}",
-                f"--client-ca-file={ca.pair.cert}",
-                f"--etcd-servers={etcd_url}",
-                f"--etcd-cafile={ca.pair.cert}",
-                f"--etcd-certfile={etcd_client.cert}",
-                f"--etcd-keyfile={etcd_client.key}",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={sa_keys.cert}",
-                f"--service-account-signing-key-file={sa_keys.key}",
-                "--authorization-mode=Node,RBAC",
-                "--service-cluster-ip-range=10.96.0.0/16",
-                "--endpoint-reconciler-type=none",
-                "--allow-privileged=true",
-                # Watch-list streams need etcd progress notifications that Debian's etcd 3.4
-                # does not give; clients then wait out retries. Plain list + watch is served.
-                "--feature-gates=WatchList=false",
-                "--profiling=false",
-                f"--requestheader-client-ca-file={front_proxy_ca.pair.cert}",
-                "--requestheader-allowed-names=front-proxy-client",
-                "--requestheader-username-headers=X-Remote-User",
-                "--requestheader-group-headers=X-Remote-Group",
-                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-                f"--proxy-client-cert-file={front_proxy_client.cert}",
-                f"--proxy-client-key-file={front_proxy_client.key}",
-            ],
-        )
-        self._wait_healthy(state, "kube-apiserver", f"{state.apiserver}/readyz", state.ca_file)
         _log(f"kube-apiserver ready after {time.monotonic() - t0:.1f}s")
+        kubeconfig = state.kubeconfig
 
         api = AdminApi(kubeconfig)
         webhook_url = f"https://127.0.0.1:{ports['kueue-webhook']}"
@@ -445,18 +541,7 @@ class LocalCluster:
             ],
         )
 
-        kueue_cfg = self.state_dir / "kueue-config.yaml"
-        kueue_cfg.write_text(
-            yaml.safe_dump(
-                manifests.kueue_config(
-                    v,
-                    webhook_port=ports["kueue-webhook"],
-                    cert_dir=self.state_dir / "kueue-certs",
-                    health_port=ports["kueue-health"],
-                    visibility_port=ports["kueue-visibility"],
-                )
-            )
-        )
+        kueue_cfg = self.write_kueue_config(state)
         _install_kueue_fixed_certs(kueue_cfg.parent / "kueue-certs")
         kueue_argv = [
             str(v.binary("kueue")),

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from jupyter_dw.domain.freshness import Freshness
+from jupyter_dw.k8s.errors import KubeForbidden, KubeUnreachable
 from jupyter_dw.k8s.watch_cache import (
     ADDED,
     DELETED,
@@ -18,6 +20,7 @@ from jupyter_dw.k8s.watch_cache import (
     Backoff,
     ResourceGone,
     WatchCache,
+    WatchIdle,
     _lines,
 )
 
@@ -55,7 +58,10 @@ class FakeStream:
         self.closed = threading.Event()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        yield from self.events
+        for item in self.events:
+            if isinstance(item, BaseException):  # the connection fails mid-stream
+                raise item
+            yield item
         if self.block:
             self.closed.wait()
 
@@ -297,3 +303,63 @@ def test_wait_synced_gives_up_on_a_permanent_error(fake, make_cache):
     assert synced is False
     assert time.monotonic() - started < 30  # returned on the error, not at the timeout
     assert isinstance(cache.last_error, PermissionError)
+
+
+# -- health ---------------------------------------------------------------------------------
+
+
+def test_health_is_reconnecting_while_the_api_server_is_away_then_live(fake, make_cache):
+    seen: list[Freshness] = []
+    fake.lists.append(([obj("a", "5")], "10"))
+    fake.watches.append([event(MODIFIED, obj("a", "15"))])
+    fake.watches.append(KubeUnreachable("Cannot reach the Kubernetes API server", "refused"))
+    fake.watches.append(KubeUnreachable("Cannot reach the Kubernetes API server", "refused"))
+    fake.watches.append(Block())
+    cache = make_cache(on_health=seen.append)
+    assert cache.health.state == "reconnecting"  # nothing listed yet
+    cache.start()
+
+    fake.wait(lambda: len(fake.watch_versions) == 4)
+    assert cache.wait_until(lambda _: cache.health.live, WAIT)
+    # Told once per change, not per failed attempt; the reason names the cause.
+    assert [h.state for h in seen] == ["live", "reconnecting", "live"]
+    assert seen[1].reason == "Cannot reach the Kubernetes API server: refused"
+    assert seen[1].since is not None and seen[2].since is not None
+    assert seen[2].since >= seen[1].since
+    assert fake.watch_versions[-1] == "15"  # resumed: nothing missed, nothing listed again
+    assert fake.list_calls == 1
+
+
+def test_a_forbidden_list_is_stale_naming_the_permission(fake, make_cache):
+    denied = "list workloads.kueue.x-k8s.io"
+    fake.lists.extend(
+        KubeForbidden(f"Forbidden: this identity may not {denied}", denied=denied)
+        for _ in range(10_000)
+    )
+    cache = make_cache()
+    cache.start()
+
+    cache.wait_synced(WAIT, give_up=lambda err: isinstance(err, KubeForbidden))
+    assert cache.health.state == "stale"
+    assert cache.health.reason == f"forbidden: this identity may no longer {denied}"
+
+
+def test_a_silent_watch_is_reopened_from_the_last_version(fake, make_cache):
+    seen: list[Freshness] = []
+    fake.lists.append(([obj("a", "5")], "10"))
+    fake.watches.append([event(MODIFIED, obj("a", "12")), WatchIdle("no event for 2s")])
+    fake.watches.append(Block(event(MODIFIED, obj("a", "13"))))
+    cache = make_cache(on_health=seen.append)
+    cache.start()
+
+    assert cache.wait_until(lambda objs: objs[0]["metadata"]["resourceVersion"] == "13", WAIT)
+    assert cache.idle_reopens == 1
+    assert fake.watch_versions == ["10", "12"]
+    assert fake.list_calls == 1
+    assert [h.state for h in seen] == ["live"]  # re-opened at once: never shown as away
+
+
+def test_reconnect_backoff_is_capped_lower():
+    backoff = Backoff(initial=1.0, maximum=30.0, reconnect_maximum=2.0)
+    assert 1.0 <= backoff.delay(10, reconnecting=True) <= 2.0
+    assert 15.0 <= backoff.delay(10) <= 30.0

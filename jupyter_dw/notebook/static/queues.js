@@ -23,6 +23,18 @@ function render({ model, el: root }) {
       alert.textContent = `${error.error}${error.reason ? ": " + error.reason : ""} ${error.hint || ""}`;
       box.append(alert);
     }
+    const freshness = model.get("freshness") || {};
+    if (freshness.state && freshness.state !== "live") {
+      // The queues below are the last ones known: say so, never show them as current.
+      const banner = document.createElement("div");
+      banner.className = "jp-dw-freshness";
+      banner.setAttribute("role", "status");
+      banner.dataset.freshness = freshness.state;
+      banner.style.cssText = "background:#fefcbf;color:#744210;border-radius:4px;padding:2px 6px";
+      const since = freshness.since ? ` since ${new Date(freshness.since).toLocaleTimeString()}` : "";
+      banner.textContent = `${freshness.state === "reconnecting" ? "Reconnecting…" : "Stale"}${since}: ${freshness.reason || ""} — last known queues shown`;
+      box.append(banner);
+    }
     for (const queue of model.get("queues") || []) {
       const title = document.createElement("div");
       title.className = "jp-dw-queue";
@@ -58,6 +70,7 @@ function render({ model, el: root }) {
   }
   model.on("change:queues", draw);
   model.on("change:error", draw);
+  model.on("change:freshness", draw);
   draw();
 }
 

@@ -63,6 +63,13 @@ function render({ model, el: root }) {
         `${error.error}${error.reason ? ": " + error.reason : ""}`),
         el("div", { style: "opacity:.8" }, error.hint || ""));
     }
+    const freshness = model.get("freshness") || {};
+    if (freshness.state && freshness.state !== "live") {
+      // The state below is the last one known: say so, never show it as current.
+      const since = freshness.since ? ` since ${new Date(freshness.since).toLocaleTimeString()}` : "";
+      box.append(el("div", { class: "jp-dw-freshness", role: "status", "data-freshness": freshness.state, style: "background:#fefcbf;color:#744210;border-radius:4px;padding:2px 6px" },
+        `${freshness.state === "reconnecting" ? "Reconnecting…" : "Stale"}${since}: ${freshness.reason || ""} — last known state shown`));
+    }
     const badge = el("span", { class: "jp-dw-state", "data-state": state || "", style: `background:${COLORS[state] || "#718096"};color:#fff;border-radius:9px;padding:1px 8px;font-size:12px;font-weight:600` }, state || "…");
     box.append(el("div", {}, el("b", {}, name), " ", badge,
       el("span", { style: "opacity:.7" }, ` queue ${model.get("queue") || "?"}`)));
@@ -121,7 +128,7 @@ function render({ model, el: root }) {
     }
     box.append(actions);
   }
-  for (const trait of ["state", "reason", "message", "position_in_local_queue", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue"]) {
+  for (const trait of ["state", "reason", "message", "position_in_local_queue", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue", "freshness"]) {
     model.on(`change:${trait}`, draw);
   }
   draw();

@@ -67,6 +67,15 @@ function ClusterCard(props: {
         <span className={`jp-dw-badge jp-dw-state-${c.state}`} data-badge={c.state}>
           {c.state}
         </span>
+        {c.freshness.state !== 'live' ? (
+          <span
+            className="jp-dw-badge jp-dw-stale"
+            data-freshness={c.freshness.state}
+            title={c.freshness.reason ?? undefined}
+          >
+            {c.freshness.state === 'reconnecting' ? 'reconnecting…' : 'stale'}
+          </span>
+        ) : null}
       </div>
       <div className="jp-dw-muted jp-dw-card-queue">
         queue {c.queue ?? '?'}

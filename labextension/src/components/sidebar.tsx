@@ -6,7 +6,7 @@ import { DWModel, FitChecker, RenderGate } from '../model';
 import { ClustersSection, IClusterActions } from './clusters';
 import { NewClusterForm } from './form';
 import { QueuesSection } from './queues';
-import { ConnectionStatus, HandshakeMessage } from './status';
+import { ConnectionStatus, FreshnessBanner, HandshakeMessage } from './status';
 
 import iconSvg from '../../style/icon.svg';
 
@@ -46,6 +46,7 @@ function SidebarView(props: {
         <div className="jp-dw-muted jp-dw-namespace">namespace {model.namespace}</div>
       ) : null}
       <HandshakeMessage model={model} />
+      {ready ? <FreshnessBanner model={model} /> : null}
       {ready && model.connection !== 'connecting' ? (
         <>
           <QueuesSection model={model} />

@@ -93,3 +93,42 @@ export function ErrorNote(props: {
     </div>
   );
 }
+
+/**
+ * A banner while the server's view of the cluster may be old: a watch reconnecting (the API
+ * server is away) or stale (a permission revoked, Kueue not answering). What the panel shows
+ * below it is then the last known state, never presented as current.
+ */
+export function FreshnessBanner(props: { model: DWModel }): JSX.Element | null {
+  const health = props.model.health;
+  const freshness = health?.freshness;
+  if (!health || !freshness || freshness.state === 'live') {
+    return null;
+  }
+  const affected = Object.entries(health.caches)
+    .filter(([, f]) => f.state !== 'live')
+    .map(([plural]) => plural);
+  if (health.kueue_controller.state !== 'live') {
+    affected.push('Kueue');
+  }
+  const since = freshness.since ? new Date(freshness.since).toLocaleTimeString() : null;
+  const title = freshness.state === 'reconnecting' ? 'Reconnecting to Kubernetes…' : 'Stale';
+  return (
+    <div
+      className={`jp-dw-alert jp-dw-freshness jp-dw-freshness-${freshness.state}`}
+      role="status"
+      aria-live="polite"
+      data-freshness={freshness.state}
+    >
+      <strong>
+        {title}
+        {since ? ` since ${since}` : null}
+      </strong>
+      {freshness.reason ? <div>{freshness.reason}</div> : null}
+      {affected.length > 1 ? (
+        <div className="jp-dw-freshness-affected">Affected: {affected.join(', ')}</div>
+      ) : null}
+      <div className="jp-dw-muted">What is shown is the last known state.</div>
+    </div>
+  );
+}

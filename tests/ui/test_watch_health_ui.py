@@ -1,0 +1,62 @@
+"""The sidebar says when what it shows can no longer be trusted: the workbench's Role is
+removed mid-session (in the test's own namespace on the shared cluster), and the panel shows a
+"Stale" banner naming the permission instead of presenting the last lists as current."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from playwright.sync_api import Page, expect
+
+from tests.cluster.fixtures import KueueObjects
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
+from tests.ui.lab import LabServer, StandInDashboard
+from tests.ui.test_sidebar import make_queues, open_panel
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def lab(
+    workbench, dashboard: StandInDashboard, artifacts: Path, tmp_path: Path
+) -> Iterator[LabServer]:
+    """JupyterLab as a workbench that re-checks its permissions every 2 s."""
+    identity = workbench(rules=namespace_rules(), cluster_rules=CLUSTER_READ_RULES)
+    server = LabServer(
+        service_account_dir=identity.service_account_dir,
+        pod_environ=identity.environ,
+        workdir=tmp_path / "lab",
+        log_path=artifacts / "jupyter-server.log",
+        extra_args=[*dashboard.lab_args(), "--JupyterDW.access_refresh_interval=2"],
+    )
+    server.workdir.mkdir()
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_a_removed_role_shows_a_stale_banner(
+    page: Page, lab: LabServer, kueue: KueueObjects, kube, namespace: str, artifacts: Path
+) -> None:
+    make_queues(kueue)
+    sidebar = open_panel(page, lab)
+    expect(sidebar.locator('[data-queue="team"]')).to_be_visible()
+    expect(sidebar.locator("[data-freshness]")).to_have_count(0)  # live: no banner
+
+    client.RbacAuthorizationV1Api(kube).delete_namespaced_role("workbench", namespace)
+
+    banner = sidebar.locator('.jp-dw-freshness[data-freshness="stale"]')
+    expect(banner).to_be_visible(timeout=60_000)
+    expect(banner).to_contain_text("Stale since")
+    expect(banner).to_contain_text("forbidden: this identity may no longer")
+    expect(banner).to_contain_text("last known state")
+    expect(banner.locator(".jp-dw-freshness-affected")).to_have_text(
+        "Affected: localqueues, pods, rayclusters, workloads"
+    )
+    health = lab.api("GET", "context")["health"]
+    assert health["freshness"]["state"] == "stale"
+    assert health["freshness"]["reason"] in banner.inner_text()
+    sidebar.screenshot(path=str(artifacts / "sidebar-stale.png"))
