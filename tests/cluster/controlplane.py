@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import json
 import os
 import random
@@ -37,6 +38,16 @@ def default_state_dir() -> Path:
     """Where a cluster keeps its state (certificates, etcd data, logs, PIDs, kubeconfig)."""
     override = os.environ.get("DW_CLUSTER_DIR")
     return Path(override) if override else Path(tempfile.gettempdir()) / "jupyter-dw-cluster"
+
+
+def testbed_fingerprint() -> str:
+    """A hash of the code that sets a cluster up (the CRDs, webhooks and flags it applies): a
+    running cluster started by other code is replaced rather than reused, so a test-bed change
+    (say a CRD Kueue must see at start-up) never meets a cluster that predates it."""
+    digest = hashlib.sha256()
+    for name in ("controlplane.py", "manifests.py", "versions.env", "pki.py"):
+        digest.update((HERE / name).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def free_port() -> int:
@@ -90,6 +101,8 @@ class ClusterState:
     started_seconds: float = 0.0
     commands: dict[str, list[str]] = field(default_factory=dict)
     """How each component was started (argv), so a single one can be started again."""
+    testbed: str = ""
+    """:func:`testbed_fingerprint` of the code that started it."""
     environments: dict[str, dict[str, str]] = field(default_factory=dict)
     """The extra environment each component was started with."""
 
@@ -218,11 +231,16 @@ class LocalCluster:
     def up(self) -> ClusterState:
         """Start the cluster, or keep the running one if it is healthy and the same versions."""
         state = self.state()
-        if state and state.versions == asdict(self.versions) and self.is_healthy(state):
+        if (
+            state
+            and state.versions == asdict(self.versions)
+            and state.testbed == testbed_fingerprint()
+            and self.is_healthy(state)
+        ):
             _log(f"already running ({self.state_dir})")
             return state
         if state:
-            _log("stopping the previous cluster (unhealthy or other versions)")
+            _log("stopping the previous cluster (unhealthy, other versions or test bed changed)")
             self.down()
         self.build()
         started = time.monotonic()
@@ -310,6 +328,7 @@ class LocalCluster:
             apiserver=apiserver,
             ca_file=str(ca.pair.cert),
             ports=ports,
+            testbed=testbed_fingerprint(),
         )
         try:
             self._start_processes(
