@@ -256,13 +256,19 @@ class ChangeFeed:
             return [WorkloadChanged(event_type, name, (obj.get("spec") or {}).get("queueName"))]
         cause = Cause(CLUSTER_CAUSES[plural], name, event_type)
         event = event_type if plural == RAY_CLUSTER.plural else "MODIFIED"
-        return [self.cluster_message(cluster, event, cause)]
+        message = self.cluster_message(cluster, event, cause)
+        return [message] if message is not None else []
 
-    def cluster_message(self, cluster: str, event: str, cause: Cause) -> ClusterChanged:
-        """Cluster ``cluster`` as the caches hold it now (``cluster`` None once it is gone)."""
+    def cluster_message(self, cluster: str, event: str, cause: Cause) -> ClusterChanged | None:
+        """Cluster ``cluster`` as the caches hold it now (``cluster`` None once it is gone);
+        None when the RayCluster cache cannot say (not open, not listed yet, or stopped): a
+        cluster the cache does not hold is gone only if the cache is complete."""
         info = self.clusters.describe(cluster)
         known = self._known.get(cluster)
         if info is None:
+            rayclusters = self.session.cache(RAY_CLUSTER)
+            if rayclusters is None or not rayclusters.synced:
+                return None
             self._known.pop(cluster, None)
             self._freshness.pop(cluster, None)
             return ClusterChanged(event, cluster, cause, None, ())

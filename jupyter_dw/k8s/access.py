@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import KubeError, KubeForbidden
 from .resources import (
-    ADMISSION_CHECK,
     CLUSTER_QUEUE,
     COHORT,
     LOCAL_QUEUE,
@@ -121,12 +120,6 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
         WORKLOAD_PRIORITY_CLASS,
         ("list", "watch"),
         "offer WorkloadPriorityClasses for clusters",
-        required=False,
-    ),
-    *_perms(
-        ADMISSION_CHECK,
-        ("list", "watch"),
-        "name the admission checks a queue requires",
         required=False,
     ),
     *_perms(

@@ -77,7 +77,9 @@ def test_the_example_cluster_role_grants_exactly_the_optional_permissions():
     assert grants(role) == needed(OPTIONAL)
     names = {resource for _, resource, _ in grants(role)}
     assert {"clusterqueues", "cohorts", "resourceflavors"} <= names
-    assert {"workloadpriorityclasses", "admissionchecks"} <= names
+    assert "workloadpriorityclasses" in names
+    # A queue's admission checks are read from its ClusterQueue: AdmissionChecks need no grant.
+    assert "admissionchecks" not in names
     # Read only: list and watch objects, get the pending workloads of ClusterQueues.
     assert {verb for _, r, verb in grants(role) if "/" not in r} == {"list", "watch"}
     assert {(r, verb) for _, r, verb in grants(role) if "/" in r} == {
