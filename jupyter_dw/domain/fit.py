@@ -21,7 +21,9 @@ and ``assess_fit`` follows it step by step:
   the one borrowing least (``QuotaTree.borrowing_level``, Kueue's borrowing height). A flavor
   that does not fit now is skipped whatever ``whenCanPreempt`` says: whether preemption could
   make room depends on the priorities of admitted workloads, which the verdict does not know
-  (Kueue behaves the same when it finds no preemption candidates).
+  (Kueue behaves the same when it finds no preemption candidates). With ``whenCanPreempt:
+  MayStopSearch`` on a ClusterQueue that preempts, a fits-now message says so when a flavor
+  ahead of the assigned one was skipped (Kueue may stop there to preempt instead).
 - Admission checks (``spec.admissionChecksStrategy``): fitting the quota only reserves it; the
   workload is admitted when every check that applies to its flavors is Ready. The verdict
   names them (``admission_checks``) and a fitting workload's message says it then waits for
@@ -630,7 +632,30 @@ class _Assessor:
         if self.ahead is not None and self.ahead.count:
             # Fitting does not jump the queue: under StrictFIFO the head of the queue goes first.
             message += f"; {_workloads(self.ahead)} pending ahead may be admitted first"
+        skipped = self._preemptible_before(now)
+        if skipped:
+            message += (
+                f"; but with whenCanPreempt: MayStopSearch Kueue may instead preempt "
+                f"lower-priority workloads in flavor {', '.join(skipped)}, which comes first"
+            )
         return replace(verdict, message=message + ".")
+
+    def _preemptible_before(self, now: _Placement) -> list[str]:
+        """Flavors ahead of the ones assigned in which Kueue may stop to preempt instead
+        (``whenCanPreempt: MayStopSearch`` on a ClusterQueue that preempts). Whether it does
+        depends on the priorities of admitted workloads, which the verdict does not know: so
+        this is said, not decided."""
+        if not (self.cq.preempts and self.cq.flavor_fungibility.stops_to_preempt):
+            return []
+        found: list[str] = []
+        for pod_set, group, wanted in _steps(self.demands, self.groups):
+            assigned = {now.flavors.get(pod_set, {}).get(resource) for resource in wanted}
+            for flavor in group.flavors:
+                if flavor.name in assigned:
+                    break
+                if self.eligible(pod_set, flavor.name) and flavor.name not in found:
+                    found.append(flavor.name)
+        return found
 
     def _waits(self, ever: _Placement) -> FitVerdict:
         verdict = self._verdict(MUST_WAIT, REASON_WAITING, "", ever)

@@ -342,6 +342,11 @@ class FlavorFungibility:
         """True when a flavor that fits only by borrowing does not end the search."""
         return self.when_can_borrow == TRY_NEXT_FLAVOR
 
+    @property
+    def stops_to_preempt(self) -> bool:
+        """True when a flavor that fits only by preempting may end the search there."""
+        return self.when_can_preempt == MAY_STOP_SEARCH
+
 
 @dataclass(frozen=True)
 class AdmissionCheckRule:
@@ -354,6 +359,19 @@ class AdmissionCheckRule:
     def applies(self, flavors: Iterable[str]) -> bool:
         """Whether the check runs for a workload assigned ``flavors``."""
         return not self.on_flavors or any(f in self.on_flavors for f in flavors)
+
+
+def _preempts(preemption: Any) -> bool:
+    """Whether ``spec.preemption`` allows any preemption (Kueue's defaults allow none)."""
+    if not isinstance(preemption, Mapping):
+        return False
+    borrow = preemption.get("borrowWithinCohort")
+    policies = (
+        preemption.get("withinClusterQueue"),
+        preemption.get("reclaimWithinCohort"),
+        borrow.get("policy") if isinstance(borrow, Mapping) else None,
+    )
+    return any(policy not in (None, "", "Never") for policy in policies)
 
 
 def _admission_checks(spec: Mapping[str, Any], where: str) -> tuple[AdmissionCheckRule, ...]:
@@ -383,6 +401,10 @@ class ClusterQueueQuota(QueueStatus):
     queueing_strategy: str = BEST_EFFORT_FIFO
     flavor_fungibility: FlavorFungibility = FlavorFungibility()
     admission_checks: tuple[AdmissionCheckRule, ...] = ()
+    preempts: bool = False
+    """``spec.preemption`` lets Kueue preempt admitted workloads for a pending one (any of
+    ``withinClusterQueue``, ``reclaimWithinCohort``, ``borrowWithinCohort.policy`` not
+    ``Never``)."""
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> ClusterQueueQuota:
@@ -405,6 +427,7 @@ class ClusterQueueQuota(QueueStatus):
                 spec.get("flavorFungibility"), f"{where}.spec.flavorFungibility"
             ),
             admission_checks=_admission_checks(spec, f"{where}.spec"),
+            preempts=_preempts(spec.get("preemption")),
             **_queue_status(status, where, usage_key="flavorsUsage"),
         )
 

@@ -190,3 +190,42 @@ def test_a_waiting_verdict_also_names_the_checks() -> None:
 def test_no_checks_fits_now() -> None:
     fit = verdict(queue("team", [("cpu", "8")], cohort=None), "2")
     assert fit.admission_checks == () and "fits now" in fit.message
+
+
+# whenCanPreempt: a flavor that fits only by preempting. "busy" (first) has 4 CPU, all reserved
+# by admitted workloads; "idle" has 4 CPU free. Kueue takes idle unless it may stop to preempt.
+STOP_TO_PREEMPT = {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"}
+PREEMPTS = {"withinClusterQueue": "LowerPriority"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "caveat"),
+    [
+        ({}, False),  # Kueue's defaults: never preempts, tries the next flavor
+        ({"preemption": PREEMPTS}, False),  # preempts, but whenCanPreempt: TryNextFlavor
+        ({"flavorFungibility": STOP_TO_PREEMPT}, False),  # may stop, but never preempts
+        ({"flavorFungibility": STOP_TO_PREEMPT, "preemption": PREEMPTS}, True),
+        (
+            {
+                "flavorFungibility": STOP_TO_PREEMPT,
+                "preemption": {"withinClusterQueue": "Never", "borrowWithinCohort": {}},
+            },
+            False,
+        ),
+    ],
+)
+def test_a_fit_past_a_full_flavor_says_when_kueue_may_stop_to_preempt(
+    spec: dict[str, Any], caveat: bool
+) -> None:
+    groups = [cpu_mem("busy", "4", "64Gi"), cpu_mem("idle", "4", "64Gi")]
+    obj = cq_obj(
+        "team",
+        [(["cpu", "memory"], [g[1][0] for g in groups])],
+        reserved={("busy", "cpu"): "4"},
+    )
+    obj["spec"].update(spec)
+    team = ClusterQueueQuota.from_object(obj)
+    fit = verdict(team, "2")
+    assert (fit.verdict, fit.flavors["cpu"]) == (FITS_NOW, "idle")
+    said = "may instead preempt lower-priority workloads in flavor busy" in fit.message
+    assert said is caveat, fit.message
