@@ -45,24 +45,9 @@ from jupyter_dw.k8s.resources import RAY_CLUSTER
 from jupyter_dw.k8s.session import KubeSession
 from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
 from tests.cluster.disposable import DisposableCluster, TcpProxy
+from tests.integration.clusters_support import suspended_raycluster
 
 TIMEOUT = 120.0
-
-
-def suspended_raycluster(name: str) -> dict[str, Any]:
-    container = {"name": "ray-head", "image": "rayproject/ray:2.60.0"}
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {"name": name},
-        "spec": {
-            "suspend": True,
-            "headGroupSpec": {
-                "rayStartParams": {},
-                "template": {"spec": {"containers": [container]}},
-            },
-        },
-    }
 
 
 def until(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> float:

@@ -77,6 +77,8 @@ MANAGED_BY_VALUE = "jupyter-dw"
 OWNER_LABEL = "jupyter-dw/owner"
 OWNER_ANNOTATION = "jupyter-dw/owner"
 IDEMPOTENCY_KEY_ANNOTATION = "jupyter-dw/idempotency-key"
+REQUEST_DIGEST_ANNOTATION = "jupyter-dw/request-digest"
+"""SHA-256 of the create request an idempotency key was first sent with."""
 """The idempotency key of the create request that made a RayCluster: a retried create with the
 same key answers with this cluster instead of making a second one or failing with 409."""
 

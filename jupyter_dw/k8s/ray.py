@@ -7,10 +7,13 @@ caches instead; these are the calls no cache can answer. All functions block.
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..names import IDEMPOTENCY_KEY_ANNOTATION
+from ..names import IDEMPOTENCY_KEY_ANNOTATION, REQUEST_DIGEST_ANNOTATION
 from .errors import KubeApiError, KubeConflict, KubeError, KubeNotFound, KubeUnreachable
 from .resources import (
     PENDING_WORKLOADS_SUBRESOURCE,
@@ -44,19 +47,25 @@ def create_raycluster(api: KubeApi, namespace: str, obj: Object) -> Object:
     but its answer is lost (connection cut, timeout), the cluster is looked up by name: there
     with the key, it is the answer; absent, the create is sent once more. So a key makes at
     most one cluster, whatever the network does. A name taken by another key (or without a
-    key) raises :class:`KubeConflict`; an answer that stays lost raises the transport error
+    key), or by the same key sent with a different request (its digest is stored next to the
+    key), raises :class:`KubeConflict`; an answer that stays lost raises the transport error
     with a hint to retry with the same key.
     """
     metadata = obj.get("metadata") or {}
     name = str(metadata.get("name") or "")
     key = (metadata.get("annotations") or {}).get(IDEMPOTENCY_KEY_ANNOTATION)
+    digest = None
+    if key is not None:
+        digest = request_digest(obj)
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["annotations"][REQUEST_DIGEST_ANNOTATION] = digest
     path = RAY_CLUSTER.path(namespace)
     try:
         api.post(path, obj, query=[DRY_RUN])  # stores nothing: its errors are final
     except KubeApiError as err:
         if err.api_status != 409:
             raise
-        existing = _keyed_cluster(api, namespace, name, key, err)
+        existing = _keyed_cluster(api, namespace, name, key, digest, err)
         if existing is not None:
             return existing
     for attempt in (1, 2):
@@ -65,11 +74,11 @@ def create_raycluster(api: KubeApi, namespace: str, obj: Object) -> Object:
         except KubeApiError as err:
             if err.api_status != 409:
                 raise
-            existing = _keyed_cluster(api, namespace, name, key, err)
+            existing = _keyed_cluster(api, namespace, name, key, digest, err)
         except KubeUnreachable as err:  # sent: it may have been stored, look before resending
             if key is None or attempt == 2:
                 raise _outcome_unknown(err, name, key is not None) from err
-            existing = _keyed_cluster(api, namespace, name, key, None)
+            existing = _keyed_cluster(api, namespace, name, key, digest, None)
             if existing is not None:
                 log.info(
                     "create of RayCluster %s/%s: answer lost, found by its key", namespace, name
@@ -79,12 +88,27 @@ def create_raycluster(api: KubeApi, namespace: str, obj: Object) -> Object:
     raise _conflict(namespace, name, None)
 
 
+def request_digest(obj: Object) -> str:
+    """SHA-256 of a create request as sent (without its own digest annotation): the same
+    click retried gives the same digest, a changed form another."""
+    sent = copy.deepcopy(obj)
+    (sent.get("metadata") or {}).get("annotations", {}).pop(REQUEST_DIGEST_ANNOTATION, None)
+    canonical = json.dumps(sent, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 def _keyed_cluster(
-    api: KubeApi, namespace: str, name: str, key: str | None, cause: KubeError | None
+    api: KubeApi,
+    namespace: str,
+    name: str,
+    key: str | None,
+    digest: str | None,
+    cause: KubeError | None,
 ) -> Object | None:
-    """RayCluster ``name`` if it carries idempotency ``key``; None when there is none; raises
-    :class:`KubeConflict` (with ``cause``'s reason, the API server's 409) when another request
-    made it, or the transport error as an unknown outcome when the API server cannot tell."""
+    """RayCluster ``name`` if it carries idempotency ``key`` from the same request
+    (``digest``); None when there is none; raises :class:`KubeConflict` (with ``cause``'s
+    reason, the API server's 409) when another request made it, or the transport error as an
+    unknown outcome when the API server cannot tell."""
     if key is None:
         raise _conflict(namespace, name, cause)
     try:
@@ -98,6 +122,14 @@ def _keyed_cluster(
     annotations = (existing.get("metadata") or {}).get("annotations") or {}
     if annotations.get(IDEMPOTENCY_KEY_ANNOTATION) != key:
         raise _conflict(namespace, name, cause)
+    if annotations.get(REQUEST_DIGEST_ANNOTATION, digest) != digest:
+        raise KubeConflict(
+            f"RayCluster {name!r} was created by an earlier request with this idempotency key, "
+            "and this request differs from it",
+            cause.reason if cause is not None else None,
+            "A changed request needs a new idempotency key (each Submit makes one); to change "
+            "the cluster, delete it and submit again.",
+        )
     return existing
 
 

@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from . import manifests
-from .controlplane import ClusterState, LocalCluster, _log
+from .controlplane import ClusterPki, ClusterState, LocalCluster, _log
 from .fixtures import WorkbenchIdentity, mount_service_account
 from .kubeapi import AdminApi
-from .pki import CertificateAuthority, KeyPair
 
 WORKBENCH_CRDS = frozenset(
     {"localqueues.kueue.x-k8s.io", "workloads.kueue.x-k8s.io", "rayclusters.ray.io"}
@@ -97,25 +96,10 @@ class BareControlPlane(LocalCluster):
     def _start_processes(
         self,
         state: ClusterState,
-        ca: CertificateAuthority,
-        front_proxy_ca: CertificateAuthority,
-        apiserver_cert: KeyPair,
-        etcd_cert: KeyPair,
-        etcd_client: KeyPair,
-        front_proxy_client: KeyPair,
-        sa_keys: KeyPair,
+        pki: ClusterPki,
     ) -> None:
         started = time.monotonic()
-        self._start_etcd_and_apiserver(
-            state,
-            ca,
-            front_proxy_ca,
-            apiserver_cert,
-            etcd_cert,
-            etcd_client,
-            front_proxy_client,
-            sa_keys,
-        )
+        self._start_etcd_and_apiserver(state, pki)
         _log(f"bare control plane ready after {time.monotonic() - started:.1f}s")
 
 

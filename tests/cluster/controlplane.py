@@ -88,6 +88,19 @@ def _alive(pid: int) -> bool:
         return True
 
 
+@dataclass(frozen=True)
+class ClusterPki:
+    """The certificates and keys a cluster's components are started with."""
+
+    ca: CertificateAuthority
+    front_proxy_ca: CertificateAuthority
+    apiserver: KeyPair
+    etcd: KeyPair
+    etcd_client: KeyPair
+    front_proxy_client: KeyPair
+    sa_keys: KeyPair
+
+
 @dataclass
 class ClusterState:
     """What a running cluster needs to be found and stopped again (saved as state.json)."""
@@ -333,13 +346,15 @@ class LocalCluster:
         try:
             self._start_processes(
                 state,
-                ca,
-                front_proxy_ca,
-                apiserver_cert,
-                etcd_cert,
-                etcd_client,
-                front_proxy_client,
-                sa_keys,
+                ClusterPki(
+                    ca=ca,
+                    front_proxy_ca=front_proxy_ca,
+                    apiserver=apiserver_cert,
+                    etcd=etcd_cert,
+                    etcd_client=etcd_client,
+                    front_proxy_client=front_proxy_client,
+                    sa_keys=sa_keys,
+                ),
             )
         except BaseException:
             self._save(state)
@@ -413,13 +428,7 @@ class LocalCluster:
     def _start_etcd_and_apiserver(
         self,
         state: ClusterState,
-        ca: CertificateAuthority,
-        front_proxy_ca: CertificateAuthority,
-        apiserver_cert: KeyPair,
-        etcd_cert: KeyPair,
-        etcd_client: KeyPair,
-        front_proxy_client: KeyPair,
-        sa_keys: KeyPair,
+        pki: ClusterPki,
     ) -> None:
         """etcd, then kube-apiserver (with ``apiserver_flags``), until it is ready."""
         ports = state.ports
@@ -428,7 +437,7 @@ class LocalCluster:
         self._spawn(
             state,
             "etcd",
-            etcd_argv(self.state_dir / "etcd", etcd_url, peer_url, etcd_cert, ca.pair.cert),
+            etcd_argv(self.state_dir / "etcd", etcd_url, peer_url, pki.etcd, pki.ca.pair.cert),
         )
         self._spawn(
             state,
@@ -437,12 +446,12 @@ class LocalCluster:
                 self.versions.binary("kube-apiserver"),
                 port=ports["apiserver"],
                 etcd_url=etcd_url,
-                ca=ca,
-                front_proxy_ca=front_proxy_ca,
-                serving=apiserver_cert,
-                etcd_client=etcd_client,
-                front_proxy_client=front_proxy_client,
-                sa_keys=sa_keys,
+                ca=pki.ca,
+                front_proxy_ca=pki.front_proxy_ca,
+                serving=pki.apiserver,
+                etcd_client=pki.etcd_client,
+                front_proxy_client=pki.front_proxy_client,
+                sa_keys=pki.sa_keys,
                 extra=self.apiserver_flags,
             ),
         )
@@ -484,33 +493,18 @@ class LocalCluster:
     def _start_processes(
         self,
         state: ClusterState,
-        ca: CertificateAuthority,
-        front_proxy_ca: CertificateAuthority,
-        apiserver_cert: KeyPair,
-        etcd_cert: KeyPair,
-        etcd_client: KeyPair,
-        front_proxy_client: KeyPair,
-        sa_keys: KeyPair,
+        pki: ClusterPki,
     ) -> None:
         v, ports = self.versions, state.ports
         t0 = time.monotonic()
-        self._start_etcd_and_apiserver(
-            state,
-            ca,
-            front_proxy_ca,
-            apiserver_cert,
-            etcd_cert,
-            etcd_client,
-            front_proxy_client,
-            sa_keys,
-        )
+        self._start_etcd_and_apiserver(state, pki)
         _log(f"kube-apiserver ready after {time.monotonic() - t0:.1f}s")
         kubeconfig = state.kubeconfig
 
         api = AdminApi(kubeconfig)
         webhook_url = f"https://127.0.0.1:{ports['kueue-webhook']}"
         crds = [
-            *manifests.kueue_crds(v, webhook_url, ca.pem),
+            *manifests.kueue_crds(v, webhook_url, pki.ca.pem),
             *manifests.kuberay_crds(v),
             # Before Kueue starts: it enables its provisioning controller only if this is served.
             manifests.provisioning_request_crd(v),
@@ -519,7 +513,7 @@ class LocalCluster:
             api.create(crd)
         for obj in manifests.kueue_visibility(v, ports["kueue-visibility"]):
             api.apply(obj)
-        for obj in manifests.kueue_webhooks(v, webhook_url, ca.pem):
+        for obj in manifests.kueue_webhooks(v, webhook_url, pki.ca.pem):
             api.apply(obj)
         for crd in crds:
             _wait_crd_established(api, crd["metadata"]["name"])
@@ -541,10 +535,10 @@ class LocalCluster:
                 str(v.binary("kube-controller-manager")),
                 *common,
                 f"--secure-port={ports['controller-manager']}",
-                f"--service-account-private-key-file={sa_keys.key}",
-                f"--root-ca-file={ca.pair.cert}",
-                f"--cluster-signing-cert-file={ca.pair.cert}",
-                f"--cluster-signing-key-file={ca.pair.key}",
+                f"--service-account-private-key-file={pki.sa_keys.key}",
+                f"--root-ca-file={pki.ca.pair.cert}",
+                f"--cluster-signing-cert-file={pki.ca.pair.cert}",
+                f"--cluster-signing-key-file={pki.ca.pair.key}",
                 "--use-service-account-credentials=false",
                 "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,"
                 "-node-route-controller,-persistentvolume-binder-controller",
@@ -571,7 +565,7 @@ class LocalCluster:
         if v.kueue_serves_v1beta2:
             self._spawn(state, "kueue", kueue_argv)
         else:
-            self._spawn_in_pod_like_namespace(state, api, ca, "kueue", kueue_argv)
+            self._spawn_in_pod_like_namespace(state, api, pki.ca, "kueue", kueue_argv)
         self._spawn(
             state,
             "kuberay-operator",

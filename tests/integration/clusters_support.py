@@ -171,11 +171,11 @@ def make_queue(kueue: KueueObjects, cpu: str = "4", memory: str = "8Gi", **spec:
     return Queue(lq, cq, flavor)
 
 
-def create_suspended_raycluster(kube: client.ApiClient, namespace: str, name: str) -> None:
-    """A minimal suspended RayCluster with no queue, made by the administrator: nothing
-    runs and Kueue ignores it; enough for what needs only the object (proxy, names)."""
+def suspended_raycluster(name: str) -> dict[str, Any]:
+    """A minimal suspended RayCluster with no queue: nothing runs and Kueue ignores it;
+    enough for what needs only the object (proxy, names, watch events)."""
     container = {"name": "ray-head", "image": "rayproject/ray:2.60.0"}
-    body = {
+    return {
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
         "metadata": {"name": name},
@@ -187,8 +187,12 @@ def create_suspended_raycluster(kube: client.ApiClient, namespace: str, name: st
             },
         },
     }
+
+
+def create_suspended_raycluster(kube: client.ApiClient, namespace: str, name: str) -> None:
+    """:func:`suspended_raycluster` made by the administrator."""
     client.CustomObjectsApi(kube).create_namespaced_custom_object(
-        "ray.io", "v1", namespace, "rayclusters", body
+        "ray.io", "v1", namespace, "rayclusters", suspended_raycluster(name)
     )
 
 

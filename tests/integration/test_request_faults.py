@@ -153,6 +153,11 @@ async def test_a_retry_with_the_same_key_answers_the_one_cluster_never_409(
     assert "'retried' already exists" in other["error"]
     code, other = await call(jp_fetch, "POST", "clusters", body=request)
     assert (code, other["code"]) == (409, "already_exists")
+    # The same key with a changed request is not a retry of it.
+    changed = small_cluster("retried", workers=1)
+    code, other = await call(jp_fetch, "POST", "clusters", body=changed, headers=keyed(key))
+    assert (code, other["code"]) == (409, "already_exists"), other
+    assert "this request differs" in other["error"] and "new idempotency key" in other["hint"]
     assert len(rayclusters(kube, namespace)) == 1
 
 

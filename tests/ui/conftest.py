@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
-from tests.ui.lab import CHROMIUM, LabServer, StandInDashboard
+from tests.ui.lab import CHROMIUM, LabServer, StandInDashboard, workbench_lab
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 
@@ -51,19 +50,8 @@ def dashboard() -> Iterator[StandInDashboard]:
 def lab(
     workbench, dashboard: StandInDashboard, artifacts: Path, tmp_path: Path
 ) -> Iterator[LabServer]:
-    """JupyterLab as a data scientist's workbench: may manage Ray clusters and read quota."""
-    identity = workbench(rules=namespace_rules(), cluster_rules=CLUSTER_READ_RULES)
-    server = LabServer(
-        service_account_dir=identity.service_account_dir,
-        pod_environ=identity.environ,
-        workdir=tmp_path / "lab",
-        log_path=artifacts / "jupyter-server.log",
-        extra_args=dashboard.lab_args(),
-    )
-    server.workdir.mkdir()
-    server.start()
-    yield server
-    server.stop()
+    """JupyterLab as a data scientist's workbench."""
+    yield from workbench_lab(workbench, dashboard, artifacts, tmp_path)
 
 
 @pytest.fixture

@@ -17,10 +17,13 @@ import sys
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("DW_CHROMIUM", "/usr/bin/chromium")
@@ -196,3 +199,22 @@ class StandInDashboard:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def workbench_lab(
+    workbench, dashboard: StandInDashboard, artifacts: Path, tmp_path: Path, *extra_args: str
+) -> Iterator[LabServer]:
+    """JupyterLab as a data scientist's workbench (may manage Ray clusters and read quota),
+    its dashboards served by ``dashboard``; stopped after."""
+    identity = workbench(rules=namespace_rules(), cluster_rules=CLUSTER_READ_RULES)
+    server = LabServer(
+        service_account_dir=identity.service_account_dir,
+        pod_environ=identity.environ,
+        workdir=tmp_path / "lab",
+        log_path=artifacts / "jupyter-server.log",
+        extra_args=[*dashboard.lab_args(), *extra_args],
+    )
+    server.workdir.mkdir()
+    server.start()
+    yield server
+    server.stop()

@@ -12,8 +12,7 @@ from kubernetes import client
 from playwright.sync_api import Page, expect
 
 from tests.cluster.fixtures import KueueObjects
-from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
-from tests.ui.lab import LabServer, StandInDashboard
+from tests.ui.lab import LabServer, StandInDashboard, workbench_lab
 from tests.ui.test_sidebar import make_queues, open_panel
 
 pytestmark = pytest.mark.cluster
@@ -24,18 +23,9 @@ def lab(
     workbench, dashboard: StandInDashboard, artifacts: Path, tmp_path: Path
 ) -> Iterator[LabServer]:
     """JupyterLab as a workbench that re-checks its permissions every 2 s."""
-    identity = workbench(rules=namespace_rules(), cluster_rules=CLUSTER_READ_RULES)
-    server = LabServer(
-        service_account_dir=identity.service_account_dir,
-        pod_environ=identity.environ,
-        workdir=tmp_path / "lab",
-        log_path=artifacts / "jupyter-server.log",
-        extra_args=[*dashboard.lab_args(), "--JupyterDW.access_refresh_interval=2"],
+    yield from workbench_lab(
+        workbench, dashboard, artifacts, tmp_path, "--JupyterDW.access_refresh_interval=2"
     )
-    server.workdir.mkdir()
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_a_removed_role_shows_a_stale_banner(
