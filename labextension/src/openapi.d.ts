@@ -732,7 +732,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description One key per user action (a click), the same on every retry of it: a fresh UUID. It is stored on the RayCluster (annotation `jupyter-dw/idempotency-key`). When the create finds the name taken by a cluster with this key (an earlier try whose answer was lost), it answers 201 with that cluster; when the API server's answer to the create is lost, the server looks the cluster up by the key instead of sending it twice. So one key makes at most one cluster. A name taken by another key (or without a key) is still 409 `already_exists`. Without the header the server makes a key for this request only. 1 to 128 letters, digits or `._:-`; anything else is 400 `invalid_request` (`errors.idempotency_key`). */
+        /** @description One key per user action (a click), the same on every retry of it: a fresh UUID. It is stored on the RayCluster (annotation `jupyter-dw/idempotency-key`). When the create finds the name taken by a cluster with this key (an earlier try whose answer was lost), it answers 201 with that cluster; when the API server's answer to the create is lost, the server looks the cluster up by the key instead of sending it twice. So one key makes at most one cluster. A name taken by another key (or without a key), or by this key sent with a different request (annotation `jupyter-dw/request-digest`), is still 409 `already_exists`. Without the header the server makes a key for this request only. 1 to 128 letters, digits or `._:-`; anything else is 400 `invalid_request` (`errors.idempotency_key`). */
         'Idempotency-Key'?: string;
       };
       path?: never;
