@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -106,6 +107,7 @@ def ray_head() -> Iterator[int]:
         yield port
     finally:
         _stop(process)
+        shutil.rmtree(temp, ignore_errors=True)  # Ray's logs and sockets: nothing is kept
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
