@@ -35,7 +35,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from jupyter_dw.domain.cluster_spec import ClusterSpec
 from tests.cluster.controlplane import LocalCluster
-from tests.cluster.fixtures import plain_workload
+from tests.cluster.fixtures import cluster_role_name, make_workbench, plain_workload
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 from tests.ui.lab import CHROMIUM, LabServer
 
@@ -124,50 +124,6 @@ def describe(name: str, samples: list[float]) -> str:
     )
 
 
-def make_workbench(kube: client.ApiClient, namespace: str, directory: Path, cluster: Any) -> Any:
-    """A ServiceAccount with the workbench RBAC, its token and service-account directory."""
-    core = client.CoreV1Api(kube)
-    rbac = client.RbacAuthorizationV1Api(kube)
-    name = "workbench"
-    core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
-    subject = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
-    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": namespace_rules()})
-    rbac.create_namespaced_role_binding(
-        namespace,
-        {
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [subject],
-        },
-    )
-    cluster_role = f"{namespace}-{name}"
-    rbac.create_cluster_role({"metadata": {"name": cluster_role}, "rules": CLUSTER_READ_RULES})
-    rbac.create_cluster_role_binding(
-        {
-            "metadata": {"name": cluster_role},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": cluster_role,
-            },
-            "subjects": [subject],
-        }
-    )
-    token = core.create_namespaced_service_account_token(
-        name,
-        namespace,
-        client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[])),
-    ).status.token
-    sa_dir = directory / "serviceaccount"
-    sa_dir.mkdir()
-    (sa_dir / "token").write_text(token)
-    (sa_dir / "ca.crt").write_bytes(Path(cluster.ca_file).read_bytes())
-    (sa_dir / "namespace").write_text(namespace)
-    host, _, port = cluster.apiserver.removeprefix("https://").rpartition(":")
-    environ = {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port}
-    return sa_dir, environ, f"system:serviceaccount:{namespace}:{name}", cluster_role
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queues", type=int, default=200)
@@ -207,7 +163,10 @@ def main() -> None:
             body["metadata"]["annotations"] = annotations
             custom.create_namespaced_custom_object(GROUP, version, namespace, "localqueues", body)
 
-        sa_dir, environ, username, cluster_role = make_workbench(kube, namespace, workdir, state)
+        identity = make_workbench(
+            kube, state, namespace, workdir, namespace_rules(), CLUSTER_READ_RULES
+        )
+        cluster_role = cluster_role_name(namespace, identity.name)
 
         def raycluster(name: str) -> dict[str, Any]:
             spec = ClusterSpec.from_request(
@@ -221,14 +180,19 @@ def main() -> None:
                     "worker_memory": "1Gi",
                 }
             )
-            return spec.to_raycluster(namespace, owner=username)
+            return spec.to_raycluster(namespace, owner=identity.username)
 
         for i in range(args.clusters):
             custom.create_namespaced_custom_object(
                 "ray.io", "v1", namespace, "rayclusters", raycluster(f"base-{i:02d}")
             )
 
-        lab = LabServer(sa_dir, environ, workdir / "lab", workdir / "jupyter-server.log")
+        lab = LabServer(
+            identity.service_account_dir,
+            identity.environ,
+            workdir / "lab",
+            workdir / "jupyter-server.log",
+        )
         lab.workdir.mkdir()
         lab.start()
         with sync_playwright() as playwright:

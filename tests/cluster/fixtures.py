@@ -339,13 +339,70 @@ def mount_service_account(
     return WorkbenchIdentity(namespace, name, token, sa_dir, host, port)
 
 
+def cluster_role_name(namespace: str, name: str) -> str:
+    """The ClusterRole (and binding) :func:`make_workbench` makes for ServiceAccount ``name``."""
+    return f"{namespace}-{name}"
+
+
+def make_workbench(
+    kube: client.ApiClient,
+    cluster: ClusterState,
+    namespace: str,
+    directory: Path,
+    rules: list[dict[str, Any]] | None = None,
+    cluster_rules: list[dict[str, Any]] | None = None,
+    name: str = "workbench",
+) -> WorkbenchIdentity:
+    """A ServiceAccount bound to a Role with ``rules`` (and a ClusterRole
+    :func:`cluster_role_name` with ``cluster_rules``), its TokenRequest token mounted under
+    ``directory`` as a workbench pod sees it. The caller deletes the cluster-scoped objects."""
+    core = client.CoreV1Api(kube)
+    rbac = client.RbacAuthorizationV1Api(kube)
+    core.create_namespaced_service_account(
+        namespace, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name=name))
+    )
+    subject = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+    if rules:
+        rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
+        rbac.create_namespaced_role_binding(
+            namespace,
+            {
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                "subjects": [subject],
+            },
+        )
+    if cluster_rules:
+        cluster_name = cluster_role_name(namespace, name)
+        rbac.create_cluster_role({"metadata": {"name": cluster_name}, "rules": cluster_rules})
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": cluster_name},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": cluster_name,
+                },
+                "subjects": [subject],
+            }
+        )
+    token = core.create_namespaced_service_account_token(
+        name,
+        namespace,
+        client.AuthenticationV1TokenRequest(
+            spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600)
+        ),
+    ).status.token
+    sa_dir = directory / f"serviceaccount-{name}"
+    return mount_service_account(cluster, namespace, name, token, sa_dir)
+
+
 @pytest.fixture
 def workbench(
     kube: client.ApiClient, cluster: ClusterState, namespace: str, tmp_path: Path
 ) -> Iterator[Callable[..., WorkbenchIdentity]]:
     """Factory: ``workbench(rules=[...], cluster_rules=[...])`` makes a ServiceAccount bound to a
     Role with ``rules`` (and a ClusterRole with ``cluster_rules``), and returns its identity."""
-    core = client.CoreV1Api(kube)
     rbac = client.RbacAuthorizationV1Api(kube)
     cluster_objects: list[str] = []
 
@@ -354,48 +411,10 @@ def workbench(
         cluster_rules: list[dict[str, Any]] | None = None,
         name: str = "workbench",
     ) -> WorkbenchIdentity:
-        core.create_namespaced_service_account(
-            namespace, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name=name))
-        )
-        subject = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
-        if rules:
-            rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
-            rbac.create_namespaced_role_binding(
-                namespace,
-                {
-                    "metadata": {"name": name},
-                    "roleRef": {
-                        "apiGroup": "rbac.authorization.k8s.io",
-                        "kind": "Role",
-                        "name": name,
-                    },
-                    "subjects": [subject],
-                },
-            )
+        identity = make_workbench(kube, cluster, namespace, tmp_path, rules, cluster_rules, name)
         if cluster_rules:
-            cluster_name = f"{namespace}-{name}"
-            rbac.create_cluster_role({"metadata": {"name": cluster_name}, "rules": cluster_rules})
-            rbac.create_cluster_role_binding(
-                {
-                    "metadata": {"name": cluster_name},
-                    "roleRef": {
-                        "apiGroup": "rbac.authorization.k8s.io",
-                        "kind": "ClusterRole",
-                        "name": cluster_name,
-                    },
-                    "subjects": [subject],
-                }
-            )
-            cluster_objects.append(cluster_name)
-        token = core.create_namespaced_service_account_token(
-            name,
-            namespace,
-            client.AuthenticationV1TokenRequest(
-                spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600)
-            ),
-        ).status.token
-        sa_dir = tmp_path / f"serviceaccount-{name}"
-        return mount_service_account(cluster, namespace, name, token, sa_dir)
+            cluster_objects.append(cluster_role_name(namespace, name))
+        return identity
 
     yield make
     for cluster_name in cluster_objects:
