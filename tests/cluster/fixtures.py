@@ -22,6 +22,7 @@ import pytest
 from kubernetes import client, config, watch
 
 from .controlplane import ClusterState, LocalCluster
+from .kubeapi import AdminApi
 
 WAIT_TIMEOUT = 90
 
@@ -42,6 +43,12 @@ def cluster() -> Iterator[ClusterState]:
 def kube(cluster: ClusterState) -> client.ApiClient:
     """An admin API client (client certificate in group system:masters)."""
     return config.new_client_from_config(config_file=cluster.kubeconfig)
+
+
+@pytest.fixture
+def admin(cluster: ClusterState) -> AdminApi:
+    """The test bed's own admin client (apply, server-side apply, raw requests)."""
+    return AdminApi(cluster.kubeconfig)
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 import pytest
 
 from tests.cluster.fixtures import WorkbenchIdentity
-from tests.cluster.kubeapi import AdminApi
 from tests.integration.clusters_support import call, make_queue, open_events, small_cluster
 from tests.integration.rbac_examples import (
     CLUSTER_ROLE_FILE,
@@ -26,11 +25,6 @@ pytestmark = pytest.mark.cluster
 WORKBENCH_RULES: list[dict[str, str]] = []  # unused: the identity below gets the examples
 CREATE = "create rayclusters.ray.io"
 LIST_CQ = "list clusterqueues.kueue.x-k8s.io"
-
-
-@pytest.fixture
-def admin(cluster) -> AdminApi:
-    return AdminApi(cluster.kubeconfig)
 
 
 @pytest.fixture

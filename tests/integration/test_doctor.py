@@ -13,7 +13,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from jupyter_dw.k8s.access import NEEDED_PERMISSIONS
-from tests.cluster.kubeapi import FIELD_MANAGER, AdminApi, object_path
+from tests.cluster.kubeapi import FIELD_MANAGER, object_path
 from tests.integration.clusters_support import make_queue
 from tests.integration.rbac_examples import (
     CLUSTER_ROLE_FILE,
@@ -31,11 +31,6 @@ OPTIONAL = {p.name for p in NEEDED_PERMISSIONS if not p.required}
 REQUIRED = {p.name for p in NEEDED_PERMISSIONS if p.required}
 CREATE = "create rayclusters.ray.io"
 FIX_HEADING = "To grant what is missing, a cluster administrator applies this YAML"
-
-
-@pytest.fixture
-def admin(cluster) -> AdminApi:
-    return AdminApi(cluster.kubeconfig)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import pytest
 
 from jupyter_dw.domain.quota import HIDDEN_QUOTA_HINT
 from tests.cluster.fixtures import WorkbenchIdentity
-from tests.cluster.kubeapi import AdminApi
 from tests.integration.clusters_support import (
     call,
     make_queue,
@@ -32,11 +31,11 @@ def example_files(request: pytest.FixtureRequest) -> tuple[str, ...]:
 
 
 @pytest.fixture
-def identity(workbench, cluster, example_files, monkeypatch) -> Iterator[WorkbenchIdentity]:
+def identity(workbench, admin, example_files, monkeypatch) -> Iterator[WorkbenchIdentity]:
     """The workbench service account with exactly the example RBAC, its pod environment set
     before the server starts."""
     wb = workbench()  # a ServiceAccount and its token, no RBAC
-    with examples_applied(AdminApi(cluster.kubeconfig), wb, files=example_files):
+    with examples_applied(admin, wb, files=example_files):
         for key, value in wb.environ.items():
             monkeypatch.setenv(key, value)
         yield wb
