@@ -31,7 +31,7 @@ from ..domain.cluster_spec import (
 )
 from ..domain.cluster_state import ClusterStatus, cluster_status
 from ..domain.fit import FITS_NOW, FitVerdict, Suggestion, assess_fit, pod_sets_for_spec, suggest
-from ..domain.freshness import FRESH, Freshness
+from ..domain.freshness import FRESH, Freshness, WatchHealth
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
 from ..domain.milestones import Milestone, milestones
 from ..domain.priorities import (
@@ -303,16 +303,13 @@ class ClusterService:
 
     def entries(self) -> list[ClusterInfo]:
         """Every RayCluster of the namespace, sorted by name."""
-        return [
-            self._info(rc, wl, status)
-            for rc, wl, status in self._statuses(self.session.ray_clusters())
-        ]
+        return self._infos(self._statuses(self.session.ray_clusters()))
 
     def get(self, name: str) -> ClusterInfo:
         """Cluster ``name`` (``KubeNotFound`` when there is none)."""
         raycluster = self.session.ray_cluster(check_cluster_name(name))
-        [(rc, wl, status)] = self._statuses([raycluster])
-        return self._info(rc, wl, status)
+        [info] = self._infos(self._statuses([raycluster]))
+        return info
 
     def create(self, data: Any, idempotency_key: str | None = None) -> ClusterInfo:
         """Validate, dry-run and create a cluster.
@@ -355,7 +352,8 @@ class ClusterService:
             raise
         current = self.session.cached_ray_cluster(spec.name) or created
         # Just created: no positions to ask for yet.
-        return self._info(*self._status_of(current))
+        [info] = self._infos([self._status_of(current)])
+        return info
 
     def delete(self, name: str) -> Deleted:
         """Delete a cluster (``KubeNotFound`` when absent); its Workload, pods and Services
@@ -373,7 +371,7 @@ class ClusterService:
         are left out), asking the visibility API once per LocalQueue rather than per cluster:
         a queue change re-reads every waiting cluster's position."""
         found = [rc for name in names if (rc := self.session.cached_ray_cluster(name))]
-        return {status.name: self._info(rc, wl, status) for rc, wl, status in self._statuses(found)}
+        return {info.status.name: info for info in self._infos(self._statuses(found))}
 
     def dashboard_url(self, name: str) -> str | None:
         """``{base_url}dw/ray/<name>/``: the Ray dashboard through the Jupyter server; None
@@ -384,8 +382,20 @@ class ClusterService:
 
     # -- internals -----------------------------------------------------------------------
 
+    def _infos(
+        self, statuses: Iterable[tuple[Object, Object | None, ClusterStatus]]
+    ) -> list[ClusterInfo]:
+        """:class:`ClusterInfo` of each ``(raycluster, workload, status)``, the watches'
+        health read once for all of them."""
+        health = self.session.watch_health()
+        return [self._info(rc, wl, status, health) for rc, wl, status in statuses]
+
     def _info(
-        self, raycluster: Object, workload: Object | None, status: ClusterStatus
+        self,
+        raycluster: Object,
+        workload: Object | None,
+        status: ClusterStatus,
+        health: WatchHealth,
     ) -> ClusterInfo:
         metadata = raycluster.get("metadata") or {}
         annotations = metadata.get("annotations") or {}
@@ -397,9 +407,7 @@ class ClusterService:
             owner=annotations.get(OWNER_ANNOTATION),
             pods=tuple(_pod_info(pod) for pod in pods),
             milestones=milestones(status, raycluster, workload, pods),
-            freshness=self.session.watch_health().of_cluster(
-                CLUSTER_SOURCES, follows_workload=workload is not None
-            ),
+            freshness=health.of_cluster(CLUSTER_SOURCES, follows_workload=workload is not None),
         )
 
     def _name_preemptor(self, status: ClusterStatus) -> ClusterStatus:
