@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from kubernetes import client
+from kubernetes import client, watch
 from tornado.httpclient import HTTPClientError
 from tornado.websocket import WebSocketClientConnection
 
@@ -194,6 +194,21 @@ def create_suspended_raycluster(kube: client.ApiClient, namespace: str, name: st
     client.CustomObjectsApi(kube).create_namespaced_custom_object(
         "ray.io", "v1", namespace, "rayclusters", suspended_raycluster(name)
     )
+
+
+def wait_gone(kube, namespace: str, name: str) -> bool:
+    """Watch RayClusters until ``name`` is deleted (True), or ``WAIT_TIMEOUT`` passes (False)."""
+    custom = client.CustomObjectsApi(kube)
+    listing = custom.list_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters")
+    if name not in {rc["metadata"]["name"] for rc in listing["items"]}:
+        return True
+    for event in watch.Watch().stream(
+        custom.list_namespaced_custom_object, "ray.io", "v1", namespace, "rayclusters",
+        resource_version=listing["metadata"]["resourceVersion"], timeout_seconds=WAIT_TIMEOUT,
+    ):  # fmt: skip
+        if event["type"] == "DELETED" and event["raw_object"]["metadata"]["name"] == name:
+            return True
+    return False
 
 
 def rayclusters(kube: client.ApiClient, namespace: str) -> list[dict[str, Any]]:

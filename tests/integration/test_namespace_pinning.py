@@ -25,6 +25,7 @@ from tests.integration.clusters_support import (
     create_suspended_raycluster,
     make_queue,
     namespace_objects,
+    wait_gone,
 )
 from tests.integration.workbench_rbac import RAY_RULE_VERBS, namespace_rules
 
@@ -174,7 +175,12 @@ async def test_no_request_reaches_another_namespace(
     assert custom.get_namespaced_custom_object("ray.io", "v1", other, "rayclusters", VICTIM)
     probe = f"probe-{uuid.uuid4().hex[:6]}"
     create_suspended_raycluster(kube, other, probe)
-    custom.delete_namespaced_custom_object("ray.io", "v1", other, "rayclusters", probe)
+    # Foreground: the probe is gone only once what KubeRay made for it (its head Service) is,
+    # so the listing below is not taken while the garbage collector still works on it.
+    custom.delete_namespaced_custom_object(
+        "ray.io", "v1", other, "rayclusters", probe, propagation_policy="Foreground"
+    )
+    assert wait_gone(kube, other, probe)
 
     before_other = namespace_objects(kube, other, kueue_api_version)
     before_own = namespace_objects(kube, namespace, kueue_api_version)

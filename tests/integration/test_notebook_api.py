@@ -11,7 +11,7 @@ from kubernetes import client, watch
 import jupyter_dw as dw
 from jupyter_dw.k8s.resources import RAY_CLUSTER
 from tests.cluster.fixtures import condition
-from tests.integration.clusters_support import KUEUE, make_queue, rayclusters
+from tests.integration.clusters_support import KUEUE, make_queue, rayclusters, wait_gone
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
 WORKBENCH_RULES = namespace_rules()
@@ -30,21 +30,6 @@ def spec(name: str, workers: int = 2, **extra) -> dw.ClusterSpec:
 
 def names(info) -> list[str]:
     return [m.name for m in info.milestones]
-
-
-def wait_gone(kube, namespace: str, name: str) -> bool:
-    """Watch RayClusters until ``name`` is deleted (True), or TIMEOUT passes (False)."""
-    custom = client.CustomObjectsApi(kube)
-    listing = custom.list_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters")
-    if name not in {rc["metadata"]["name"] for rc in listing["items"]}:
-        return True
-    for event in watch.Watch().stream(
-        custom.list_namespaced_custom_object, "ray.io", "v1", namespace, "rayclusters",
-        resource_version=listing["metadata"]["resourceVersion"], timeout_seconds=TIMEOUT,
-    ):  # fmt: skip
-        if event["type"] == "DELETED" and event["raw_object"]["metadata"]["name"] == name:
-            return True
-    return False
 
 
 def test_importing_contacts_nothing(kernel):
