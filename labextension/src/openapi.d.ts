@@ -111,6 +111,35 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/clusters/{name}/scale': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayCluster name (as for `/clusters/{name}`). */
+        name: string;
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Scale an elastic cluster to N workers, or give the size back to the Ray autoscaler.
+     * @description `{"workers": N}` pins the worker group at N (`replicas` and `minReplicas` set to N; the
+     *     Ray autoscaler can no longer shrink it below N) after fitting a scale-up in the flavor
+     *     its admitted slice holds; a scale-down names the pods to remove in
+     *     `scaleStrategy.workersToDelete` (gated pods first), so exactly N remain.
+     *     `{"workers": null}` gives the range `[min_workers, max_workers]` back to the Ray
+     *     autoscaler. `dry_run` answers the fit without changing anything. A scale-up beyond
+     *     the free quota is still made (Kueue queues the new slice) unless `dry_run`.
+     */
+    post: operations['scaleCluster'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/events': {
     parameters: {
       query?: never;
@@ -214,6 +243,20 @@ export interface components {
         cohorts: boolean;
         cohort_api_version: string | null;
         visibility_api_version: string | null;
+        /** @description Whether Kueue admits elastic (autoscaling) RayClusters: its feature gate `ElasticJobsViaWorkloadSlices`. A namespace user cannot read Kueue's configuration, so it is learned from a server-side dry-run create of an elastic RayCluster (Kueue's webhook gates its pods only with the gate on), unless the `elastic_jobs` setting says it. */
+        elastic_jobs: {
+          /** @description null while it cannot be told (e.g. not probed yet). */
+          enabled: boolean | null;
+          /** @enum {unknown} */
+          learned_from: 'setting' | 'dry-run' | 'unknown';
+          detail: string | null;
+        };
+        /** @description Whether this Kueue counts KubeRay's autoscaler sidecar in the head pod set's quota (0.19 does, 0.14 does not): learned from a real Workload of an autoscaling cluster, counted until one has been seen. */
+        autoscaler_in_quota: {
+          counted: boolean;
+          /** @enum {unknown} */
+          learned_from: 'workload' | 'assumed';
+        };
       };
       kuberay: {
         installed: boolean;
@@ -319,7 +362,7 @@ export interface components {
       | 'rejected'
       | 'deleting';
     Milestone: {
-      /** @description `Submitted`, `QuotaReserved`, `CapacityProvisioned` (every admission check Ready; only when the ClusterQueue requires checks), `Admitted`, `HeadReady`, `WorkerReady:<n>`, `Ready`, and possibly `Evicted`, `Preempted`, `Deleting`. */
+      /** @description `Submitted`, `QuotaReserved`, `CapacityProvisioned` (every admission check Ready; only when the ClusterQueue requires checks), `Admitted`, `HeadReady`, `WorkerReady:<n>`, `Ready`, and possibly `Evicted`, `Preempted`, `Deleting`. An elastic cluster's changes of size add `ScaleRequested:<n>` (a new slice asks for n workers), `ScaleAdmitted:<n>` (Kueue admitted it) and `ScaledTo:<n>` (n workers ready after a change); `QuotaReserved` and `Admitted` stay the first admission's. */
       name: string;
       time: components['schemas']['NullableTime'];
     };
@@ -355,8 +398,21 @@ export interface components {
         };
       };
       head_ready: boolean;
+      /** @description Worker pods ready (KubeRay's `readyWorkerReplicas`). */
       workers_ready: number;
+      /** @description Workers the RayCluster asks for now (its worker groups' `replicas`): a person's scale or the Ray autoscaler's. */
       workers_desired: number;
+      /** @description Workers whose quota Kueue holds now: the admitted slice's worker pod-set count (`spec.podSets[workers].count`); null before the first admission. */
+      workers_admitted: number | null;
+      /** @description The autoscaling range's lower bound (the cluster's own range, also while a person has pinned the size). */
+      min_workers: number;
+      max_workers: number;
+      /** @description An elastic job (`kueue.x-k8s.io/elastic-job: "true"`, Ray autoscaler on): its size may change after admission, each scale-up a new Workload slice. */
+      elastic: boolean;
+      /** @description A person pinned the size at this many workers (`replicas` = `minReplicas` = N); null while the Ray autoscaler owns the size within `[min_workers, max_workers]`. */
+      pinned_workers: number | null;
+      /** @description A change of size in flight, null when none. */
+      scale: null | components['schemas']['ScaleChange'];
       dashboard: {
         service: string;
         port: number;
@@ -377,6 +433,62 @@ export interface components {
       milestones?: components['schemas']['Milestone'][];
       /** @description Whether this state is current: not `live` while a watch it is read from (RayClusters, Workloads, pods) is reconnecting or stale, or, for a cluster Kueue manages, while Kueue's controller does not answer. The other fields are then the last known state. */
       freshness: components['schemas']['Freshness'];
+    };
+    /** @description A change of an elastic cluster's size in flight. `queued`: a scale-up's new Workload slice waits for quota (Kueue's `reason` and `message`, its position); its new worker pods exist but stay gated. `admitted`: the slice is admitted, the new workers are starting. `scaling-down`: fewer workers asked for than run; the quota is already freed, KubeRay is removing the pods named in `workersToDelete`. */
+    ScaleChange: {
+      /** @enum {unknown} */
+      state: 'queued' | 'admitted' | 'scaling-down';
+      /** @description Workers before the change (held by the admitted slice, or running). */
+      from: number;
+      /** @description Workers asked for. */
+      to: number;
+      /**
+       * @description `user` when a person pinned the size at `to` (a scale through jupyter_dw), else the Ray autoscaler (or another client changing `replicas`).
+       * @enum {unknown}
+       */
+      requested_by: 'user' | 'autoscaler';
+      reason: string | null;
+      message: string | null;
+      position_in_local_queue: number | null;
+      position_in_cluster_queue: number | null;
+      since: components['schemas']['NullableTime'];
+      /** @description The pending slice's Workload (`queued`), else the admitted one. */
+      workload: string | null;
+    };
+    ScaleRequest: {
+      /** @description Pin at this many workers, within `[min_workers, max_workers]`; null gives the size back to the Ray autoscaler. */
+      workers: number | null;
+      /**
+       * @description Only fit the change; change nothing.
+       * @default false
+       */
+      dry_run: boolean;
+    };
+    /** @description A scale-up's fit: only the difference is asked for, in the flavor the admitted slice holds (Kueue keeps a slice's flavor). */
+    ScaleFit: {
+      /** @enum {unknown} */
+      verdict: 'fits-now' | 'must-wait' | 'never-fits' | 'unknown';
+      reason: string;
+      /** @description E.g. "6 workers: must wait, 1 CPU short in flavor default; 5 would start now". */
+      message: string;
+      from: number;
+      to: number;
+      requests: components['schemas']['Quantities'];
+      headroom: components['schemas']['UnknownQuantities'];
+      max_obtainable: components['schemas']['UnknownQuantities'];
+      flavors: {
+        [key: string]: string | null;
+      };
+      /** @description The most workers (above `from`) that would be admitted now; null when no scale-up would. */
+      starts_now: number | null;
+    };
+    ScaleResult: {
+      cluster: components['schemas']['Cluster'];
+      /** @description The scale-up's fit; null for a scale-down or a release. */
+      fit: null | components['schemas']['ScaleFit'];
+      dry_run: boolean;
+      /** @description Whether the RayCluster was changed (false for a dry run or no change). */
+      changed: boolean;
     };
     AdmissionCheckStatus: {
       /** @description The AdmissionCheck's name. */
@@ -877,6 +989,43 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Deleted'];
+        };
+      };
+      default: components['responses']['Error'];
+    };
+  };
+  scaleCluster: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayCluster name (as for `/clusters/{name}`). */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ScaleRequest'];
+      };
+    };
+    responses: {
+      /** @description The change made (or, with `dry_run`, what it would be) and its fit. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScaleResult'];
+        };
+      };
+      /** @description `invalid_scale` (with `errors.workers`: not a whole number, outside `[min_workers, max_workers]`), `not_elastic` (the cluster is not an elastic job, or Kueue runs without the `ElasticJobsViaWorkloadSlices` feature gate), or `invalid_name`. Nothing was changed. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
         };
       };
       default: components['responses']['Error'];
