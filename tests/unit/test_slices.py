@@ -176,7 +176,8 @@ def test_scale_milestones_on_the_events_and_the_timeline():
     done = cluster_status(ready(cluster, 6), slices=[replaced, taken], pods=[])
     assert done.scale is None and done.state == "ready"
     assert transition(starting, done)[-1] == "ScaledTo:6"
-    names = [m.name for m in milestones(done, ready(cluster, 6), None, [], slices=[replaced, taken])]
+    steps = milestones(done, ready(cluster, 6), None, [], slices=[replaced, taken])
+    names = [m.name for m in steps]
     assert names[:3] == ["Submitted", "QuotaReserved", "Admitted"]
     assert names[-3:] == ["ScaleRequested:6", "ScaleAdmitted:6", "ScaledTo:6"]
 
