@@ -300,7 +300,13 @@ class ChangeFeed:
         return found
 
     def _waiting(self) -> list[str]:
-        return [name for name, status in self._known.items() if status.state == "queued"]
+        """Clusters with a Workload waiting for quota: their own, or a scale-up's slice."""
+        return [
+            name
+            for name, status in self._known.items()
+            if status.state == "queued"
+            or (status.scale is not None and status.scale.state == "queued")
+        ]
 
     def _waiting_clusters_moved(self, cause: Cause) -> list[Message]:
         """Waiting clusters whose position changed with a queue.

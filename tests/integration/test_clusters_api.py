@@ -305,6 +305,9 @@ LIMITS = {
     "max_head_memory": "4Gi",
     "max_worker_gpu": 1,
     "allowed_images": ["rayproject/ray:", "quay.io/team/*"],
+    # An administrator's word that Kueue runs without elastic jobs (the default, auto, asks
+    # Kueue: tests/integration/test_elastic_scale.py and faults/test_elastic_gate_off.py).
+    "elastic_jobs": "false",
 }
 
 BAD_REQUESTS = [

@@ -38,6 +38,7 @@ from tornado.httpclient import HTTPClientError, HTTPRequest, HTTPResponse
 from tornado.routing import PathMatches
 from tornado.websocket import WebSocketError, websocket_connect
 
+from jupyter_dw.server.handlers import route_table
 from tests.cluster.fixtures import WAIT_TIMEOUT
 from tests.integration.clusters_support import create_suspended_raycluster, rayclusters
 from tests.integration.test_dashboard_proxy import (  # the stand-in dashboard
@@ -219,8 +220,9 @@ async def test_every_route_refuses_missing_wrong_and_cross_origin_credentials(
     raw, guarded, stand_in, jp_serverapp, jp_base_url, dw_config
 ):
     routes = dw_routes(jp_serverapp.web_app)
-    # REST (6 rules) plus the proxy's 3 rules, or its one "turned off" rule.
-    assert len(routes) == (9 if dw_config.get("ray_dashboard_proxy", True) else 7), routes
+    # Every REST rule plus the proxy's 3 rules, or its one "turned off" rule.
+    rest = len(route_table())
+    assert len(routes) == rest + (3 if dw_config.get("ray_dashboard_proxy", True) else 1), routes
     token = {"Authorization": f"token {raw.token}"}
     cookies = await login_cookies(raw.http, jp_base_url, raw.token)
     browser = {"Cookie": cookie_header(cookies)}
