@@ -16,6 +16,7 @@ const SEGMENTS = [
   ["waiting", COLORS.queued, "waiting for quota"], ["removing", COLORS.deleting, "being removed"],
 ];
 const VERDICTS = { "fits-now": COLORS.ready, "must-wait": COLORS.queued, "never-fits": COLORS.failed, unknown: COLORS.admitted };
+const DRY_RUN_DELAY = 250; // ms, as the sidebar's stepper
 const SCALE_TRAITS = ["workers_admitted", "min_workers", "max_workers", "elastic", "pinned_workers", "scale"];
 
 function el(tag, attrs = {}, ...children) {
@@ -67,6 +68,8 @@ function render({ model, el: root }) {
   let target = null;
   let step = { kind: "idle" };
   let requestId = 0;
+  let timer = null; // a chosen number's dry run, not sent yet
+  let unanswered = 0; // requests sent, answers not received (the kernel answers in order)
   const base = pageBaseUrl();
   if (base) serverExtension(base).then((ok) => { proxied = ok; draw(); });
 
@@ -98,32 +101,51 @@ function render({ model, el: root }) {
   }
 
   function ask(workers, dryRun) {
+    clearTimeout(timer);
+    timer = null;
     requestId += 1;
+    unanswered += 1;
     step = { kind: dryRun ? "checking" : "applying", workers };
+    // Cleared first, so that an answer equal to the last one still arrives as a change.
+    model.set("scale_result", null);
+    model.save_changes();
     model.send({ action: "scale", workers, dry_run: dryRun, request: requestId });
     draw();
   }
 
+  // A step shows "checking" at once; its dry run goes to the kernel once the clicks pause.
   function choose(workers) {
     const start = stepperStart(fields());
     target = Math.min(start.max, Math.max(start.min, workers));
+    clearTimeout(timer);
+    timer = null;
+    requestId += 1; // an answer on its way is no longer wanted
     if (target === start.value) {
-      requestId += 1; // an answer on its way is no longer wanted
       step = { kind: "idle" };
-      draw();
     } else {
-      ask(target, true);
+      step = { kind: "checking", workers: target };
+      const chosen = target;
+      timer = setTimeout(() => ask(chosen, true), DRY_RUN_DELAY);
     }
+    draw();
   }
 
+  // The kernel's answer: REST's ScaleResult (the cluster itself arrives through the traits),
+  // or {"error": {error, reason, hint, code, errors}}. `request` echoes the request's id
+  // when the kernel sends it; an answer to an older request is dropped.
   function onResult() {
     const result = model.get("scale_result");
-    if (!result || result.request !== requestId || (step.kind !== "checking" && step.kind !== "applying")) return;
+    if (!result) return; // our own reset
+    unanswered = Math.max(0, unanswered - 1);
+    if (unanswered > 0 || timer !== null) return; // an older request's answer
+    if (step.kind !== "checking" && step.kind !== "applying") return; // cancelled meanwhile
+    if (result.request !== undefined && result.request !== requestId) return;
     if (result.error) {
-      const detail = (result.errors && result.errors.workers) || result.reason;
-      step = { kind: "error", workers: step.workers, code: result.code || "", message: `${result.error}${detail ? ": " + detail : ""}` };
+      const error = typeof result.error === "object" ? result.error : result;
+      const detail = (error.errors && error.errors.workers) || error.reason;
+      step = { kind: "error", workers: step.workers, code: error.code || "", message: `${error.error}${detail ? ": " + detail : ""}` };
     } else {
-      const text = proposalText(result, step.workers);
+      const text = proposalText({ fit: result.fit, cluster: result.cluster || fields() }, step.workers);
       step = { kind: result.dry_run ? "proposed" : "applied", workers: step.workers, text, verdict: result.fit ? result.fit.verdict : null };
     }
     draw();
@@ -157,7 +179,7 @@ function render({ model, el: root }) {
       const badge = step.verdict ? el("span", { "data-verdict": step.verdict, style: `background:${VERDICTS[step.verdict] || COLORS.suspended};color:#fff;border-radius:9px;padding:1px 8px;font-size:12px;font-weight:600;margin-right:4px` }, step.verdict) : "";
       out.push(el("div", { ...note, "data-workers": String(step.workers) }, badge, el("span", { class: "jp-dw-scale-fit" }, step.text), " ",
         button(`Scale to ${step.workers}`, { class: "jp-Button jp-mod-accept jp-dw-scale-confirm" }, () => ask(step.workers, false)),
-        " ", button("Cancel", { class: "jp-Button jp-dw-scale-cancel" }, () => { requestId += 1; step = { kind: "idle" }; target = null; draw(); })));
+        " ", button("Cancel", { class: "jp-Button jp-dw-scale-cancel" }, () => { clearTimeout(timer); timer = null; requestId += 1; step = { kind: "idle" }; target = null; draw(); })));
     } else if (step.kind === "applied") {
       out.push(el("div", { ...note, role: "status", style: `color:${COLORS.ready}` }, step.workers === null ? `Size given back to the Ray autoscaler: ${step.text}` : `Pinned at ${step.workers}: ${step.text}`));
     } else if (step.kind === "error") {
