@@ -37,6 +37,13 @@ PRIORITY_CLASS_LABEL = f"{KUEUE_GROUP}/priority-class"
 """Chooses a WorkloadPriorityClass for a job."""
 ELASTIC_JOB_ANNOTATION = f"{KUEUE_GROUP}/elastic-job"
 """Marks a job whose size may change after admission (ElasticJobsViaWorkloadSlices)."""
+ELASTIC_JOB_SCHEDULING_GATE = f"{KUEUE_GROUP}/elastic-job"
+"""The scheduling gate Kueue's webhook puts on an elastic job's pod templates (only with the
+feature gate ElasticJobsViaWorkloadSlices on); Kueue lifts it on pods its admission covers."""
+WORKLOAD_SLICE_REPLACEMENT_ANNOTATION = f"{KUEUE_GROUP}/workload-slice-replacement-for"
+"""On a Workload slice made by a scale-up: ``<namespace>/<name>`` of the slice it replaces."""
+WORKLOAD_SLICE_REPLACED_REASON = "WorkloadSliceReplaced"
+"""The ``Finished`` reason of a slice replaced by a newer admitted one."""
 DEFAULT_QUEUE_ANNOTATION = f"{KUEUE_GROUP}/default-queue"
 """OpenShift AI / CodeFlare convention: the LocalQueue annotated ``"true"`` is the default."""
 DEFAULT_QUEUE_NAME = "default"
@@ -66,6 +73,9 @@ HEAD_PORTS: tuple[tuple[str, int], ...] = (
 """KubeRay's own port names: it looks ports up by these names when it builds the head Service."""
 HEAD_SERVICE_SUFFIX = "-head-svc"
 """KubeRay names a cluster's head Service ``<cluster>-head-svc``."""
+AUTOSCALER_CONTAINER_NAME = "autoscaler"
+"""The Ray autoscaler sidecar KubeRay adds to the head pod of an autoscaling cluster (Kueue
+0.19 counts it in the head pod set under this name)."""
 GPU_RESOURCE = "nvidia.com/gpu"
 
 # -- ours -----------------------------------------------------------------------------------
@@ -77,6 +87,9 @@ MANAGED_BY_VALUE = "jupyter-dw"
 OWNER_LABEL = "jupyter-dw/owner"
 OWNER_ANNOTATION = "jupyter-dw/owner"
 IDEMPOTENCY_KEY_ANNOTATION = "jupyter-dw/idempotency-key"
+AUTOSCALING_MIN_ANNOTATION = "jupyter-dw/autoscaling-min-workers"
+"""While a person has pinned an elastic cluster's size (``minReplicas`` = ``replicas`` = N):
+the ``minReplicas`` of its own range, given back when the pin is released."""
 REQUEST_DIGEST_ANNOTATION = "jupyter-dw/request-digest"
 """SHA-256 of the create request an idempotency key was first sent with."""
 """The idempotency key of the create request that made a RayCluster: a retried create with the

@@ -18,8 +18,11 @@ import re
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from .scaling import ScaleResult
 
 from ..domain.cluster_spec import (
     MAX_NAME_LENGTH,
@@ -42,7 +45,7 @@ from ..domain.priorities import (
     ahead_in_local_queue,
     priority_value,
 )
-from ..domain.quota import QuotaTree
+from ..domain.quota import QuotaTree, format_amount
 from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable
 from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
 from ..k8s.session import KubeSession, QueueState
@@ -52,8 +55,11 @@ from ..names import (
     OWNER_ANNOTATION,
     RAY_NODE_TYPE_LABEL,
 )
+from .elastic import ElasticSupport
 
 Object = dict[str, Any]
+_Found = tuple[Object, list[Object], ClusterStatus]
+"""A RayCluster, its Workloads (slices) and its status."""
 
 CLUSTER_SOURCES = (RAY_CLUSTER.plural, WORKLOAD.plural, POD.plural)
 """The caches a cluster's state is read from."""
@@ -253,6 +259,12 @@ class ClusterService:
     session: KubeSession
     policy: SpecPolicy
     dashboard_base: str | None = "/dw/ray"
+    elastic: ElasticSupport = None  # type: ignore[assignment]  # made from session when None
+    """Whether Kueue admits elastic clusters and counts the autoscaler sidecar."""
+
+    def __post_init__(self) -> None:
+        if self.elastic is None:
+            object.__setattr__(self, "elastic", ElasticSupport(self.session))
 
     # -- answers -------------------------------------------------------------------------
 
@@ -281,9 +293,13 @@ class ClusterService:
         priority = priority_value(spec.priority, state.priority_classes)
         ahead = self._ahead(local_queue, cluster_queue, priority, ask_positions)
         placement = {"local_queue": local_queue, "flavors": state.flavors}
-        verdict = assess_fit(pod_sets_for_spec(spec), cluster_queue, tree, ahead, **placement)
+        counted = self.elastic.autoscaler_quota().counted
+        pod_sets = pod_sets_for_spec(spec, sidecar_counted=counted)
+        verdict = assess_fit(pod_sets, cluster_queue, tree, ahead, **placement)
+        if spec.autoscaling:
+            verdict = replace(verdict, message=f"{verdict.message} {_sidecar_note(spec, counted)}")
         suggestion = (
-            suggest(spec, cluster_queue, tree, ahead, **placement)
+            suggest(spec, cluster_queue, tree, ahead, **placement, sidecar_counted=counted)
             if verdict.verdict != FITS_NOW
             else None
         )
@@ -361,6 +377,13 @@ class ClusterService:
         self.session.delete_raycluster(check_cluster_name(name))
         return Deleted(name, self.session.namespace)
 
+    def scale(self, name: str, workers: Any, dry_run: bool = False) -> ScaleResult:
+        """Pin elastic cluster ``name`` at ``workers`` (None: give the size back to the Ray
+        autoscaler), after fitting a scale-up; see :mod:`jupyter_dw.core.scaling`."""
+        from .scaling import scale_cluster
+
+        return scale_cluster(self, name, workers, dry_run)
+
     def describe(self, name: str) -> ClusterInfo | None:
         """The cached RayCluster ``name``, None if the cache does not hold it. Only the cache
         is read, plus one visibility call for a waiting cluster. For the change feed."""
@@ -382,18 +405,16 @@ class ClusterService:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _infos(
-        self, statuses: Iterable[tuple[Object, Object | None, ClusterStatus]]
-    ) -> list[ClusterInfo]:
-        """:class:`ClusterInfo` of each ``(raycluster, workload, status)``, the watches'
+    def _infos(self, statuses: Iterable[_Found]) -> list[ClusterInfo]:
+        """:class:`ClusterInfo` of each ``(raycluster, slices, status)``, the watches'
         health read once for all of them."""
         health = self.session.watch_health()
-        return [self._info(rc, wl, status, health) for rc, wl, status in statuses]
+        return [self._info(rc, slices, status, health) for rc, slices, status in statuses]
 
     def _info(
         self,
         raycluster: Object,
-        workload: Object | None,
+        slices: list[Object],
         status: ClusterStatus,
         health: WatchHealth,
     ) -> ClusterInfo:
@@ -406,8 +427,8 @@ class ClusterService:
             dashboard_url=self.dashboard_url(status.name),
             owner=annotations.get(OWNER_ANNOTATION),
             pods=tuple(_pod_info(pod) for pod in pods),
-            milestones=milestones(status, raycluster, workload, pods),
-            freshness=health.of_cluster(CLUSTER_SOURCES, follows_workload=workload is not None),
+            milestones=milestones(status, raycluster, None, pods, slices=slices),
+            freshness=health.of_cluster(CLUSTER_SOURCES, follows_workload=bool(slices)),
         )
 
     def _name_preemptor(self, status: ClusterStatus) -> ClusterStatus:
@@ -430,8 +451,9 @@ class ClusterService:
         priorities: Iterable[str] | None = None,
     ) -> ClusterSpec:
         known = frozenset(priorities) if priorities is not None else None
+        policy = replace(self.policy, elastic_jobs=self.elastic.allows_autoscaling())
         try:
-            return ClusterSpec.from_request(data, self.policy, queues, default_queue, known)
+            return ClusterSpec.from_request(data, policy, queues, default_queue, known)
         except SpecError as err:
             details = "; ".join(f"{field}: {message}" for field, message in err.errors.items())
             raise InvalidSpec(
@@ -441,25 +463,21 @@ class ClusterService:
                 err.errors,
             ) from err
 
-    def _status_of(self, raycluster: Object) -> tuple[Object, Object | None, ClusterStatus]:
-        """The RayCluster with its Workload and its status from the caches (no positions)."""
-        workload = self.session.workload_of(raycluster)
+    def _status_of(self, raycluster: Object) -> _Found:
+        """The RayCluster with its Workloads (slices) and its status from the caches (no
+        positions)."""
+        slices = self.session.slices_of(raycluster)
         pods = self.session.ray_pods(str((raycluster.get("metadata") or {}).get("name")))
-        return raycluster, workload, cluster_status(raycluster, workload, pods=pods)
+        return raycluster, slices, cluster_status(raycluster, pods=pods, slices=slices)
 
-    def _statuses(
-        self, rayclusters: Iterable[Object]
-    ) -> list[tuple[Object, Object | None, ClusterStatus]]:
-        """Each RayCluster with its Workload and status; the ones whose Workload waits for
-        quota get their positions, asking the visibility API once per LocalQueue involved."""
+    def _statuses(self, rayclusters: Iterable[Object]) -> list[_Found]:
+        """Each RayCluster with its Workloads and status; the ones whose Workload waits for
+        quota (or whose scale-up's slice does) get their positions, asking the visibility API
+        once per LocalQueue involved."""
         found = [self._status_of(raycluster) for raycluster in rayclusters]
-        waiting = {
-            status.queue
-            for _, workload, status in found
-            if workload is not None and not status.quota_reserved and status.queue
-        }
+        waiting = {status.queue for _, _, status in found if _waiting_workload(status)}
         entries: dict[str, Object] = {}
-        for queue in sorted(waiting):
+        for queue in sorted(q for q in waiting if q):
             try:
                 items = self.session.pending_workloads(queue) or []
             except KubeUnreachable:
@@ -468,12 +486,14 @@ class ClusterService:
                 name = (item.get("metadata") or {}).get("name")
                 if name:
                     entries[str(name)] = item
-        return [
-            (rc, wl, cluster_status(rc, wl, entries[status.workload]))  # waiting: no pods yet
-            if status.workload in entries
-            else (rc, wl, status)
-            for rc, wl, status in found
-        ]
+        result: list[_Found] = []
+        for rc, slices, status in found:
+            entry = entries.get(_waiting_workload(status) or "")
+            if entry is not None:
+                pods = self.session.ray_pods(status.name)
+                status = cluster_status(rc, pending=entry, pods=pods, slices=slices)
+            result.append((rc, slices, status))
+        return result
 
     def _ahead(
         self,
@@ -535,4 +555,26 @@ def _pod_info(pod: Object) -> PodInfo:
         role=(metadata.get("labels") or {}).get(RAY_NODE_TYPE_LABEL),
         phase=(pod.get("status") or {}).get("phase"),
         ready=(_conditions(pod).get("Ready") or {}).get("status") == "True",
+    )
+
+
+def _waiting_workload(status: ClusterStatus) -> str | None:
+    """The Workload of ``status`` that waits for quota (the cluster's own, or a scale-up's
+    slice), whose position to ask for; None when none waits."""
+    if status.workload is not None and not status.quota_reserved:
+        return status.workload
+    if status.scale is not None and status.scale.state == "queued":
+        return status.scale.workload
+    return None
+
+
+def _sidecar_note(spec: ClusterSpec, counted: bool) -> str:
+    amounts = f"{format_amount('cpu', spec.autoscaler_cpu)} CPU, " + format_amount(
+        "memory", spec.autoscaler_memory
+    )
+    if counted:
+        return f"The head includes the Ray autoscaler sidecar ({amounts}), which Kueue counts."
+    return (
+        f"This Kueue does not count the Ray autoscaler sidecar ({amounts}) in quota, but the "
+        "head pod still needs it on its node."
     )

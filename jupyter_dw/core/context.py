@@ -8,7 +8,9 @@ from typing import Any
 from ..domain.freshness import WatchHealth
 from ..k8s.access import AccessResult, Identity
 from ..k8s.discovery import Discovery
+from ..k8s.elastic import NOT_PROBED, ElasticJobs
 from ..k8s.session import KubeSession
+from .elastic import ASSUMED, AutoscalerQuota, ElasticSupport
 
 
 @dataclass(frozen=True)
@@ -27,11 +29,19 @@ class SessionContext:
     permissions: tuple[AccessResult, ...]
     caches: dict[str, tuple[bool, str | None]]
     health: WatchHealth
+    elastic_jobs: ElasticJobs = NOT_PROBED
+    autoscaler_quota: AutoscalerQuota = ASSUMED
 
     @classmethod
-    def of(cls, session: KubeSession, timeout: float | None = None) -> SessionContext:
+    def of(
+        cls,
+        session: KubeSession,
+        timeout: float | None = None,
+        elastic: ElasticSupport | None = None,
+    ) -> SessionContext:
         """Read it from a session (waits for its start)."""
         session.wait_ready(timeout)
+        elastic = elastic or ElasticSupport(session)
         return cls(
             namespace=session.namespace,
             namespace_source=session.namespace_source,
@@ -43,10 +53,18 @@ class SessionContext:
             permissions=tuple(session.access.values()),
             caches=session.cache_health(),
             health=session.watch_health(),
+            elastic_jobs=elastic.jobs(),
+            autoscaler_quota=elastic.autoscaler_quota(),
         )
 
     def to_json(self) -> dict[str, Any]:
         """The REST shape."""
+        discovered = self.discovery.to_json()
+        discovered["kueue"] = {
+            **discovered["kueue"],
+            "elastic_jobs": self.elastic_jobs.to_json(),
+            "autoscaler_in_quota": self.autoscaler_quota.to_json(),
+        }
         return {
             "namespace": self.namespace,
             "namespace_source": self.namespace_source,
@@ -57,7 +75,7 @@ class SessionContext:
             },
             "identity": self.identity.to_json(),
             "kueue_api": self.discovery.kueue_version,
-            **self.discovery.to_json(),
+            **discovered,
             "permissions": [result.to_json() for result in self.permissions],
             "caches": {
                 plural: {"synced": synced, "error": error}

@@ -26,9 +26,15 @@ from ..k8s.access import NEEDED_PERMISSIONS, Identity, check_access, who_am_i
 from ..k8s.auth import Credentials, load_credentials
 from ..k8s.client import KubeApi
 from ..k8s.discovery import Discovery, discover
+from ..k8s.elastic import FEATURE_GATE, ElasticJobs, probe_elastic_jobs
 from ..k8s.errors import KubeError
 from ..k8s.rbac import Subject, render_rbac
-from ..k8s.resources import LOCAL_QUEUE, PENDING_WORKLOADS_SUBRESOURCE, VISIBILITY_LOCAL_QUEUE
+from ..k8s.resources import (
+    LOCAL_QUEUE,
+    PENDING_WORKLOADS_SUBRESOURCE,
+    RAY_CLUSTER,
+    VISIBILITY_LOCAL_QUEUE,
+)
 from .settings import DWSettings, load_settings
 
 Status = Literal["ok", "missing", "optional-missing", "failed", "skipped"]
@@ -151,7 +157,7 @@ def run_doctor(
         )
     api = KubeApi(credentials, timeout=settings.request_timeout)
     try:
-        return _Doctor(api, credentials, namespace, say).run()
+        return _Doctor(api, credentials, namespace, say, settings.elastic_jobs).run()
     finally:
         api.close()
 
@@ -160,8 +166,14 @@ class _Doctor:
     """One doctor run on one API client (the checks in the order the table shows them)."""
 
     def __init__(
-        self, api: KubeApi, credentials: Credentials, namespace: str, say: Progress
+        self,
+        api: KubeApi,
+        credentials: Credentials,
+        namespace: str,
+        say: Progress,
+        elastic_setting: str = "auto",
     ) -> None:
+        self.elastic_setting = elastic_setting
         self.api = api
         self.credentials = credentials
         self.namespace = namespace
@@ -216,6 +228,7 @@ class _Doctor:
         allowed = {p.name: r.allowed for p, r in access.items()}
         queues, default = self._local_queues(discovery, allowed)
         self._visibility(discovery, allowed, default or (queues[0] if queues else None))
+        self._elastic_jobs(discovery, allowed, default or (queues[0] if queues else None))
         missing = []
         for permission, result in access.items():
             if result.allowed:
@@ -368,6 +381,44 @@ class _Doctor:
             )
             return
         self.checks.append(Check("api", "visibility API", "ok", detail, unlocks, required=False))
+
+    def _elastic_jobs(
+        self, discovery: Discovery, allowed: Mapping[str, bool], queue: str | None
+    ) -> None:
+        """Whether Kueue admits elastic (autoscaling) clusters: the setting when it says,
+        else Kueue's answer to a dry-run create (optional: without it clusters keep the size
+        they were admitted at)."""
+        unlocks = "autoscaling clusters and scaling them after admission"
+        if self.elastic_setting in ("true", "false"):
+            found = ElasticJobs(
+                self.elastic_setting == "true",
+                "setting",
+                f"the elastic_jobs setting is {self.elastic_setting}",
+            )
+        elif not (discovery.kueue_installed and discovery.kuberay_installed):
+            return  # the Kueue and KubeRay checks already say what is missing
+        elif not allowed.get(f"create {RAY_CLUSTER.qualified}"):
+            found = ElasticJobs(None, "unknown", "cannot tell: may not create rayclusters")
+        else:
+            self.say("asking Kueue (a dry run) whether it admits elastic Ray clusters")
+            found = probe_elastic_jobs(self.api, self.namespace, queue)
+        status: Status = "ok" if found.enabled else "optional-missing"
+        detail = (
+            f"elastic_jobs: {str(found.enabled).lower()} ({found.learned_from}): {found.detail}"
+        )
+        self.checks.append(
+            Check(
+                "api",
+                "elastic jobs",
+                status,
+                detail,
+                unlocks,
+                required=False,
+                hint=None
+                if found.enabled
+                else f"Kueue's feature gate {FEATURE_GATE} must be on (the default since 0.18).",
+            )
+        )
 
     def _report(
         self,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ..k8s.session import KubeSession
 from .clusters import ClusterService
 from .context import SessionContext
+from .elastic import ElasticSupport
 from .queues import QueueService
 from .settings import DWSettings
 
@@ -33,12 +34,13 @@ class DWCore:
         ``lazy_watches`` it opens each watch on first use (a kernel), else all at start."""
         session = KubeSession(**settings.session_options(), lazy_watches=lazy_watches)
         proxied = dashboard_base if settings.ray_dashboard_proxy else None
+        elastic = ElasticSupport(session, settings.elastic_jobs)
         return cls(
             session=session,
             queues=QueueService(session),
-            clusters=ClusterService(session, settings.spec_policy(), proxied),
+            clusters=ClusterService(session, settings.spec_policy(), proxied, elastic),
         )
 
     def context(self, timeout: float | None = None) -> SessionContext:
         """Identity, installed APIs, permissions (waits for the session's start)."""
-        return SessionContext.of(self.session, timeout)
+        return SessionContext.of(self.session, timeout, self.clusters.elastic)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from traitlets import Bool, Float, Int, List, TraitError, TraitType, Unicode, validate
+from traitlets import Union as TraitUnion
 from traitlets.config import Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
@@ -224,13 +225,45 @@ class DWSettings(Configurable):
         patterns (entries with ``*``, ``?`` or ``[``). Empty: any image.""",
     )
 
-    elastic_jobs = Bool(
-        False,
+    elastic_jobs = TraitUnion(
+        [Bool(), Unicode()],
+        default_value="auto",
         config=True,
-        help="""Whether Kueue runs with elastic jobs (feature gate
-        ``ElasticJobsViaWorkloadSlices``): only then may clusters autoscale
-        (``min_workers`` < ``max_workers``). Otherwise such requests are refused with an
-        explanation, as Kueue would reject them.""",
+        help="""Whether Kueue admits elastic (autoscaling) clusters, i.e. runs with the
+        feature gate ``ElasticJobsViaWorkloadSlices`` (beta and on by default since Kueue
+        0.18). ``auto``: ask Kueue itself with a server-side dry-run create of an elastic
+        RayCluster (its webhook gates the pods only with the gate on), once per connection
+        and at every permission re-check; ``true``/``false``: take this word for it. When
+        Kueue refuses them, clusters with ``min_workers`` < ``max_workers`` are refused with
+        an explanation naming the feature gate.""",
+    )
+
+    @validate("elastic_jobs")
+    def _validate_elastic_jobs(self, proposal: Any) -> str:
+        value = proposal["value"]
+        text = str(value).strip().lower() if not isinstance(value, bool) else str(value).lower()
+        if text in ("1", "yes"):
+            text = "true"
+        if text in ("0", "no"):
+            text = "false"
+        if text not in ("auto", "true", "false"):
+            raise TraitError(f"JupyterDW.elastic_jobs must be auto, true or false, got {value!r}")
+        return text
+
+    autoscaler_cpu = Unicode(
+        format_quantity(_POLICY.autoscaler_cpu, binary=False),
+        config=True,
+        help="""CPU of the Ray autoscaler sidecar in an autoscaling cluster's head pod (a
+        quantity), set in ``autoscalerOptions.resources`` so that the quota Kueue counts for
+        it (0.19 counts it; 0.14 does not, though the head's node must still have it) is
+        known, not guessed. KubeRay's own default is 500m.""",
+    )
+
+    autoscaler_memory = Unicode(
+        format_quantity(_POLICY.autoscaler_memory, binary=True),
+        config=True,
+        help="""Memory of the Ray autoscaler sidecar (a quantity); KubeRay's default is
+        512Mi.""",
     )
 
     def spec_policy(self) -> SpecPolicy:
@@ -251,7 +284,8 @@ class DWSettings(Configurable):
                 max_worker_memory=self.max_worker_memory,
                 max_worker_gpu=self.max_worker_gpu,
                 allowed_images=tuple(self.allowed_images),
-                elastic_jobs=self.elastic_jobs,
+                autoscaler_cpu=self.autoscaler_cpu,
+                autoscaler_memory=self.autoscaler_memory,
             )
         except ValueError as err:
             raise TraitError(f"JupyterDW cluster defaults and limits: {err}") from err
@@ -293,6 +327,13 @@ def _parse_env(variable: str, raw: str, trait: TraitType[Any, Any]) -> Any:
     if text == "" and trait.allow_none:
         return None
     try:
+        if isinstance(trait, TraitUnion):  # elastic_jobs: auto, or a boolean word
+            word = {"1": "true", "yes": "true", "0": "false", "no": "false"}.get(
+                text.lower(), text.lower()
+            )
+            if word not in ("auto", "true", "false"):
+                raise ValueError("expected auto, true or false")
+            return word
         if isinstance(trait, Bool):
             if text.lower() not in ("1", "0", "true", "false", "yes", "no"):
                 raise ValueError("expected true or false")

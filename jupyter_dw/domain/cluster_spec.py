@@ -64,6 +64,12 @@ from jupyter_dw.names import (
 # tests, where pods run on fake nodes.
 DEFAULT_RAY_IMAGE = "rayproject/ray:2.60.0"
 
+DEFAULT_AUTOSCALER_CPU = Decimal("0.5")
+DEFAULT_AUTOSCALER_MEMORY = Decimal(512 * 2**20)
+"""KubeRay's own defaults for the autoscaler sidecar (``BuildAutoscalerContainer``), which
+Kueue 0.19 also assumes when ``autoscalerOptions.resources`` is unset."""
+AUTOSCALER_PARTS = ("autoscaler_cpu", "autoscaler_memory")
+
 MAX_NAME_LENGTH = 53
 """KubeRay's ``MaxRayClusterNameLength``: 63 minus len("-serve-svc"), its longest suffix."""
 
@@ -160,6 +166,10 @@ class SpecPolicy:
     max_worker_gpu: int | None = None
     allowed_images: tuple[str, ...] = ()
     elastic_jobs: bool = False
+    autoscaler_cpu: Decimal = DEFAULT_AUTOSCALER_CPU
+    """CPU of the Ray autoscaler sidecar an autoscaling cluster's head pod gets (set
+    explicitly in ``autoscalerOptions.resources``, so Kueue and the fit count a known amount)."""
+    autoscaler_memory: Decimal = DEFAULT_AUTOSCALER_MEMORY
 
     def __post_init__(self) -> None:
         problems: dict[str, str] = {}
@@ -182,6 +192,8 @@ class SpecPolicy:
         for field_name in _SIZED:
             normalise(f"default_{field_name}", partial(_sized_value, field_name, policy=self))
         normalise("default_image", lambda v: _check_image(_parse_image(v), self.allowed_images))
+        normalise("autoscaler_cpu", _parse_cpu)
+        normalise("autoscaler_memory", _parse_memory)
         if not isinstance(self.elastic_jobs, bool):
             problems["elastic_jobs"] = f"must be true or false, got {_show(self.elastic_jobs)}"
         if problems:
@@ -238,6 +250,10 @@ class ClusterSpec:
     priority: str | None = None
     """A WorkloadPriorityClass name (label ``kueue.x-k8s.io/priority-class``); None: Kueue's
     default priority."""
+    autoscaler_cpu: Decimal = DEFAULT_AUTOSCALER_CPU
+    """The Ray autoscaler sidecar's CPU (only an autoscaling cluster has one; from the
+    server's policy, not from the request)."""
+    autoscaler_memory: Decimal = DEFAULT_AUTOSCALER_MEMORY
 
     def __post_init__(self) -> None:
         # Read-only views, so a frozen spec cannot be changed through its mappings.
@@ -301,7 +317,7 @@ class ClusterSpec:
         sizes a worker group's PodSet from ``replicas``, not ``maxReplicas``. With
         ``at_max=True`` it counts ``max_workers``, the most an autoscaling cluster can grow to
         (each step up is a new Workload slice that Kueue must admit). KubeRay's autoscaler
-        sidecar is not counted, as Kueue does not count it either: it is not in the template.
+        sidecar is not counted here (the fit adds it where the running Kueue counts it).
         """
         count = self.max_workers if at_max else self.workers
         totals = {
@@ -332,6 +348,15 @@ class ClusterSpec:
         # Created suspended: Kueue unsuspends it on admission, so no pod starts before then.
         spec["suspend"] = True
         spec["enableInTreeAutoscaling"] = self.autoscaling
+        if self.autoscaling:
+            # Explicit, so the quota Kueue 0.19 counts for the sidecar is a known amount.
+            amounts = {
+                "cpu": _cpu_text(self.autoscaler_cpu),
+                "memory": _memory_text(self.autoscaler_memory),
+            }
+            spec["autoscalerOptions"] = {
+                "resources": {"requests": dict(amounts), "limits": dict(amounts)}
+            }
         spec["headGroupSpec"] = self._head_group()
         spec["workerGroupSpecs"] = [self._worker_group()]
         return {
@@ -476,6 +501,8 @@ class _RequestParser:
             tolerations=tolerations,
             node_selector=node_selector,
             priority=priority,
+            autoscaler_cpu=self.policy.autoscaler_cpu,
+            autoscaler_memory=self.policy.autoscaler_memory,
         )
 
     def _field(self, name: str, parse: Callable[[Any], Any], default: Any) -> Any:

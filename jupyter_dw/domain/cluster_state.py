@@ -22,12 +22,21 @@ Field names checked against the CRDs in Kueue v0.19.2 and KubeRay v1.7.0:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from jupyter_dw.domain.pod_problems import PodProblem, first_problem
 from jupyter_dw.domain.priorities import PreemptedBy, preemptor
-from jupyter_dw.names import DASHBOARD_PORT, JOB_UID_LABEL, QUEUE_LABEL, head_service_name
+from jupyter_dw.domain.slices import ScaleChange, SliceChain, scale_change, slice_chain
+from jupyter_dw.names import (
+    AUTOSCALING_MIN_ANNOTATION,
+    DASHBOARD_PORT,
+    ELASTIC_JOB_ANNOTATION,
+    JOB_UID_LABEL,
+    QUEUE_LABEL,
+    RAY_NODE_TYPE_LABEL,
+    head_service_name,
+)
 
 ClusterState = Literal[
     "queued",
@@ -188,6 +197,20 @@ class ClusterStatus:
     admission_checks: tuple[AdmissionCheckStatus, ...] = ()
     """The Workload's admission checks (e.g. the ProvisioningRequest check asking the cluster
     autoscaler for nodes); empty when its ClusterQueue requires none."""
+    workers_admitted: int | None = None
+    """Workers whose quota Kueue holds now: the admitted slice's worker pod-set count (None
+    before the first admission, or without a Workload)."""
+    min_workers: int = 0
+    """The worker range the Ray autoscaler may use (the cluster's own, also while pinned)."""
+    max_workers: int = 0
+    elastic: bool = False
+    """An elastic job (annotation ``kueue.x-k8s.io/elastic-job: "true"`` and the Ray
+    autoscaler on): Kueue admits its changes of size as Workload slices."""
+    pinned_workers: int | None = None
+    """A person pinned the size at this many workers (``minReplicas`` = ``replicas``); None
+    while the Ray autoscaler owns it."""
+    scale: ScaleChange | None = None
+    """A change of size in flight (elastic clusters only)."""
 
     @property
     def capacity_provisioned(self) -> bool:
@@ -221,6 +244,12 @@ class ClusterStatus:
             "position_in_cluster_queue": self.position_in_cluster_queue,
             "preempted_by": self.preempted_by.to_json() if self.preempted_by else None,
             "admission_checks": [c.to_json() for c in self.admission_checks],
+            "workers_admitted": self.workers_admitted,
+            "min_workers": self.min_workers,
+            "max_workers": self.max_workers,
+            "elastic": self.elastic,
+            "pinned_workers": self.pinned_workers,
+            "scale": self.scale.to_json() if self.scale else None,
         }
 
 
@@ -247,6 +276,9 @@ class _Facts:
     wl: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     problem: PodProblem | None = None
     checks: tuple[AdmissionCheckStatus, ...] = ()
+    workers_admitted: int | None = None
+    """An elastic cluster's admitted slice's workers: readiness is judged against these while
+    a scale-up waits (the cluster runs at its admitted size)."""
 
     @property
     def running(self) -> bool:
@@ -263,7 +295,10 @@ class _Facts:
 
     @property
     def ready(self) -> bool:
-        return self.head_ready and self.workers_ready >= self.workers_desired
+        wanted = self.workers_desired
+        if self.workers_admitted is not None:
+            wanted = min(wanted, self.workers_admitted)
+        return self.head_ready and self.workers_ready >= wanted
 
 
 def _desired_from_spec(spec: Mapping[str, Any]) -> int:
@@ -284,6 +319,7 @@ def _read_facts(
     raycluster: Mapping[str, Any],
     workload: Mapping[str, Any] | None,
     pods: Iterable[Mapping[str, Any]] = (),
+    workers_admitted: int | None = None,
 ) -> _Facts:
     metadata = _map(raycluster.get("metadata"))
     spec = _map(raycluster.get("spec"))
@@ -319,6 +355,7 @@ def _read_facts(
         wl=_conditions(workload),
         problem=first_problem(pods),
         checks=admission_checks(workload),
+        workers_admitted=workers_admitted,
     )
 
 
@@ -531,12 +568,16 @@ def cluster_status(
     workload: Mapping[str, Any] | None = None,
     pending: Mapping[str, Any] | None = None,
     pods: Iterable[Mapping[str, Any]] = (),
+    slices: Iterable[Mapping[str, Any]] | None = None,
 ) -> ClusterStatus:
     """Derive a cluster's state and details; never raises on missing or malformed fields.
 
     ``workload`` is the RayCluster's Workload (``workload_selector``) or None if Kueue has not
-    made one (or does not manage the cluster). ``pending`` is its item from the visibility API's
-    ``pendingworkloads`` list, if it is pending.
+    made one (or does not manage the cluster); ``slices``, when given, are all its Workloads
+    (an elastic cluster's chain of slices, see :func:`slice_chain`) and replace ``workload``:
+    the state is then read from the admitted slice, and a scale-up's slice waiting for quota
+    is the ``scale`` in flight. ``pending`` is the visibility API's ``pendingworkloads`` item
+    of whichever of them waits (the cluster's Workload, or the scale-up's slice).
 
     State precedence, first match wins (later states are only reached when no earlier one
     applies, so a stale "ready" status never hides an eviction):
@@ -569,9 +610,17 @@ def cluster_status(
     metadata = _map(raycluster.get("metadata"))
     name = _text(metadata.get("name")) or ""
     labels = _map(metadata.get("labels"))
+    pods = list(pods)
+    chain = slice_chain(slices if slices is not None else [w for w in (workload,) if w])
+    workload = chain.current
     wl_meta = _map(_map(workload).get("metadata"))
     wl_name = _text(wl_meta.get("name")) if workload is not None else None
-    facts = _read_facts(raycluster, workload, pods)
+    size = _size(raycluster)
+    elastic = size.elastic
+    facts = _read_facts(raycluster, workload, pods, chain.workers_admitted if elastic else None)
+    if elastic:
+        # The spec's replicas now: KubeRay's status lags a scale by a reconcile.
+        facts = replace(facts, workers_desired=size.replicas)
     state, reason, message = _state(facts)
     pod_set_flavors = _assignments(workload)
     waiting = facts.has_workload and not facts.quota_reserved
@@ -602,6 +651,76 @@ def cluster_status(
         position_in_cluster_queue=cluster,
         preempted_by=_preempted_by(facts, message) if state == "preempted" else None,
         admission_checks=facts.checks,
+        workers_admitted=chain.workers_admitted,
+        min_workers=size.min_workers,
+        max_workers=size.max_workers,
+        elastic=elastic,
+        pinned_workers=size.pinned,
+        scale=_scale(chain, facts, pods, size, pending) if elastic else None,
+    )
+
+
+@dataclass(frozen=True)
+class _Size:
+    """The worker range of a RayCluster and who owns its size."""
+
+    elastic: bool
+    replicas: int
+    min_workers: int
+    max_workers: int
+    pinned: int | None
+
+
+def _size(raycluster: Mapping[str, Any]) -> _Size:
+    """Sums over the worker groups not suspended (``numOfHosts`` counted, as KubeRay)."""
+    metadata = _map(raycluster.get("metadata"))
+    annotations = _map(metadata.get("annotations"))
+    spec = _map(raycluster.get("spec"))
+    low = high = replicas = 0
+    groups = spec.get("workerGroupSpecs")
+    for group in groups if isinstance(groups, list) else []:
+        group = _map(group)
+        if group.get("suspend") is True:
+            continue
+        hosts = max(1, _int(group.get("numOfHosts")) or 1)
+        count = max(0, _int(group.get("replicas")) or 0)
+        replicas += count * hosts
+        low += max(0, _int(group.get("minReplicas")) or 0) * hosts
+        high += max(0, _int(group.get("maxReplicas")) or count) * hosts
+    elastic = (
+        annotations.get(ELASTIC_JOB_ANNOTATION) == "true"
+        and spec.get("enableInTreeAutoscaling") is True
+    )
+    own_min = _int(annotations.get(AUTOSCALING_MIN_ANNOTATION))
+    pinned = replicas if elastic and own_min is not None and low == replicas else None
+    return _Size(elastic, replicas, own_min if pinned is not None else low, high, pinned)
+
+
+def _worker_pods(pods: Iterable[Mapping[str, Any]]) -> int:
+    """Worker pods not being deleted."""
+    return sum(
+        1
+        for pod in pods
+        if _map(_map(pod.get("metadata")).get("labels")).get(RAY_NODE_TYPE_LABEL) == "worker"
+        and not _text(_map(pod.get("metadata")).get("deletionTimestamp"))
+    )
+
+
+def _scale(
+    chain: SliceChain,
+    facts: _Facts,
+    pods: list[Mapping[str, Any]],
+    size: _Size,
+    pending: Mapping[str, Any] | None,
+) -> ScaleChange | None:
+    return scale_change(
+        chain,
+        workers_desired=facts.workers_desired,
+        # Pods not readable: the running count is unknown, never a scale-down.
+        workers_running=_worker_pods(pods) if pods else facts.workers_desired,
+        workers_ready=facts.workers_ready,
+        pinned_workers=size.pinned,
+        pending_entry=pending,
     )
 
 
@@ -633,7 +752,9 @@ def transition(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
     (every admission check Ready), ``Admitted``, ``HeadReady``, ``WorkerReady:<n>`` for each
     newly ready worker count n, ``Ready``. Then the state entered, if it is one of
     ``Evicted``, ``Preempted``, ``Failed``, ``Rejected``, ``Suspended``, ``Deleting``; then
-    ``QuotaReleased`` if the reservation was lost. ``old`` None means nothing was known: every
+    ``QuotaReleased`` if the reservation was lost; then an elastic cluster's
+    ``ScaleRequested:<n>``, ``ScaleAdmitted:<n>``, ``ScaledTo:<n>``. ``old`` None means
+    nothing was known: every
     milestone already reached is reported, so skipped observations never hide a step or
     reorder them.
     """
@@ -659,4 +780,24 @@ def transition(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
         events.append(_ENTRY_EVENTS[new.state])
     if old is not None and old.quota_reserved and not new.quota_reserved:
         events.append("QuotaReleased")
+    events.extend(_scale_events(old, new))
+    return events
+
+
+def _scale_events(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
+    """``ScaleRequested:<n>`` when a change to n workers appears, ``ScaleAdmitted:<n>`` when
+    the admitted slice grows to n, ``ScaledTo:<n>`` when a change is over at n ready."""
+    events: list[str] = []
+    before = old.scale if old is not None else None
+    if new.scale is not None and (before is None or before.to_workers != new.scale.to_workers):
+        events.append(f"ScaleRequested:{new.scale.to_workers}")
+    held_before = old.workers_admitted if old is not None else None
+    if (
+        new.workers_admitted is not None
+        and held_before is not None
+        and new.workers_admitted > held_before
+    ):
+        events.append(f"ScaleAdmitted:{new.workers_admitted}")
+    if before is not None and new.scale is None and new.state == "ready":
+        events.append(f"ScaledTo:{new.workers_ready}")
     return events

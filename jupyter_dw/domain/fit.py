@@ -34,7 +34,7 @@ Headroom itself is never computed here: ``QuotaTree`` owns that arithmetic.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Literal
@@ -94,15 +94,25 @@ class PodSetRequest:
     node_selector: Mapping[str, str] = field(default_factory=dict)
 
 
-def pod_sets_for_spec(spec: ClusterSpec, *, at_max: bool = False) -> tuple[PodSetRequest, ...]:
+def pod_sets_for_spec(
+    spec: ClusterSpec, *, at_max: bool = False, sidecar_counted: bool = True
+) -> tuple[PodSetRequest, ...]:
     """The PodSets Kueue builds from ``spec.to_raycluster()``: ``head`` and the worker group.
 
     ``at_max`` counts ``max_workers`` instead of ``workers`` (see ``ClusterSpec.total_requests``).
+    An autoscaling cluster's head pod set includes the Ray autoscaler sidecar when
+    ``sidecar_counted`` (Kueue 0.19 adds KubeRay's ``autoscaler`` container to it; 0.14 does
+    not, though the head pod still needs those resources on its node).
     """
     worker: dict[str, Decimal] = {"cpu": spec.worker_cpu, "memory": spec.worker_memory}
     if spec.worker_gpu > 0:
         worker[GPU_RESOURCE] = Decimal(spec.worker_gpu)
     head = {"cpu": spec.head_cpu, "memory": spec.head_memory}
+    if spec.autoscaling and sidecar_counted:
+        head = {
+            "cpu": head["cpu"] + spec.autoscaler_cpu,
+            "memory": head["memory"] + spec.autoscaler_memory,
+        }
     count = spec.max_workers if at_max else spec.workers
     placement = {"tolerations": spec.tolerations, "node_selector": spec.node_selector}
     return (
@@ -349,6 +359,7 @@ def assess_fit(
     *,
     local_queue: LocalQueueInfo | None = None,
     flavors: Mapping[str, FlavorTraits] | None = None,
+    only_flavors: Mapping[str, Collection[str]] | None = None,
 ) -> FitVerdict:
     """Decide whether a workload fits now, must wait, can never fit, or cannot be judged.
 
@@ -362,7 +373,8 @@ def assess_fit(
     names the queue in messages and adds its stop state. ``flavors``: the ResourceFlavors by
     name; a flavor whose taints a pod set does not tolerate, or whose node labels its node
     selector contradicts, is skipped for that pod set as Kueue skips it (None: not readable,
-    every flavor is assumed usable).
+    every flavor is assumed usable). ``only_flavors`` maps a PodSet to the flavors it may use
+    at all (a scale-up's slice stays in the flavor its cluster holds).
 
     Order of checks: hidden quota → unknown; missing ClusterQueue, uncovered resource or a
     request above max_obtainable → never-fits; cohort cycle, stopped or inactive queue →
@@ -387,17 +399,22 @@ def assess_fit(
         _demands(requests, covered),
         ahead,
         local_queue,
-        _mismatches(placement, flavors or {}),
+        _mismatches(placement, flavors or {}, only_flavors or {}),
     ).run()
 
 
 def _mismatches(
     placement: Mapping[str, tuple[tuple[Toleration, ...], Mapping[str, str]]],
     flavors: Mapping[str, FlavorTraits],
+    only: Mapping[str, Collection[str]],
 ) -> Callable[[str, str], str | None]:
     """``(pod set, flavor) -> why Kueue skips it`` (None: usable, or nothing known of it)."""
 
     def mismatch(pod_set: str, flavor: str) -> str | None:
+        allowed = only.get(pod_set)
+        if allowed is not None and flavor not in allowed:
+            held = ", ".join(sorted(allowed)) or "none"
+            return f"flavor {flavor}: a scale-up stays in the flavor its cluster holds ({held})"
         traits = flavors.get(flavor)
         if traits is None:
             return None
@@ -856,6 +873,7 @@ def suggest(
     *,
     local_queue: LocalQueueInfo | None = None,
     flavors: Mapping[str, FlavorTraits] | None = None,
+    sidecar_counted: bool = True,
 ) -> Suggestion | None:
     """The largest worker count N >= 1 (below ``spec.workers``) for which the same cluster
     would fit now, or None when none does, quota is hidden, or the queue is ``StrictFIFO``
@@ -876,7 +894,7 @@ def suggest(
             min_workers=min(spec.min_workers, workers),
             max_workers=workers if spec.max_workers == spec.workers else spec.max_workers,
         )
-        pod_sets = pod_sets_for_spec(smaller)
+        pod_sets = pod_sets_for_spec(smaller, sidecar_counted=sidecar_counted)
         return assess_fit(
             pod_sets, cluster_queue, tree, ahead, local_queue=local_queue, flavors=flavors
         )

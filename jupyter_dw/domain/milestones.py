@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jupyter_dw.domain.cluster_state import ClusterStatus
+from jupyter_dw.domain.slices import SliceChain, is_true, slice_chain, true_since, worker_count
 from jupyter_dw.names import RAY_NODE_TYPE_LABEL
 
 
@@ -72,14 +73,25 @@ def milestones(
     raycluster: Mapping[str, Any],
     workload: Mapping[str, Any] | None,
     pods: Iterable[Mapping[str, Any]] = (),
+    slices: Iterable[Mapping[str, Any]] | None = None,
 ) -> tuple[Milestone, ...]:
-    """The steps ``status`` shows the cluster has passed, in the order they happen."""
+    """The steps ``status`` shows the cluster has passed, in the order they happen.
+
+    ``slices`` are all the cluster's Workloads when it is elastic (see
+    :func:`~jupyter_dw.domain.slices.slice_chain`): ``QuotaReserved`` and ``Admitted`` are then
+    the first admission's, and each scale-up's slice adds ``ScaleRequested:<n>`` (when it was
+    made) and ``ScaleAdmitted:<n>``; ``ScaledTo:<n>`` follows once the last one's n workers
+    are ready.
+    """
     pods = list(pods)
+    chain = slice_chain(slices) if slices is not None else None
+    first = chain.first if chain is not None else workload
+    workload = chain.current if chain is not None else workload
     steps = [Milestone("Submitted", status.created)]
-    reserved, reserved_at = _true_since(workload, "QuotaReserved")
+    reserved, reserved_at = _first_true(chain, first, "QuotaReserved")
     if reserved:
         steps.append(Milestone("QuotaReserved", reserved_at))
-    admitted, admitted_at = _true_since(workload, "Admitted")
+    admitted, admitted_at = _first_true(chain, first, "Admitted")
     if status.capacity_provisioned:
         # Kueue admits the moment the last check turns Ready, and a check's own
         # lastTransitionTime may predate its last state change: Admitted's time is the one.
@@ -102,6 +114,8 @@ def milestones(
     if status.state == "ready":
         known = [t for t in [*head_times, *worker_times] if t]
         steps.append(Milestone("Ready", max(known) if known else None))
+    if chain is not None and status.elastic:
+        steps += _scale_steps(chain, status, worker_times)
     if status.state in ("evicted", "preempted"):
         # Kueue may mark a preemption on Evicted alone (reason Preempted).
         reached, since = _true_since(workload, "Preempted")
@@ -112,3 +126,42 @@ def milestones(
         deleted = _text(_map(raycluster.get("metadata")).get("deletionTimestamp"))
         steps.append(Milestone("Deleting", deleted))
     return tuple(steps)
+
+
+def _first_true(
+    chain: SliceChain | None, first: Mapping[str, Any] | None, kind: str
+) -> tuple[bool, str | None]:
+    """Whether the first admission reached condition ``kind``, and when: the first slice's
+    condition, else (a replaced slice keeps no such condition) the earliest of the chain."""
+    reached, since = _true_since(first, kind)
+    if reached or chain is None:
+        return reached, since
+    times = [t for w in chain.slices if (t := true_since(w, kind))]
+    if times:
+        return True, min(times)
+    return any(is_true(w, kind) for w in chain.slices), None
+
+
+def _scale_steps(
+    chain: SliceChain, status: ClusterStatus, worker_times: list[str | None]
+) -> list[Milestone]:
+    steps: list[Milestone] = []
+    ups = chain.scale_ups()
+    for index, piece in enumerate(ups):
+        count = worker_count(piece)
+        if count is None:
+            continue
+        made = _text(_map(piece.get("metadata")).get("creationTimestamp"))
+        steps.append(Milestone(f"ScaleRequested:{count}", made))
+        admitted_at = true_since(piece, "Admitted")
+        later_admitted = any(is_true(w, "QuotaReserved") for w in ups[index + 1 :])
+        replaced = chain.replaced_by(piece) is not None and is_true(piece, "Finished")
+        if admitted_at or is_true(piece, "Admitted") or replaced or later_admitted:
+            steps.append(Milestone(f"ScaleAdmitted:{count}", admitted_at))
+    last = ups[-1] if ups else None
+    if last is not None and last is chain.admitted and status.scale is None:
+        count = worker_count(last) or 0
+        if 0 < count <= status.workers_ready:
+            ready = sorted(t for t in worker_times if t)
+            steps.append(Milestone(f"ScaledTo:{count}", ready[-1] if ready else None))
+    return steps

@@ -109,6 +109,7 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
     *_perms(RAY_CLUSTER, ("delete",), "delete Ray clusters"),
     *_perms(RAY_CLUSTER, ("list", "watch"), "list Ray clusters and follow their state"),
     *_perms(RAY_CLUSTER, ("get",), "open a Ray cluster's dashboard through the server"),
+    *_perms(RAY_CLUSTER, ("patch",), "scale elastic Ray clusters"),
     *_perms(POD, ("list", "watch"), "show Ray cluster pods and ready workers"),
     # Cluster-wide (an optional ClusterRole; examples/rbac/clusterrole.yaml).
     *_perms(CLUSTER_QUEUE, ("list", "watch"), "show quota, borrowing and headroom", required=False),

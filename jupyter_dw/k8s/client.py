@@ -56,6 +56,7 @@ _SECRETS = (
     re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),
 )
 REDACTED = "[redacted]"
+JSON_PATCH = "application/json-patch+json"
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,17 @@ class KubeApi:
         """POST ``body`` to ``path`` and return the decoded JSON object."""
         return self._json("POST", path, query, body, timeout)
 
+    def patch(
+        self,
+        path: str,
+        operations: list[dict[str, Any]],
+        query: Query = (),
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """PATCH ``path`` with a JSON patch (RFC 6902; a ``test`` operation makes it
+        conditional) and return the decoded JSON object."""
+        return self._json("PATCH", path, query, operations, timeout, JSON_PATCH)
+
     def delete(self, path: str, query: Query = (), timeout: float | None = None) -> dict[str, Any]:
         """DELETE ``path`` and return the decoded JSON object (a Status or the object)."""
         return self._json("DELETE", path, query, None, timeout)
@@ -202,16 +214,19 @@ class KubeApi:
         method: str,
         path: str,
         query: Query,
-        body: Mapping[str, Any] | None,
+        body: Mapping[str, Any] | list[dict[str, Any]] | None,
         timeout: float | None,
+        content_type: str = "application/json",
     ) -> dict[str, Any]:
         def call() -> Any:
             response = self._client.call_api(
                 path,
                 method,
                 query_params=list(query),
-                header_params={"Accept": "application/json", "Content-Type": "application/json"},
-                body=dict(body) if body is not None else None,
+                header_params={"Accept": "application/json", "Content-Type": content_type},
+                body=(list(body) if isinstance(body, list) else dict(body))
+                if body is not None
+                else None,
                 auth_settings=["BearerToken"],
                 _preload_content=False,
                 _return_http_data_only=True,

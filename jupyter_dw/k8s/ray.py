@@ -168,6 +168,19 @@ def delete_raycluster(api: KubeApi, namespace: str, name: str) -> Object:
         raise
 
 
+def patch_raycluster(
+    api: KubeApi, namespace: str, name: str, operations: list[dict[str, Any]]
+) -> Object:
+    """Apply JSON-patch ``operations`` to RayCluster ``name``; :class:`KubeNotFound` when it
+    is absent."""
+    try:
+        return api.patch(RAY_CLUSTER.path(namespace, name), operations)
+    except KubeApiError as err:
+        if err.api_status == 404:
+            raise not_found(namespace, name) from err
+        raise
+
+
 def get_raycluster(api: KubeApi, namespace: str, name: str) -> Object:
     """One RayCluster read from the API server; :class:`KubeNotFound` when absent."""
     try:

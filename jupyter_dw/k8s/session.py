@@ -56,6 +56,7 @@ from .access import (
 from .auth import Credentials, load_credentials
 from .client import DEFAULT_TIMEOUT, FailedCall, KubeApi
 from .discovery import Discovery, discover
+from .elastic import NOT_PROBED, ElasticJobs, probe_elastic_jobs
 from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized, NotReady
 from .resources import (
     CLUSTER_QUEUE,
@@ -210,6 +211,7 @@ class KubeSession:
         self._kueue_health = Freshness()
         self._last_kueue_probe = 0.0
         self._last_refresh = 0.0
+        self._elastic: ElasticJobs = NOT_PROBED
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -324,6 +326,29 @@ class KubeSession:
             discovery.ray_version or "not installed",
         )
         self._sync_caches(api)
+        self._probe_elastic(api)
+
+    def _probe_elastic(self, api: KubeApi) -> None:
+        """Ask Kueue (a dry-run create) whether it admits elastic RayClusters; once per
+        connection and again at every re-check of permissions."""
+        discovery = self._discovery
+        if discovery is None or not discovery.kuberay_installed or discovery.kueue_version is None:
+            found = ElasticJobs(None, "unknown", "Kueue or KubeRay is not installed")
+        elif self.allowed("create", RAY_CLUSTER) is False:
+            found = ElasticJobs(None, "unknown", "cannot tell: may not create rayclusters")
+        else:
+            cache = self._caches.get(LOCAL_QUEUE.plural)
+            queues = cache.snapshot() if cache is not None and cache.synced else []
+            queue = next((str(q["metadata"]["name"]) for q in queues if q.get("metadata")), None)
+            found = probe_elastic_jobs(api, self._namespace or "default", queue)
+        with self._lock:
+            if self._api is api:
+                self._elastic = found
+
+    @property
+    def elastic_jobs(self) -> ElasticJobs:
+        """What the last dry run told of Kueue's elastic jobs (see :mod:`.elastic`)."""
+        return self._elastic
 
     def _wanted_caches(self) -> dict[str, tuple[Resource, str | None]]:
         """``{plural: (resource, label selector)}`` of every cache that discovery and the
@@ -459,6 +484,7 @@ class KubeSession:
             )
         self._sync_caches(api)
         self._probe_kueue(api, discovery)
+        self._probe_elastic(api)
         return changed
 
     # -- Kueue's controller --------------------------------------------------------------
@@ -789,6 +815,28 @@ class KubeSession:
             return None
         return max(candidates, key=_workload_preference)
 
+    def slices_of(self, raycluster: Object) -> list[Object]:
+        """Every Workload Kueue made for ``raycluster`` (an elastic cluster's chain of slices,
+        replaced ones included), from the Workload cache's index; empty when there is none or
+        Workloads are not readable."""
+        cache = self._watching(WORKLOAD.plural)
+        uid = (raycluster.get("metadata") or {}).get("uid")
+        if cache is None or not uid:
+            return []
+        return cache.by_index(BY_JOB_UID, str(uid))
+
+    def workloads(self) -> list[Object]:
+        """Every cached Workload of the namespace (no waiting; empty when not readable)."""
+        cache = self._watching(WORKLOAD.plural)
+        return cache.snapshot() if cache is not None else []
+
+    def patch_raycluster(self, name: str, operations: list[dict[str, Any]]) -> Object:
+        """Apply a JSON patch to RayCluster ``name`` (``KubeNotFound`` when absent; a failed
+        ``test`` operation is ``KubeRejected``, nothing changed)."""
+        self.wait_ready()
+        self.discovery.require_kuberay()
+        return ray.patch_raycluster(self.api, self.namespace, name, operations)
+
     def ray_pods(self, name: str) -> list[Object]:
         """The cached pods of RayCluster ``name`` (label ``ray.io/cluster``); empty when pods
         are not readable."""
@@ -836,6 +884,27 @@ class KubeSession:
                 lambda _: cache.get(name, self.namespace) is not None, CACHE_CATCH_UP_SECONDS
             )
         return created
+
+    def wait_for_ray_cluster(self, name: str, resource_version: str) -> None:
+        """Wait briefly until the RayCluster cache holds ``name`` at ``resource_version`` or
+        later (a write's own watch event), so the next read shows the write."""
+        cache = self._caches.get(RAY_CLUSTER.plural)
+        if cache is None or not cache.started:
+            return
+
+        def caught_up(_: object) -> bool:
+            held = cache.get(name, self.namespace)
+            version = str(((held or {}).get("metadata") or {}).get("resourceVersion") or "")
+            if version == resource_version:
+                return True
+            # Kubernetes says resource versions are opaque; etcd's are integers that grow.
+            return (
+                version.isdigit()
+                and resource_version.isdigit()
+                and int(version) > int(resource_version)
+            )
+
+        cache.wait_until(caught_up, CACHE_CATCH_UP_SECONDS)
 
     def delete_raycluster(self, name: str) -> Object:
         """Delete RayCluster ``name`` (background propagation: its Workload, pods and Services

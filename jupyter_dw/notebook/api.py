@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core.clusters import ClusterInfo, FitResult, InvalidSpec, new_idempotency_key
 from ..core.queues import QueueList
+from ..core.scaling import InvalidScale, NotElastic, ScaleResult
 from ..k8s.errors import (
     KubeConflict,
     KubeError,
@@ -325,6 +326,24 @@ class RayClusterHandle:
             warnings.warn(problem, stacklevel=2)
         return info.ray_address
 
+    def scale(self, workers: int | None, *, dry_run: bool = False) -> ScaleResult:
+        """Pin an elastic cluster at ``workers`` (None: give the size back to the Ray
+        autoscaler, within ``min_workers``..``max_workers``).
+
+        A scale-up is fitted first, in the flavor the cluster holds: the answer's ``fit``
+        says whether it starts now or must wait ("6 workers: must wait ...; 5 would start
+        now"), and Kueue queues the new slice either way (``dry_run=True`` only asks). A
+        scale-down removes exactly the extra worker pods. Raises ``InvalidScale`` (outside
+        the range, not a whole number) or ``NotElastic``, with nothing changed.
+        """
+        result = runtime().core.clusters.scale(self.name, workers, dry_run)
+        self._last = result.cluster
+        return result
+
+    async def scale_async(self, workers: int | None, *, dry_run: bool = False) -> ScaleResult:
+        """:meth:`scale` without blocking the kernel's event loop."""
+        return await asyncio.to_thread(self.scale, workers, dry_run=dry_run)
+
     def delete(self) -> None:
         """Delete the cluster; its Workload, pods and Services follow."""
         rt = runtime()
@@ -388,12 +407,15 @@ __all__ = [
     "ClusterFailed",
     "ClusterSpec",
     "DWError",
+    "InvalidScale",
     "InvalidSpec",
     "NameTaken",
+    "NotElastic",
     "NotFound",
     "NotInstalled",
     "PermissionDenied",
     "RayClusterHandle",
+    "ScaleResult",
     "Unreachable",
     "WaitTimeout",
     "cluster",

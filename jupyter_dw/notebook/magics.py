@@ -17,7 +17,8 @@ from ..k8s.errors import InvalidRequest, KubeError
 
 HELP = """%dw queues                      LocalQueues with quota and headroom
 %dw fit [--queue Q] --workers N --worker-cpu C --worker-memory M [--worker-gpu G]
-        [--head-cpu C] [--head-memory M] [--toleration KEY[=VALUE][:EFFECT]]...
+        [--min-workers N --max-workers N] [--head-cpu C] [--head-memory M]
+        [--toleration KEY[=VALUE][:EFFECT]]...
         [--node-selector k=v[,k=v]] [--priority CLASS]
                                  would it fit now? (and what would)
 %dw up NAME [same options] [--image I] [--wait] [--ephemeral]
@@ -25,6 +26,9 @@ HELP = """%dw queues                      LocalQueues with quota and headroom
 %dw status [NAME]                one cluster's state, or every cluster's
 %dw watch NAME                   a live status widget
 %dw down NAME                    delete a cluster
+%dw scale NAME N|auto [--dry-run]
+                                 pin an elastic cluster at N workers (auto: the Ray
+                                 autoscaler decides again); a scale-up is fitted first
 %dw list                         the namespace's Ray clusters
 %dw help                         this text"""
 
@@ -44,6 +48,8 @@ class _Parser(argparse.ArgumentParser):
 def _size_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue")
     parser.add_argument("--workers", type=int)
+    parser.add_argument("--min-workers", dest="min_workers", type=int)
+    parser.add_argument("--max-workers", dest="max_workers", type=int)
     parser.add_argument("--worker-cpu", dest="worker_cpu")
     parser.add_argument("--worker-memory", dest="worker_memory")
     parser.add_argument("--worker-gpu", dest="worker_gpu", type=int)
@@ -68,13 +74,18 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("status", add_help=False).add_argument("name", nargs="?")
     commands.add_parser("watch", add_help=False).add_argument("name")
     commands.add_parser("down", add_help=False).add_argument("name")
+    scale = commands.add_parser("scale", add_help=False)
+    scale.add_argument("name")
+    scale.add_argument("workers", help="a whole number, or 'auto' for the Ray autoscaler")
+    scale.add_argument("--dry-run", action="store_true")
     commands.add_parser("list", add_help=False)
     commands.add_parser("help", add_help=False)
     return parser
 
 
-SIZE_FIELDS = ("queue", "workers", "worker_cpu", "worker_memory", "worker_gpu", "head_cpu",
-               "head_memory", "tolerations", "node_selector", "priority")  # fmt: skip
+SIZE_FIELDS = ("queue", "workers", "min_workers", "max_workers", "worker_cpu", "worker_memory",
+               "worker_gpu", "head_cpu", "head_memory", "tolerations", "node_selector",
+               "priority")  # fmt: skip
 
 
 def run(line: str, out: Callable[[str], None] | None = None) -> Any:
@@ -158,6 +169,12 @@ def _down(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
     return None
 
 
+def _scale(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    result = _api().RayClusterHandle(args.name).scale(args.workers, dry_run=args.dry_run)
+    out(result.message)
+    return result.cluster
+
+
 def _list(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
     return _api().runtime().core.clusters.list()
 
@@ -169,6 +186,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]]
     "status": _status,
     "watch": _watch,
     "down": _down,
+    "scale": _scale,
     "list": _list,
 }
 

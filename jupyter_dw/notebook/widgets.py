@@ -70,6 +70,16 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     admission_checks = List(Dict()).tag(sync=True)
     workers_ready = Int(0).tag(sync=True)
     workers_desired = Int(0).tag(sync=True)
+    workers_admitted = Int(None, allow_none=True).tag(sync=True)
+    min_workers = Int(0).tag(sync=True)
+    max_workers = Int(0).tag(sync=True)
+    elastic = Bool(False).tag(sync=True)
+    pinned_workers = Int(None, allow_none=True).tag(sync=True)
+    scale = Dict(None, allow_none=True).tag(sync=True)
+    """A change of size in flight (REST's ``scale``), None when none."""
+    scale_result = Dict(None, allow_none=True).tag(sync=True)
+    """The answer to the view's last ``{"action": "scale"}``: REST's ``ScaleResult`` without
+    the cluster (``fit``, ``dry_run``, ``changed``, ``message``), or ``{"error": ...}``."""
     milestones = List(Dict()).tag(sync=True)
     dashboard_url = Unicode(None, allow_none=True).tag(sync=True)
     deleted = Bool(False).tag(sync=True)
@@ -102,6 +112,12 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
             self.admission_checks = [c.to_json() for c in status.admission_checks]
             self.workers_ready = status.workers_ready
             self.workers_desired = status.workers_desired
+            self.workers_admitted = status.workers_admitted
+            self.min_workers = status.min_workers
+            self.max_workers = status.max_workers
+            self.elastic = status.elastic
+            self.pinned_workers = status.pinned_workers
+            self.scale = status.scale.to_json() if status.scale else None
             self.milestones = [m.to_json() for m in info.milestones]
             self.dashboard_url = info.dashboard_url
             self.freshness = info.freshness.to_json()
@@ -118,12 +134,33 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
                 self.position_in_local_queue = None
                 self.preempted_by = None
                 self.admission_checks = []
+                self.scale = None
             return
         self.show(message.cluster)
 
     def _on_frontend_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("action") == "delete":
+        if not isinstance(content, dict):
+            return
+        if content.get("action") == "delete":
             self.delete()
+        elif content.get("action") == "scale":
+            self.scale_to(content.get("workers"), dry_run=content.get("dry_run") is True)
+
+    def scale_to(self, workers: int | None, *, dry_run: bool = False) -> None:
+        """Scale the cluster (the view's stepper calls this); the answer goes to
+        ``scale_result`` and the new size arrives through the watches."""
+        try:
+            result = runtime().core.clusters.scale(self.name, workers, dry_run)
+        except KubeError as err:
+            self.scale_result = {"error": err.to_json()}
+            return
+        self.scale_result = {
+            "fit": result.fit.to_json() if result.fit else None,
+            "dry_run": result.dry_run,
+            "changed": result.changed,
+            "message": result.message,
+        }
+        self.show(result.cluster)
 
     def delete(self) -> None:
         """Delete the cluster (the view's confirmed Delete button calls this)."""

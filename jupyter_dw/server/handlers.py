@@ -5,58 +5,9 @@ Each handler authenticates (``@web.authenticated``) and authorizes (``@authorize
 extension's thread pool, writes its answer's ``to_json()``, and maps :class:`KubeError` to
 JSON with the error's HTTP status. The full description is ``jupyter_dw/openapi.yaml``.
 
-Routes:
-
-- ``GET version`` → ``{"version": "0.1.0"}``.
-- ``GET context`` → ``{"namespace", "namespace_source", "api_server", "credentials",
-  "identity": {"username", "groups", "kind", "service_account"}, "kueue_api",
-  "kueue": {"installed", "api_version", "served_versions", "cohorts", ...},
-  "kuberay": {"installed", "api_version"}, "permissions": [{"permission", "verb", "group",
-  "resource", "subresource", "scope", "purpose", "allowed", "reason"}], "caches"}``.
-- ``GET queues`` → ``{"namespace", "kueue_api", "quota_visible", "cohorts_visible",
-  "queues": [{"name", "cluster_queue", "default", "default_convention", "active", "pending",
-  "reserving", "admitted", "quota_visible", "hint", "resources": [{"flavor", "resource",
-  "nominal", "borrowing_limit", "lending_limit", "reserved", "used", "borrowed", "headroom",
-  "max_obtainable", "queue_reserved", "queue_used"}]}]}``. Quantities are Kubernetes quantity
-  strings. ``null`` means: for ``borrowing_limit``, unlimited borrowing; for
-  ``lending_limit``, all unused nominal quota may be lent; with ``quota_visible`` false,
-  unknown (``nominal``, limits, ``borrowed``, ``headroom``, ``max_obtainable`` are hidden and
-  ``reserved``/``used`` are this LocalQueue's own numbers).
-- ``POST clusters/fit`` with a cluster spec (the fields of
-  :data:`jupyter_dw.domain.cluster_spec.FIELDS`; ``name`` optional here) → the fit verdict:
-  ``{"verdict": "fits-now" | "must-wait" | "never-fits" | "unknown", "reason", "message",
-  "requests", "headroom", "max_obtainable", "flavors", "assignment", "ahead", "queue",
-  "cluster_queue", "spec", "default_queue", "suggestion"}`` (``suggestion``: ``{"workers",
-  "requests", "message"}``, a smaller cluster that would start now, or null).
-- ``GET clusters`` → ``{"namespace", "positions_visible", "clusters": [cluster]}``; a cluster
-  is ``{"name", "namespace", "queue", "state", "reason", "message", "created", "workload",
-  "cluster_queue", "quota_reserved", "admitted", "admitted_at", "flavors",
-  "pod_set_flavors", "head_ready", "workers_ready", "workers_desired", "dashboard",
-  "position_in_local_queue", "position_in_cluster_queue", "dashboard_url", "owner",
-  "pods": [{"name", "role", "phase", "ready"}], "milestones": [{"name", "time"}]}``
-  (``state``: queued, admitted, starting, ready, evicted, preempted, suspended, failed,
-  deleting; positions only while queued).
-- ``POST clusters`` with a cluster spec → 201 and the cluster. Validated first (400
-  ``invalid_spec`` with ``"errors": {field: message}``, nothing sent to Kubernetes), then a
-  server-side dry run (400 ``rejected`` when a webhook or the schema refuses it: nothing
-  created; 503 ``kueue_webhook_unavailable`` when Kueue's webhook cannot be called: nothing
-  created), then one create; 409 ``already_exists`` when the name is taken by another
-  request. An ``Idempotency-Key`` header (one per user action, the same on its retries) is
-  stored on the cluster: a retry whose create finds the name taken by that key answers 201
-  with that cluster, and a create whose answer was lost is looked up by it, never sent twice.
-- ``GET clusters/{name}`` → the cluster; ``DELETE clusters/{name}`` → ``{"name",
-  "namespace", "deleted": true}`` (its Workload and pods follow); 404 ``not_found``.
-- ``GET events``: a WebSocket of changes, see :mod:`jupyter_dw.events`.
-
-Errors: ``{"error", "reason", "hint", "code"}`` (403s also ``"denied"``:
-``"<verb> <resource>.<group>"``; 400s also ``"errors"``). 400 invalid request or refused by
-Kubernetes; 403 Kubernetes denied a needed permission; 404 no such cluster; 409 name taken;
-401 the credentials were rejected; 503 Kueue/KubeRay not installed (``code``
-``kueue_not_installed`` / ``kuberay_not_installed``), API server unreachable
-(``unreachable``), no credentials (``no_credentials``), still starting (``not_ready``) or an
-admission webhook down (``kueue_webhook_unavailable`` / ``webhook_unavailable``, with
-``"webhook"``); 504 the API server did not answer within ``request_timeout`` (``timeout``);
-502 another API server failure.
+The routes, their bodies, answers and statuses are described once, in
+``jupyter_dw/openapi.yaml`` (the sidebar's TypeScript types are generated from it, and the
+tests check every answer against it); this module only wires them to the core.
 """
 
 from __future__ import annotations
@@ -241,6 +192,43 @@ class ClusterHandler(DWHandler):
         await self.call(lambda: self.core.clusters.delete(name))
 
 
+class ScaleHandler(DWHandler):
+    """``POST clusters/{name}/scale``: ``{"workers": N | null, "dry_run": bool}``."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, name: str) -> None:
+        """See :meth:`jupyter_dw.core.clusters.ClusterService.scale`."""
+        await self.call_with_body(lambda body: _scale(self.core, name, body))
+
+
+def _scale(core: DWCore, name: str, body: Any) -> Any:
+    if not isinstance(body, dict) or "workers" not in body:
+        problem = 'the body must be a JSON object with "workers" (a whole number or null)'
+        raise InvalidRequest(
+            "Invalid scale request",
+            problem,
+            'Send e.g. {"workers": 4}; nothing was changed.',
+            {"workers": problem},
+        )
+    unknown = sorted(set(body) - {"workers", "dry_run"})
+    dry_run = body.get("dry_run", False)
+    if unknown or not isinstance(dry_run, bool):
+        problem = (
+            f"unknown field(s) {', '.join(unknown)}" if unknown else "dry_run must be a boolean"
+        )
+        raise InvalidRequest(
+            "Invalid scale request", problem, "Nothing was changed.", {"request": problem}
+        )
+    workers = body["workers"]
+    if isinstance(workers, str):  # JSON has numbers: a string is a client's mistake here
+        problem = f"must be a whole number or null, got {workers!r}"
+        raise InvalidRequest(
+            "Invalid number of workers", problem, "Nothing was changed.", {"workers": problem}
+        )
+    return core.clusters.scale(name, workers, dry_run)
+
+
 def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHandler]]]:
     """``(pattern, handler)`` pairs; ExtensionApp prepends ``base_url``."""
     # Imported here: the socket's module imports this one's settings names.
@@ -252,5 +240,6 @@ def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHan
         (url_path_join(prefix, "queues"), QueuesHandler),
         (url_path_join(prefix, "clusters"), ClustersHandler),
         (url_path_join(prefix, "clusters", "([^/]+)"), ClusterHandler),
+        (url_path_join(prefix, "clusters", "([^/]+)", "scale"), ScaleHandler),
         (url_path_join(prefix, "events"), EventsHandler),
     ]

@@ -152,6 +152,11 @@ def kueue_config(
     }
     if versions.kueue_serves_v1beta2:
         cfg["visibilityServer"] = {"bindPort": visibility_port, "bindAddress": "127.0.0.1"}
+    else:
+        # Elastic RayClusters (workload slices) are alpha and off in Kueue 0.14; beta and on by
+        # default since 0.18. The legacy test bed turns the gate on, as an OpenShift AI
+        # administrator on 0.14 would to let clusters autoscale.
+        cfg["featureGates"] = {"ElasticJobsViaWorkloadSlices": True}
     return cfg
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 KUEUE = "kueue.x-k8s.io"
-RAY_RULE_VERBS = ["get", "list", "watch", "create", "delete"]
+RAY_RULE_VERBS = ["get", "list", "watch", "create", "delete", "patch"]
 
 
 def namespace_rules(ray_verbs: Sequence[str] = RAY_RULE_VERBS) -> list[dict[str, Any]]:

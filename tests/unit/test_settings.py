@@ -46,8 +46,8 @@ def test_a_broken_config_file_is_skipped(tmp_path):
 @pytest.mark.parametrize(
     ("variable", "value", "setting", "expected"),
     [
-        ("JUPYTER_DW_ELASTIC_JOBS", "true", "elastic_jobs", True),
-        ("JUPYTER_DW_ELASTIC_JOBS", "0", "elastic_jobs", False),
+        ("JUPYTER_DW_ELASTIC_JOBS", "true", "elastic_jobs", "true"),
+        ("JUPYTER_DW_ELASTIC_JOBS", "0", "elastic_jobs", "false"),
         ("JUPYTER_DW_REQUEST_TIMEOUT", "2.5", "request_timeout", 2.5),
         ("JUPYTER_DW_MAX_WORKERS", "", "max_workers", None),
         ("JUPYTER_DW_ALLOWED_IMAGES", '["a/", "b/"]', "allowed_images", ["a/", "b/"]),

@@ -1,0 +1,335 @@
+"""An elastic Ray cluster as Kueue sees it: a chain of Workload slices, and the change of size
+in flight.
+
+With Kueue's ``ElasticJobsViaWorkloadSlices`` (beta, on by default since 0.18) a RayCluster
+annotated ``kueue.x-k8s.io/elastic-job: "true"`` may change its worker count after admission.
+Kueue then keeps one *chain* of Workloads for it (``pkg/workloadslicing`` in Kueue v0.19.2):
+
+- a **scale-up** of a slice that holds quota makes a new slice, annotated
+  ``kueue.x-k8s.io/workload-slice-replacement-for: <ns>/<old>``, queued like any Workload and
+  asking only for the difference in the old slice's flavor; once admitted it replaces the old
+  slice, which gets ``Finished`` (reason ``WorkloadSliceReplaced``);
+- a **scale-down**, or any change while the newest slice still waits, rewrites that slice's
+  ``spec.podSets[].count`` in place (quota is freed at once).
+
+So a cluster has at most one *admitted* slice (what quota is held now) and one *pending*
+slice that replaces it (a scale-up waiting for quota). This module picks them out of all the
+Workloads of one job the way Kueue's ``normalizeActiveSlices`` does, and describes the change
+in flight as a :class:`ScaleChange`. Pure: Workloads are API dicts; nothing raises on a
+malformed one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from jupyter_dw.names import AUTOSCALER_CONTAINER_NAME, WORKLOAD_SLICE_REPLACEMENT_ANNOTATION
+
+HEAD_POD_SET = "head"
+"""Kueue's pod-set name for a RayCluster's head; every other pod set is a worker group."""
+
+ScaleState = Literal["queued", "admitted", "scaling-down"]
+RequestedBy = Literal["user", "autoscaler"]
+
+Object = Mapping[str, Any]
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _condition(workload: Object | None, kind: str) -> Mapping[str, Any] | None:
+    for condition in _map(_map(workload).get("status")).get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
+            return condition
+    return None
+
+
+def is_true(workload: Object | None, kind: str) -> bool:
+    """Whether the Workload's condition ``kind`` is True."""
+    return (_condition(workload, kind) or {}).get("status") == "True"
+
+
+def true_since(workload: Object | None, kind: str) -> str | None:
+    """When condition ``kind`` turned True (None when it is not True or has no time)."""
+    condition = _condition(workload, kind)
+    if condition is None or condition.get("status") != "True":
+        return None
+    return _text(condition.get("lastTransitionTime"))
+
+
+def words(workload: Object | None, kind: str) -> tuple[str | None, str | None]:
+    """``(reason, message)`` of condition ``kind``."""
+    condition = _condition(workload, kind) or {}
+    return _text(condition.get("reason")), _text(condition.get("message"))
+
+
+def name_of(workload: Object | None) -> str | None:
+    """The Workload's name."""
+    return _text(_map(_map(workload).get("metadata")).get("name"))
+
+
+def _key(workload: Object) -> str:
+    metadata = _map(workload.get("metadata"))
+    return f"{_text(metadata.get('namespace')) or ''}/{_text(metadata.get('name')) or ''}"
+
+
+def replaces(workload: Object) -> str | None:
+    """``<ns>/<name>`` of the slice this one replaces (None: not a scale-up's slice)."""
+    annotations = _map(_map(workload.get("metadata")).get("annotations"))
+    return _text(annotations.get(WORKLOAD_SLICE_REPLACEMENT_ANNOTATION))
+
+
+def worker_count(workload: Object | None) -> int | None:
+    """Workers a slice asks for: the sum of its worker pod sets' ``count`` (every pod set but
+    the head); None without pod sets."""
+    pod_sets = _map(_map(workload).get("spec")).get("podSets")
+    if not isinstance(pod_sets, list):
+        return None
+    total = 0
+    for pod_set in pod_sets:
+        pod_set = _map(pod_set)
+        count = pod_set.get("count")
+        if pod_set.get("name") != HEAD_POD_SET and isinstance(count, int):
+            total += max(0, count)
+    return total
+
+
+def _finished(workload: Object) -> bool:
+    return is_true(workload, "Finished")
+
+
+def _deleting(workload: Object) -> bool:
+    return _text(_map(workload.get("metadata")).get("deletionTimestamp")) is not None
+
+
+def _age(workload: Object) -> tuple[str, str]:
+    metadata = _map(workload.get("metadata"))
+    return _text(metadata.get("creationTimestamp")) or "", _text(metadata.get("name")) or ""
+
+
+@dataclass(frozen=True)
+class SliceChain:
+    """The Workloads of one job, read as Kueue's slices.
+
+    ``current`` is the Workload the cluster's state is read from: the admitted slice when one
+    holds quota, else the newest live one (a cluster not admitted yet, or not elastic: its
+    only Workload). ``pending`` is a scale-up's slice waiting for quota (replacing
+    ``admitted``). ``first`` is the chain's first slice (its admission is the cluster's
+    first). ``slices`` are all of them, oldest first, replaced ones included.
+    """
+
+    current: Object | None = None
+    admitted: Object | None = None
+    pending: Object | None = None
+    first: Object | None = None
+    slices: tuple[Object, ...] = ()
+
+    @property
+    def workers_admitted(self) -> int | None:
+        """Workers whose quota the admitted slice holds (None before the first admission)."""
+        return worker_count(self.admitted) if self.admitted is not None else None
+
+    def replaced_by(self, workload: Object) -> Object | None:
+        """The slice that replaces ``workload`` (None if none does)."""
+        key = _key(workload)
+        return next((w for w in self.slices if replaces(w) == key), None)
+
+    def find(self, key: str | None) -> Object | None:
+        """The slice named ``<ns>/<name>``."""
+        return next((w for w in self.slices if key and _key(w) == key), None)
+
+    def scale_ups(self) -> list[Object]:
+        """Slices made by scale-ups (each replaces an older one), oldest first."""
+        return [w for w in self.slices if replaces(w)]
+
+
+def slice_chain(workloads: Iterable[Object]) -> SliceChain:
+    """Pick the admitted and the pending slice out of one job's Workloads.
+
+    As Kueue (``normalizeActiveSlices``): the admitted slice is the newest live slice with
+    quota reserved, not evicted, whose replacement (if any) has no quota yet; the pending
+    slice is that replacement. Live means not ``Finished`` and not being deleted.
+    """
+    ordered = tuple(sorted((w for w in workloads if isinstance(w, Mapping)), key=_age))
+    live = [w for w in ordered if not _finished(w) and not _deleting(w)]
+    replacements: dict[str, Object] = {}
+    for workload in live:
+        target = replaces(workload)
+        if target is None or is_true(workload, "Evicted"):
+            continue
+        known = replacements.get(target)
+        if known is None or (
+            not is_true(known, "QuotaReserved") and is_true(workload, "QuotaReserved")
+        ):
+            replacements[target] = workload
+    admitted: Object | None = None
+    for workload in live:
+        if is_true(workload, "Evicted") or not is_true(workload, "QuotaReserved"):
+            continue
+        replacement = replacements.get(_key(workload))
+        if replacement is not None and is_true(replacement, "QuotaReserved"):
+            continue
+        admitted = workload
+    pending = None
+    if admitted is not None:
+        candidate = replacements.get(_key(admitted))
+        if candidate is not None and not is_true(candidate, "QuotaReserved"):
+            pending = candidate
+    current = admitted or _newest(ordered, live)
+    roots = [w for w in ordered if not replaces(w)]
+    first = roots[0] if roots else (ordered[0] if ordered else None)
+    return SliceChain(current, admitted, pending, first, ordered)
+
+
+def _newest(ordered: tuple[Object, ...], live: list[Object]) -> Object | None:
+    """Without an admitted slice: the newest live Workload that is not a scale-up waiting to
+    replace another live one, else the newest of all (a finished job's last word)."""
+    keys = {_key(w) for w in live}
+    candidates = [w for w in live if replaces(w) not in keys]
+    if candidates:
+        return candidates[-1]
+    return ordered[-1] if ordered else None
+
+
+@dataclass(frozen=True)
+class ScaleChange:
+    """A change of an elastic cluster's size in flight (see ``scale_change``)."""
+
+    state: ScaleState
+    from_workers: int
+    to_workers: int
+    requested_by: RequestedBy
+    reason: str | None = None
+    message: str | None = None
+    position_in_local_queue: int | None = None
+    position_in_cluster_queue: int | None = None
+    since: str | None = None
+    workload: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The REST and events shape (``from``/``to`` for the counts)."""
+        return {
+            "state": self.state,
+            "from": self.from_workers,
+            "to": self.to_workers,
+            "requested_by": self.requested_by,
+            "reason": self.reason,
+            "message": self.message,
+            "position_in_local_queue": self.position_in_local_queue,
+            "position_in_cluster_queue": self.position_in_cluster_queue,
+            "since": self.since,
+            "workload": self.workload,
+        }
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def scale_change(
+    chain: SliceChain,
+    *,
+    workers_desired: int,
+    workers_running: int,
+    workers_ready: int,
+    pinned_workers: int | None,
+    pending_entry: Mapping[str, Any] | None = None,
+) -> ScaleChange | None:
+    """The change of size in flight, or None when the cluster is at the size it asks for.
+
+    ``workers_desired`` is what the RayCluster asks for now (its ``replicas``),
+    ``workers_running`` its worker pods not being deleted, ``workers_ready`` those ready.
+    ``pending_entry`` is the pending slice's item from the visibility API (its positions).
+
+    - ``queued``: a scale-up's slice waits for quota (Kueue's words from its
+      ``QuotaReserved`` condition), or Kueue has not made the slice yet for more workers than
+      the admitted slice holds;
+    - ``admitted``: a scale-up's slice is admitted and its new workers are not all ready;
+    - ``scaling-down``: more worker pods than asked for (KubeRay removes those named in
+      ``workersToDelete``; Kueue already freed their quota).
+
+    Nothing before the first admission: that is the cluster's own state.
+    """
+    admitted = chain.admitted
+    held = chain.workers_admitted
+    if admitted is None or held is None:
+        return None
+    pending = chain.pending
+
+    def by(target: int) -> RequestedBy:
+        return "user" if pinned_workers is not None and pinned_workers == target else "autoscaler"
+
+    if pending is not None or workers_desired > held:
+        target = worker_count(pending) if pending is not None else workers_desired
+        target = workers_desired if target is None else target
+        reason, message = words(pending, "QuotaReserved") if pending is not None else (None, None)
+        entry = _map(pending_entry)
+        entry_name = _text(_map(entry.get("metadata")).get("name"))
+        matches = pending is not None and entry_name == name_of(pending)
+        return ScaleChange(
+            "queued",
+            held,
+            target,
+            by(target),
+            reason,
+            message,
+            _int(entry.get("positionInLocalQueue")) if matches else None,
+            _int(entry.get("positionInClusterQueue")) if matches else None,
+            _text(_map(_map(pending).get("metadata")).get("creationTimestamp")),
+            name_of(pending),
+        )
+    if replaces(admitted) and workers_ready < held and workers_desired >= held:
+        before = worker_count(chain.find(replaces(admitted)))
+        reason, message = words(admitted, "Admitted")
+        return ScaleChange(
+            "admitted",
+            before if before is not None else workers_ready,
+            held,
+            by(held),
+            reason,
+            message,
+            since=true_since(admitted, "Admitted"),
+            workload=name_of(admitted),
+        )
+    if workers_running > workers_desired:
+        return ScaleChange(
+            "scaling-down",
+            workers_running,
+            workers_desired,
+            by(workers_desired),
+            "ScalingDown",
+            f"removing {workers_running - workers_desired} of {workers_running} worker pods; "
+            f"the quota of {held} workers is held",
+            workload=name_of(admitted),
+        )
+    return None
+
+
+def counts_autoscaler(workload: Object, raycluster: Object | None) -> bool | None:
+    """What one Workload tells of whether Kueue counts the Ray autoscaler sidecar in quota:
+    True when its head pod set has a container named ``autoscaler`` (Kueue 0.19 adds it),
+    False when it is an autoscaling RayCluster's Workload without one (0.14), None when it
+    tells nothing (another kind of job, or a cluster that does not autoscale)."""
+    pod_sets = _map(workload.get("spec")).get("podSets")
+    head = next(
+        (
+            _map(p)
+            for p in (pod_sets if isinstance(pod_sets, list) else [])
+            if _map(p).get("name") == HEAD_POD_SET
+        ),
+        None,
+    )
+    if head is None:
+        return None
+    containers = _map(_map(head.get("template")).get("spec")).get("containers") or []
+    if any(_map(c).get("name") == AUTOSCALER_CONTAINER_NAME for c in containers):
+        return True
+    autoscaling = _map(_map(raycluster).get("spec")).get("enableInTreeAutoscaling") is True
+    return False if autoscaling else None
