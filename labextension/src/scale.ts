@@ -7,7 +7,11 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { Cluster, DWRequestError, ScaleResult } from './api';
 import { IClock, browserClock } from './model';
-import { proposalText, stepperStart } from '../../jupyter_dw/notebook/static/workers_bar.js';
+import {
+  appliedText,
+  proposalText,
+  stepperStart
+} from '../../jupyter_dw/notebook/static/workers_bar.js';
 
 /** What scales a cluster: `DWModel.scale` (the REST API). */
 export interface IScaler {
@@ -160,8 +164,7 @@ export class ScaleStepper {
     try {
       const result = await this.scaler.scale(this.name, workers, false);
       if (sequence === this._sequence) {
-        const text = proposalText(result, workers);
-        this._set({ kind: 'applied', workers, result, text });
+        this._set({ kind: 'applied', workers, result, text: appliedText(result, workers) });
       }
     } catch (error) {
       if (sequence === this._sequence) {

@@ -5,6 +5,7 @@ import { DWRequestError } from '../src/api';
 import { DWModel } from '../src/model';
 import { ScaleStepper, scaleErrorText } from '../src/scale';
 import {
+  appliedText,
   barWidths,
   canScale,
   positionText,
@@ -169,6 +170,19 @@ describe('the stepper’s start and the proposal text', () => {
       'the Ray autoscaler sizes it within 1–8'
     );
   });
+
+  it('says what a scale made: the pin, and why a scale-up still waits', () => {
+    const fits = { verdict: 'fits-now', message: '5 workers: fits now' };
+    const waits = { verdict: 'must-wait', message: '7 workers: must wait' };
+    expect(appliedText({ cluster: elastic(), fit: fits }, 5)).toBe('Pinned at 5 workers');
+    expect(appliedText({ cluster: elastic(), fit: waits }, 7)).toBe(
+      'Pinned at 7 workers — 7 workers: must wait'
+    );
+    expect(appliedText({ cluster: elastic(), fit: null }, 1)).toBe('Pinned at 1 worker');
+    expect(appliedText({ cluster: elastic(), fit: null }, null)).toBe(
+      'Given back to the Ray autoscaler (1–8)'
+    );
+  });
 });
 
 function result(workers: number | null, dryRun: boolean, fit: ScaleResult['fit']): ScaleResult {
@@ -226,7 +240,11 @@ describe('ScaleStepper', () => {
     // Confirm makes the change: the same number, no dry run.
     await s.confirm();
     expect(scale).toHaveBeenLastCalledWith('el', 6, false);
-    expect(s.step).toMatchObject({ kind: 'applied', workers: 6 });
+    expect(s.step).toMatchObject({
+      kind: 'applied',
+      workers: 6,
+      text: `Pinned at 6 workers — ${MUST_WAIT.message}`
+    });
     expect(s.dryRuns).toBe(1);
   });
 
@@ -322,7 +340,7 @@ describe('ScaleStepper', () => {
     expect(s.step).toMatchObject({
       kind: 'applied',
       workers: null,
-      text: 'the Ray autoscaler sizes it within 1–8'
+      text: 'Given back to the Ray autoscaler (1–8)'
     });
   });
 

@@ -3,7 +3,7 @@
 // cluster's bar shows ready / admitted / waiting for quota / being removed, with a scale
 // stepper (a dry run in the kernel first, the change on confirm).
 // widgets.py puts workers_bar.js before this file: workersBar, barWidths, stepperStart,
-// canScale, proposalText and workersText come from there.
+// canScale, proposalText, appliedText and workersText come from there.
 const COLORS = {
   queued: "#b7791f", "waiting-for-capacity": "#b7791f", admitted: "#2b6cb0", starting: "#2b6cb0", stalled: "#c05621", ready: "#2f855a",
   evicted: "#c53030", preempted: "#c53030", failed: "#c53030", rejected: "#c53030", suspended: "#718096",
@@ -145,7 +145,8 @@ function render({ model, el: root }) {
       const detail = (error.errors && error.errors.workers) || error.reason;
       step = { kind: "error", workers: step.workers, code: error.code || "", message: `${error.error}${detail ? ": " + detail : ""}` };
     } else {
-      const text = proposalText({ fit: result.fit, cluster: result.cluster || fields() }, step.workers);
+      const answer = { fit: result.fit, cluster: result.cluster || fields() };
+      const text = result.dry_run ? proposalText(answer, step.workers) : appliedText(answer, step.workers);
       step = { kind: result.dry_run ? "proposed" : "applied", workers: step.workers, text, verdict: result.fit ? result.fit.verdict : null };
     }
     draw();
@@ -181,7 +182,7 @@ function render({ model, el: root }) {
         button(`Scale to ${step.workers}`, { class: "jp-Button jp-mod-accept jp-dw-scale-confirm" }, () => ask(step.workers, false)),
         " ", button("Cancel", { class: "jp-Button jp-dw-scale-cancel" }, () => { clearTimeout(timer); timer = null; requestId += 1; step = { kind: "idle" }; target = null; draw(); })));
     } else if (step.kind === "applied") {
-      out.push(el("div", { ...note, role: "status", style: `color:${COLORS.ready}` }, step.workers === null ? `Size given back to the Ray autoscaler: ${step.text}` : `Pinned at ${step.workers}: ${step.text}`));
+      out.push(el("div", { ...note, role: "status", style: `color:${COLORS.ready}` }, step.text));
     } else if (step.kind === "error") {
       out.push(el("div", { ...note, role: "alert", "data-code": step.code, style: "color:#c53030" }, step.message));
     }

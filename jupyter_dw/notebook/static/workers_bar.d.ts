@@ -61,6 +61,10 @@ export function stepperStart(c: IBarInput): {
   value: number;
 };
 export function canScale(c: IBarInput): boolean;
+export function appliedText(
+  result: { fit: { verdict: string; message: string } | null; cluster: IBarInput },
+  workers: number | null
+): string;
 export function proposalText(
   result: { fit: { message: string } | null; cluster: IBarInput },
   workers: number | null,

@@ -133,3 +133,15 @@ export function proposalText(result, workers) {
   }
   return `${workersText(workers)}: no change in quota`;
 }
+
+/**
+ * What a scale that was made says (the new size arrives with the cluster's next change):
+ * "Pinned at 6 workers", with the fit's message when the scale-up must wait; `workers` null:
+ * the size is the autoscaler's again.
+ */
+export function appliedText(result, workers) {
+  const c = result.cluster;
+  if (workers === null) return `Given back to the Ray autoscaler (${c.min_workers}–${c.max_workers})`;
+  const fit = result.fit;
+  return `Pinned at ${workersText(workers)}${fit && fit.verdict !== "fits-now" ? ` — ${fit.message}` : ""}`;
+}

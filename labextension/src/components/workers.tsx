@@ -163,9 +163,7 @@ function StepMessage(props: { step: ScaleStep; stepper: ScaleStepper; name: stri
     case 'applied':
       return (
         <div className="jp-dw-scale-proposal jp-dw-result" role="status" data-step="applied">
-          {step.workers === null
-            ? `Size given back to the Ray autoscaler: ${step.text}`
-            : `Pinned at ${step.workers}: ${step.text}`}
+          {step.text}
         </div>
       );
     case 'error':
