@@ -20,6 +20,7 @@ from kubernetes import client
 from playwright.sync_api import Page, expect
 
 from tests.cluster.fixtures import KueueObjects
+from tests.integration.test_elastic_scale import set_replicas
 from tests.integration.workbench_rbac import KUEUE
 from tests.ui.lab import LabServer
 from tests.ui.test_sidebar import card, open_panel
@@ -59,12 +60,12 @@ def elastic_cluster(name: str) -> dict[str, Any]:
     }
 
 
-def autoscaler_asks(kube, namespace: str, name: str, workers: int) -> None:
-    """Play the Ray autoscaler: set the worker group's ``replicas``."""
-    client.CustomObjectsApi(kube).patch_namespaced_custom_object(
-        "ray.io", "v1", namespace, "rayclusters", name,
-        [{"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": workers}],
-    )  # fmt: skip
+def set_max_replicas(kube, namespace: str, name: str, workers: int) -> None:
+    """An administrator changes the autoscaling range's upper bound."""
+    custom = client.CustomObjectsApi(kube)
+    body = custom.get_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", name)
+    body["spec"]["workerGroupSpecs"][0]["maxReplicas"] = workers
+    custom.replace_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", name, body)
 
 
 def worker_group(kube, namespace: str, name: str) -> dict[str, Any]:
@@ -79,10 +80,19 @@ def kueue_words(scale: dict[str, Any]) -> str:
     return ": ".join(part for part in (scale["reason"], scale["message"]) if part)
 
 
+@pytest.fixture
+def expected_console_errors() -> list[str]:
+    """The refused scale the test provokes: Chromium logs its 400 as a failed resource load
+    (without the URL; the test checks that it is the only 400 and whose it is)."""
+    return [r"^console\.error: Failed to load resource: the server responded with a status of 400"]
+
+
 def test_card_shows_a_pending_scale_up_and_the_stepper_scales(
     page: Page, lab: LabServer, kueue: KueueObjects, kube, namespace: str, artifacts: Path
 ) -> None:
     elastic_queue(kueue)
+    refusals: list[str] = []
+    page.on("response", lambda r: refusals.append(r.url) if r.status == 400 else None)
     sidebar = open_panel(page, lab)
     created = lab.api("POST", "clusters", elastic_cluster("ui-elastic"))
     assert created["elastic"] is True, created
@@ -97,7 +107,7 @@ def test_card_shows_a_pending_scale_up_and_the_stepper_scales(
     )
 
     # -- the Ray autoscaler asks for 6: the new slice waits for quota ------------------------
-    autoscaler_asks(kube, namespace, "ui-elastic", 6)
+    set_replicas(kube, namespace, "ui-elastic", 6)  # what the Ray autoscaler does
     expect(workers).to_have_attribute("data-scale", "queued", timeout=READY_TIMEOUT)
     position = workers.locator(".jp-dw-scale-position")
     # Kueue's reason and the slice's position come in separate writes: wait for both.
@@ -140,6 +150,21 @@ def test_card_shows_a_pending_scale_up_and_the_stepper_scales(
     expect(proposal.locator(".jp-dw-scale-fit")).to_have_text(seven["fit"]["message"])
     assert worker_group(kube, namespace, "ui-elastic")["replicas"] == 6  # a dry run changed nothing
 
+    # -- the range shrinks under the proposal: confirming 7 is refused, said inline ----------
+    set_max_replicas(kube, namespace, "ui-elastic", 6)
+    owner = workers.locator(".jp-dw-scale-owner")
+    expect(owner).to_have_text("the Ray autoscaler sizes it within 1\u20136")
+    proposal.get_by_role("button", name="Scale ui-elastic to 7 workers").click()
+    refused = box.locator('.jp-dw-scale-proposal[data-step="error"]')
+    expect(refused).to_have_attribute("data-code", "invalid_scale")
+    status, error = lab.request("POST", "dw/api/clusters/ui-elastic/scale", {"workers": 7})
+    assert status == 400 and error["code"] == "invalid_scale", (status, error)
+    expect(refused).to_have_text(f"{error['error']}: {error['errors']['workers']}")
+    expect(refused).to_have_attribute("role", "alert")
+    assert worker_group(kube, namespace, "ui-elastic")["replicas"] == 6  # nothing changed
+    set_max_replicas(kube, namespace, "ui-elastic", 8)
+    expect(owner).to_have_text(f"the Ray autoscaler sizes it within {RANGE}")
+
     # -- 5 fits now: confirmed, the pending slice becomes 5 and is admitted ------------------
     box.get_by_role("button", name="One worker fewer for ui-elastic").click()
     box.get_by_role("button", name="One worker fewer for ui-elastic").click()
@@ -173,3 +198,7 @@ def test_card_shows_a_pending_scale_up_and_the_stepper_scales(
     group = worker_group(kube, namespace, "ui-elastic")
     assert (group["minReplicas"], group["maxReplicas"]) == (1, 8), group
     assert lab.api("GET", "clusters/ui-elastic")["pinned_workers"] is None
+    # The one refused request is the confirm above: no other request of the panel failed.
+    assert [url.split("?")[0] for url in refusals] == [
+        f"{lab.url}/dw/api/clusters/ui-elastic/scale"
+    ], refusals

@@ -16,11 +16,11 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.cluster.fixtures import KueueObjects
+from tests.integration.test_elastic_scale import set_replicas
 from tests.ui.lab import LabServer
 from tests.ui.test_sidebar_scale import (
     RANGE,
     READY_TIMEOUT,
-    autoscaler_asks,
     elastic_cluster,
     elastic_queue,
     kueue_words,
@@ -76,7 +76,7 @@ def test_status_widget_shows_a_pending_scale_up_and_scales(
     expect(summary).to_have_text("4 ready of 4 admitted", timeout=READY_TIMEOUT)
 
     # -- the Ray autoscaler asks for 6; no cell runs, the widget follows ----------------------
-    autoscaler_asks(kube, namespace, NAME, 6)
+    set_replicas(kube, namespace, NAME, 6)  # what the Ray autoscaler does
     expect(workers).to_have_attribute("data-scale", "queued", timeout=READY_TIMEOUT)
     position = workers.locator(".jp-dw-scale-position")
     expect(position).to_be_visible(timeout=READY_TIMEOUT)
@@ -120,3 +120,13 @@ def test_status_widget_shows_a_pending_scale_up_and_scales(
     group = worker_group(kube, namespace, NAME)
     assert (group["replicas"], group["minReplicas"]) == (5, 5), group
     page.screenshot(path=str(artifacts / f"{frontend}-scaled.png"))
+
+    # -- Auto: the size goes back to the Ray autoscaler --------------------------------------
+    output.get_by_role("button", name="Give the size back to the Ray autoscaler").click()
+    expect(workers.locator(".jp-dw-scale-owner")).to_have_text(
+        f"the Ray autoscaler sizes it within {RANGE}", timeout=30_000
+    )
+    expect(output.locator('.jp-dw-scale-proposal[data-step="applied"]')).to_have_text(
+        f"Given back to the Ray autoscaler ({RANGE})"
+    )
+    assert worker_group(kube, namespace, NAME)["minReplicas"] == 1

@@ -168,7 +168,7 @@ function render({ model, el: root }) {
       button("−", { "aria-label": "One worker fewer", class: "jp-Button jp-dw-step" }, () => choose(target - 1), busy || target <= start.min),
       el("output", { class: "jp-dw-scale-target", "data-target": String(target), "aria-live": "polite", style: "min-width:2ch;text-align:center;font-weight:600" }, String(target)),
       button("+", { "aria-label": "One worker more", class: "jp-Button jp-dw-step" }, () => choose(target + 1), busy || target >= start.max),
-      el("span", { style: "opacity:.7" }, `workers (${start.min}–${start.max})`));
+      el("span", { style: "opacity:.7", title: `from ${start.min} to ${start.max}` }, "workers"));
     if (c.pinned_workers !== null) {
       row.append(button("Auto", { "aria-label": "Give the size back to the Ray autoscaler", title: `The Ray autoscaler sizes it within ${start.min}–${start.max}` }, () => ask(null, false), busy));
     }
@@ -239,7 +239,7 @@ function render({ model, el: root }) {
       const progress = el("progress", { max: String(Math.max(desired, 1)), value: String(ready), "aria-label": "workers ready", style: "width:160px" });
       box.append(el("div", {}, progress, ` ${ready}/${desired} workers ready`));
     }
-    const list = el("ol", { class: "jp-dw-timeline", style: "margin:4px 0;padding-left:20px" });
+    const list = el("ol", { class: "jp-dw-timeline", style: "margin:4px 0;padding-left:2.2em" });
     let previous = null;
     for (const milestone of model.get("milestones") || []) {
       const at = milestone.time ? new Date(milestone.time) : null;

@@ -226,8 +226,8 @@ export function ScaleControl(props: { cluster: Cluster; scaler: IScaler }): JSX.
         >
           +
         </button>
-        <span className="jp-dw-muted">
-          workers ({stepper.min}–{stepper.max})
+        <span className="jp-dw-muted" title={`from ${stepper.min} to ${stepper.max}`}>
+          workers
         </span>
         {c.pinned_workers !== null ? (
           <button
