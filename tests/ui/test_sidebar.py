@@ -115,11 +115,6 @@ def card(sidebar: Any, name: str) -> Any:
     return sidebar.locator(f'[data-cluster="{name}"]')
 
 
-def ready_cluster_is_fixed(lab: LabServer, name: str) -> bool:
-    cluster = lab.api("GET", f"clusters/{name}")
-    return cluster["elastic"] is False and cluster["min_workers"] == cluster["max_workers"]
-
-
 def run_js(page: Page, command: str, args: dict[str, Any]) -> None:
     """Run a JupyterLab command (the app is exposed by --LabApp.expose_app_in_browser)."""
     page.evaluate(
@@ -177,7 +172,8 @@ def test_sidebar_end_to_end(
     expect(first).to_have_attribute("data-state", "ready", timeout=READY_TIMEOUT)
     expect(first.locator("[data-workers-ready]")).to_have_text("3")
     # A fixed-size cluster: the ready/desired bar as before, no elastic bar, no stepper.
-    assert ready_cluster_is_fixed(lab, "ui-first")
+    fixed = lab.api("GET", "clusters/ui-first")
+    assert fixed["elastic"] is False and fixed["min_workers"] == fixed["max_workers"] == 3
     expect(first.locator(".jp-dw-workers")).to_have_text("workers 3/3 ready · head ready")
     expect(first.locator("[data-elastic]")).to_have_count(0)
     expect(first.get_by_role("group", name="Scale ui-first")).to_have_count(0)
