@@ -786,18 +786,32 @@ def transition(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
 
 def _scale_events(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
     """``ScaleRequested:<n>`` when a change to n workers appears, ``ScaleAdmitted:<n>`` when
-    the admitted slice grows to n, ``ScaledTo:<n>`` when a change is over at n ready."""
+    the admitted slice grows to n, ``ScaledTo:<n>`` when a change is over at n ready.
+
+    A viewer may not see every step (a quick scale-down is over before its change is read),
+    so a change of the asked or admitted size counts as a change even unseen."""
+    if old is None or not new.elastic:
+        return [f"ScaleRequested:{new.scale.to_workers}"] if new.scale is not None else []
     events: list[str] = []
-    before = old.scale if old is not None else None
+    before = old.scale
+    resized = old.workers_admitted is not None and (
+        old.workers_desired != new.workers_desired or old.workers_admitted != new.workers_admitted
+    )
     if new.scale is not None and (before is None or before.to_workers != new.scale.to_workers):
         events.append(f"ScaleRequested:{new.scale.to_workers}")
-    held_before = old.workers_admitted if old is not None else None
+    elif (
+        new.scale is None
+        and before is None
+        and resized
+        and old.workers_desired != new.workers_desired
+    ):
+        events.append(f"ScaleRequested:{new.workers_desired}")
     if (
         new.workers_admitted is not None
-        and held_before is not None
-        and new.workers_admitted > held_before
+        and old.workers_admitted is not None
+        and new.workers_admitted > old.workers_admitted
     ):
         events.append(f"ScaleAdmitted:{new.workers_admitted}")
-    if before is not None and new.scale is None and new.state == "ready":
+    if new.scale is None and new.state == "ready" and (before is not None or resized):
         events.append(f"ScaledTo:{new.workers_ready}")
     return events

@@ -298,14 +298,16 @@ def scale_change(
             since=true_since(admitted, "Admitted"),
             workload=name_of(admitted),
         )
-    if workers_running > workers_desired:
+    # KubeRay's ready count lags the pods' deletion: the change is over when both agree.
+    running = max(workers_running, workers_ready)
+    if running > workers_desired:
         return ScaleChange(
             "scaling-down",
-            workers_running,
+            running,
             workers_desired,
             by(workers_desired),
             "ScalingDown",
-            f"removing {workers_running - workers_desired} of {workers_running} worker pods; "
+            f"removing {running - workers_desired} of {running} worker pods; "
             f"the quota of {held} workers is held",
             workload=name_of(admitted),
         )

@@ -26,6 +26,7 @@ from jupyter_dw.domain.quantity import parse_quantity
 from tests.cluster.fixtures import condition, watch_until
 from tests.integration.clusters_support import (
     KUEUE,
+    Queue,
     call,
     make_queue,
     open_events,
@@ -93,6 +94,26 @@ def worker_pods(kube: client.ApiClient, namespace: str, name: str) -> list:
     return [p for p in pods.items if p.metadata.deletion_timestamp is None]
 
 
+def cpu_headroom(queues: dict | None, queue) -> Decimal | None:
+    """The CPU headroom of ``queue`` in a ``queues`` answer."""
+    for entry in (queues or {}).get("queues") or []:
+        if entry["name"] == queue.local_queue:
+            for resource in entry["resources"]:
+                if resource["resource"] == "cpu" and resource["headroom"] is not None:
+                    return parse_quantity(resource["headroom"])
+    return None
+
+
+async def headroom_becomes(events, jp_fetch, queue, amount: Decimal) -> None:
+    """Until ``GET queues`` shows ``amount`` CPU free in ``queue``: asked again after each
+    ``queues`` message of the socket (a change of Kueue's ClusterQueue status)."""
+    while True:
+        _, queues = await call(jp_fetch, "GET", "queues")
+        if cpu_headroom(queues, queue) == amount:
+            return
+        await events.until(lambda m: m["type"] == "queues", f"headroom {amount} CPU")
+
+
 def counts_sidecar(kueue_api_version: str) -> bool:
     # Kueue 0.19 (serving v1beta2) counts the autoscaler sidecar; 0.14 (v1beta1 only) does not.
     return kueue_api_version == "v1beta2"
@@ -129,6 +150,9 @@ async def test_scale_up_waits_for_quota_then_is_admitted_and_scale_down_frees_it
     )
     assert at_four["workers_admitted"] == 4 and at_four["scale"] is None
     assert {"ScaleAdmitted:4", "ScaledTo:4"} <= set(events.milestones("grow"))
+
+    # Kueue's ClusterQueue status counts the new slice (it updates it after admitting).
+    await headroom_becomes(events, jp_fetch, queue, Decimal(1))
 
     # -- a person asks for 6: the fit says it must wait and 5 would start now ---------------
     code, dry = await call(
@@ -192,10 +216,7 @@ async def test_scale_up_waits_for_quota_then_is_admitted_and_scale_down_frees_it
     assert shrunk["workers_desired"] == 2
     assert "ScaledTo:2" in events.milestones("grow")
     assert len(worker_pods(kube, namespace, "grow")) == 2
-    code, queues = await call(jp_fetch, "GET", "queues")
-    [resources] = [q["resources"] for q in queues["queues"] if q["name"] == queue.local_queue]
-    cpu = next(r for r in resources if r["resource"] == "cpu")
-    assert parse_quantity(cpu["headroom"]) == nominal - (1 + sidecar + 2)
+    await headroom_becomes(events, jp_fetch, queue, nominal - (1 + sidecar + 2))
     events.close()
 
 
@@ -242,7 +263,7 @@ async def test_bad_scales_are_refused_and_change_nothing(
 
 
 async def test_the_sidecar_inclusive_fit_matches_kueue_at_the_exact_boundary(
-    kube, kueue, namespace, identity, jp_fetch, kueue_api_version
+    kube, kueue, namespace, identity, jp_fetch, jp_ws_fetch, kueue_api_version
 ):
     """Exactly the headroom fits now and is admitted; 1m CPU more must wait, and Kueue keeps
     it pending. The fit counts what Kueue holds: the real Workload's pod sets."""
@@ -270,6 +291,7 @@ async def test_the_sidecar_inclusive_fit_matches_kueue_at_the_exact_boundary(
     quota = context["kueue"]["autoscaler_in_quota"]
     assert quota == {"counted": counts_sidecar(kueue_api_version), "learned_from": "workload"}
 
+    events, _ = await open_events(jp_ws_fetch)
     for name, spare in (("exact", Decimal(0)), ("over", Decimal("0.001"))):
         # Nominal = a 2-worker cluster as Kueue counts it + a blocker's 1 CPU head - spare.
         need = Decimal(1 + 2) + (Decimal("0.5") if counts_sidecar(kueue_api_version) else 0)
@@ -286,6 +308,8 @@ async def test_the_sidecar_inclusive_fit_matches_kueue_at_the_exact_boundary(
             lambda w: reserved(w) == "True",
             "the blocker admitted",
         )
+        # The fit reads Kueue's ClusterQueue status: wait until it counts the blocker.
+        await headroom_becomes(events, jp_fetch, Queue(lq, cq, flavor), need - spare)
         request = elastic(f"{name}-cluster", 2, 1, 4) | {"queue": lq}
         code, fit = await call(jp_fetch, "POST", "clusters", "fit", body=request)
         assert code == 200, fit
