@@ -77,15 +77,16 @@ export class ScaleStepper {
   }
 
   /**
-   * Follow the cluster's size: bounds always, the number only while nothing is proposed
-   * or in flight (a user's choice is not overwritten by the cluster's next message).
+   * Follow the cluster's size: bounds always; the number while nothing is chosen (idle, or
+   * once a change is made), never while the user's choice is checked, proposed, being made
+   * or refused (the cluster's next message does not overwrite it).
    */
   sync(cluster: Cluster): void {
     const start = stepperStart(cluster);
     this._min = start.min;
     this._max = start.max;
     this._current = start.value;
-    if (this._target === null || this._step.kind === 'idle') {
+    if (this._target === null || this._step.kind === 'idle' || this._step.kind === 'applied') {
       this._target = start.value;
     }
   }

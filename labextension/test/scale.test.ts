@@ -358,6 +358,34 @@ describe('ScaleStepper', () => {
     expect(s.step).toEqual({ kind: 'idle' });
   });
 
+  it('follows the cluster again once a change is made, not after a refusal', async () => {
+    let refuse = false;
+    const { s, clock } = stepper(
+      vi.fn(async (_n: string, w: number | null, d?: boolean) => {
+        if (refuse) {
+          throw new DWRequestError(400, { error: 'Invalid scale', reason: null, hint: null });
+        }
+        return result(w, !!d, null);
+      })
+    );
+    s.increment();
+    clock.advance(250);
+    await settle();
+    await s.confirm();
+    expect(s.step.kind).toBe('applied');
+    s.sync(elastic({ pinned_workers: 5 }));
+    expect(s.target).toBe(5);
+    s.sync(elastic({ workers_desired: 7 })); // released later, the autoscaler asked for 7
+    expect(s.target).toBe(7);
+    refuse = true;
+    s.increment();
+    clock.advance(250);
+    await settle();
+    expect(s.step.kind).toBe('error');
+    s.sync(elastic({ workers_desired: 6 }));
+    expect(s.target).toBe(8); // the refused choice stays, to be adjusted
+  });
+
   it('does not emit after dispose', () => {
     const { s, clock, scale } = stepper();
     const seen = vi.fn();

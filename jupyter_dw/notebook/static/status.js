@@ -161,7 +161,8 @@ function render({ model, el: root }) {
   function stepperView() {
     const c = fields();
     const start = stepperStart(c);
-    if (target === null || step.kind === "idle") target = start.value;
+    // The cluster's size, unless the user's choice is checked, proposed, being made or refused.
+    if (target === null || step.kind === "idle" || step.kind === "applied") target = start.value;
     const busy = step.kind === "applying";
     const row = el("div", { class: "jp-dw-scale", role: "group", "aria-label": `Scale ${model.get("name")}`, "data-step": step.kind, style: "display:flex;gap:6px;align-items:center;margin:2px 0" },
       "scale",
