@@ -24,6 +24,7 @@ from tests.ui.test_sidebar_scale import (
     elastic_cluster,
     elastic_queue,
     kueue_words,
+    set_max_replicas,
     worker_group,
 )
 from tests.ui.test_widgets import (
@@ -99,9 +100,33 @@ def test_status_widget_shows_a_pending_scale_up_and_scales(
     # -- the stepper: a dry run in the kernel, then the change on confirm --------------------
     target = output.locator(".jp-dw-scale-target")
     expect(target).to_have_text("6")
+    output.get_by_role("button", name="One worker more").click()
+    expect(target).to_have_text("7")
+    proposal = output.locator('.jp-dw-scale-proposal[data-step="proposed"]')
+    expect(proposal).to_have_attribute("data-workers", "7", timeout=30_000)
+    seven = lab.api("POST", f"clusters/{NAME}/scale", {"workers": 7, "dry_run": True})
+    assert seven["fit"]["verdict"] == "must-wait", seven
+    expect(proposal.locator("[data-verdict]")).to_have_attribute("data-verdict", "must-wait")
+    expect(proposal.locator(".jp-dw-scale-fit")).to_have_text(seven["fit"]["message"])
+
+    # -- the range shrinks under the proposal: the kernel's refusal is said inline -----------
+    set_max_replicas(kube, namespace, NAME, 6)
+    owner = workers.locator(".jp-dw-scale-owner")
+    expect(owner).to_have_text("the Ray autoscaler sizes it within 1\u20136")
+    proposal.get_by_role("button", name="Scale to 7").click()
+    refused = output.locator('.jp-dw-scale-proposal[data-step="error"]')
+    expect(refused).to_have_attribute("data-code", "invalid_scale", timeout=30_000)
+    status, error = lab.request("POST", f"dw/api/clusters/{NAME}/scale", {"workers": 7})
+    assert status == 400 and error["code"] == "invalid_scale", (status, error)
+    expect(refused).to_have_text(f"{error['error']}: {error['errors']['workers']}")
+    assert worker_group(kube, namespace, NAME)["replicas"] == 6  # nothing changed
+    set_max_replicas(kube, namespace, NAME, 8)
+    expect(owner).to_have_text(f"the Ray autoscaler sizes it within {RANGE}")
+
+    # -- 5 fits now: a dry run in the kernel, then the change on confirm ---------------------
+    output.get_by_role("button", name="One worker fewer").click()  # 6: what is asked already
     output.get_by_role("button", name="One worker fewer").click()
     expect(target).to_have_text("5")
-    proposal = output.locator('.jp-dw-scale-proposal[data-step="proposed"]')
     expect(proposal).to_have_attribute("data-workers", "5", timeout=30_000)
     five = lab.api("POST", f"clusters/{NAME}/scale", {"workers": 5, "dry_run": True})
     assert five["fit"]["verdict"] == "fits-now", five
