@@ -56,7 +56,8 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     timeline, dashboard link and Delete (with confirmation). Synced traits carry the REST
     field names. ``close()`` stops following it."""
 
-    _esm = STATIC / "status.js"
+    # The bar's words and numbers are the sidebar's (workers_bar.js, one source), then the view.
+    _esm = "\n".join((STATIC / f).read_text() for f in ("workers_bar.js", "status.js"))
 
     name = Unicode().tag(sync=True)
     namespace = Unicode(None, allow_none=True).tag(sync=True)

@@ -28,6 +28,10 @@ export type QueuesMessage = Schemas['QueuesMessage'];
 export type ClusterMessage = Schemas['ClusterMessage'];
 export type Freshness = Schemas['Freshness'];
 export type WatchHealth = Schemas['WatchHealth'];
+export type ScaleChange = Schemas['ScaleChange'];
+export type ScaleRequest = Schemas['ScaleRequest'];
+export type ScaleFit = Schemas['ScaleFit'];
+export type ScaleResult = Schemas['ScaleResult'];
 
 export const API_PATH = 'dw/api';
 /** `POST clusters`: the header that makes a create safe to retry (see openapi.yaml). */
@@ -82,6 +86,8 @@ export interface IDWApi {
   /** `idempotencyKey`: one per user action, the same on its retries (`Idempotency-Key`). */
   create(spec: ClusterSpecRequest, idempotencyKey?: string): Promise<Cluster>;
   remove(name: string): Promise<Deleted>;
+  /** `POST clusters/{name}/scale`: pin at `workers` (null: back to the Ray autoscaler). */
+  scale(name: string, workers: number | null, dryRun?: boolean): Promise<ScaleResult>;
   openEvents(): ISocket;
 }
 
@@ -119,6 +125,11 @@ export class DWApi implements IDWApi {
 
   remove(name: string): Promise<Deleted> {
     return this.request<Deleted>('DELETE', `clusters/${encodeURIComponent(name)}`);
+  }
+
+  scale(name: string, workers: number | null, dryRun = false): Promise<ScaleResult> {
+    const body: ScaleRequest = { workers, dry_run: dryRun };
+    return this.request<ScaleResult>('POST', `clusters/${encodeURIComponent(name)}/scale`, body);
   }
 
   /** `dw/api/events`; the browser's cookies authenticate it, or the token when appended. */

@@ -16,6 +16,7 @@ import {
   ISocket,
   Milestone,
   Queues,
+  ScaleResult,
   WatchHealth
 } from './api';
 
@@ -290,6 +291,15 @@ export class DWModel {
 
   async remove(name: string): Promise<void> {
     await this.api.remove(name);
+  }
+
+  /**
+   * Scale an elastic cluster to `workers` (null: back to the Ray autoscaler); with `dryRun`,
+   * only its fit. Rejects with `DWRequestError` (`invalid_scale`, `not_elastic`). The card
+   * follows the change through the events socket, which is never older than this answer.
+   */
+  scale(name: string, workers: number | null, dryRun = false): Promise<ScaleResult> {
+    return this.api.scale(name, workers, dryRun);
   }
 
   dispose(): void {

@@ -1,19 +1,10 @@
 import { describe, expect, it, vi } from 'vitest';
 
-import type {
-  Cluster,
-  ClusterSpecRequest,
-  EventMessage,
-  Fit,
-  IDWApi,
-  ISocket,
-  Queues
-} from '../src/api';
+import type { Cluster, ClusterSpecRequest, EventMessage, Fit, IDWApi, Queues } from '../src/api';
 import { DWRequestError } from '../src/api';
 import {
   DWModel,
   FitChecker,
-  IClock,
   RenderGate,
   backoffDelay,
   connectionCode,
@@ -24,83 +15,7 @@ import {
   quotaHeldFor,
   timeline
 } from '../src/model';
-
-class FakeSocket implements ISocket {
-  onopen: ((event: unknown) => void) | null = null;
-  onmessage: ((event: { data: unknown }) => void) | null = null;
-  onclose: ((event: { code: number; reason: string }) => void) | null = null;
-  onerror: ((event: unknown) => void) | null = null;
-  closed = false;
-  send(message: EventMessage): void {
-    this.onmessage?.({ data: JSON.stringify(message) });
-  }
-  drop(): void {
-    this.closed = true;
-    this.onclose?.({ code: 1006, reason: '' });
-  }
-  close(): void {
-    this.closed = true;
-  }
-}
-
-class FakeClock implements IClock {
-  time = 1_000_000;
-  timers: { at: number; fn: () => void; id: number }[] = [];
-  private next = 0;
-  now(): number {
-    return this.time;
-  }
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = ++this.next;
-    this.timers.push({ at: this.time + ms, fn, id });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.timers = this.timers.filter(t => t.id !== handle);
-  }
-  advance(ms: number): void {
-    this.time += ms;
-    const due = this.timers.filter(t => t.at <= this.time);
-    this.timers = this.timers.filter(t => t.at > this.time);
-    due.forEach(t => t.fn());
-  }
-  pendingDelays(): number[] {
-    return this.timers.map(t => t.at - this.time);
-  }
-}
-
-const LIVE = { state: 'live', reason: null, since: null } as const;
-
-function cluster(name: string, extra: Partial<Cluster> = {}): Cluster {
-  return {
-    name,
-    namespace: 'ns',
-    queue: 'team',
-    state: 'queued',
-    reason: 'Pending',
-    message: null,
-    created: null,
-    workload: null,
-    cluster_queue: 'cq',
-    quota_reserved: false,
-    admitted: false,
-    admitted_at: null,
-    flavors: [],
-    pod_set_flavors: {},
-    head_ready: false,
-    workers_ready: 0,
-    workers_desired: 2,
-    dashboard: { service: `${name}-head-svc`, port: 8265 },
-    position_in_local_queue: 0,
-    position_in_cluster_queue: 0,
-    admission_checks: [],
-    dashboard_url: `/dw/ray/${name}/`,
-    owner: 'me',
-    pods: [],
-    freshness: LIVE,
-    ...extra
-  };
-}
+import { FakeClock, FakeSocket, LIVE, cluster } from './fixtures';
 
 const QUEUES: Queues = {
   namespace: 'ns',
@@ -134,6 +49,12 @@ function fakeApi(overrides: Partial<IDWApi> = {}) {
     fit: async () => ({}) as Fit,
     create: async (spec: ClusterSpecRequest) => cluster(String(spec.name)),
     remove: async (name: string) => ({ name, namespace: 'ns', deleted: true as const }),
+    scale: async (name: string, workers: number | null, dryRun = false) => ({
+      cluster: cluster(name, { pinned_workers: workers }),
+      fit: null,
+      dry_run: dryRun,
+      changed: !dryRun
+    }),
     openEvents: () => {
       const socket = new FakeSocket();
       sockets.push(socket);

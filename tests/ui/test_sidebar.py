@@ -171,6 +171,12 @@ def test_sidebar_end_to_end(
     first = card(sidebar, "ui-first")
     expect(first).to_have_attribute("data-state", "ready", timeout=READY_TIMEOUT)
     expect(first.locator("[data-workers-ready]")).to_have_text("3")
+    # A fixed-size cluster: the ready/desired bar as before, no elastic bar, no stepper.
+    fixed = lab.api("GET", "clusters/ui-first")
+    assert fixed["elastic"] is False and fixed["min_workers"] == fixed["max_workers"] == 3
+    expect(first.locator(".jp-dw-workers")).to_have_text("workers 3/3 ready · head ready")
+    expect(first.locator("[data-elastic]")).to_have_count(0)
+    expect(first.get_by_role("group", name="Scale ui-first")).to_have_count(0)
     states = page.evaluate("() => window.__dw.states['ui-first']")
     assert states[0] in ("queued", "suspended"), states
     assert states[-1] == "ready", states

@@ -33,10 +33,10 @@ builder = dw.ClusterBuilder(name="ui-widget", worker_cpu="1", worker_memory="1Gi
 builder"""
 
 
-@pytest.fixture
-def lab(workbench, artifacts: Path, tmp_path: Path) -> Iterator[LabServer]:
-    """JupyterLab whose kernels see the pod's service account: a
-    kernel cannot see the server's command line, so the setting is in its environment."""
+def kernel_lab(workbench, artifacts: Path, tmp_path: Path, cell: str) -> Iterator[LabServer]:
+    """JupyterLab whose kernels see the pod's service account (a kernel cannot see the
+    server's command line, so the setting is in its environment), with ``widgets.ipynb``
+    holding ``cell``."""
     identity = workbench(rules=namespace_rules(), cluster_rules=CLUSTER_READ_RULES)
     environ = {
         **identity.environ,
@@ -49,12 +49,18 @@ def lab(workbench, artifacts: Path, tmp_path: Path) -> Iterator[LabServer]:
         log_path=artifacts / "jupyter-server.log",
     )
     server.workdir.mkdir()
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CELL)])
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     nbformat.write(notebook, server.workdir / "widgets.ipynb")
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def lab(workbench, artifacts: Path, tmp_path: Path) -> Iterator[LabServer]:
+    """JupyterLab with the builder's notebook."""
+    yield from kernel_lab(workbench, artifacts, tmp_path, CELL)
 
 
 # Notebook 7.6 (on JupyterLab 4.6) throws this once at start-up from its own shortcuts plugin,

@@ -1,10 +1,23 @@
 // ClusterStatus view (anywidget ESM): state badge, Kueue's reason and position, workers bar,
-// timeline with durations, the dashboard link and Delete with a confirmation step.
+// timeline with durations, the dashboard link and Delete with a confirmation step. An elastic
+// cluster's bar shows ready / admitted / waiting for quota / being removed, with a scale
+// stepper (a dry run in the kernel first, the change on confirm).
+// widgets.py puts workers_bar.js before this file: workersBar, barWidths, stepperStart,
+// canScale, proposalText, appliedText and workersText come from there.
 const COLORS = {
   queued: "#b7791f", "waiting-for-capacity": "#b7791f", admitted: "#2b6cb0", starting: "#2b6cb0", stalled: "#c05621", ready: "#2f855a",
   evicted: "#c53030", preempted: "#c53030", failed: "#c53030", rejected: "#c53030", suspended: "#718096",
   deleting: "#718096",
 };
+// The bar's segments in the state colours above: ready, admitted (starting), waiting for
+// quota (queued), being removed (deleting).
+const SEGMENTS = [
+  ["ready", COLORS.ready, "ready"], ["starting", COLORS.starting, "admitted, starting"],
+  ["waiting", COLORS.queued, "waiting for quota"], ["removing", COLORS.deleting, "being removed"],
+];
+const VERDICTS = { "fits-now": COLORS.ready, "must-wait": COLORS.queued, "never-fits": COLORS.failed, unknown: COLORS.admitted };
+const DRY_RUN_DELAY = 250; // ms, as the sidebar's stepper
+const SCALE_TRAITS = ["workers_admitted", "min_workers", "max_workers", "elastic", "pinned_workers", "scale"];
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -50,8 +63,132 @@ function render({ model, el: root }) {
   root.append(box);
   let confirming = false;
   let proxied = null;
+  // The stepper: its number, what it is doing, and the id of the kernel request it waits for
+  // (an answer to an older request is dropped).
+  let target = null;
+  let step = { kind: "idle" };
+  let requestId = 0;
+  let timer = null; // a chosen number's dry run, not sent yet
+  let unanswered = 0; // requests sent, answers not received (the kernel answers in order)
   const base = pageBaseUrl();
   if (base) serverExtension(base).then((ok) => { proxied = ok; draw(); });
+
+  function fields() {
+    const out = { state: model.get("state"), workers_ready: model.get("workers_ready"), workers_desired: model.get("workers_desired") };
+    for (const trait of SCALE_TRAITS) out[trait] = model.get(trait) ?? null;
+    return out;
+  }
+
+  function elasticWorkers() {
+    const c = fields();
+    const bar = workersBar(c);
+    const widths = barWidths(bar);
+    const track = el("div", { class: "jp-dw-bar", role: "progressbar", "aria-label": "workers", "aria-valuemin": "0", "aria-valuemax": String(Math.max(1, bar.total)), "aria-valuenow": String(bar.segments.ready), "aria-valuetext": bar.summary, style: "display:inline-flex;width:160px;height:10px;border-radius:5px;overflow:hidden;background:#e2e8f0;vertical-align:middle" });
+    for (const [kind, color, title] of SEGMENTS) {
+      const count = bar.segments[kind];
+      if (count > 0) track.append(el("span", { "data-segment": kind, "data-count": String(count), title: `${count} ${title}`, style: `width:${widths[kind]}%;background:${color}${kind === "waiting" ? ";background-image:repeating-linear-gradient(45deg,transparent 0 3px,rgba(255,255,255,.45) 3px 6px)" : ""}` }));
+    }
+    const box = el("div", { class: "jp-dw-workers", "data-elastic": "true", "data-scale": c.scale ? c.scale.state : "none" },
+      el("div", {}, track, " ", el("span", { class: "jp-dw-workers-summary", "data-workers-ready": String(c.workers_ready) }, bar.summary)));
+    if (bar.request) {
+      const request = el("div", { class: "jp-dw-scale-request", "data-requested-by": c.scale.requested_by }, bar.request);
+      if (bar.position) request.append(", ", el("span", { class: "jp-dw-scale-position", "data-position": String(c.scale.position_in_local_queue) }, bar.position));
+      box.append(request);
+    }
+    if (bar.pending) box.append(el("div", { class: "jp-dw-scale-pending", style: "color:#975a16" }, bar.pending));
+    box.append(el("div", { class: "jp-dw-scale-owner", style: "opacity:.7" }, bar.owner));
+    return box;
+  }
+
+  function ask(workers, dryRun) {
+    clearTimeout(timer);
+    timer = null;
+    requestId += 1;
+    unanswered += 1;
+    step = { kind: dryRun ? "checking" : "applying", workers };
+    // Cleared first, so that an answer equal to the last one still arrives as a change.
+    model.set("scale_result", null);
+    model.save_changes();
+    model.send({ action: "scale", workers, dry_run: dryRun, request: requestId });
+    draw();
+  }
+
+  // A step shows "checking" at once; its dry run goes to the kernel once the clicks pause.
+  function choose(workers) {
+    const start = stepperStart(fields());
+    target = Math.min(start.max, Math.max(start.min, workers));
+    clearTimeout(timer);
+    timer = null;
+    requestId += 1; // an answer on its way is no longer wanted
+    if (target === start.value) {
+      step = { kind: "idle" };
+    } else {
+      step = { kind: "checking", workers: target };
+      const chosen = target;
+      timer = setTimeout(() => ask(chosen, true), DRY_RUN_DELAY);
+    }
+    draw();
+  }
+
+  // The kernel's answer: REST's ScaleResult (the cluster itself arrives through the traits),
+  // or {"error": {error, reason, hint, code, errors}}. `request` echoes the request's id
+  // when the kernel sends it; an answer to an older request is dropped.
+  function onResult() {
+    const result = model.get("scale_result");
+    if (!result) return; // our own reset
+    unanswered = Math.max(0, unanswered - 1);
+    if (unanswered > 0 || timer !== null) return; // an older request's answer
+    if (step.kind !== "checking" && step.kind !== "applying") return; // cancelled meanwhile
+    if (result.request !== undefined && result.request !== requestId) return;
+    if (result.error) {
+      const error = typeof result.error === "object" ? result.error : result;
+      const detail = (error.errors && error.errors.workers) || error.reason;
+      step = { kind: "error", workers: step.workers, code: error.code || "", message: `${error.error}${detail ? ": " + detail : ""}` };
+    } else {
+      const answer = { fit: result.fit, cluster: result.cluster || fields() };
+      const text = result.dry_run ? proposalText(answer, step.workers) : appliedText(answer, step.workers);
+      step = { kind: result.dry_run ? "proposed" : "applied", workers: step.workers, text, verdict: result.fit ? result.fit.verdict : null };
+    }
+    draw();
+  }
+
+  function button(label, attrs, onclick, disabled) {
+    const node = el("button", { class: "jp-Button", ...attrs, onclick }, label);
+    node.disabled = !!disabled;
+    return node;
+  }
+
+  function stepperView() {
+    const c = fields();
+    const start = stepperStart(c);
+    // The cluster's size, unless the user's choice is checked, proposed, being made or refused.
+    if (target === null || step.kind === "idle" || step.kind === "applied") target = start.value;
+    const busy = step.kind === "applying";
+    const row = el("div", { class: "jp-dw-scale", role: "group", "aria-label": `Scale ${model.get("name")}`, "data-step": step.kind, style: "display:flex;gap:6px;align-items:center;margin:2px 0" },
+      "scale",
+      button("−", { "aria-label": "One worker fewer", class: "jp-Button jp-dw-step" }, () => choose(target - 1), busy || target <= start.min),
+      el("output", { class: "jp-dw-scale-target", "data-target": String(target), "aria-live": "polite", style: "min-width:2ch;text-align:center;font-weight:600" }, String(target)),
+      button("+", { "aria-label": "One worker more", class: "jp-Button jp-dw-step" }, () => choose(target + 1), busy || target >= start.max),
+      el("span", { style: "opacity:.7", title: `from ${start.min} to ${start.max}` }, "workers"));
+    if (c.pinned_workers !== null) {
+      row.append(button("Auto", { "aria-label": "Give the size back to the Ray autoscaler", title: `The Ray autoscaler sizes it within ${start.min}–${start.max}` }, () => ask(null, false), busy));
+    }
+    const out = [row];
+    const note = { "data-step": step.kind, class: "jp-dw-scale-proposal" };
+    if (step.kind === "checking") out.push(el("div", { ...note, style: "opacity:.7" }, `${workersText(step.workers)}: checking…`));
+    else if (step.kind === "applying") out.push(el("div", { ...note, style: "opacity:.7" }, step.workers === null ? "Giving the size back to the Ray autoscaler…" : `Scaling to ${workersText(step.workers)}…`));
+    else if (step.kind === "proposed") {
+      const badge = step.verdict ? el("span", { "data-verdict": step.verdict, style: `background:${VERDICTS[step.verdict] || COLORS.suspended};color:#fff;border-radius:9px;padding:1px 8px;font-size:12px;font-weight:600;margin-right:4px` }, step.verdict) : "";
+      out.push(el("div", { ...note, "data-workers": String(step.workers) }, badge, el("span", { class: "jp-dw-scale-fit" }, step.text), " ",
+        button(`Scale to ${step.workers}`, { class: "jp-Button jp-mod-accept jp-dw-scale-confirm" }, () => ask(step.workers, false)),
+        " ", button("Cancel", { class: "jp-Button jp-dw-scale-cancel" }, () => { clearTimeout(timer); timer = null; requestId += 1; step = { kind: "idle" }; target = null; draw(); })));
+    } else if (step.kind === "applied") {
+      out.push(el("div", { ...note, role: "status", style: `color:${COLORS.ready}` }, step.text));
+    } else if (step.kind === "error") {
+      out.push(el("div", { ...note, role: "alert", "data-code": step.code, style: "color:#c53030" }, step.message));
+    }
+    return out;
+  }
 
   function draw() {
     const state = model.get("state");
@@ -95,10 +232,15 @@ function render({ model, el: root }) {
         "admission check ", el("b", {}, c.name), `: ${c.state}${c.message ? " — " + c.message : ""}`));
       box.append(el("ul", { class: "jp-dw-checks", style: "margin:2px 0;padding-left:20px" }, ...items));
     }
-    const ready = model.get("workers_ready"), desired = model.get("workers_desired");
-    const progress = el("progress", { max: String(Math.max(desired, 1)), value: String(ready), "aria-label": "workers ready", style: "width:160px" });
-    box.append(el("div", {}, progress, ` ${ready}/${desired} workers ready`));
-    const list = el("ol", { class: "jp-dw-timeline", style: "margin:4px 0;padding-left:20px" });
+    if (model.get("elastic") === true) {
+      box.append(elasticWorkers());
+      if (canScale(fields()) && !model.get("deleted")) box.append(...stepperView());
+    } else {
+      const ready = model.get("workers_ready"), desired = model.get("workers_desired");
+      const progress = el("progress", { max: String(Math.max(desired, 1)), value: String(ready), "aria-label": "workers ready", style: "width:160px" });
+      box.append(el("div", {}, progress, ` ${ready}/${desired} workers ready`));
+    }
+    const list = el("ol", { class: "jp-dw-timeline", style: "margin:4px 0;padding-left:2.2em" });
     let previous = null;
     for (const milestone of model.get("milestones") || []) {
       const at = milestone.time ? new Date(milestone.time) : null;
@@ -128,9 +270,10 @@ function render({ model, el: root }) {
     }
     box.append(actions);
   }
-  for (const trait of ["state", "reason", "message", "position_in_local_queue", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue", "freshness"]) {
+  for (const trait of ["state", "reason", "message", "position_in_local_queue", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue", "freshness", ...SCALE_TRAITS]) {
     model.on(`change:${trait}`, draw);
   }
+  model.on("change:scale_result", onResult);
   draw();
 }
 

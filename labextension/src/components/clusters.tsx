@@ -2,7 +2,10 @@ import * as React from 'react';
 
 import type { Cluster } from '../api';
 import { DWModel, dashboardOffHint, formatDuration, quotaHeldFor, timeline } from '../model';
+import { canScale } from '../../../jupyter_dw/notebook/static/workers_bar.js';
+import type { IScaler } from '../scale';
 import { ErrorNote } from './status';
+import { ScaleControl, WorkersView } from './workers';
 
 /** What a card's buttons do (the plugin provides them: JupyterLab tabs, notebooks, dialogs). */
 export interface IClusterActions {
@@ -50,11 +53,10 @@ function ClusterCard(props: {
   cluster: Cluster;
   actions: IClusterActions;
   me: string | null;
+  scaler: IScaler;
 }): JSX.Element {
   const c = props.cluster;
   const { actions } = props;
-  const desired = c.workers_desired;
-  const ready = c.workers_ready;
   const titleId = `jp-dw-cluster-${c.name}`;
   const queued = c.state === 'queued';
   const position = c.position_in_local_queue;
@@ -111,25 +113,8 @@ function ClusterCard(props: {
           ))}
         </ul>
       ) : null}
-      <div className="jp-dw-workers">
-        <span>
-          workers <strong data-workers-ready={ready}>{ready}</strong>/{desired} ready
-          {c.head_ready ? ' · head ready' : ''}
-        </span>
-        <div
-          className="jp-dw-bar"
-          role="progressbar"
-          aria-label={`Ready workers of ${c.name}`}
-          aria-valuemin={0}
-          aria-valuemax={desired || 1}
-          aria-valuenow={ready}
-        >
-          <span
-            className="jp-dw-bar-ready"
-            style={{ width: `${desired > 0 ? Math.min(100, (ready / desired) * 100) : 0}%` }}
-          />
-        </div>
-      </div>
+      <WorkersView cluster={c} mine={c.owner !== null && c.owner === props.me} />
+      {canScale(c) ? <ScaleControl cluster={c} scaler={props.scaler} /> : null}
       {quotaHeldFor(c, Date.now()) !== null ? (
         <div className="jp-dw-held">
           holding quota for <Elapsed since={() => quotaHeldFor(c, Date.now())} />
@@ -187,7 +172,13 @@ export function ClustersSection(props: {
       ) : null}
       <ul className="jp-dw-cards">
         {clusters.map(c => (
-          <ClusterCard key={c.name} cluster={c} actions={actions} me={model.username} />
+          <ClusterCard
+            key={c.name}
+            cluster={c}
+            actions={actions}
+            me={model.username}
+            scaler={model}
+          />
         ))}
       </ul>
     </section>

@@ -1,0 +1,86 @@
+/** Stand-ins shared by the sidebar's unit tests: a socket, a clock and a cluster. */
+import type { Cluster, EventMessage, ISocket } from '../src/api';
+import type { IClock } from '../src/model';
+
+export class FakeSocket implements ISocket {
+  onopen: ((event: unknown) => void) | null = null;
+  onmessage: ((event: { data: unknown }) => void) | null = null;
+  onclose: ((event: { code: number; reason: string }) => void) | null = null;
+  onerror: ((event: unknown) => void) | null = null;
+  closed = false;
+  send(message: EventMessage): void {
+    this.onmessage?.({ data: JSON.stringify(message) });
+  }
+  drop(): void {
+    this.closed = true;
+    this.onclose?.({ code: 1006, reason: '' });
+  }
+  close(): void {
+    this.closed = true;
+  }
+}
+
+export class FakeClock implements IClock {
+  time = 1_000_000;
+  timers: { at: number; fn: () => void; id: number }[] = [];
+  private next = 0;
+  now(): number {
+    return this.time;
+  }
+  setTimeout(fn: () => void, ms: number): unknown {
+    const id = ++this.next;
+    this.timers.push({ at: this.time + ms, fn, id });
+    return id;
+  }
+  clearTimeout(handle: unknown): void {
+    this.timers = this.timers.filter(t => t.id !== handle);
+  }
+  advance(ms: number): void {
+    this.time += ms;
+    const due = this.timers.filter(t => t.at <= this.time);
+    this.timers = this.timers.filter(t => t.at > this.time);
+    due.forEach(t => t.fn());
+  }
+  pendingDelays(): number[] {
+    return this.timers.map(t => t.at - this.time);
+  }
+}
+
+export const LIVE = { state: 'live', reason: null, since: null } as const;
+
+export function cluster(name: string, extra: Partial<Cluster> = {}): Cluster {
+  return {
+    name,
+    namespace: 'ns',
+    queue: 'team',
+    state: 'queued',
+    reason: 'Pending',
+    message: null,
+    created: null,
+    workload: null,
+    cluster_queue: 'cq',
+    quota_reserved: false,
+    admitted: false,
+    admitted_at: null,
+    flavors: [],
+    pod_set_flavors: {},
+    head_ready: false,
+    workers_ready: 0,
+    workers_desired: 2,
+    workers_admitted: null,
+    min_workers: 2,
+    max_workers: 2,
+    elastic: false,
+    pinned_workers: null,
+    scale: null,
+    dashboard: { service: `${name}-head-svc`, port: 8265 },
+    position_in_local_queue: 0,
+    position_in_cluster_queue: 0,
+    admission_checks: [],
+    dashboard_url: `/dw/ray/${name}/`,
+    owner: 'me',
+    pods: [],
+    freshness: LIVE,
+    ...extra
+  };
+}
