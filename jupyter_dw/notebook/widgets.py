@@ -62,6 +62,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     name = Unicode().tag(sync=True)
     namespace = Unicode(None, allow_none=True).tag(sync=True)
     queue = Unicode(None, allow_none=True).tag(sync=True)
+    cluster_queue = Unicode(None, allow_none=True).tag(sync=True)
     state = Unicode(None, allow_none=True).tag(sync=True)
     reason = Unicode(None, allow_none=True).tag(sync=True)
     message = Unicode(None, allow_none=True).tag(sync=True)
@@ -104,6 +105,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
             self.deleted = False  # a cluster of this name exists (again)
             self.namespace = status.namespace
             self.queue = status.queue
+            self.cluster_queue = status.cluster_queue
             self.state = status.state
             self.reason = status.reason
             self.message = status.message
@@ -144,21 +146,30 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
         if content.get("action") == "delete":
             self.delete()
         elif content.get("action") == "scale":
-            self.scale_to(content.get("workers"), dry_run=content.get("dry_run") is True)
+            request = content.get("request")
+            self.scale_to(
+                content.get("workers"),
+                dry_run=content.get("dry_run") is True,
+                request=request if isinstance(request, int) else None,
+            )
 
-    def scale_to(self, workers: int | None, *, dry_run: bool = False) -> None:
+    def scale_to(
+        self, workers: int | None, *, dry_run: bool = False, request: int | None = None
+    ) -> None:
         """Scale the cluster (the view's stepper calls this); the answer goes to
-        ``scale_result`` and the new size arrives through the watches."""
+        ``scale_result`` (with the view's ``request`` id, so it matches answers to asks) and
+        the new size arrives through the watches."""
         try:
             result = runtime().core.clusters.scale(self.name, workers, dry_run)
         except KubeError as err:
-            self.scale_result = {"error": err.to_json()}
+            self.scale_result = {"error": err.to_json(), "request": request}
             return
         self.scale_result = {
             "fit": result.fit.to_json() if result.fit else None,
             "dry_run": result.dry_run,
             "changed": result.changed,
             "message": result.message,
+            "request": request,
         }
         self.show(result.cluster)
 

@@ -17,7 +17,7 @@ const SEGMENTS = [
 ];
 const VERDICTS = { "fits-now": COLORS.ready, "must-wait": COLORS.queued, "never-fits": COLORS.failed, unknown: COLORS.admitted };
 const DRY_RUN_DELAY = 250; // ms, as the sidebar's stepper
-const SCALE_TRAITS = ["workers_admitted", "min_workers", "max_workers", "elastic", "pinned_workers", "scale"];
+const SCALE_TRAITS = ["workers_admitted", "min_workers", "max_workers", "elastic", "pinned_workers", "scale", "cluster_queue"];
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
