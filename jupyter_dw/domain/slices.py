@@ -25,7 +25,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jupyter_dw.names import AUTOSCALER_CONTAINER_NAME, WORKLOAD_SLICE_REPLACEMENT_ANNOTATION
+from jupyter_dw.names import (
+    AUTOSCALER_CONTAINER_NAME,
+    WORKLOAD_SLICE_REPLACED_REASON,
+    WORKLOAD_SLICE_REPLACEMENT_ANNOTATION,
+)
 
 HEAD_POD_SET = "head"
 """Kueue's pod-set name for a RayCluster's head; every other pod set is a worker group."""
@@ -177,6 +181,8 @@ def slice_chain(workloads: Iterable[Object]) -> SliceChain:
         if replacement is not None and is_true(replacement, "QuotaReserved"):
             continue
         admitted = workload
+    if admitted is None:
+        admitted = _handing_over(ordered, replacements)
     pending = None
     if admitted is not None:
         candidate = replacements.get(_key(admitted))
@@ -186,6 +192,17 @@ def slice_chain(workloads: Iterable[Object]) -> SliceChain:
     roots = [w for w in ordered if not replaces(w)]
     first = roots[0] if roots else (ordered[0] if ordered else None)
     return SliceChain(current, admitted, pending, first, ordered)
+
+
+def _handing_over(ordered: tuple[Object, ...], replacements: dict[str, Object]) -> Object | None:
+    """A slice already ``Finished`` as replaced while its replacement has no quota on record
+    yet (Kueue 0.14 writes the two in that order): it still speaks for the held quota, until
+    the replacement's reservation arrives a moment later."""
+    for workload in reversed(ordered):
+        replaced = words(workload, "Finished")[0] == WORKLOAD_SLICE_REPLACED_REASON
+        if replaced and is_true(workload, "Finished") and _key(workload) in replacements:
+            return workload
+    return None
 
 
 def _newest(ordered: tuple[Object, ...], live: list[Object]) -> Object | None:
@@ -266,6 +283,10 @@ def scale_change(
     def by(target: int) -> RequestedBy:
         return "user" if pinned_workers is not None and pinned_workers == target else "autoscaler"
 
+    if pending is not None and (worker_count(pending) or 0) <= held:
+        # Asked back down to what is held while the slice waited (Kueue 0.14 keeps such a
+        # slice pending until its queue changes): nothing more is asked for.
+        pending = None
     if pending is not None or workers_desired > held:
         target = worker_count(pending) if pending is not None else workers_desired
         target = workers_desired if target is None else target

@@ -263,3 +263,18 @@ def test_a_scale_up_never_moves_to_another_flavor():
     stuck = _scale_up(13, "0")  # 9 more CPU > 8 nominal in small
     assert stuck.verdict.verdict == NEVER_FITS
     assert stuck.verdict.flavors["cpu"] == "small"
+
+
+def test_a_slice_finished_as_replaced_speaks_for_the_quota_until_its_replacement_is_reserved():
+    # Kueue 0.14 writes Finished on the old slice before the new one's reservation.
+    replaced = workload("grow-a", 4, reserved=True, finished=True)
+    arriving = workload("grow-b", 6, reserved=False, at=T1, replaces="grow-a")
+    status = cluster_status(ready(elastic_cluster(6), 4), slices=[replaced, arriving], pods=[])
+    assert status.state == "ready" and status.quota_reserved and status.workers_admitted == 4
+    assert status.scale.state == "queued" and status.scale.to_workers == 6
+
+
+def test_a_waiting_slice_asked_back_to_the_held_size_is_no_change():
+    back = workload("grow-b", 4, reserved=False, at=T1, replaces="grow-a")
+    status = cluster_status(ready(elastic_cluster(4), 4), slices=[FIRST, back], pods=[])
+    assert status.scale is None and status.workers_admitted == 4
