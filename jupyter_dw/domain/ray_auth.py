@@ -158,9 +158,7 @@ def ray_auth_of(raycluster: Mapping[str, Any]) -> RayAuth:
         return RayAuth("k8s" if options.get("enableK8sTokenAuth") is True else "token")
     env_mode = _head_env(raycluster).get(RAY_AUTH_MODE_ENV)
     if options.get("mode") == "disabled" or env_mode == "disabled":
-        return RayAuth(
-            "disabled", f"{OPEN_WARNING} (turned off on purpose: ray_auth=disabled)"
-        )
+        return RayAuth("disabled", f"{OPEN_WARNING} (turned off on purpose: ray_auth=disabled)")
     return RayAuth(
         "none",
         f"{OPEN_WARNING} (created without spec.authOptions: a KubeRay older than 1.6, or "
