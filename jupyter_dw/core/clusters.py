@@ -43,6 +43,7 @@ from ..domain.priorities import (
     priority_value,
 )
 from ..domain.quota import QuotaTree
+from ..domain.ray_auth import RayAuth, Refusal, kuberay_refusal, ray_auth_of
 from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable
 from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
 from ..k8s.session import KubeSession, QueueState
@@ -142,6 +143,9 @@ class ClusterInfo:
     freshness: Freshness = FRESH
     """Whether ``status`` is the state now: not ``live`` while a watch it is read from is
     reconnecting or stale, or Kueue (for a cluster it manages) does not answer."""
+    ray_auth: RayAuth | None = None
+    """How Ray authenticates on this cluster, read from the RayCluster, with the warning every
+    surface shows when it does not (``disabled`` by the administrator, ``none``)."""
 
     def __getattr__(self, name: str) -> Any:
         # Only called for names not found on ClusterInfo itself: the status fields.
@@ -170,6 +174,7 @@ class ClusterInfo:
             "pods": [pod.to_json() for pod in self.pods],
             "milestones": [m.to_json() for m in self.milestones],
             "freshness": self.freshness.to_json(),
+            "ray_auth": self.ray_auth.to_json() if self.ray_auth is not None else None,
         }
 
 
@@ -408,6 +413,7 @@ class ClusterService:
             pods=tuple(_pod_info(pod) for pod in pods),
             milestones=milestones(status, raycluster, workload, pods),
             freshness=health.of_cluster(CLUSTER_SOURCES, follows_workload=workload is not None),
+            ray_auth=ray_auth_of(raycluster),
         )
 
     def _name_preemptor(self, status: ClusterStatus) -> ClusterStatus:
@@ -445,7 +451,16 @@ class ClusterService:
         """The RayCluster with its Workload and its status from the caches (no positions)."""
         workload = self.session.workload_of(raycluster)
         pods = self.session.ray_pods(str((raycluster.get("metadata") or {}).get("name")))
-        return raycluster, workload, cluster_status(raycluster, workload, pods=pods)
+        refusal = self._refusal(raycluster)
+        return (
+            raycluster,
+            workload,
+            cluster_status(raycluster, workload, pods=pods, refusal=refusal),
+        )
+
+    def _refusal(self, raycluster: Object) -> Refusal | None:
+        """KubeRay's refusal of ``raycluster``'s spec, from the cached Warning events."""
+        return kuberay_refusal(self.session.kuberay_warnings(raycluster), raycluster)
 
     def _statuses(
         self, rayclusters: Iterable[Object]
@@ -469,7 +484,8 @@ class ClusterService:
                 if name:
                     entries[str(name)] = item
         return [
-            (rc, wl, cluster_status(rc, wl, entries[status.workload]))  # waiting: no pods yet
+            # Waiting: no pods yet.
+            (rc, wl, cluster_status(rc, wl, entries[status.workload], refusal=self._refusal(rc)))
             if status.workload in entries
             else (rc, wl, status)
             for rc, wl, status in found

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from jupyter_dw.domain.pod_problems import PodProblem, first_problem
 from jupyter_dw.domain.priorities import PreemptedBy, preemptor
+from jupyter_dw.domain.ray_auth import Refusal
 from jupyter_dw.names import DASHBOARD_PORT, JOB_UID_LABEL, QUEUE_LABEL, head_service_name
 
 ClusterState = Literal[
@@ -247,6 +248,7 @@ class _Facts:
     wl: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     problem: PodProblem | None = None
     checks: tuple[AdmissionCheckStatus, ...] = ()
+    refusal: Refusal | None = None
 
     @property
     def running(self) -> bool:
@@ -284,6 +286,7 @@ def _read_facts(
     raycluster: Mapping[str, Any],
     workload: Mapping[str, Any] | None,
     pods: Iterable[Mapping[str, Any]] = (),
+    refusal: Refusal | None = None,
 ) -> _Facts:
     metadata = _map(raycluster.get("metadata"))
     spec = _map(raycluster.get("spec"))
@@ -319,6 +322,7 @@ def _read_facts(
         wl=_conditions(workload),
         problem=first_problem(pods),
         checks=admission_checks(workload),
+        refusal=refusal,
     )
 
 
@@ -404,6 +408,14 @@ def _evicted(f: _Facts) -> _Outcome | None:
     return None
 
 
+def _refused_by_kuberay(f: _Facts) -> _Outcome | None:
+    # KubeRay will not reconcile this spec: no pods, no status, whatever Kueue decides. A head
+    # or a ready worker means a later spec was accepted, so the event is history.
+    if f.refusal is None or f.head_started or f.workers_ready > 0:
+        return None
+    return "stalled", f.refusal.reason, f.refusal.message
+
+
 def _ready(f: _Facts) -> _Outcome | None:
     return ("ready", None, None) if f.running and f.ready else None
 
@@ -465,6 +477,7 @@ _RULES: tuple[Callable[[_Facts], _Outcome | None], ...] = (
     _deactivated,
     _retrying_check,
     _evicted,
+    _refused_by_kuberay,
     _ready,
     _stalled,
     _starting,
@@ -531,12 +544,14 @@ def cluster_status(
     workload: Mapping[str, Any] | None = None,
     pending: Mapping[str, Any] | None = None,
     pods: Iterable[Mapping[str, Any]] = (),
+    refusal: Refusal | None = None,
 ) -> ClusterStatus:
     """Derive a cluster's state and details; never raises on missing or malformed fields.
 
     ``workload`` is the RayCluster's Workload (``workload_selector``) or None if Kueue has not
     made one (or does not manage the cluster). ``pending`` is its item from the visibility API's
-    ``pendingworkloads`` list, if it is pending.
+    ``pendingworkloads`` list, if it is pending. ``refusal`` is KubeRay's refusal event of
+    this RayCluster (``ray_auth.kuberay_refusal``), if any.
 
     State precedence, first match wins (later states are only reached when no earlier one
     applies, so a stale "ready" status never hides an eviction):
@@ -554,7 +569,11 @@ def cluster_status(
        ``Preempted``; ``evicted``: ``Evicted=True`` with another reason (PodsReadyTimeout,
        ClusterQueueStopped, LocalQueueStopped, AdmissionCheck, ...), until Kueue reserves
        quota again;
-    5. ``ready``: running, head ready and ``readyWorkerReplicas >= desiredWorkerReplicas``;
+    5. ``stalled``: KubeRay refused the spec (an ``InvalidRayClusterSpec`` or
+       ``InvalidRayClusterMetadata`` Warning event; it then makes no pods, no status and no
+       token Secret, while Kueue may still admit and hold quota) and no head was ever
+       started: reason and message are KubeRay's event's;
+       ``ready``: running, head ready and ``readyWorkerReplicas >= desiredWorkerReplicas``;
     6. ``stalled``: running, admitted (or not Kueue-managed), not ready, and a pod cannot be
        scheduled, pull its image or stay up (the pod's reason and message);
        ``starting``: running, admitted (or not Kueue-managed) and KubeRay has a head pod;
@@ -571,7 +590,7 @@ def cluster_status(
     labels = _map(metadata.get("labels"))
     wl_meta = _map(_map(workload).get("metadata"))
     wl_name = _text(wl_meta.get("name")) if workload is not None else None
-    facts = _read_facts(raycluster, workload, pods)
+    facts = _read_facts(raycluster, workload, pods, refusal)
     state, reason, message = _state(facts)
     pod_set_flavors = _assignments(workload)
     waiting = facts.has_workload and not facts.quota_reserved
