@@ -767,8 +767,9 @@ class KubeSession:
         """The namespace's RayClusters from the watch cache (waits for its first sync).
 
         Raises ``NotInstalled`` without KubeRay and ``KubeForbidden`` when RayClusters cannot
-        be listed and watched. Also waits (within the same ``timeout``) for the Workload and
-        pod caches, so :meth:`workload_of` and :meth:`ray_pods` answer from a full view.
+        be listed and watched. Also waits (within the same ``timeout``) for the Workload, pod
+        and event caches, so :meth:`workload_of`, :meth:`ray_pods` and
+        :meth:`kuberay_warnings` answer from a full view.
         """
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         self.wait_ready(max(0.0, deadline - time.monotonic()))
@@ -777,6 +778,7 @@ class KubeSession:
         assert cache is not None
         self._synced_cache(WORKLOAD, deadline)
         self._synced_cache(POD, deadline)
+        self._synced_cache(EVENT, deadline)  # KubeRay's refusals: a stalled state at once
         return cache.snapshot()
 
     def ray_cluster(self, name: str, timeout: float | None = None) -> Object:
