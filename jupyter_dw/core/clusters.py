@@ -347,7 +347,12 @@ class ClusterService:
             default = choice.queue.name if choice else None
             priorities = _names(state)
         spec = self._spec(data, known, default, priorities)
-        obj = spec.to_raycluster(namespace, owner=self.session.identity.username)
+        # Unknown (no OpenAPI v3 document): sent; a KubeRay without it prunes the field and
+        # the cluster then reads as ray_auth "none", with its warning.
+        served = self.session.discovery.ray_auth_options is not False
+        obj = spec.to_raycluster(
+            namespace, owner=self.session.identity.username, auth_options_served=served
+        )
         obj["metadata"].setdefault("annotations", {})[IDEMPOTENCY_KEY_ANNOTATION] = key
         try:
             created = self.session.create_raycluster(obj)
