@@ -345,3 +345,61 @@ async def test_without_get_secrets_the_proxy_names_the_permission(kube, kueue, n
     code, body = await proxy_get(jp_fetch, "nosecret", "api/jobs/")
     assert code == 403, body
     assert body.get("denied") == "get secrets"
+
+
+# --------------------------------------------------------------------------------------------
+# In the notebook: the warning on the status widget and the HTML, never the token
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def kernel_with(identity):
+    """A kernel runtime with extra ``JUPYTER_DW_*`` settings (as the ``kernel`` fixture makes
+    one), installed for ``import jupyter_dw as dw``; stopped afterwards."""
+    from jupyter_dw.core.settings import load_settings
+    from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
+
+    made: list[tuple[Any, Any]] = []
+
+    def make(**settings: str) -> Any:
+        environ = {"JUPYTER_DW_SERVICE_ACCOUNT_DIR": str(identity.service_account_dir)}
+        environ.update({f"JUPYTER_DW_{k.upper()}": v for k, v in settings.items()})
+        runtime = KernelRuntime(load_settings(environ=environ, paths=[]))
+        made.append((runtime, set_runtime(runtime)))
+        return runtime
+
+    yield make
+    for runtime, previous in reversed(made):
+        set_runtime(previous)
+        runtime.stop()
+
+
+@pytest.mark.parametrize(
+    ("mode", "warned"), [("disabled", True), ("token", False)], ids=["disabled", "token"]
+)
+async def test_the_status_widget_warns_of_an_open_cluster_and_never_holds_the_token(
+    kernel_with, kube, kueue, namespace, mode, warned
+):
+    import asyncio
+
+    import jupyter_dw as dw
+    from tests.integration.test_notebook_widgets import until
+
+    kernel_with(ray_auth=mode)
+    make_queue(kueue)
+    handle = await asyncio.to_thread(dw.submit, **small_cluster("nb", 0))
+    widget = dw.ClusterStatus("nb")
+    auth = await until(widget, "ray_auth", lambda a: bool(a), "the cluster's auth")
+    assert auth["mode"] == mode
+    await until(widget, "state", lambda s: s == "ready", "ready")  # KubeRay has reconciled
+    html = handle.status()._repr_html_()
+    if warned:
+        assert "ray_auth=disabled" in auth["warning"]
+        assert "jp-dw-auth-warning" in html and "ray_auth=disabled" in html
+        assert secret_of(kube, namespace, "nb") is None
+    else:
+        assert auth["warning"] is None and "jp-dw-auth-warning" not in html
+        token = token_in(wait_secret(kube, namespace, "nb"))
+        state = json.dumps(widget.get_state(), default=str)
+        assert token not in state and token not in html
+    widget.close()
