@@ -21,9 +21,11 @@ from kubernetes import client
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
 from tests.cluster.fixtures import watch_until
+from tests.integration.browser import Console, chromium, watch
 from tests.integration.clusters_support import call
 from tests.integration.log_capture import server_log
 from tests.integration.ray_head import ray_head, status_of
+from tests.integration.test_ray_dashboard_real import FAILED_RESOURCE, PAGE_TIMEOUT_MS
 from tests.integration.workbench_rbac import namespace_rules
 
 pytestmark = pytest.mark.cluster
@@ -134,3 +136,38 @@ async def test_ray_refuses_without_the_token_and_the_proxy_adds_it(
     assert token not in json.dumps(payloads)
     assert any("api/jobs" in line for line in log), "the proxied requests were logged"
     assert not [line for line in log if token in line]
+
+
+async def test_the_dashboard_works_in_chromium_with_auth_on_and_the_page_never_holds_the_token(
+    token, ray_port, jp_serverapp, jp_base_url, http_server_client
+):
+    base = f"http://127.0.0.1:{http_server_client.get_http_port()}{jp_base_url}"
+    jupyter_token = jp_serverapp.identity_provider.token
+    console = Console()
+    answers: list[tuple[int, str]] = []
+
+    async with chromium() as browser:
+        context = await browser.new_context()
+        watch(context, console)
+        context.on("response", lambda r: answers.append((r.status, r.url)))
+        page = await context.new_page()
+        await page.goto(f"{base}api/status?token={jupyter_token}")
+        await page.goto(f"{base}dw/ray/{CLUSTER}/#/cluster")
+        assert "/~cap/" in page.url
+        # The node table is filled from Ray API calls that need the token.
+        for text in ("Node summary fetched.", "ALIVE x 1", "Node List"):
+            await page.get_by_text(text).first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        seen_by_page = await page.evaluate(
+            "() => [document.documentElement.outerHTML, document.cookie,"
+            " JSON.stringify(Object.assign({}, localStorage)), location.href].join('\\n')"
+        )
+        cookies = await context.cookies()
+        await context.close()
+
+    assert token not in seen_by_page
+    assert not [c for c in cookies if token in c["value"]]
+    proxied = [(status, url) for status, url in answers if "/~cap/" in url]
+    assert any("/api/" in url for _, url in proxied), answers
+    # No request was refused for want of the token (Ray's 401/403).
+    assert not [(s, u) for s, u in proxied if s in (401, 403)], proxied
+    assert [e for e in console.errors if not FAILED_RESOURCE.match(e)] == []
