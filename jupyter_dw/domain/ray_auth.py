@@ -32,6 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from jupyter_dw.names import RAY_GROUP, RAYCLUSTER_KIND
+
 RayAuthMode = Literal["token", "k8s", "disabled"]
 RAY_AUTH_MODES: tuple[str, ...] = ("token", "k8s", "disabled")
 """The ``ray_auth`` setting: KubeRay's token (the default), Kubernetes-delegated tokens, or off
@@ -238,8 +240,8 @@ def token_from_secret(secret: Mapping[str, Any], raycluster: Mapping[str, Any]) 
         controller is not None
         and bool(uid)
         and controller.get("uid") == uid
-        and controller.get("kind") == "RayCluster"
-        and str(controller.get("apiVersion", "")).split("/")[0] == "ray.io"
+        and controller.get("kind") == RAYCLUSTER_KIND
+        and str(controller.get("apiVersion", "")).split("/")[0] == RAY_GROUP
     )
     if not owned:
         holder = (
@@ -287,7 +289,7 @@ def kuberay_refusal(
     found: list[tuple[str, Refusal]] = []
     for event in events:
         involved = _map(event.get("involvedObject"))
-        if not uid or involved.get("uid") != uid or involved.get("kind") != "RayCluster":
+        if not uid or involved.get("uid") != uid or involved.get("kind") != RAYCLUSTER_KIND:
             continue
         reason = event.get("reason")
         if reason not in KUBERAY_REFUSALS or event.get("type") != "Warning":
