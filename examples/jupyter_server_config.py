@@ -19,7 +19,7 @@ c.JupyterDW.access_refresh_interval = 60.0
 c.JupyterDW.watch_idle_timeout = 180.0
 
 # -- what a new Ray cluster gets when the request does not say ---------------------------------
-c.JupyterDW.default_image = "quay.io/modh/ray:2.47.1-py311-cu121"
+c.JupyterDW.default_image = "quay.io/modh/ray:2.52.1-py311-cu121"
 c.JupyterDW.default_workers = 2
 c.JupyterDW.default_head_cpu = "2"
 c.JupyterDW.default_head_memory = "8Gi"
@@ -36,6 +36,10 @@ c.JupyterDW.max_head_cpu = "8"
 c.JupyterDW.max_head_memory = "32Gi"
 # Prefixes, or fnmatch patterns; the default image must be allowed.
 c.JupyterDW.allowed_images = ["quay.io/modh/ray:", "quay.io/my-team/ray-*"]
+
+# Ray's own authentication: "token" (the default; Ray 2.52 or newer), "k8s" (Kubernetes tokens,
+# Ray 2.55 or newer) or "disabled" (every cluster then shows a warning).
+c.JupyterDW.ray_auth = "token"
 
 # Only when Kueue runs with the ElasticJobsViaWorkloadSlices feature gate.
 c.JupyterDW.elastic_jobs = False

@@ -46,6 +46,7 @@ from ..domain.priorities import (
     priority_value,
 )
 from ..domain.quota import QuotaTree, format_amount
+from ..domain.ray_auth import RayAuth, Refusal, kuberay_refusal, ray_auth_of
 from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable
 from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
 from ..k8s.session import KubeSession, QueueState
@@ -148,6 +149,9 @@ class ClusterInfo:
     freshness: Freshness = FRESH
     """Whether ``status`` is the state now: not ``live`` while a watch it is read from is
     reconnecting or stale, or Kueue (for a cluster it manages) does not answer."""
+    ray_auth: RayAuth | None = None
+    """How Ray authenticates on this cluster, read from the RayCluster, with the warning every
+    surface shows when it does not (``disabled`` by the administrator, ``none``)."""
 
     def __getattr__(self, name: str) -> Any:
         # Only called for names not found on ClusterInfo itself: the status fields.
@@ -176,6 +180,7 @@ class ClusterInfo:
             "pods": [pod.to_json() for pod in self.pods],
             "milestones": [m.to_json() for m in self.milestones],
             "freshness": self.freshness.to_json(),
+            "ray_auth": self.ray_auth.to_json() if self.ray_auth is not None else None,
         }
 
 
@@ -358,7 +363,12 @@ class ClusterService:
             default = choice.queue.name if choice else None
             priorities = _names(state)
         spec = self._spec(data, known, default, priorities)
-        obj = spec.to_raycluster(namespace, owner=self.session.identity.username)
+        # Unknown (no OpenAPI v3 document): sent; a KubeRay without it prunes the field and
+        # the cluster then reads as ray_auth "none", with its warning.
+        served = self.session.discovery.ray_auth_options is not False
+        obj = spec.to_raycluster(
+            namespace, owner=self.session.identity.username, auth_options_served=served
+        )
         obj["metadata"].setdefault("annotations", {})[IDEMPOTENCY_KEY_ANNOTATION] = key
         try:
             created = self.session.create_raycluster(obj)
@@ -429,6 +439,7 @@ class ClusterService:
             pods=tuple(_pod_info(pod) for pod in pods),
             milestones=milestones(status, raycluster, None, pods, slices=slices),
             freshness=health.of_cluster(CLUSTER_SOURCES, follows_workload=bool(slices)),
+            ray_auth=ray_auth_of(raycluster),
         )
 
     def _name_preemptor(self, status: ClusterStatus) -> ClusterStatus:
@@ -468,7 +479,13 @@ class ClusterService:
         positions)."""
         slices = self.session.slices_of(raycluster)
         pods = self.session.ray_pods(str((raycluster.get("metadata") or {}).get("name")))
-        return raycluster, slices, cluster_status(raycluster, pods=pods, slices=slices)
+        refusal = self._refusal(raycluster)
+        status = cluster_status(raycluster, pods=pods, slices=slices, refusal=refusal)
+        return raycluster, slices, status
+
+    def _refusal(self, raycluster: Object) -> Refusal | None:
+        """KubeRay's refusal of ``raycluster``'s spec, from the cached Warning events."""
+        return kuberay_refusal(self.session.kuberay_warnings(raycluster), raycluster)
 
     def _statuses(self, rayclusters: Iterable[Object]) -> list[_Found]:
         """Each RayCluster with its Workloads and status; the ones whose Workload waits for
@@ -491,7 +508,10 @@ class ClusterService:
             entry = entries.get(_waiting_workload(status) or "")
             if entry is not None:
                 pods = self.session.ray_pods(status.name)
-                status = cluster_status(rc, pending=entry, pods=pods, slices=slices)
+                refusal = self._refusal(rc)
+                status = cluster_status(
+                    rc, pending=entry, pods=pods, slices=slices, refusal=refusal
+                )
             result.append((rc, slices, status))
         return result
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from traitlets import TraitError
 
 from ..domain.kueue_model import KueueObjectError, LocalQueueInfo, default_local_queue
+from ..domain.ray_auth import DEFAULT_RAY_AUTH
 from ..domain.validation import dns1123_label_error
 from ..k8s.access import NEEDED_PERMISSIONS, Identity, check_access, who_am_i
 from ..k8s.auth import Credentials, load_credentials
@@ -157,7 +158,9 @@ def run_doctor(
         )
     api = KubeApi(credentials, timeout=settings.request_timeout)
     try:
-        return _Doctor(api, credentials, namespace, say, settings.elastic_jobs).run()
+        return _Doctor(
+            api, credentials, namespace, say, settings.elastic_jobs, settings.ray_auth
+        ).run()
     finally:
         api.close()
 
@@ -172,8 +175,10 @@ class _Doctor:
         namespace: str,
         say: Progress,
         elastic_setting: str = "auto",
+        ray_auth: str = DEFAULT_RAY_AUTH,
     ) -> None:
         self.elastic_setting = elastic_setting
+        self.ray_auth = ray_auth
         self.api = api
         self.credentials = credentials
         self.namespace = namespace
@@ -292,6 +297,8 @@ class _Doctor:
                 discovery.require_kuberay()
             except KubeError as err:
                 self.checks.append(_failed("api", "KubeRay", err, "Ray clusters", "missing"))
+        if discovery.kuberay_installed:
+            self.checks.append(_ray_auth_check(discovery, self.ray_auth))
 
     def _local_queues(
         self, discovery: Discovery, allowed: Mapping[str, bool]
@@ -441,6 +448,46 @@ class _Doctor:
             kueue=apis.get("kueue", {}),
             kuberay=apis.get("kuberay", {}),
         )
+
+
+def _ray_auth_check(discovery: Discovery, mode: str) -> Check:
+    """Whether new clusters get Ray's authentication: the setting, and KubeRay's schema."""
+    name, unlocks = "Ray authentication", "authenticated Ray dashboards, Jobs API and clients"
+    if mode == "disabled":
+        return Check(
+            "api",
+            name,
+            "optional-missing",
+            "ray_auth=disabled: clusters are created without Ray authentication (anyone who "
+            "can reach their pods can submit jobs); every cluster shows a warning",
+            unlocks,
+            required=False,
+            hint="Set JupyterDW.ray_auth = 'token' (the default) unless this is on purpose.",
+        )
+    if discovery.ray_auth_options:
+        return Check(
+            "api",
+            name,
+            "ok",
+            f"ray_auth={mode}: KubeRay's RayCluster schema has spec.authOptions",
+            unlocks,
+            required=False,
+        )
+    found = (
+        "has no spec.authOptions"
+        if discovery.ray_auth_options is False
+        else "could not be read (OpenAPI v3)"
+    )
+    return Check(
+        "api",
+        name,
+        "optional-missing",
+        f"ray_auth={mode}, but KubeRay's RayCluster schema {found}: clusters are created "
+        "without Ray authentication and show a warning",
+        unlocks,
+        required=False,
+        hint="Ask a cluster administrator for KubeRay 1.6 or newer.",
+    )
 
 
 def _failed(

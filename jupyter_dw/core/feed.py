@@ -32,6 +32,7 @@ from ..k8s.errors import KubeError
 from ..k8s.resources import (
     CLUSTER_QUEUE,
     COHORT,
+    EVENT,
     LOCAL_QUEUE,
     POD,
     RAY_CLUSTER,
@@ -58,7 +59,7 @@ QUEUE_KINDS = {
 }
 """Caches whose changes are queue changes (the queues answer lists the priority classes too),
 and the kind each names."""
-CLUSTER_CAUSES = {k.plural: k.kind for k in (RAY_CLUSTER, WORKLOAD, POD)}
+CLUSTER_CAUSES = {k.plural: k.kind for k in (RAY_CLUSTER, WORKLOAD, POD, EVENT)}
 """Caches whose changes are cluster changes, and the ``cause`` kind each names."""
 HEALTH = "watch-health"
 """The ``plural`` of a change that is a change of watch health (no object)."""
@@ -254,6 +255,8 @@ class ChangeFeed:
         cluster = self._cluster_name(plural, obj)
         if cluster is None:
             return [WorkloadChanged(event_type, name, (obj.get("spec") or {}).get("queueName"))]
+        if plural == EVENT.plural and self.session.cached_ray_cluster(cluster) is None:
+            return []  # about a RayCluster gone (or not seen yet): its own change says so
         cause = Cause(CLUSTER_CAUSES[plural], name, event_type)
         event = event_type if plural == RAY_CLUSTER.plural else "MODIFIED"
         message = self.cluster_message(cluster, event, cause)
@@ -334,6 +337,8 @@ class ChangeFeed:
             return str(metadata.get("name") or "") or None
         if plural == POD.plural:
             return (metadata.get("labels") or {}).get(RAY_CLUSTER_LABEL)
+        if plural == EVENT.plural:  # KubeRay's warnings about a RayCluster (field selector)
+            return str((obj.get("involvedObject") or {}).get("name") or "") or None
         uid = (metadata.get("labels") or {}).get(JOB_UID_LABEL)
         raycluster = self.session.ray_cluster_by_uid(str(uid)) if uid else None
         if raycluster is not None:

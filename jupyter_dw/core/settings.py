@@ -21,13 +21,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from traitlets import Bool, Float, Int, List, TraitError, TraitType, Unicode, validate
+from traitlets import Bool, Enum, Float, Int, List, TraitError, TraitType, Unicode, validate
 from traitlets import Union as TraitUnion
 from traitlets.config import Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
 from ..domain.cluster_spec import SpecPolicy
 from ..domain.quantity import format_quantity
+from ..domain.ray_auth import RAY_AUTH_MODES
 from ..k8s.auth import DEFAULT_SERVICE_ACCOUNT_DIR
 
 log = logging.getLogger(__name__)
@@ -266,6 +267,24 @@ class DWSettings(Configurable):
         512Mi.""",
     )
 
+    ray_auth = Enum(
+        RAY_AUTH_MODES,
+        default_value=_POLICY.ray_auth,
+        config=True,
+        help="""Ray's own authentication on the clusters users create. ``token`` (the
+        default): ``spec.authOptions: {mode: token}``; KubeRay makes a random token in a Secret
+        named after the cluster and gives it to every Ray container, and Ray (2.52 or newer)
+        then refuses its dashboard, Jobs API and client port to anyone without it. The
+        dashboard proxy adds the token upstream; it never reaches the browser or the notebook.
+        ``k8s``: Ray asks the Kubernetes API server about the caller's own token instead
+        (``enableK8sTokenAuth``; Ray 2.55 or newer; callers need the ``ray:write`` verb).
+        ``disabled``: no authentication (``RAY_AUTH_MODE=disabled`` in every Ray container):
+        anyone who can reach a cluster's pods can submit jobs to it, so every cluster card and
+        widget shows a warning. Requests must name a Ray version the mode supports (from a Ray
+        image's tag, else the ``ray_version`` field); with a KubeRay whose RayCluster schema has
+        no ``authOptions`` (before 1.6), clusters are created without it and show a warning.""",
+    )
+
     def spec_policy(self) -> SpecPolicy:
         """The configured defaults and limits; a bad combination raises ``TraitError``."""
         try:
@@ -286,6 +305,7 @@ class DWSettings(Configurable):
                 allowed_images=tuple(self.allowed_images),
                 autoscaler_cpu=self.autoscaler_cpu,
                 autoscaler_memory=self.autoscaler_memory,
+                ray_auth=self.ray_auth,
             )
         except ValueError as err:
             raise TraitError(f"JupyterDW cluster defaults and limits: {err}") from err

@@ -33,6 +33,18 @@ from types import MappingProxyType
 from typing import Any
 
 from jupyter_dw.domain.quantity import QuantityError, format_quantity, parse_quantity
+from jupyter_dw.domain.ray_auth import (
+    DEFAULT_RAY_AUTH,
+    MIN_RAY_VERSION,
+    RAY_AUTH_MODES,
+    RESERVED_ENV,
+    RayVersionError,
+    auth_options,
+    check_ray_version,
+    container_env,
+    parse_ray_version,
+    version_text,
+)
 from jupyter_dw.domain.scheduling import EFFECTS, OPERATORS, Toleration
 from jupyter_dw.domain.validation import (
     DNS1123_LABEL_MAX_LENGTH,
@@ -99,6 +111,7 @@ FIELDS: tuple[str, ...] = (
     "tolerations",
     "node_selector",
     "priority",
+    "ray_version",
 )
 """Every field a request may carry; the same names in REST JSON, Python and ``%dw`` options."""
 
@@ -170,6 +183,9 @@ class SpecPolicy:
     """CPU of the Ray autoscaler sidecar an autoscaling cluster's head pod gets (set
     explicitly in ``autoscalerOptions.resources``, so Kueue and the fit count a known amount)."""
     autoscaler_memory: Decimal = DEFAULT_AUTOSCALER_MEMORY
+    ray_auth: str = DEFAULT_RAY_AUTH
+    """Ray's authentication on new clusters: ``token`` (KubeRay's), ``k8s`` (Kubernetes
+    tokens) or ``disabled``; see :mod:`jupyter_dw.domain.ray_auth`."""
 
     def __post_init__(self) -> None:
         problems: dict[str, str] = {}
@@ -196,6 +212,17 @@ class SpecPolicy:
         normalise("autoscaler_memory", _parse_memory)
         if not isinstance(self.elastic_jobs, bool):
             problems["elastic_jobs"] = f"must be true or false, got {_show(self.elastic_jobs)}"
+        if self.ray_auth not in RAY_AUTH_MODES:
+            problems["ray_auth"] = (
+                f"must be one of {', '.join(RAY_AUTH_MODES)}, got {_show(self.ray_auth)}"
+            )
+        elif "default_image" not in problems and (
+            image_version := _ray_version(self.default_image)
+        ):
+            try:
+                check_ray_version(image_version, self.ray_auth)
+            except RayVersionError as err:
+                problems["default_image"] = f"{self.default_image!r}: {err}"
         if problems:
             _raise_policy_problems(problems)
 
@@ -254,6 +281,11 @@ class ClusterSpec:
     """The Ray autoscaler sidecar's CPU (only an autoscaling cluster has one; from the
     server's policy, not from the request)."""
     autoscaler_memory: Decimal = DEFAULT_AUTOSCALER_MEMORY
+    ray_version: str | None = None
+    """The image's Ray version (``spec.rayVersion``): from a Ray image's tag, else the
+    request's ``ray_version``. Always set by ``from_request``."""
+    ray_auth: str = DEFAULT_RAY_AUTH
+    """The server's ``ray_auth`` mode when the spec was made (not a request field)."""
 
     def __post_init__(self) -> None:
         # Read-only views, so a frozen spec cannot be changed through its mappings.
@@ -307,6 +339,7 @@ class ClusterSpec:
             "tolerations": [t.to_json() for t in self.tolerations],
             "node_selector": dict(self.node_selector),
             "priority": self.priority,
+            "ray_version": self.ray_version,
         }
 
     def total_requests(self, *, at_max: bool = False) -> dict[str, Decimal]:
@@ -329,12 +362,17 @@ class ClusterSpec:
             totals[GPU_RESOURCE] = Decimal(gpus)
         return totals
 
-    def to_raycluster(self, namespace: str, owner: str | None = None) -> dict[str, Any]:
+    def to_raycluster(
+        self, namespace: str, owner: str | None = None, *, auth_options_served: bool = True
+    ) -> dict[str, Any]:
         """The ``ray.io/v1`` RayCluster to create in ``namespace``, suspended until admitted.
 
         ``owner`` is the identity creating it (e.g. ``system:serviceaccount:ns:name``): its
         label-safe form goes in the ``jupyter-dw/owner`` label and the full identity in the
-        annotation of the same name. Raises ``ValueError`` for an invalid namespace name.
+        annotation of the same name. ``spec.authOptions`` follows ``ray_auth`` when the
+        installed KubeRay's RayCluster schema has it (``auth_options_served``); without it the
+        field would be pruned, so it is left out (the cluster then reads as ``none``, with a
+        warning). Raises ``ValueError`` for an invalid namespace name.
         """
         if not isinstance(namespace, str):
             raise ValueError(f"invalid namespace: must be a string, got {_show(namespace)}")
@@ -342,9 +380,11 @@ class ClusterSpec:
         if problem is not None:
             raise ValueError(f"invalid namespace: {problem}")
         spec: dict[str, Any] = {}
-        ray_version = _ray_version(self.image)
+        ray_version = self.ray_version or _ray_version(self.image)
         if ray_version is not None:
             spec["rayVersion"] = ray_version
+        if auth_options_served:
+            spec["authOptions"] = auth_options(self.ray_auth)
         # Created suspended: Kueue unsuspends it on admission, so no pod starts before then.
         spec["suspend"] = True
         spec["enableInTreeAutoscaling"] = self.autoscaling
@@ -357,6 +397,9 @@ class ClusterSpec:
             spec["autoscalerOptions"] = {
                 "resources": {"requests": dict(amounts), "limits": dict(amounts)}
             }
+            # The sidecar is a Ray process too: with auth off it must be told so as well.
+            if sidecar_env := container_env(self.ray_auth):
+                spec["autoscalerOptions"]["env"] = sidecar_env
         spec["headGroupSpec"] = self._head_group()
         spec["workerGroupSpecs"] = [self._worker_group()]
         return {
@@ -424,8 +467,10 @@ class ClusterSpec:
             # requests == limits: Guaranteed QoS, and Kueue's quota matches what pods may use.
             "resources": {"requests": dict(amounts), "limits": dict(amounts)},
         }
-        if self.env:
-            container["env"] = [{"name": key, "value": value} for key, value in self.env.items()]
+        env = [{"name": key, "value": value} for key, value in self.env.items()]
+        env += container_env(self.ray_auth)
+        if env:
+            container["env"] = env
         return container
 
 
@@ -477,6 +522,7 @@ class _RequestParser:
         priority = self._field(
             "priority", partial(_parse_priority, known=self.known_priorities), None
         )
+        ray_version = self._ray_version(image) if image is not None else None
         if scaling is not None and env is not None:
             self._check_autoscaler_env(env, autoscaling=scaling[1] != scaling[2])
         self._reject_unknown_fields()
@@ -503,6 +549,8 @@ class _RequestParser:
             priority=priority,
             autoscaler_cpu=self.policy.autoscaler_cpu,
             autoscaler_memory=self.policy.autoscaler_memory,
+            ray_version=ray_version,
+            ray_auth=policy.ray_auth,
         )
 
     def _field(self, name: str, parse: Callable[[Any], Any], default: Any) -> Any:
@@ -513,6 +561,48 @@ class _RequestParser:
             return parse(self.values[name])
         except ValueError as err:
             self.errors[name] = str(err)
+            return None
+
+    def _ray_version(self, image: str) -> str | None:
+        """The Ray version of ``image``: its tag's for a Ray image, else the request's
+        ``ray_version`` (then required); checked against what ``ray_auth`` needs."""
+        mode = self.policy.ray_auth
+        tagged = _ray_version(image)
+        given = self.values.get("ray_version")
+        if given is not None and not isinstance(given, str):
+            self.errors["ray_version"] = f"must be a string such as '2.60.0', got {_show(given)}"
+            return None
+        if given is not None:
+            try:
+                wanted = parse_ray_version(given)
+            except RayVersionError as err:
+                self.errors["ray_version"] = str(err)
+                return None
+            if tagged is not None and parse_ray_version(tagged) != wanted:
+                self.errors["ray_version"] = (
+                    f"{given!r} does not match the image's tag: {image!r} runs Ray {tagged}"
+                )
+                return None
+        if tagged is not None:
+            try:
+                return check_ray_version(tagged, mode)
+            except RayVersionError as err:
+                field = "image" if "image" in self.values else "ray_version"
+                self.errors[field] = f"{image!r}: {err}"
+                return None
+        if given is None:
+            needed = MIN_RAY_VERSION.get(mode)
+            oldest = f" ({version_text(needed)} or newer)" if needed else ""
+            self.errors["ray_version"] = (
+                f"required for image {image!r}: its tag does not say which Ray it runs, and "
+                f"KubeRay needs spec.rayVersion; give the image's Ray version{oldest}, "
+                "e.g. '2.60.0'"
+            )
+            return None
+        try:
+            return check_ray_version(given, mode)
+        except RayVersionError as err:
+            self.errors["ray_version"] = str(err)
             return None
 
     def _queue(self) -> str | None:
@@ -827,6 +917,11 @@ def _parse_env(raw: object) -> dict[str, str]:
             problems.append(
                 f"{name!r} is not allowed: KubeRay rejects it unless GCS fault tolerance is "
                 "configured, which this form does not offer"
+            )
+        elif name in RESERVED_ENV:
+            problems.append(
+                f"{name!r} is not allowed: Ray's authentication is set by this server "
+                "(ray_auth) and by KubeRay, which would keep a value set here"
             )
         if not isinstance(value, str):
             problems.append(f"the value of {name!r} must be a string, got {_show(value)}")

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from jupyter_dw.domain.pod_problems import PodProblem, first_problem
 from jupyter_dw.domain.priorities import PreemptedBy, preemptor
+from jupyter_dw.domain.ray_auth import Refusal
 from jupyter_dw.domain.slices import ScaleChange, SliceChain, scale_change, slice_chain
 from jupyter_dw.names import (
     AUTOSCALING_MIN_ANNOTATION,
@@ -279,6 +280,7 @@ class _Facts:
     workers_admitted: int | None = None
     """An elastic cluster's admitted slice's workers: readiness is judged against these while
     a scale-up waits (the cluster runs at its admitted size)."""
+    refusal: Refusal | None = None
 
     @property
     def running(self) -> bool:
@@ -320,6 +322,7 @@ def _read_facts(
     workload: Mapping[str, Any] | None,
     pods: Iterable[Mapping[str, Any]] = (),
     workers_admitted: int | None = None,
+    refusal: Refusal | None = None,
 ) -> _Facts:
     metadata = _map(raycluster.get("metadata"))
     spec = _map(raycluster.get("spec"))
@@ -356,6 +359,7 @@ def _read_facts(
         problem=first_problem(pods),
         checks=admission_checks(workload),
         workers_admitted=workers_admitted,
+        refusal=refusal,
     )
 
 
@@ -441,6 +445,14 @@ def _evicted(f: _Facts) -> _Outcome | None:
     return None
 
 
+def _refused_by_kuberay(f: _Facts) -> _Outcome | None:
+    # KubeRay will not reconcile this spec: no pods, no status, whatever Kueue decides. A head
+    # or a ready worker means a later spec was accepted, so the event is history.
+    if f.refusal is None or f.head_started or f.workers_ready > 0:
+        return None
+    return "stalled", f.refusal.reason, f.refusal.message
+
+
 def _ready(f: _Facts) -> _Outcome | None:
     return ("ready", None, None) if f.running and f.ready else None
 
@@ -502,6 +514,7 @@ _RULES: tuple[Callable[[_Facts], _Outcome | None], ...] = (
     _deactivated,
     _retrying_check,
     _evicted,
+    _refused_by_kuberay,
     _ready,
     _stalled,
     _starting,
@@ -569,6 +582,7 @@ def cluster_status(
     pending: Mapping[str, Any] | None = None,
     pods: Iterable[Mapping[str, Any]] = (),
     slices: Iterable[Mapping[str, Any]] | None = None,
+    refusal: Refusal | None = None,
 ) -> ClusterStatus:
     """Derive a cluster's state and details; never raises on missing or malformed fields.
 
@@ -578,6 +592,8 @@ def cluster_status(
     the state is then read from the admitted slice, and a scale-up's slice waiting for quota
     is the ``scale`` in flight. ``pending`` is the visibility API's ``pendingworkloads`` item
     of whichever of them waits (the cluster's Workload, or the scale-up's slice).
+    ``refusal`` is KubeRay's refusal event of this RayCluster
+    (``ray_auth.kuberay_refusal``), if any.
 
     State precedence, first match wins (later states are only reached when no earlier one
     applies, so a stale "ready" status never hides an eviction):
@@ -595,7 +611,11 @@ def cluster_status(
        ``Preempted``; ``evicted``: ``Evicted=True`` with another reason (PodsReadyTimeout,
        ClusterQueueStopped, LocalQueueStopped, AdmissionCheck, ...), until Kueue reserves
        quota again;
-    5. ``ready``: running, head ready and ``readyWorkerReplicas >= desiredWorkerReplicas``;
+    5. ``stalled``: KubeRay refused the spec (an ``InvalidRayClusterSpec`` or
+       ``InvalidRayClusterMetadata`` Warning event; it then makes no pods, no status and no
+       token Secret, while Kueue may still admit and hold quota) and no head was ever
+       started: reason and message are KubeRay's event's;
+       ``ready``: running, head ready and ``readyWorkerReplicas >= desiredWorkerReplicas``;
     6. ``stalled``: running, admitted (or not Kueue-managed), not ready, and a pod cannot be
        scheduled, pull its image or stay up (the pod's reason and message);
        ``starting``: running, admitted (or not Kueue-managed) and KubeRay has a head pod;
@@ -617,7 +637,9 @@ def cluster_status(
     wl_name = _text(wl_meta.get("name")) if workload is not None else None
     size = _size(raycluster)
     elastic = size.elastic
-    facts = _read_facts(raycluster, workload, pods, chain.workers_admitted if elastic else None)
+    facts = _read_facts(
+        raycluster, workload, pods, chain.workers_admitted if elastic else None, refusal
+    )
     if elastic:
         # The spec's replicas now: KubeRay's status lags a scale by a reconcile.
         facts = replace(facts, workers_desired=size.replicas)

@@ -18,11 +18,13 @@ from .errors import KubeError, KubeForbidden
 from .resources import (
     CLUSTER_QUEUE,
     COHORT,
+    EVENT,
     LOCAL_QUEUE,
     PENDING_WORKLOADS_SUBRESOURCE,
     POD,
     RAY_CLUSTER,
     RESOURCE_FLAVOR,
+    SECRET,
     SELF_SUBJECT_ACCESS_REVIEW,
     SELF_SUBJECT_REVIEW,
     VISIBILITY_CLUSTER_QUEUE,
@@ -111,6 +113,16 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
     *_perms(RAY_CLUSTER, ("get",), "open a Ray cluster's dashboard through the server"),
     *_perms(RAY_CLUSTER, ("patch",), "scale elastic Ray clusters"),
     *_perms(POD, ("list", "watch"), "show Ray cluster pods and ready workers"),
+    *_perms(
+        SECRET,
+        ("get",),
+        "use a Ray cluster's token (its KubeRay-made Secret) in the dashboard proxy",
+    ),
+    *_perms(
+        EVENT,
+        ("list", "watch"),
+        "show a Ray cluster KubeRay refused as stalled, with KubeRay's words",
+    ),
     # Cluster-wide (an optional ClusterRole; examples/rbac/clusterrole.yaml).
     *_perms(CLUSTER_QUEUE, ("list", "watch"), "show quota, borrowing and headroom", required=False),
     *_perms(

@@ -6,8 +6,11 @@ ClusterRole), so this works for the most restricted workbench service account.
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlsplit
 
 from .errors import KubeError, NotInstalled
 from .resources import (
@@ -26,6 +29,8 @@ from .resources import (
 
 if TYPE_CHECKING:
     from .client import KubeApi
+
+log = logging.getLogger(__name__)
 
 KUEUE_HINT = (
     "Ask a cluster administrator to install Kueue (https://kueue.sigs.k8s.io), version 0.9 "
@@ -53,6 +58,9 @@ class Discovery:
     cohort_version: str | None = None
     visibility_version: str | None = None
     ray_version: str | None = None
+    ray_auth_options: bool | None = None
+    """Whether the RayCluster schema has ``spec.authOptions`` (KubeRay 1.6 and newer), read from
+    the API server's OpenAPI v3 document of ``ray.io/v1``; None when it cannot be told."""
 
     @property
     def kueue_installed(self) -> bool:
@@ -107,7 +115,11 @@ class Discovery:
                 "cohort_api_version": self.cohort_version,
                 "visibility_api_version": self.visibility_version,
             },
-            "kuberay": {"installed": self.kuberay_installed, "api_version": self.ray_version},
+            "kuberay": {
+                "installed": self.kuberay_installed,
+                "api_version": self.ray_version,
+                "auth_options": self.ray_auth_options,
+            },
         }
 
 
@@ -135,6 +147,7 @@ def discover(api: KubeApi) -> Discovery:
         RAY_CLUSTER.plural in _resources(api, RAY_GROUP, RAY_CLUSTER.version)
     ):
         ray_version = RAY_CLUSTER.version
+    ray_auth_options = ray_auth_options_served(api) if ray_version else None
     return Discovery(
         kueue_served=tuple(kueue_served),
         kueue_version=kueue_version,
@@ -142,7 +155,55 @@ def discover(api: KubeApi) -> Discovery:
         cohort_version=cohort_version,
         visibility_version=visibility,
         ray_version=ray_version,
+        ray_auth_options=ray_auth_options,
     )
+
+
+RAY_OPENAPI_PATH = f"apis/{RAY_GROUP}/{RAY_CLUSTER.version}"
+"""The key of ``ray.io/v1`` in the API server's OpenAPI v3 index (``GET /openapi/v3``)."""
+_SCHEMA_ANSWERS: dict[str, bool | None] = {}
+"""Answers by the document's hashed URL: the hash is of its content, so a re-check costs only
+the small index until the CRD changes."""
+_SCHEMA_LOCK = threading.Lock()
+
+
+def ray_auth_options_served(api: KubeApi) -> bool | None:
+    """Whether the served RayCluster schema has ``spec.authOptions``, from the OpenAPI v3
+    document of ``ray.io/v1`` (readable by every authenticated identity, like discovery: no
+    CRD read permission needed). None when the API server publishes no such document or it
+    cannot be read."""
+    try:
+        index = api.get("/openapi/v3")
+        entry = (index.get("paths") or {}).get(RAY_OPENAPI_PATH) or {}
+        url = str(entry.get("serverRelativeURL") or "")
+        if not url.startswith("/openapi/v3/"):
+            return None
+        with _SCHEMA_LOCK:
+            if url in _SCHEMA_ANSWERS:
+                return _SCHEMA_ANSWERS[url]
+        parts = urlsplit(url)
+        document = api.get(parts.path, parse_qsl(parts.query))
+    except KubeError as err:
+        log.info("jupyter_dw: cannot read the RayCluster schema (OpenAPI v3): %s", err)
+        return None
+    answer = _has_auth_options(document)
+    with _SCHEMA_LOCK:
+        _SCHEMA_ANSWERS[url] = answer
+    return answer
+
+
+def _has_auth_options(document: dict[str, Any]) -> bool | None:
+    for schema in ((document.get("components") or {}).get("schemas") or {}).values():
+        kinds = schema.get("x-kubernetes-group-version-kind") or []
+        if not any(
+            k.get("group") == RAY_GROUP and k.get("kind") == RAY_CLUSTER.kind
+            and k.get("version") == RAY_CLUSTER.version
+            for k in kinds
+        ):  # fmt: skip
+            continue
+        spec = ((schema.get("properties") or {}).get("spec")) or {}
+        return "authOptions" in (spec.get("properties") or {})
+    return None
 
 
 def _versions(group: dict[str, Any] | None) -> list[str]:

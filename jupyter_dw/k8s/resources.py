@@ -143,6 +143,8 @@ RAY_CLUSTER = Resource(RAY_GROUP, RAY_VERSION, "rayclusters", RAYCLUSTER_KIND, n
 
 # Core and authorization/authentication APIs
 POD = Resource("", "v1", "pods", POD_KIND, namespaced=True)
+SECRET = Resource("", "v1", "secrets", "Secret", namespaced=True)
+EVENT = Resource("", "v1", "events", "Event", namespaced=True)
 SELF_SUBJECT_ACCESS_REVIEW = Resource(
     "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False
 )

@@ -41,6 +41,12 @@ from jupyter_dw.domain.kueue_model import (
     LocalQueueInfo,
 )
 from jupyter_dw.domain.priorities import PriorityClass
+from jupyter_dw.domain.ray_auth import (
+    RayToken,
+    TokenUnavailable,
+    token_from_secret,
+    token_secret_name,
+)
 from jupyter_dw.domain.scheduling import FlavorTraits
 from jupyter_dw.names import JOB_UID_LABEL, RAY_CLUSTER_LABEL
 
@@ -57,15 +63,24 @@ from .auth import Credentials, load_credentials
 from .client import DEFAULT_TIMEOUT, FailedCall, KubeApi
 from .discovery import Discovery, discover
 from .elastic import NOT_PROBED, ElasticJobs, probe_elastic_jobs
-from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized, NotReady
+from .errors import (
+    KubeApiError,
+    KubeConfigError,
+    KubeError,
+    KubeForbidden,
+    KubeUnauthorized,
+    NotReady,
+)
 from .resources import (
     CLUSTER_QUEUE,
     COHORT,
+    EVENT,
     LOCAL_QUEUE,
     PENDING_WORKLOADS_SUBRESOURCE,
     POD,
     RAY_CLUSTER,
     RESOURCE_FLAVOR,
+    SECRET,
     VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_GROUP,
     VISIBILITY_LOCAL_QUEUE,
@@ -118,10 +133,25 @@ BY_UID = "uid"
 BY_RAY_CLUSTER = "ray-cluster"
 """Pod cache index: the ``ray.io/cluster`` label (the RayCluster's name)."""
 
+BY_INVOLVED_UID = "involved-uid"
+"""Event cache index: ``involvedObject.uid`` (the RayCluster's ``metadata.uid``)."""
+
+
+def _involved_uid(obj: Object) -> list[str]:
+    uid = (obj.get("involvedObject") or {}).get("uid")
+    return [str(uid)] if uid else []
+
+
 _INDEXES: dict[str, dict[str, IndexFunc]] = {
     WORKLOAD.plural: {BY_JOB_UID: label_index(JOB_UID_LABEL)},
     RAY_CLUSTER.plural: {BY_UID: uid_index},
     POD.plural: {BY_RAY_CLUSTER: label_index(RAY_CLUSTER_LABEL)},
+    EVENT.plural: {BY_INVOLVED_UID: _involved_uid},
+}
+_FIELD_SELECTORS: dict[str, str] = {
+    # KubeRay's warnings about RayClusters only (InvalidRayClusterSpec, ...): a namespace's
+    # events are many, these are few.
+    EVENT.plural: f"involvedObject.kind={RAY_CLUSTER.kind},type=Warning",
 }
 
 
@@ -366,6 +396,8 @@ class KubeSession:
             if not self._denied(POD):
                 # Only Ray's pods: the namespace may hold many others (the workbench itself).
                 wanted[POD.plural] = (POD, RAY_CLUSTER_LABEL)
+            if not self._denied(EVENT):
+                wanted[EVENT.plural] = (EVENT, None)  # field selector: _FIELD_SELECTORS
         return wanted
 
     def _sync_caches(self, api: KubeApi) -> None:
@@ -399,6 +431,7 @@ class KubeSession:
                         resource,
                         self._namespace if resource.namespaced else None,
                         label_selector=selector,
+                        field_selector=_FIELD_SELECTORS.get(resource.plural),
                         idle_timeout=self.watch_idle_timeout,
                     ),
                     backoff=self._backoff,
@@ -425,7 +458,7 @@ class KubeSession:
         discovery = self._discovery
         if discovery is None:
             return False
-        if resource.group == RAY_CLUSTER.group or resource.plural == POD.plural:
+        if resource.group == RAY_CLUSTER.group or resource.plural in (POD.plural, EVENT.plural):
             return discovery.kuberay_installed
         kind = ResourceKind(resource.group, resource.plural, resource.kind, resource.namespaced)
         return discovery.kueue(kind) == resource
@@ -760,8 +793,9 @@ class KubeSession:
         """The namespace's RayClusters from the watch cache (waits for its first sync).
 
         Raises ``NotInstalled`` without KubeRay and ``KubeForbidden`` when RayClusters cannot
-        be listed and watched. Also waits (within the same ``timeout``) for the Workload and
-        pod caches, so :meth:`workload_of` and :meth:`ray_pods` answer from a full view.
+        be listed and watched. Also waits (within the same ``timeout``) for the Workload, pod
+        and event caches, so :meth:`workload_of`, :meth:`ray_pods` and
+        :meth:`kuberay_warnings` answer from a full view.
         """
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         self.wait_ready(max(0.0, deadline - time.monotonic()))
@@ -770,6 +804,7 @@ class KubeSession:
         assert cache is not None
         self._synced_cache(WORKLOAD, deadline)
         self._synced_cache(POD, deadline)
+        self._synced_cache(EVENT, deadline)  # KubeRay's refusals: a stalled state at once
         return cache.snapshot()
 
     def ray_cluster(self, name: str, timeout: float | None = None) -> Object:
@@ -842,6 +877,33 @@ class KubeSession:
         are not readable."""
         cache = self._watching(POD.plural)
         return cache.by_index(BY_RAY_CLUSTER, name) if cache is not None else []
+
+    def kuberay_warnings(self, raycluster: Object) -> list[Object]:
+        """The cached Warning events about ``raycluster`` (by its UID); empty when events are
+        not readable."""
+        cache = self._watching(EVENT.plural)
+        uid = (raycluster.get("metadata") or {}).get("uid")
+        return cache.by_index(BY_INVOLVED_UID, str(uid)) if cache is not None and uid else []
+
+    def ray_token(self, raycluster: Object) -> RayToken:
+        """The Ray token of ``raycluster`` (``authOptions.mode: token``) from the Secret KubeRay
+        made for it: one ``get`` (never a list or watch of Secrets), used only when its
+        controller owner is this RayCluster's UID. Raises :class:`TokenUnavailable` (no such
+        Secret yet, owned by something else, no token in it) or ``KubeForbidden`` naming
+        ``get secrets``. Blocking."""
+        name = str((raycluster.get("metadata") or {}).get("name") or "")
+        secret_name = token_secret_name(name)
+        try:
+            secret = self.api.get(SECRET.path(self.namespace, secret_name))
+        except KubeApiError as err:
+            if err.api_status != 404:
+                raise
+            raise TokenUnavailable(
+                "secret_missing",
+                f"no Secret {secret_name} with RayCluster {name}'s token yet: KubeRay makes it "
+                "when it accepts the cluster",
+            ) from None
+        return token_from_secret(secret, raycluster)
 
     @property
     def positions_visible(self) -> bool:

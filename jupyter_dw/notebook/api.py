@@ -97,6 +97,9 @@ class ClusterSpec:
     node_selector: dict[str, str] = field(default_factory=dict)
     priority: str | None = None
     """A WorkloadPriorityClass name (``dw.queues().priority_classes`` lists them)."""
+    ray_version: str | None = None
+    """The image's Ray version; only needed for an image whose tag does not say it (any but
+    ``rayproject/ray:X.Y.Z`` and other ``.../ray:X.Y.Z...`` images)."""
 
     def to_request(self) -> dict[str, Any]:
         """The REST request body: the fields that are set."""

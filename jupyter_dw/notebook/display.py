@@ -204,6 +204,11 @@ def cluster_html(info: ClusterInfo) -> str:
             f"since {escape(when)}: {escape(info.freshness.reason or '')} — last known state"
             "</div>"
         )
+    if info.ray_auth is not None and info.ray_auth.warning:
+        parts.append(
+            f'<div class="jp-dw-auth-warning" style="background:#fed7d7;color:#742a2a">'
+            f"&#9888; {escape(info.ray_auth.warning)}</div>"
+        )
     if status.state == "queued":
         where = (
             f"position {status.position_in_local_queue + 1} in the queue · "

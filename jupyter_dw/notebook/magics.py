@@ -21,7 +21,7 @@ HELP = """%dw queues                      LocalQueues with quota and headroom
         [--toleration KEY[=VALUE][:EFFECT]]...
         [--node-selector k=v[,k=v]] [--priority CLASS]
                                  would it fit now? (and what would)
-%dw up NAME [same options] [--image I] [--wait] [--ephemeral]
+%dw up NAME [same options] [--image I [--ray-version V]] [--wait] [--ephemeral]
                                  submit a Ray cluster through Kueue
 %dw status [NAME]                one cluster's state, or every cluster's
 %dw watch NAME                   a live status widget
@@ -69,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("name")
     _size_options(up)
     up.add_argument("--image")
+    up.add_argument("--ray-version", dest="ray_version")
     up.add_argument("--wait", action="store_true")
     up.add_argument("--ephemeral", action="store_true")
     commands.add_parser("status", add_help=False).add_argument("name", nargs="?")
@@ -133,6 +134,7 @@ def _up(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
     handle = _api().submit(
         name=args.name,
         image=args.image,
+        ray_version=args.ray_version,
         delete_with_kernel=args.ephemeral,
         **_fields(args, SIZE_FIELDS),
     )

@@ -87,6 +87,8 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     error = Dict(None, allow_none=True).tag(sync=True)
     freshness = Dict(FRESH.to_json()).tag(sync=True)
     """``{"state", "reason", "since"}``: not ``live`` while the state shown may be old."""
+    ray_auth = Dict(None, allow_none=True).tag(sync=True)
+    """``{"mode", "warning"}``: how Ray authenticates on the cluster (a warning when open)."""
 
     def __init__(self, name: str, **kwargs: Any) -> None:
         super().__init__(name=name, **kwargs)
@@ -123,6 +125,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
             self.milestones = [m.to_json() for m in info.milestones]
             self.dashboard_url = info.dashboard_url
             self.freshness = info.freshness.to_json()
+            self.ray_auth = info.ray_auth.to_json() if info.ray_auth is not None else None
 
     def _on_change(self, message: Message) -> None:
         """On the kernel's loop: a change of this cluster."""

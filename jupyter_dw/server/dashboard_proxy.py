@@ -29,7 +29,15 @@ Jupyter user, and the design is:
   the cluster's capability path (``Location`` is rewritten to it); one that leaves it (another
   host, or ``..`` out of the prefix) is refused with 502 ``dashboard_redirect_refused``.
 - **What goes out.** Jupyter's credentials (``Authorization``, ``Cookie``, XSRF headers,
-  ``token``/``_xsrf`` query parameters) and the ``Referer`` are never forwarded.
+  ``token``/``_xsrf`` query parameters), the ``Referer`` and any ``X-Ray-Authorization`` the
+  page sends are never forwarded.
+- **Ray's token.** For a cluster with Ray token authentication (``spec.authOptions.mode:
+  token``), every proxied request and WebSocket carries ``Authorization: Bearer <token>``,
+  added here, upstream only. The token is read from the Secret KubeRay made for the cluster
+  (one ``get``; used only when the Secret's controller owner is this RayCluster's UID, see
+  :mod:`jupyter_dw.domain.ray_auth`) and kept in memory for :data:`EXISTS_TTL` seconds. It
+  never reaches the browser: Ray's ``/api/authenticate`` answers with a ``Set-Cookie``
+  holding it, which the allow-list drops like every cookie, and it is in no URL, no log line.
 
 Where requests go: by default to what KubeRay reports for the cluster, its head Service
 (``status.head.serviceName``) on the dashboard port (``status.endpoints.dashboard``), as
@@ -49,7 +57,9 @@ Errors of the proxy itself are JSON ``{"error", "reason", "hint", "code"}`` as i
 ``invalid_capability`` / ``capability_expired`` / ``capability_user_mismatch`` /
 ``capability_not_granted`` / ``cross_origin_refused`` (a write from another site's page),
 404 ``raycluster_not_found`` / ``dashboard_proxy_disabled``, 403 from Kubernetes (with
-``denied``: ``"get rayclusters.ray.io"``), 503 from the session, 502
+``denied``: ``"get rayclusters.ray.io"`` or ``"get secrets"``), 503 from the session, 502
+``ray_token_unavailable`` (the cluster's token Secret is missing, not owned by the cluster, or
+holds no token), 502
 ``dashboard_unreachable``, ``dashboard_unknown`` (KubeRay reported no usable Service),
 ``dashboard_redirect_refused`` or ``dashboard_refused`` (a WebSocket upgrade the dashboard
 answered with an error, whose status is kept). Other answers of the dashboard (any status) are
@@ -92,6 +102,7 @@ from tornado.websocket import (
 
 from ..domain.cluster_spec import MAX_NAME_LENGTH, ray_cluster_name_error
 from ..domain.cluster_state import cluster_status
+from ..domain.ray_auth import RayToken, TokenUnavailable, ray_auth_of
 from ..domain.validation import dns1035_label_error
 from ..k8s.errors import KubeApiError, KubeError
 from ..k8s.resources import RAY_CLUSTER, RAY_GROUP, ResourceKind
@@ -172,6 +183,7 @@ REQUEST_HEADERS_DROPPED = frozenset(
         "x-xsrftoken",
         "x-csrftoken",
         "referer",
+        "x-ray-authorization",  # Ray's token header for proxies: only this proxy sets it
         "host",
         "content-length",
         "expect",
@@ -306,6 +318,15 @@ class Located:
     target: Target
     uid: str
     base_url: str
+    token: RayToken | None = None
+    """The cluster's Ray token, sent upstream only; None when the cluster has no token auth
+    (its ``repr`` never shows it)."""
+
+    def upstream_headers(self, headers: httputil.HTTPHeaders) -> httputil.HTTPHeaders:
+        """``headers`` (already without the browser's credentials) plus Ray's token."""
+        if self.token is not None:
+            headers["Authorization"] = self.token.header()
+        return headers
 
 
 @dataclass
@@ -357,7 +378,7 @@ class DashboardProxy:
             until, located = self._found.get((namespace, name), (0.0, None))
             if located is not None and until > time.monotonic():
                 return located
-        namespace, raycluster = await loop.run_in_executor(executor, _look_up, session, name)
+        namespace, raycluster, token = await loop.run_in_executor(executor, _look_up, session, name)
         if raycluster is None:
             raise DashboardError(
                 404,
@@ -367,13 +388,35 @@ class DashboardProxy:
                 "raycluster_not_found",
             )
         uid = str((raycluster.get("metadata") or {}).get("uid") or "")
-        located = Located(Target(name, namespace), uid, self.base_url(name, namespace, raycluster))
+        base = self.base_url(name, namespace, raycluster)
+        located = Located(Target(name, namespace), uid, base, token)
         self._found[(namespace, name)] = (time.monotonic() + self.exists_ttl, located)
         return located
 
 
-def _look_up(session: KubeSession, name: str) -> tuple[str, dict[str, Any] | None]:
-    """``(namespace, RayCluster or None)`` for ``name`` (blocking: run in the executor)."""
+def _look_up(session: KubeSession, name: str) -> tuple[str, dict[str, Any] | None, RayToken | None]:
+    """``(namespace, RayCluster or None, its Ray token or None)`` for ``name`` (blocking: run
+    in the executor)."""
+    namespace, raycluster = _find(session, name)
+    if raycluster is None or not ray_auth_of(raycluster).uses_secret:
+        return namespace, raycluster, None
+    try:
+        token = session.ray_token(raycluster)
+    except TokenUnavailable as err:
+        raise DashboardError(
+            502,
+            f"The Ray token of {name} cannot be used",
+            str(err),
+            "The cluster uses Ray token authentication; KubeRay makes its Secret when it "
+            "accepts the cluster (check its state). A Secret of that name owned by anything "
+            "else is never used: delete it and the cluster to start over.",
+            "ray_token_unavailable",
+        ) from None
+    return namespace, raycluster, token
+
+
+def _find(session: KubeSession, name: str) -> tuple[str, dict[str, Any] | None]:
+    """``(namespace, RayCluster or None)`` for ``name`` (blocking)."""
     session.wait_ready()
     session.discovery.require_kuberay()
     namespace = session.namespace
@@ -1064,7 +1107,8 @@ class RayDashboardHandler(
         url = self._upstream_url = self._upstream()
         method = self.request.method or "GET"
         body = self.request.body
-        headers = upstream_request_headers(self.request.headers)
+        assert self._located is not None
+        headers = self._located.upstream_headers(upstream_request_headers(self.request.headers))
         if self._is_document_request():
             headers["Accept-Encoding"] = "identity"
         request = HTTPRequest(
@@ -1228,9 +1272,11 @@ class RayDashboardHandler(
             for p in self.request.headers.get("Sec-WebSocket-Protocol", "").split(",")
             if p.strip()
         ]
+        assert self._located is not None
+        headers = upstream_request_headers(self.request.headers, WEBSOCKET_HEADERS_DROPPED)
         request = HTTPRequest(
             url,
-            headers=upstream_request_headers(self.request.headers, WEBSOCKET_HEADERS_DROPPED),
+            headers=self._located.upstream_headers(headers),
             connect_timeout=CONNECT_TIMEOUT,
             request_timeout=CONNECT_TIMEOUT,
         )

@@ -261,6 +261,8 @@ export interface components {
       kuberay: {
         installed: boolean;
         api_version: string | null;
+        /** @description Whether the RayCluster schema has `spec.authOptions` (KubeRay 1.6+: clusters get Ray token authentication), read from the API server's OpenAPI v3 document; null when it cannot be read. */
+        auth_options: boolean | null;
       };
       permissions: components['schemas']['Permission'][];
       /** @description Per watch cache (resource plural). */
@@ -433,6 +435,13 @@ export interface components {
       milestones?: components['schemas']['Milestone'][];
       /** @description Whether this state is current: not `live` while a watch it is read from (RayClusters, Workloads, pods) is reconnecting or stale, or, for a cluster Kueue manages, while Kueue's controller does not answer. The other fields are then the last known state. */
       freshness: components['schemas']['Freshness'];
+      ray_auth: components['schemas']['RayAuth'];
+    };
+    /** @description How Ray authenticates on this cluster, read from the RayCluster. `token`: KubeRay's token (`spec.authOptions.mode: token`); the dashboard proxy sends it upstream, it never reaches the browser. `k8s`: Kubernetes-delegated tokens (`enableK8sTokenAuth`). `disabled`: turned off by the administrator (`ray_auth=disabled`). `none`: created without Ray authentication (a KubeRay before 1.6, or another tool). `warning` is set when the cluster is open (`disabled`, `none`): show it on every card and widget. */
+    RayAuth: {
+      /** @enum {unknown} */
+      mode: 'token' | 'k8s' | 'disabled' | 'none';
+      warning: string | null;
     };
     /** @description A change of an elastic cluster's size in flight. `queued`: a scale-up's new Workload slice waits for quota (Kueue's `reason` and `message`, its position); its new worker pods exist but stay gated. `admitted`: the slice is admitted, the new workers are starting. `scaling-down`: fewer workers asked for than run; the quota is already freed, KubeRay is removing the pods named in `workersToDelete`. */
     ScaleChange: {
@@ -543,6 +552,8 @@ export interface components {
       node_selector?: {
         [key: string]: string;
       } | null;
+      /** @description The Ray version the image runs (`spec.rayVersion`). Taken from the tag of a Ray image (`rayproject/ray:2.60.0`, `.../ray:2.52.1-py311`); required for any other image. Must agree with a Ray image's tag, and be at least what the server's `ray_auth` needs (`token`: 2.52.0, `k8s`: 2.55.0), else 400 with the field named. Refused here because KubeRay refuses such a cluster only silently. */
+      ray_version?: string | null;
     };
     /** @description A request after defaults, as the server will create it. */
     ClusterSpec: {
@@ -568,6 +579,8 @@ export interface components {
       labels: {
         [key: string]: string;
       };
+      /** @description The image's Ray version (`spec.rayVersion`). */
+      ray_version?: string | null;
     };
     /** @description A Kubernetes Toleration (empty fields left out). */
     Toleration: {
@@ -680,13 +693,14 @@ export interface components {
       name: string;
       cause: {
         /**
-         * @description `WatchHealth`: the cluster's `freshness` changed (`name` is its new state).
+         * @description `WatchHealth`: the cluster's `freshness` changed (`name` is its new state). `Event`: a Warning event of KubeRay about the cluster (e.g. `InvalidRayClusterSpec`, which makes it `stalled`).
          * @enum {unknown}
          */
         kind:
           | 'RayCluster'
           | 'Workload'
           | 'Pod'
+          | 'Event'
           | 'LocalQueue'
           | 'ClusterQueue'
           | 'Cohort'

@@ -55,7 +55,7 @@ def good_raycluster(name: str = "good") -> dict[str, Any]:
         {
             "name": name,
             "queue": "team-a",
-            "image": "rayproject/ray:2.9.0",
+            "image": "rayproject/ray:2.60.0",
             "workers": 2,
             "worker_cpu": "2",
             "worker_memory": "4Gi",

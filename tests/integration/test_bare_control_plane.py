@@ -5,6 +5,7 @@ restart."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ from typing import Any
 import pytest
 
 from jupyter_dw.k8s.auth import load_credentials
+from jupyter_dw.k8s.client import KubeApi
+from jupyter_dw.k8s.discovery import discover
 from jupyter_dw.k8s.errors import NotInstalled
 from jupyter_dw.k8s.resources import LOCAL_QUEUE, RAY_CLUSTER
 from jupyter_dw.k8s.session import KubeSession
@@ -24,6 +27,9 @@ from tests.integration.rbac_examples import by_name, doctor_json, run_doctor
 pytestmark = pytest.mark.cluster
 
 TIMEOUT = 30.0
+SCHEMA_TIMEOUT = 90.0
+"""The API server publishes a changed CRD's OpenAPI v3 document after a while (its OpenAPI
+controller batches): seen taking up to about 30 s on 2 loaded cores."""
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +160,39 @@ def test_a_resource_that_disappears_is_rechecked_at_once(bare):
             session.ray_clusters(timeout=5)
     finally:
         session.stop()
+
+
+def test_whether_kuberay_supports_ray_auth_is_read_from_its_schema(bare):
+    """A KubeRay before 1.6 has no ``spec.authOptions`` in its RayCluster schema: discovery
+    reads that from the API server's OpenAPI v3 document (no CRD read permission needed), and
+    sees it appear when the CRD is upgraded."""
+    admin, state = bare.admin(), bare_state(bare)
+    install(bare, crds(bare))
+    [current] = [c for c in crds(bare) if c["metadata"]["name"] == "rayclusters.ray.io"]
+    old = copy.deepcopy(current)
+    for version in old["spec"]["versions"]:
+        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        spec["properties"].pop("authOptions", None)  # only v1 has it
+    credentials = load_credentials("/nonexistent", environ={"KUBECONFIG": state.kubeconfig})
+    api = KubeApi(credentials)
+    try:
+        admin.delete(current)
+        wait_for(lambda: admin.get(current) is None, timeout=TIMEOUT, what="the CRD gone")
+        admin.create(old)
+        wait_for(
+            lambda: discover(api).ray_auth_options is False,
+            timeout=SCHEMA_TIMEOUT,
+            what="the schema without authOptions published",
+        )
+        admin.delete(old)
+        wait_for(lambda: admin.get(current) is None, timeout=TIMEOUT, what="the CRD gone")
+        admin.create(current)
+        wait_for(
+            lambda: discover(api).ray_auth_options is True,
+            timeout=SCHEMA_TIMEOUT,
+            what="the schema with authOptions published",
+        )
+    finally:
+        api.close()
+        if admin.get(current) is None:
+            admin.create(current)

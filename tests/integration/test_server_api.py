@@ -62,7 +62,9 @@ async def test_context_names_identity_apis_and_permissions(
     assert context["kueue_api"] == kueue_api_version
     assert context["kueue"]["installed"] is True
     assert context["kueue"]["visibility_api_version"] is not None
-    assert context["kuberay"] == {"installed": True, "api_version": "v1"}
+    # KubeRay 1.6.2's RayCluster schema has spec.authOptions (read from OpenAPI v3, which
+    # needs no grant): clusters get Ray's token authentication.
+    assert context["kuberay"] == {"installed": True, "api_version": "v1", "auth_options": True}
     allowed = {p["permission"]: p["allowed"] for p in context["permissions"]}
     assert allowed["list localqueues.kueue.x-k8s.io"] is True
     assert allowed["watch workloads.kueue.x-k8s.io"] is True
@@ -71,6 +73,7 @@ async def test_context_names_identity_apis_and_permissions(
     assert allowed["delete rayclusters.ray.io"] is False
     assert allowed["get rayclusters.ray.io"] is False  # the dashboard proxy's check
     assert allowed["get localqueues.visibility.kueue.x-k8s.io/pendingworkloads"] is False
+    assert allowed["get secrets"] is False and allowed["list events"] is False
     assert "clusterqueues" not in context["caches"]  # not readable: no cache, no 403 loop
     # RayClusters are listed and watched too; pods are not readable for this Role.
     assert set(context["caches"]) == {"localqueues", "workloads", "rayclusters"}

@@ -11,7 +11,7 @@ RAY_RULE_VERBS = ["get", "list", "watch", "create", "delete", "patch"]
 
 def namespace_rules(ray_verbs: Sequence[str] = RAY_RULE_VERBS) -> list[dict[str, Any]]:
     """What a workbench typically may do in its namespace (Kueue's batch-user role, Ray
-    clusters with ``ray_verbs``, reading pods)."""
+    clusters with ``ray_verbs``, reading pods and events, getting Ray's token Secrets)."""
     return [
         {
             "apiGroups": [KUEUE],
@@ -25,6 +25,8 @@ def namespace_rules(ray_verbs: Sequence[str] = RAY_RULE_VERBS) -> list[dict[str,
         },
         {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": list(ray_verbs)},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]},
     ]
 
 

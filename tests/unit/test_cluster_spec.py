@@ -105,7 +105,8 @@ def test_head_ports_and_dashboard_host():
 
 
 def test_image_and_env_on_every_container():
-    obj = build({"image": "quay.io/me/ray:x", "env": {"A": "1", "B": ""}}).to_raycluster("ns1")
+    request = {"image": "quay.io/me/ray:x", "ray_version": "2.60.0", "env": {"A": "1", "B": ""}}
+    obj = build(request).to_raycluster("ns1")
     for container in (head_container(obj), worker_container(obj)):
         assert container["image"] == "quay.io/me/ray:x"
         assert container["env"] == [{"name": "A", "value": "1"}, {"name": "B", "value": ""}]
@@ -161,15 +162,93 @@ def test_fixed_size_cluster_has_no_elastic_annotation_even_when_allowed():
     [
         ("rayproject/ray:2.60.0", "2.60.0"),
         ("rayproject/ray:2.52.1-py312-gpu", "2.52.1"),
-        ("quay.io/project-codeflare/ray:2.35.0-py311-cu121", "2.35.0"),
-        ("rayproject/ray-ml:2.9.3", "2.9.3"),
-        ("rayproject/ray:latest", None),
-        ("quay.io/me/custom:2.0.0", None),
+        ("quay.io/project-codeflare/ray:2.52.0-py311-cu121", "2.52.0"),
+        ("rayproject/ray-ml:2.55.0@sha256:" + "0" * 64, "2.55.0"),
     ],
 )
 def test_ray_version_from_image_tag(image, version):
-    obj = build({"image": image}).to_raycluster("ns1")
-    assert obj["spec"].get("rayVersion") == version
+    spec = build({"image": image})
+    assert spec.ray_version == version
+    assert spec.to_raycluster("ns1")["spec"]["rayVersion"] == version
+
+
+@pytest.mark.parametrize("image", ["rayproject/ray:latest", "quay.io/me/custom:2.0.0"])
+def test_another_image_needs_a_ray_version_and_gets_it(image):
+    errors = errors_of({"image": image})
+    assert set(errors) == {"ray_version"}
+    assert "required" in errors["ray_version"] and "2.52.0 or newer" in errors["ray_version"]
+    spec = build({"image": image, "ray_version": "2.53.1"})
+    assert spec.to_raycluster("ns1")["spec"]["rayVersion"] == "2.53.1"
+    assert spec.to_json()["ray_version"] == "2.53.1"
+
+
+@pytest.mark.parametrize(
+    ("mode", "data", "field", "words"),
+    [
+        ("token", {"image": "rayproject/ray:2.51.2"}, "image", "older than 2.52.0"),
+        ("token", {"image": "quay.io/x/y:1", "ray_version": "2.9.3"}, "ray_version", "2.52.0"),
+        ("k8s", {"image": "rayproject/ray:2.54.0"}, "image", "older than 2.55.0"),
+        ("k8s", {"image": "quay.io/x/y:1", "ray_version": "2.54.9"}, "ray_version", "2.55.0"),
+        ("token", {"ray_version": "two"}, "ray_version", "not a Ray version"),
+        ("token", {"ray_version": 2.6}, "ray_version", "must be a string"),
+        ("token", {"ray_version": "2.59.0"}, "ray_version", "does not match the image's tag"),
+    ],
+)
+def test_a_ray_version_the_auth_mode_cannot_run_is_a_field_error(mode, data, field, words):
+    errors = errors_of(data, SpecPolicy(ray_auth=mode))
+    assert set(errors) == {field}, errors
+    assert words in errors[field]
+
+
+def test_disabled_auth_accepts_any_ray_version_and_says_so_in_every_container():
+    spec = build({"image": "rayproject/ray:2.9.3"}, SpecPolicy(ray_auth="disabled"))
+    obj = spec.to_raycluster("ns1")
+    assert obj["spec"]["rayVersion"] == "2.9.3"
+    assert obj["spec"]["authOptions"] == {"mode": "disabled"}
+    for container in (head_container(obj), worker_container(obj)):
+        assert {"name": "RAY_AUTH_MODE", "value": "disabled"} in container["env"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "options"),
+    [
+        ("token", {"mode": "token"}),
+        ("k8s", {"mode": "token", "enableK8sTokenAuth": True}),
+    ],
+)
+def test_auth_options_follow_the_mode_and_kuberay_sets_the_rest(mode, options):
+    obj = build({}, SpecPolicy(ray_auth=mode)).to_raycluster("ns1")
+    assert obj["spec"]["authOptions"] == options
+    assert obj["spec"]["rayVersion"] == "2.60.0"
+    # KubeRay adds RAY_AUTH_MODE/RAY_AUTH_TOKEN (or the k8s token volume) itself.
+    for container in (head_container(obj), worker_container(obj)):
+        assert "env" not in container
+
+
+def test_without_auth_options_in_the_schema_none_are_sent():
+    obj = build().to_raycluster("ns1", auth_options_served=False)
+    assert "authOptions" not in obj["spec"]
+    assert obj["spec"]["rayVersion"] == "2.60.0"
+
+
+@pytest.mark.parametrize("name", ["RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_ENABLE_K8S_TOKEN_AUTH"])
+def test_env_may_not_set_rays_authentication(name):
+    errors = errors_of({"env": {name: "disabled"}})
+    assert set(errors) == {"env"} and "ray_auth" in errors["env"]
+
+
+@pytest.mark.parametrize(
+    ("image", "mode"),
+    [("rayproject/ray:2.47.1", "token"), ("rayproject/ray:2.52.0", "k8s")],
+)
+def test_a_default_image_too_old_for_the_mode_is_a_policy_error(image, mode):
+    with pytest.raises(ValueError, match="default_image"):
+        SpecPolicy(default_image=image, ray_auth=mode)
+
+
+def test_an_unknown_auth_mode_is_a_policy_error():
+    with pytest.raises(ValueError, match="ray_auth"):
+        SpecPolicy(ray_auth="none")
 
 
 @pytest.mark.parametrize("namespace", ["", "Bad_NS", "a" * 64, None])
@@ -217,6 +296,8 @@ SCHEMA_CASES = {
     "gpu": ({"worker_gpu": 1, "env": {"A": "b"}, "labels": {"team": "x"}}, SpecPolicy()),
     "elastic": ({"min_workers": 0, "max_workers": 4}, SpecPolicy(elastic_jobs=True)),
     "head-only": ({"workers": 0}, SpecPolicy()),
+    "k8s-auth": ({}, SpecPolicy(ray_auth="k8s")),
+    "auth-disabled": ({"env": {"A": "b"}}, SpecPolicy(ray_auth="disabled")),
 }
 
 
@@ -488,7 +569,7 @@ def test_an_empty_priority_is_no_priority():
 
 @pytest.mark.parametrize("image", ["rayproject/ray:2.60.0", "quay.io/team/ray:any-tag"])
 def test_allowed_images_match_by_prefix_or_pattern(image):
-    assert build({"image": image}, LIMITS).image == image
+    assert build({"image": image, "ray_version": "2.60.0"}, LIMITS).image == image
 
 
 def test_all_errors_are_collected():

@@ -207,6 +207,12 @@ function render({ model, el: root }) {
       box.append(el("div", { class: "jp-dw-freshness", role: "status", "data-freshness": freshness.state, style: "background:#fefcbf;color:#744210;border-radius:4px;padding:2px 6px" },
         `${freshness.state === "reconnecting" ? "Reconnecting…" : "Stale"}${since}: ${freshness.reason || ""} — last known state shown`));
     }
+    const auth = model.get("ray_auth") || {};
+    if (auth.warning) {
+      // An open cluster (Ray authentication disabled or unavailable): say it every time.
+      box.append(el("div", { class: "jp-dw-auth-warning", role: "alert", "data-ray-auth": auth.mode || "", style: "background:#fed7d7;color:#742a2a;border-radius:4px;padding:2px 6px" },
+        `\u26a0 ${auth.warning}`));
+    }
     const badge = el("span", { class: "jp-dw-state", "data-state": state || "", style: `background:${COLORS[state] || "#718096"};color:#fff;border-radius:9px;padding:1px 8px;font-size:12px;font-weight:600` }, state || "…");
     box.append(el("div", {}, el("b", {}, name), " ", badge,
       el("span", { style: "opacity:.7" }, ` queue ${model.get("queue") || "?"}`)));
@@ -270,7 +276,7 @@ function render({ model, el: root }) {
     }
     box.append(actions);
   }
-  for (const trait of ["state", "reason", "message", "position_in_local_queue", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue", "freshness", ...SCALE_TRAITS]) {
+  for (const trait of ["state", "reason", "message", "position_in_local_queue", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue", "freshness", "ray_auth", ...SCALE_TRAITS]) {
     model.on(`change:${trait}`, draw);
   }
   model.on("change:scale_result", onResult);

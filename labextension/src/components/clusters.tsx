@@ -79,6 +79,11 @@ function ClusterCard(props: {
           </span>
         ) : null}
       </div>
+      {c.ray_auth?.warning ? (
+        <div className="jp-dw-auth-warning" role="alert" data-ray-auth={c.ray_auth.mode}>
+          ⚠ {c.ray_auth.warning}
+        </div>
+      ) : null}
       <div className="jp-dw-muted jp-dw-card-queue">
         queue {c.queue ?? '?'}
         {c.owner ? <> · by {c.owner === props.me ? 'you' : c.owner}</> : null}

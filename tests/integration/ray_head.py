@@ -1,0 +1,128 @@
+"""A real Ray head on 127.0.0.1 for the tests that need one (the dashboard, Ray's token auth).
+
+``ray[default]`` from PyPI, in a virtualenv of its own so the product's dependencies stay clean,
+built once and kept in ``~/.cache/jupyter-dw/ray-venv-<version>`` (about 80 s and 400 MB on 2
+cores); ``DW_RAY_VENV`` points elsewhere.
+
+Every head runs with ``RAY_AUTH_MODE`` pinned (``disabled``, or ``token`` with the token given)
+and a private ``HOME`` and temp dir, both removed afterwards: Ray reads a token file from
+``~/.ray/auth_token`` and turns token auth on by itself when it finds one, so nothing one test
+leaves may switch auth on or off in another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.controlplane import free_port
+
+RAY_VERSION = "2.60.0"
+RAY_VENV = Path(
+    os.environ.get("DW_RAY_VENV", Path.home() / ".cache" / "jupyter-dw" / f"ray-venv-{RAY_VERSION}")
+)
+START_TIMEOUT = 120.0
+READY_PATH = "/api/cluster_status"
+
+
+def ray_venv() -> Path:
+    """The Ray virtualenv, built when missing (a stamp marks a finished install)."""
+    stamp = RAY_VENV / ".installed"
+    if stamp.exists():
+        return RAY_VENV
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(RAY_VENV)], check=True)
+    pip = [str(RAY_VENV / "bin" / "python"), "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, f"ray[default]=={RAY_VERSION}"], check=True)
+    stamp.touch()
+    return RAY_VENV
+
+
+def status_of(url: str, headers: dict[str, str] | None = None, method: str = "GET") -> int:
+    """The status Ray itself answers ``url`` with (no proxy, no browser)."""
+    request = urllib.request.Request(url, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as err:
+        return int(err.code)
+    except OSError:
+        return 0
+
+
+@contextlib.contextmanager
+def ray_head(token: str | None = None) -> Iterator[int]:
+    """A Ray head with one CPU, its own ports, ``HOME`` and temp dir; yields the dashboard's
+    port. ``token`` None: ``RAY_AUTH_MODE=disabled``; else token auth with that token. Stopped
+    afterwards by signalling its process group: ``ray stop`` would stop every Ray of this user
+    on the machine."""
+    venv = ray_venv()
+    temp = tempfile.mkdtemp(prefix="dwray-", dir="/tmp")  # short: Ray puts sockets in it
+    home = Path(temp) / "home"
+    home.mkdir()
+    port = free_port()
+    command = [
+        str(venv / "bin" / "ray"),
+        "start",
+        "--head",
+        "--block",
+        "--num-cpus=1",
+        "--include-dashboard=true",
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={port}",
+        f"--port={free_port()}",
+        f"--ray-client-server-port={free_port()}",
+        f"--dashboard-agent-listen-port={free_port()}",
+        "--min-worker-port=0",
+        "--max-worker-port=0",
+        "--node-ip-address=127.0.0.1",
+        f"--temp-dir={temp}/ray",
+        "--disable-usage-stats",
+    ]
+    environ = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("RAY_") and key != "HOME"
+    }
+    environ.update(HOME=str(home), RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+    if token is not None:
+        environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+    log = Path(temp) / "ray-start.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, env=environ, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        auth = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        while status_of(f"http://127.0.0.1:{port}{READY_PATH}", auth) != 200:
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the Ray head did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.5)  # polling the condition: the dashboard answering
+        yield port
+    finally:
+        _stop(process)
+        shutil.rmtree(temp, ignore_errors=True)  # Ray's logs, sockets, HOME: nothing is kept
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to ``ray start --block`` (it stops its processes), then SIGKILL to whatever of
+    its process group is left."""
+    if process.poll() is None:
+        process.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=60)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
