@@ -47,13 +47,13 @@ WORKLOAD_SLICE_REPLACED_REASON = "WorkloadSliceReplaced"
 DEFAULT_QUEUE_ANNOTATION = f"{KUEUE_GROUP}/default-queue"
 """OpenShift AI / CodeFlare convention: the LocalQueue annotated ``"true"`` is the default."""
 DEFAULT_QUEUE_NAME = "default"
+"""Upstream Kueue convention (``LocalQueueDefaulting``): a LocalQueue named ``default``."""
 KUEUE_MUTATING_RAYCLUSTER_WEBHOOK = "mraycluster.kb.io"
 """Kueue's mutating webhook for RayClusters (``failurePolicy: Fail``): KubeRay has none of
 this name, so a failed call to it means Kueue's webhook server is down."""
 KUEUE_VALIDATING_RAYCLUSTER_WEBHOOK = "vraycluster.kb.io"
 """Kueue's validating webhook for RayClusters; KubeRay's own validating webhook has the same
 name, so on its own it does not tell whose server is down."""
-"""Upstream Kueue convention (``LocalQueueDefaulting``): a LocalQueue named ``default``."""
 
 # -- KubeRay's labels, ports and names -----------------------------------------------------
 
@@ -87,13 +87,13 @@ MANAGED_BY_VALUE = "jupyter-dw"
 OWNER_LABEL = "jupyter-dw/owner"
 OWNER_ANNOTATION = "jupyter-dw/owner"
 IDEMPOTENCY_KEY_ANNOTATION = "jupyter-dw/idempotency-key"
+"""The idempotency key of the create request that made a RayCluster: a retried create with the
+same key answers with this cluster instead of making a second one or failing with 409."""
 AUTOSCALING_MIN_ANNOTATION = "jupyter-dw/autoscaling-min-workers"
 """While a person has pinned an elastic cluster's size (``minReplicas`` = ``replicas`` = N):
 the ``minReplicas`` of its own range, given back when the pin is released."""
 REQUEST_DIGEST_ANNOTATION = "jupyter-dw/request-digest"
 """SHA-256 of the create request an idempotency key was first sent with."""
-"""The idempotency key of the create request that made a RayCluster: a retried create with the
-same key answers with this cluster instead of making a second one or failing with 409."""
 
 
 def head_service_name(cluster: str) -> str:

@@ -112,7 +112,12 @@ def milestones(
     worker_times = worker_times[: status.workers_ready]
     steps += [Milestone(f"WorkerReady:{n}", t) for n, t in enumerate(worker_times, 1)]
     if status.state == "ready":
-        known = [t for t in [*head_times, *worker_times] if t]
+        first_size = worker_times
+        if chain is not None and status.elastic and chain.first is not None:
+            # Ready is when the first admission's size was reached: later workers came with
+            # scale-ups, whose own milestones follow.
+            first_size = worker_times[: worker_count(chain.first) or 0]
+        known = [t for t in [*head_times, *first_size] if t]
         steps.append(Milestone("Ready", max(known) if known else None))
     if chain is not None and status.elastic:
         steps += _scale_steps(chain, status, worker_times)
