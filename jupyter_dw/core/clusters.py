@@ -57,6 +57,7 @@ from ..names import (
     RAY_NODE_TYPE_LABEL,
 )
 from .elastic import ElasticSupport
+from .settings import refuse_writes
 
 Object = dict[str, Any]
 _Found = tuple[Object, list[Object], ClusterStatus]
@@ -266,6 +267,8 @@ class ClusterService:
     dashboard_base: str | None = "/dw/ray"
     elastic: ElasticSupport = None  # type: ignore[assignment]  # made from session when None
     """Whether Kueue admits elastic clusters and counts the autoscaler sidecar."""
+    config_errors: tuple[str, ...] = ()
+    """Configuration files that could not be read: creates and scales are refused."""
 
     def __post_init__(self) -> None:
         if self.elastic is None:
@@ -348,6 +351,7 @@ class ClusterService:
         created) or ``KubeUnreachable``/``KubeTimeout`` (the answer was lost: retry with the
         same key).
         """
+        refuse_writes(self.config_errors)
         key = check_idempotency_key(idempotency_key) or new_idempotency_key()
         _require_mapping(data)
         self.session.wait_ready()
@@ -392,6 +396,8 @@ class ClusterService:
         autoscaler), after fitting a scale-up; see :mod:`jupyter_dw.core.scaling`."""
         from .scaling import scale_cluster
 
+        if not dry_run:
+            refuse_writes(self.config_errors)
         return scale_cluster(self, name, workers, dry_run)
 
     def describe(self, name: str) -> ClusterInfo | None:

@@ -38,7 +38,9 @@ class DWCore:
         return cls(
             session=session,
             queues=QueueService(session),
-            clusters=ClusterService(session, settings.spec_policy(), proxied, elastic),
+            clusters=ClusterService(
+                session, settings.spec_policy(), proxied, elastic, settings.config_errors
+            ),
         )
 
     def context(self, timeout: float | None = None) -> SessionContext:

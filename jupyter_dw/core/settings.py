@@ -30,6 +30,7 @@ from ..domain.cluster_spec import SpecPolicy
 from ..domain.quantity import format_quantity
 from ..domain.ray_auth import RAY_AUTH_MODES
 from ..k8s.auth import DEFAULT_SERVICE_ACCOUNT_DIR
+from ..k8s.errors import KubeError
 
 log = logging.getLogger(__name__)
 
@@ -285,6 +286,10 @@ class DWSettings(Configurable):
         no ``authOptions`` (before 1.6), clusters are created without it and show a warning.""",
     )
 
+    config_errors: tuple[str, ...] = ()
+    """Configuration files that could not be read (set by :func:`load_settings`): writes are
+    refused while there are any."""
+
     def spec_policy(self) -> SpecPolicy:
         """The configured defaults and limits; a bad combination raises ``TraitError``."""
         try:
@@ -390,11 +395,14 @@ def config_files(paths: Iterable[str] | None = None) -> list[Path]:
     return files
 
 
-def file_config(paths: Iterable[str] | None = None) -> dict[str, Any]:
+def file_config(
+    paths: Iterable[str] | None = None, errors: list[str] | None = None
+) -> dict[str, Any]:
     """The ``JupyterDW`` section merged from :func:`config_files` (later files win).
 
-    A file that cannot be read is logged and skipped: a broken server config must not stop a
-    notebook from working with the defaults.
+    A file that cannot be read is logged and skipped, and ``<path>: <error>`` is added to
+    ``errors``: the notebook still reads queues and clusters, but a caller that writes must
+    refuse (the administrator's limits and allowed images may be in that file).
     """
     merged = Config()
     for path in config_files(paths):
@@ -404,11 +412,33 @@ def file_config(paths: Iterable[str] | None = None) -> dict[str, Any]:
             else:
                 loaded = PyFileConfigLoader(path.name, str(path.parent), log=log).load_config()
         except Exception as err:  # a user's file: anything may be wrong in it
-            log.warning("jupyter_dw: ignoring %s: %s", path, err)
+            log.warning("jupyter_dw: cannot read %s: %s", path, err)
+            if errors is not None:
+                errors.append(f"{path}: {type(err).__name__}: {err}")
             continue
         merged.merge(loaded)
     section = merged.get(SECTION, {})
     return {key: value for key, value in section.items() if key in setting_names()}
+
+
+class SettingsUnreadable(KubeError):
+    """A configuration file could not be read, so the administrator's defaults and limits
+    may be missing: writes are refused (fail closed) until it is fixed."""
+
+    status = 500
+    code = "settings_unreadable"
+
+
+def refuse_writes(errors: Iterable[str]) -> None:
+    """Raise :class:`SettingsUnreadable` naming each unreadable file, if there are any."""
+    found = list(errors)
+    if found:
+        raise SettingsUnreadable(
+            "Refused: a jupyter_dw configuration file cannot be read",
+            "; ".join(found),
+            "The administrator's limits and allowed images may be in it, so nothing is created "
+            "or changed until it is fixed. Reading queues and clusters still works.",
+        )
 
 
 def load_settings(
@@ -418,7 +448,9 @@ def load_settings(
 
     Raises :class:`TraitError` (naming the setting) for a value that is not valid.
     """
-    values = {**file_config(paths), **environment_config(environ)}
+    errors: list[str] = []
+    values = {**file_config(paths, errors), **environment_config(environ)}
     settings = DWSettings(config=Config({"DWSettings": values}))
     settings.spec_policy()  # a bad combination fails here, with its reason
+    settings.config_errors = tuple(errors)
     return settings

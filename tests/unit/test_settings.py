@@ -93,3 +93,27 @@ def test_ray_client_version_mismatches_are_named():
     assert "Python 3.12" in problems[1] and "3.11" in problems[1]
     assert version_mismatches("quay.io/x/custom:1", "2.0.0", (3, 11)) == []
     assert version_mismatches("rayproject/ray:2.60.0", None, (3, 12)) == []
+
+
+def test_an_unreadable_config_file_refuses_writes_naming_it(tmp_path):
+    """Fail closed: the administrator's limits may be in the broken file, so a kernel refuses
+    to create or scale (reading still works), naming the file and the error."""
+    from jupyter_dw.core.clusters import ClusterService
+    from jupyter_dw.core.settings import SettingsUnreadable
+
+    broken = tmp_path / "jupyter_server_config.json"
+    broken.write_text('{"JupyterDW": {"max_workers": 4,}}')  # a trailing comma
+    settings = load_settings(environ={}, paths=[str(tmp_path)])
+    assert len(settings.config_errors) == 1 and str(broken) in settings.config_errors[0]
+    service = ClusterService(None, settings.spec_policy(), config_errors=settings.config_errors)  # type: ignore[arg-type]
+    with pytest.raises(SettingsUnreadable, match="cannot be read") as refused:
+        service.create({"name": "x", "workers": 1})
+    assert str(broken) in refused.value.reason and refused.value.status == 500
+    with pytest.raises(SettingsUnreadable):
+        service.scale("x", 2)
+
+
+def test_readable_config_files_leave_writes_allowed(tmp_path):
+    (tmp_path / "jupyter_server_config.json").write_text('{"JupyterDW": {"max_workers": 4}}')
+    settings = load_settings(environ={}, paths=[str(tmp_path)])
+    assert settings.config_errors == () and settings.max_workers == 4
