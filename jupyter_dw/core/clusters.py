@@ -57,6 +57,7 @@ from ..names import (
     RAY_NODE_TYPE_LABEL,
 )
 from .elastic import ElasticSupport
+from .listing import ByName
 from .settings import refuse_writes
 
 Object = dict[str, Any]
@@ -186,12 +187,20 @@ class ClusterInfo:
 
 
 @dataclass(frozen=True)
-class ClusterList:
-    """The ``GET clusters`` answer."""
+class ClusterList(ByName["ClusterInfo"]):
+    """The ``GET clusters`` answer; a sequence of its clusters (iterate, ``len()``, index by
+    position or by name)."""
 
     namespace: str
     positions_visible: bool
     clusters: tuple[ClusterInfo, ...]
+
+    def _entries(self) -> tuple[ClusterInfo, ...]:
+        return self.clusters
+
+    @staticmethod
+    def _name_of(entry: ClusterInfo) -> str:
+        return entry.status.name
 
     def to_json(self) -> dict[str, Any]:
         """``{"namespace", "positions_visible", "clusters"}``."""

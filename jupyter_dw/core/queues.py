@@ -8,11 +8,13 @@ from typing import Any
 from ..domain.priorities import PriorityClass
 from ..domain.quota import QueueSummary, queue_summaries
 from ..k8s.session import KubeSession, QueueState
+from .listing import ByName
 
 
 @dataclass(frozen=True)
-class QueueList:
-    """The ``GET queues`` answer: every LocalQueue of ``namespace`` with its quota.
+class QueueList(ByName["QueueSummary"]):
+    """The ``GET queues`` answer: every LocalQueue of ``namespace`` with its quota. A
+    sequence of its queues: iterate it, ``len()`` it, index it by position or by name.
 
     ``quota_visible`` False: ClusterQueues are not readable by this identity (each queue's
     ``hint`` names the permission). ``cohorts_visible`` False: Cohort objects exist but cannot
@@ -27,6 +29,9 @@ class QueueList:
     cohorts_visible: bool
     queues: tuple[QueueSummary, ...]
     priority_classes: tuple[PriorityClass, ...] | None = None
+
+    def _entries(self) -> tuple[QueueSummary, ...]:
+        return self.queues
 
     def to_json(self) -> dict[str, Any]:
         """The REST shape (quantities as Kubernetes quantity strings)."""

@@ -1,0 +1,29 @@
+"""Answers that are lists behave like them: iteration, len, lookup by name or position."""
+
+from __future__ import annotations
+
+import pytest
+
+from jupyter_dw.core.clusters import ClusterList
+
+
+def test_an_empty_answer_is_an_empty_sequence_but_still_an_answer():
+    empty = ClusterList("ns", True, ())
+    assert len(empty) == 0 and list(empty) == [] and empty.names() == []
+    assert empty  # an answer of no clusters is not a missing answer
+    with pytest.raises(KeyError, match="there are: none"):
+        empty["demo"]
+
+
+def test_queues_iterate_count_and_look_up_by_name_or_position():
+    from jupyter_dw.core.queues import QueueList
+    from jupyter_dw.domain.quota import queue_summaries
+    from tests.unit.test_fit import lq
+
+    summaries = queue_summaries([lq("team-b", "cq"), lq("team-a", "cq")], None)
+    queues = QueueList("ns", "v1beta2", False, True, tuple(summaries))
+    assert [q.name for q in queues] == ["team-a", "team-b"] == queues.names()
+    assert len(queues) == 2 and "team-b" in queues and "team-c" not in queues
+    assert queues["team-b"] is queues[1] and queues[0].name == "team-a"
+    with pytest.raises(KeyError, match="there are: team-a, team-b"):
+        queues["team-c"]
