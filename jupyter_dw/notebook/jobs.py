@@ -47,7 +47,10 @@ def submit_job(
 
 
 def list_jobs(cluster: str) -> JobList:
-    """The cluster's Ray jobs, newest first."""
+    """The cluster's Ray jobs, newest first (a table in a notebook)."""
+    from .job_display import register
+
+    register()
     return runtime().core.jobs.list(cluster)
 
 

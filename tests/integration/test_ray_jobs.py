@@ -175,3 +175,29 @@ def test_an_unreachable_head_is_said(kernel, kueue, kube, namespace, head_token)
         h.list_jobs()
     assert unreachable.value.code == "ray_unreachable"
     assert "http://nohead:" in unreachable.value.reason
+
+
+async def test_the_magics_submit_show_and_list(ray_cluster, tmp_path):
+    from jupyter_dw.notebook.magics import run
+
+    printed: list[str] = []
+    view = run(f"job {CLUSTER} -- python -c 'print(6 * 7)'", printed.append)
+    assert isinstance(view, dw.JobView) and printed == []
+    assert view.entrypoint == "python -c 'print(6 * 7)'"
+    await until(view, "status", lambda s: s == "SUCCEEDED", "the magic's job")
+    assert "42" in view.log
+    listing = run(f"jobs {CLUSTER}", printed.append)
+    assert [j.submission_id for j in listing] == [view.submission_id]
+    from jupyter_dw.notebook.job_display import jobs_html
+
+    assert "SUCCEEDED" in jobs_html(listing) and view.submission_id in jobs_html(listing)
+    view.close()
+
+    (tmp_path / "train.py").write_text("import sys; print('epochs', sys.argv[2])\n")
+    view = run(f"job {CLUSTER} --working-dir {tmp_path} -- python train.py --epochs 3")
+    await until(view, "status", lambda s: s in ("SUCCEEDED", "FAILED"), "the uploaded job")
+    assert view.status == "SUCCEEDED" and "epochs 3" in view.log, (view.failure, view.log)
+    view.close()
+
+    assert run(f"job {CLUSTER} --", printed.append) is None
+    assert "no command" in printed[-1]
