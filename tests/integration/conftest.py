@@ -85,28 +85,6 @@ def kernel(identity):
 
 
 # --------------------------------------------------------------------------------------------
-# A real Ray head with token auth for the Ray job tests (tests/integration/ray_jobs_support.py)
-# --------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def head_token() -> str:
-    """The token the module's Ray head requires."""
-    from tests.integration.ray_jobs_support import new_token
-
-    return new_token()
-
-
-@pytest.fixture(scope="module")
-def ray_port(head_token: str):
-    """One real Ray head per module (starting one takes 10-20 s): its dashboard port."""
-    from tests.integration.ray_head import ray_head
-
-    with ray_head(head_token) as port:
-        yield port
-
-
-# --------------------------------------------------------------------------------------------
 # Every answer of dw/api/ checked against jupyter_dw/openapi.yaml
 # --------------------------------------------------------------------------------------------
 

@@ -8,7 +8,6 @@ no events message and no log line.
 from __future__ import annotations
 
 import json
-import urllib.request
 from typing import Any
 
 import pytest
@@ -21,7 +20,13 @@ from tests.integration.clusters_support import (
     state_is,
 )
 from tests.integration.log_capture import server_log
-from tests.integration.ray_jobs_support import CLUSTER, TEMPLATE, give_token, wait_for_file
+from tests.integration.ray_jobs_support import (
+    CLUSTER,
+    TEMPLATE,
+    give_token,
+    submit_to_ray,
+    wait_for_file,
+)
 from tests.integration.workbench_rbac import namespace_rules
 
 WORKBENCH_RULES = namespace_rules()
@@ -32,18 +37,6 @@ pytestmark = pytest.mark.cluster
 @pytest.fixture
 def dw_config(ray_port: int) -> dict[str, Any]:
     return {"ray_dashboard_url": TEMPLATE, "ray_dashboard_port": ray_port}
-
-
-def submit_to_ray(port: int, token: str, entrypoint: str) -> str:
-    """Submit a job as a notebook would (Ray's REST API, with the token)."""
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/api/jobs/",
-        data=json.dumps({"entrypoint": entrypoint}).encode(),
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return str(json.loads(response.read())["submission_id"])
 
 
 async def seen_or_until(events: Any, predicate: Any, what: str) -> dict[str, Any]:
