@@ -33,6 +33,14 @@ _LAZY = {
     "ClusterBuilder": ".notebook.widgets",
     "ClusterStatus": ".notebook.widgets",
     "QueueBoard": ".notebook.widgets",
+    "JobView": ".notebook.job_view",
+    "RayJobHandle": ".notebook.jobs",
+    "JobFailed": ".ray.errors",
+    "ClusterNotReady": ".ray.errors",
+    "RayUnreachable": ".ray.errors",
+    "RayTokenUnavailable": ".ray.errors",
+    "RayNotInstalled": ".ray.errors",
+    "RayVersionMismatch": ".ray.errors",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -9,12 +9,13 @@ from .clusters import ClusterService
 from .context import SessionContext
 from .elastic import ElasticSupport
 from .queues import QueueService
+from .ray_jobs import RayJobService
 from .settings import DWSettings
 
 
 @dataclass(frozen=True)
 class DWCore:
-    """One Kubernetes session with its queue and cluster services.
+    """One Kubernetes session with its queue, cluster and Ray job services.
 
     The server builds one per process; so does a kernel (lazily, on first use). Nothing here
     knows HTTP, tornado or widgets: the surfaces turn these answers into JSON or views.
@@ -23,6 +24,7 @@ class DWCore:
     session: KubeSession
     queues: QueueService
     clusters: ClusterService
+    jobs: RayJobService
 
     @classmethod
     def from_settings(
@@ -35,13 +37,18 @@ class DWCore:
         session = KubeSession(**settings.session_options(), lazy_watches=lazy_watches)
         proxied = dashboard_base if settings.ray_dashboard_proxy else None
         elastic = ElasticSupport(session, settings.elastic_jobs)
-        return cls(
-            session=session,
-            queues=QueueService(session),
-            clusters=ClusterService(
-                session, settings.spec_policy(), proxied, elastic, settings.config_errors
-            ),
+        clusters = ClusterService(
+            session, settings.spec_policy(), proxied, elastic, settings.config_errors
         )
+        jobs = RayJobService(
+            session,
+            clusters,
+            settings.ray_dashboard_url,
+            settings.ray_dashboard_port,
+            settings.ray_client_url,
+            settings.request_timeout,
+        )
+        return cls(session=session, queues=QueueService(session), clusters=clusters, jobs=jobs)
 
     def context(self, timeout: float | None = None) -> SessionContext:
         """Identity, installed APIs, permissions (waits for the session's start)."""

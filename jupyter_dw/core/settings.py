@@ -29,8 +29,10 @@ from traitlets.config.loader import PyFileConfigLoader
 from ..domain.cluster_spec import SpecPolicy
 from ..domain.quantity import format_quantity
 from ..domain.ray_auth import RAY_AUTH_MODES
+from ..domain.ray_endpoints import CLIENT_SCHEMES, DEFAULT_TEMPLATE, validate_url_template
 from ..k8s.auth import DEFAULT_SERVICE_ACCOUNT_DIR
 from ..k8s.errors import KubeError
+from ..names import DASHBOARD_PORT
 
 log = logging.getLogger(__name__)
 
@@ -289,6 +291,68 @@ class DWSettings(Configurable):
     config_errors: tuple[str, ...] = ()
     """Configuration files that could not be read (set by :func:`load_settings`): writes are
     refused while there are any."""
+    ray_dashboard_url = Unicode(
+        DEFAULT_TEMPLATE,
+        config=True,
+        help="""Where the Ray dashboard and Jobs API of a RayCluster are, as seen from this
+        server and from kernels: the target of the ``{base_url}dw/ray/<name>/`` proxy, and what
+        ``h.submit_job``, ``dw.JobView``, ``%dw job`` and the sidebar's job list talk to.
+
+        Empty (the default): what KubeRay reports for the cluster, its head Service
+        (``status.head.serviceName``) on its dashboard port (``status.endpoints.dashboard``,
+        8265 when absent), as ``http://<service>.<namespace>.svc:<port>``.
+
+        Otherwise a template with the placeholders ``{name}`` (the RayCluster's name,
+        required), ``{namespace}`` (the session's namespace) and ``{port}``
+        (``ray_dashboard_port``); no other placeholders, format specs, query string or
+        fragment. It must give an http:// or https:// URL; the proxied path and query are
+        appended to it. Examples: a custom cluster domain,
+        ``http://{name}-head-svc.{namespace}.svc.example.internal:{port}``; dashboards behind
+        a gateway that routes by path, ``https://ray-gw.example.com/{namespace}/{name}``.
+        Requests never go anywhere else: the browser only picks ``<name>``, which must name
+        a RayCluster of the namespace.""",
+    )
+
+    ray_dashboard_port = Int(
+        DASHBOARD_PORT,
+        config=True,
+        help="""The ``{port}`` of a ``ray_dashboard_url`` template (8265, the Ray default).
+        Unused without a template: the port then comes from the RayCluster's status.""",
+    )
+
+    ray_client_url = Unicode(
+        DEFAULT_TEMPLATE,
+        config=True,
+        help="""Where a RayCluster's Ray Client server is, as seen from a kernel: the
+        address ``h.ray_init()`` connects to.
+
+        Empty (the default): the head Service KubeRay reports, by its cluster DNS name, on
+        its client port (``status.endpoints.client``, 10001 when absent):
+        ``ray://<service>.<namespace>.svc:<port>``. Otherwise a ``ray://`` template with the
+        placeholders ``{name}`` (required), ``{namespace}`` and ``{port}`` (10001), as for
+        ``ray_dashboard_url``.""",
+    )
+
+    @validate("ray_dashboard_url")
+    def _validate_ray_dashboard_url(self, proposal: Any) -> str:
+        try:
+            return validate_url_template(proposal["value"])
+        except ValueError as err:
+            raise TraitError(f"JupyterDW.ray_dashboard_url: {err}") from err
+
+    @validate("ray_client_url")
+    def _validate_ray_client_url(self, proposal: Any) -> str:
+        try:
+            return validate_url_template(proposal["value"], CLIENT_SCHEMES)
+        except ValueError as err:
+            raise TraitError(f"JupyterDW.ray_client_url: {err}") from err
+
+    @validate("ray_dashboard_port")
+    def _validate_ray_dashboard_port(self, proposal: Any) -> int:
+        value = int(proposal["value"])
+        if not 0 < value < 65536:
+            raise TraitError(f"JupyterDW.ray_dashboard_port must be a TCP port, got {value}")
+        return value
 
     def spec_policy(self) -> SpecPolicy:
         """The configured defaults and limits; a bad combination raises ``TraitError``."""

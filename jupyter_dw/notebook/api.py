@@ -9,8 +9,6 @@ the kernel from its own watch caches. Waiting is driven by those watches, never 
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
-import re
 import sys
 import threading
 import time
@@ -29,6 +27,14 @@ from ..k8s.errors import (
     KubeNotFound,
     KubeUnreachable,
     NotInstalled,
+)
+from .jobs import RayJobHandle, list_jobs, submit_job
+from .ray_connect import (
+    image_of,
+    installed_ray,
+    job_submission_client,
+    ray_init,
+    version_mismatches,
 )
 from .runtime import runtime
 
@@ -324,10 +330,71 @@ class RayClusterHandle:
         Warns when this kernel's Ray or Python version differs from the cluster image's,
         which makes ``ray.init`` fail."""
         info = self._last or self.status()
-        image = _image_of(runtime().core.session.cached_ray_cluster(self.name))
-        for problem in version_mismatches(image, _installed_ray(), sys.version_info[:2]):
+        image = image_of(runtime().core.session.cached_ray_cluster(self.name))
+        for problem in version_mismatches(image, installed_ray(), sys.version_info[:2]):
             warnings.warn(problem, stacklevel=2)
         return info.ray_address
+
+    # -- running work on the cluster ----------------------------------------------------------
+
+    def ray_init(self, **kwargs: Any) -> Any:
+        """``ray.init("ray://...")`` against this cluster (``kwargs`` go to ``ray.init``),
+        after checking that this kernel's Ray and Python versions are the image's: a
+        :class:`RayVersionMismatch` or :class:`RayNotInstalled` says what to install instead
+        of Ray's traceback. The address is the ``ray_client_url`` template's, else the head
+        Service's cluster DNS name.
+
+        Ray Client takes no token argument: it reads ``RAY_AUTH_MODE=token`` and
+        ``RAY_AUTH_TOKEN`` from the process environment and keeps the token for the whole
+        process. So this sets both in this kernel's environment: **one cluster's token per
+        kernel**, visible to ``!`` subprocesses and ``%env``. ``h.submit_job`` and ``h.jobs``
+        need no such thing."""
+        image = image_of(runtime().core.session.cached_ray_cluster(self.name))
+        problems = version_mismatches(image, installed_ray(), sys.version_info[:2])
+        return ray_init(self.name, image, problems, **kwargs)
+
+    @property
+    def jobs(self) -> Any:
+        """Ray's own ``JobSubmissionClient`` for this cluster, authenticated with
+        ``Authorization: Bearer`` (needs Ray in the kernel: ``pip install
+        'jupyter-dw[ray]'``). :meth:`submit_job` needs no Ray."""
+        return job_submission_client(self.name)
+
+    def submit_job(
+        self,
+        entrypoint: str,
+        *,
+        runtime_env: Mapping[str, Any] | None = None,
+        working_dir: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        submission_id: str | None = None,
+    ) -> RayJobHandle:
+        """Run ``entrypoint`` (a shell command, e.g. ``"python train.py --epochs 3"``) on
+        the cluster as a Ray job, through Ray's Jobs REST API (no Ray needed in the kernel).
+        ``working_dir``: a local directory (zipped and uploaded, as Ray's SDK does) or a
+        remote URI; ``runtime_env`` and ``metadata`` as Ray takes them. Returns a
+        :class:`RayJobHandle` (``.status()``, ``.logs()``, ``async for c in .tail()``,
+        ``await .wait_async()``, ``.stop()``; displayed, a live ``dw.JobView``).
+
+        Raises ``ClusterNotReady`` (the head is not up yet), ``RayTokenUnavailable`` or
+        ``PermissionDenied`` (``get secrets``: the token), ``RayUnreachable``, or
+        ``InvalidRequest``/``RayRejected`` (a bad field; nothing submitted)."""
+        return submit_job(
+            self.name,
+            entrypoint,
+            runtime_env=runtime_env,
+            working_dir=working_dir,
+            metadata=metadata,
+            submission_id=submission_id,
+        )
+
+    def job(self, submission_id: str) -> RayJobHandle:
+        """The handle of one of the cluster's Ray jobs."""
+        return RayJobHandle(self.name, submission_id)
+
+    def list_jobs(self) -> Any:
+        """The cluster's Ray jobs (id, entrypoint, status, times), newest first."""
+        return list_jobs(self.name)
 
     def scale(self, workers: int | None, *, dry_run: bool = False) -> ScaleResult:
         """Pin an elastic cluster at ``workers`` (None: give the size back to the Ray
@@ -359,53 +426,6 @@ class RayClusterHandle:
         return cluster_html(self._last or self.status())
 
 
-# -- versions -------------------------------------------------------------------------------
-
-_IMAGE_TAG = re.compile(r"(?:^|[/:])ray(?:-ml|-llm)?:(\d+\.\d+\.\d+)(?:-py(\d)(\d+))?")
-
-
-def version_mismatches(
-    image: str | None, kernel_ray: str | None, kernel_python: tuple[int, int]
-) -> list[str]:
-    """Why ``ray.init`` from this kernel may fail against a cluster running ``image``: Ray
-    Client needs the same Ray version and the same Python minor version on both sides."""
-    if not image:
-        return []
-    match = _IMAGE_TAG.search(image)
-    if match is None:
-        return []
-    problems = []
-    ray_version, py_major, py_minor = match.groups()
-    if kernel_ray is not None and kernel_ray != ray_version:
-        problems.append(
-            f"This kernel has Ray {kernel_ray}, the cluster runs Ray {ray_version} ({image}): "
-            f"ray.init fails across versions; pip install 'ray[client]=={ray_version}'."
-        )
-    if py_major is not None:
-        wanted = (int(py_major), int(py_minor))
-        if wanted != kernel_python:
-            problems.append(
-                f"This kernel runs Python {kernel_python[0]}.{kernel_python[1]}, the cluster "
-                f"image Python {wanted[0]}.{wanted[1]}: ray.init needs the same minor version."
-            )
-    return problems
-
-
-def _installed_ray() -> str | None:
-    try:
-        return importlib.metadata.version("ray")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _image_of(raycluster: Mapping[str, Any] | None) -> str | None:
-    try:
-        spec = (raycluster or {})["spec"]["headGroupSpec"]["template"]["spec"]
-        return str(spec["containers"][0]["image"])
-    except (KeyError, IndexError, TypeError):
-        return None
-
-
 __all__ = [
     "ClusterFailed",
     "ClusterSpec",
@@ -418,6 +438,7 @@ __all__ = [
     "NotInstalled",
     "PermissionDenied",
     "RayClusterHandle",
+    "RayJobHandle",
     "ScaleResult",
     "Unreachable",
     "WaitTimeout",

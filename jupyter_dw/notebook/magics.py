@@ -30,6 +30,9 @@ HELP = """%dw queues                      LocalQueues with quota and headroom
                                  pin an elastic cluster at N workers (auto: the Ray
                                  autoscaler decides again); a scale-up is fitted first
 %dw list                         the namespace's Ray clusters
+%dw job NAME [--working-dir DIR] -- COMMAND...
+                                 run COMMAND on cluster NAME as a Ray job; a live view
+%dw jobs NAME                    the Ray jobs of cluster NAME
 %dw help                         this text"""
 
 
@@ -80,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     scale.add_argument("workers", help="a whole number, or 'auto' for the Ray autoscaler")
     scale.add_argument("--dry-run", action="store_true")
     commands.add_parser("list", add_help=False)
+    job = commands.add_parser("job", add_help=False)
+    job.add_argument("name")
+    job.add_argument("--working-dir", dest="working_dir")
+    job.add_argument("entrypoint", nargs=argparse.REMAINDER)
+    commands.add_parser("jobs", add_help=False).add_argument("name")
     commands.add_parser("help", add_help=False)
     return parser
 
@@ -102,6 +110,8 @@ def run(line: str, out: Callable[[str], None] | None = None) -> Any:
         return None
     try:
         return _COMMANDS[args.command](args, out)
+    except UsageError as err:
+        out(f"{err}\n\n{HELP}")
     except InvalidRequest as err:
         fields = "; ".join(f"{k}: {v}" for k, v in err.errors.items())
         out(f"{err.error}: {fields or err.reason}\n{err.hint or ''}".rstrip())
@@ -181,6 +191,25 @@ def _list(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
     return _api().runtime().core.clusters.list()
 
 
+def _job(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    words, working_dir = list(args.entrypoint), args.working_dir
+    if "--" in words:  # options given after NAME are before "--": argparse left them here
+        split = words.index("--")
+        options = _Parser(prog="%dw job", add_help=False)
+        options.add_argument("--working-dir", dest="working_dir")
+        working_dir = options.parse_args(words[:split]).working_dir or working_dir
+        words = words[split + 1 :]
+    if not words:
+        raise UsageError("usage: %dw job NAME [--working-dir DIR] -- COMMAND...: no command")
+    handle = _api().RayClusterHandle(args.name)
+    job = handle.submit_job(shlex.join(words), working_dir=working_dir)
+    return job.view()
+
+
+def _jobs(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    return _api().RayClusterHandle(args.name).list_jobs()
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]] = {
     "queues": _queues,
     "fit": _fit,
@@ -190,6 +219,8 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]]
     "down": _down,
     "scale": _scale,
     "list": _list,
+    "job": _job,
+    "jobs": _jobs,
 }
 
 

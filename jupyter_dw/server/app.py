@@ -2,31 +2,20 @@
 
 Configure it as ``JupyterDW`` (``c.JupyterDW.namespace = "team-a"`` in a config file,
 ``JUPYTER_DW_NAMESPACE=team-a`` in the environment, or ``--JupyterDW.namespace=team-a`` on
-the command line, which wins). The settings kernels share are :class:`DWSettings`'; the
-dashboard proxy's are here.
+the command line, which wins). Every setting is :class:`DWSettings`': kernels read them too.
 """
 
 from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
-from traitlets import Int, TraitError, Unicode, validate
 
 from ..core.services import DWCore
 from ..core.settings import SECTION, DWSettings, environment_config
-from .dashboard_proxy import (
-    DASHBOARD_SETTING,
-    DEFAULT_DASHBOARD_PORT,
-    DEFAULT_DASHBOARD_URL,
-    PROXY_PREFIX,
-    DashboardProxy,
-    dashboard_routes,
-    validate_url_template,
-)
+from .dashboard_proxy import DASHBOARD_SETTING, PROXY_PREFIX, DashboardProxy, dashboard_routes
 from .handlers import CORE_SETTING, EXECUTOR_SETTING, route_table
 
 # Blocking Kubernetes calls and waits for cache sync run here, never on the IO loop.
@@ -38,48 +27,6 @@ class JupyterDW(ExtensionApp, DWSettings):
 
     name = "jupyter_dw"
     description = __doc__
-
-    ray_dashboard_url = Unicode(
-        DEFAULT_DASHBOARD_URL,
-        config=True,
-        help="""Where the Ray dashboard of a RayCluster is, as seen from this server: the
-        target of the ``{base_url}dw/ray/<name>/`` proxy.
-
-        Empty (the default): what KubeRay reports for the cluster, its head Service
-        (``status.head.serviceName``) on its dashboard port (``status.endpoints.dashboard``,
-        8265 when absent), as ``http://<service>.<namespace>.svc:<port>``.
-
-        Otherwise a template with the placeholders ``{name}`` (the RayCluster's name,
-        required), ``{namespace}`` (the session's namespace) and ``{port}``
-        (``ray_dashboard_port``); no other placeholders, format specs, query string or
-        fragment. It must give an http:// or https:// URL; the proxied path and query are
-        appended to it. Examples: a custom cluster domain,
-        ``http://{name}-head-svc.{namespace}.svc.example.internal:{port}``; dashboards behind
-        a gateway that routes by path, ``https://ray-gw.example.com/{namespace}/{name}``.
-        Requests never go anywhere else: the browser only picks ``<name>``, which must name
-        a RayCluster of the namespace.""",
-    )
-
-    ray_dashboard_port = Int(
-        DEFAULT_DASHBOARD_PORT,
-        config=True,
-        help="""The ``{port}`` of a ``ray_dashboard_url`` template (8265, the Ray default).
-        Unused without a template: the port then comes from the RayCluster's status.""",
-    )
-
-    @validate("ray_dashboard_url")
-    def _validate_ray_dashboard_url(self, proposal: Any) -> str:
-        try:
-            return validate_url_template(proposal["value"])
-        except ValueError as err:
-            raise TraitError(f"JupyterDW.ray_dashboard_url: {err}") from err
-
-    @validate("ray_dashboard_port")
-    def _validate_ray_dashboard_port(self, proposal: Any) -> int:
-        value = int(proposal["value"])
-        if not 0 < value < 65536:
-            raise TraitError(f"JupyterDW.ray_dashboard_port must be a TCP port, got {value}")
-        return value
 
     def initialize_settings(self) -> None:
         """Create the session and start it in the background: start-up never waits on

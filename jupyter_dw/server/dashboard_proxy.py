@@ -71,7 +71,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import string
 import time
 from collections.abc import Awaitable, Iterable
 from concurrent.futures import Executor
@@ -103,6 +102,7 @@ from tornado.websocket import (
 from ..domain.cluster_spec import MAX_NAME_LENGTH, ray_cluster_name_error
 from ..domain.cluster_state import cluster_status
 from ..domain.ray_auth import RayToken, TokenUnavailable, ray_auth_of
+from ..domain.ray_endpoints import validate_url_template
 from ..domain.validation import dns1035_label_error
 from ..k8s.errors import KubeApiError, KubeError
 from ..k8s.resources import RAY_CLUSTER, RAY_GROUP, ResourceKind
@@ -145,7 +145,6 @@ DEFAULT_DASHBOARD_URL = ""
 """No template: use what KubeRay reports (:data:`KUBERAY_DASHBOARD_URL`)."""
 DEFAULT_DASHBOARD_PORT = DASHBOARD_PORT
 """The ``{port}`` of a configured template (KubeRay's ``dashboard`` port by default)."""
-TEMPLATE_FIELDS = frozenset({"name", "namespace", "port"})
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to connect to the dashboard (and finish a WebSocket handshake). There is no limit on
@@ -274,40 +273,6 @@ _URL_UNSAFE = re.compile(r"[\x00-\x20\x7f\\]")
 # ---------------------------------------------------------------------------------------------
 # Configuration
 # ---------------------------------------------------------------------------------------------
-
-
-def validate_url_template(template: str) -> str:
-    """Check a ``ray_dashboard_url`` template and return it; raise ``ValueError`` if it is not
-    empty (use what KubeRay reports) or an http(s) URL built only from ``{name}``,
-    ``{namespace}`` and ``{port}``.
-
-    ``{name}`` is required (without it every cluster would share one dashboard); format specs,
-    conversions, query strings and fragments are refused because the proxy appends the
-    request's path and query to the result.
-    """
-    if template == DEFAULT_DASHBOARD_URL:
-        return template
-    try:
-        parsed = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(template)]
-    except ValueError as err:  # unbalanced braces
-        raise ValueError(f"{template!r} is not a valid template: {err}") from err
-    fields = [f for f, _, _ in parsed if f is not None]
-    unknown = sorted({f for f in fields if f not in TEMPLATE_FIELDS})
-    if unknown:
-        raise ValueError(
-            f"{template!r} uses unknown placeholder(s) {', '.join(repr(f) for f in unknown)}; "
-            "only {name}, {namespace} and {port} are known"
-        )
-    if any(spec or conv for _, spec, conv in parsed):
-        raise ValueError(f"{template!r}: placeholders take no format spec or conversion")
-    if "name" not in fields:
-        raise ValueError(f"{template!r} must contain {{name}} (the RayCluster's name)")
-    sample = urlsplit(template.format(name="example", namespace="default", port=1))
-    if sample.scheme not in ("http", "https") or not sample.hostname:
-        raise ValueError(f"{template!r} must be an http:// or https:// URL with a host")
-    if sample.query or sample.fragment:
-        raise ValueError(f"{template!r} must not have a query string or fragment")
-    return template
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ watches. Listeners run on the caches' threads; they hand each change to the sock
 happened, to its :class:`jupyter_dw.core.feed.ChangeFeed` (the same feed the notebook widgets
 use), on the extension's thread pool, awaited one at a time so the order holds.
 
-Messages are JSON text frames from the server; the browser sends nothing (what it sends is
-ignored). A cluster is the object ``GET clusters`` lists (``ClusterStatus`` JSON plus
+Messages are JSON text frames from the server. The browser sends only ``watch_jobs`` (the
+Ray jobs and the one job log it shows, see :mod:`.job_stream`); anything else it sends is
+ignored. A cluster is the object ``GET clusters`` lists (``ClusterStatus`` JSON plus
 ``dashboard_url``, ``owner``, ``pods``); ``queues`` is the ``GET queues`` answer.
 
 - ``{"type": "snapshot", "namespace", "queues", "queues_error", "clusters",
@@ -41,6 +42,9 @@ ignored). A cluster is the object ``GET clusters`` lists (``ClusterStatus`` JSON
   controller became ``reconnecting``, ``stale`` or ``live`` again (each a ``{"state",
   "reason", "since"}``; ``freshness`` the worst). Then a ``cluster`` message, ``cause.kind``
   ``WatchHealth``, for every cluster whose ``freshness`` changed with it.
+- ``{"type": "jobs", "cluster", "jobs", "error"}`` and ``{"type": "job_logs", "cluster",
+  "job", "text", "reset", "end", "error"}``: the Ray jobs the browser asked to follow
+  (:mod:`.job_stream`).
 - ``{"type": "error", "error", "reason", "hint", "code"}``: the socket cannot go on (sent
   before the server closes it).
 """
@@ -62,6 +66,7 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 from ..core.feed import Change, ChangeFeed
 from ..k8s.errors import KubeError
 from .handlers import AUTH_RESOURCE, ExtensionObjectsMixin
+from .job_stream import JobWatches
 
 log = logging.getLogger(__name__)
 
@@ -133,15 +138,23 @@ class EventsHandler(
         # Registered before the snapshot is read, so no change between the two is lost.
         self._remove_listener = self._feed.listen(self._on_change)
         self._pump = asyncio.ensure_future(self._run())
+        self._jobs = JobWatches(core, self.run_blocking, self._send_while_open)
 
     def on_message(self, message: str | bytes) -> None:
-        """The stream is one-way: messages from the browser are ignored."""
+        """``watch_jobs`` (see :mod:`.job_stream`); anything else is ignored."""
+        try:
+            decoded = json.loads(message)
+        except ValueError:
+            return
+        if isinstance(decoded, dict) and decoded.get("type") == "watch_jobs":
+            self._jobs.update(decoded)
 
     def on_close(self) -> None:
-        """Stop listening and stop the sending task."""
+        """Stop listening and stop the sending tasks."""
         self._closed = True
         self._remove_listener()
         self._pump.cancel()
+        self._jobs.stop()
 
     def _on_change(self, plural: str, event_type: str, obj: Object) -> None:
         """Session listener, on a cache thread: hand the change to this socket's IO loop."""
@@ -167,6 +180,13 @@ class EventsHandler(
     async def _send(self, message: dict[str, Any]) -> None:
         # Awaiting the write makes a slow browser slow this socket down, not the server.
         await self.write_message(json.dumps(message))
+
+    async def _send_while_open(self, message: dict[str, Any]) -> None:
+        if not self._closed:
+            try:
+                await self._send(message)
+            except WebSocketClosedError:
+                self._closed = True
 
     async def _fail(self, err: KubeError) -> None:
         try:

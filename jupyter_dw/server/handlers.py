@@ -231,8 +231,11 @@ def _scale(core: DWCore, name: str, body: Any) -> Any:
 
 def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHandler]]]:
     """``(pattern, handler)`` pairs; ExtensionApp prepends ``base_url``."""
-    # Imported here: the socket's module imports this one's settings names.
+    # Imported here: those modules import this one's base class and settings names.
     from .events import EventsHandler
+    from .jobs_handlers import JobLogsHandler, JobsHandler, JobStopHandler
+
+    job = url_path_join(prefix, "clusters", "([^/]+)", "jobs", "([^/]+)")
 
     return [
         (url_path_join(prefix, "version"), VersionHandler),
@@ -241,5 +244,8 @@ def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHan
         (url_path_join(prefix, "clusters"), ClustersHandler),
         (url_path_join(prefix, "clusters", "([^/]+)"), ClusterHandler),
         (url_path_join(prefix, "clusters", "([^/]+)", "scale"), ScaleHandler),
+        (url_path_join(prefix, "clusters", "([^/]+)", "jobs"), JobsHandler),
+        (url_path_join(job, "logs"), JobLogsHandler),
+        (url_path_join(job, "stop"), JobStopHandler),
         (url_path_join(prefix, "events"), EventsHandler),
     ]

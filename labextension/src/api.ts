@@ -32,6 +32,12 @@ export type ScaleChange = Schemas['ScaleChange'];
 export type ScaleRequest = Schemas['ScaleRequest'];
 export type ScaleFit = Schemas['ScaleFit'];
 export type ScaleResult = Schemas['ScaleResult'];
+export type RayJob = Schemas['RayJob'];
+export type JobList = Schemas['JobList'];
+export type JobStopped = Schemas['JobStopped'];
+export type JobsMessage = Schemas['JobsMessage'];
+export type JobLogsMessage = Schemas['JobLogsMessage'];
+export type WatchJobsRequest = Schemas['WatchJobsRequest'];
 
 export const API_PATH = 'dw/api';
 /** `POST clusters`: the header that makes a create safe to retry (see openapi.yaml). */
@@ -73,6 +79,8 @@ export interface ISocket {
   onmessage: ((event: { data: unknown }) => void) | null;
   onclose: ((event: { code: number; reason: string }) => void) | null;
   onerror: ((event: unknown) => void) | null;
+  /** A message to the server (only `watch_jobs`). */
+  send(data: string): void;
   close(code?: number, reason?: string): void;
 }
 
@@ -88,6 +96,8 @@ export interface IDWApi {
   remove(name: string): Promise<Deleted>;
   /** `POST clusters/{name}/scale`: pin at `workers` (null: back to the Ray autoscaler). */
   scale(name: string, workers: number | null, dryRun?: boolean): Promise<ScaleResult>;
+  /** `POST clusters/{name}/jobs/{job}/stop`: the server adds the cluster's Ray token. */
+  stopJob(name: string, job: string): Promise<JobStopped>;
   openEvents(): ISocket;
 }
 
@@ -130,6 +140,11 @@ export class DWApi implements IDWApi {
   scale(name: string, workers: number | null, dryRun = false): Promise<ScaleResult> {
     const body: ScaleRequest = { workers, dry_run: dryRun };
     return this.request<ScaleResult>('POST', `clusters/${encodeURIComponent(name)}/scale`, body);
+  }
+
+  stopJob(name: string, job: string): Promise<JobStopped> {
+    const path = `clusters/${encodeURIComponent(name)}/jobs/${encodeURIComponent(job)}/stop`;
+    return this.request<JobStopped>('POST', path, {});
   }
 
   /** `dw/api/events`; the browser's cookies authenticate it, or the token when appended. */

@@ -19,6 +19,7 @@ import {
   ScaleResult,
   WatchHealth
 } from './api';
+import { JobsState } from './jobs';
 
 /** How the frontend and the server extension agree. */
 export type Handshake =
@@ -228,6 +229,7 @@ export class DWModel {
         this._clustersError = message.clusters_error;
         this._positionsVisible = message.positions_visible;
         this._health = message.health ?? null;
+        this._watchJobs(true);
         break;
       }
       case 'health':
@@ -247,6 +249,11 @@ export class DWModel {
         } else {
           this._clusters.set(message.name, message.state);
         }
+        this._watchJobs(false);
+        break;
+      case 'jobs':
+      case 'job_logs':
+        this.jobs.apply(message);
         break;
       case 'workload':
         return; // Queue counts come with the `queues` message of the same change.
@@ -300,6 +307,40 @@ export class DWModel {
    */
   scale(name: string, workers: number | null, dryRun = false): Promise<ScaleResult> {
     return this.api.scale(name, workers, dryRun);
+  }
+
+  /** The Ray jobs of the ready clusters and the selected job's log (from the socket). */
+  readonly jobs = new JobsState();
+
+  /** Show the log of `job` of `cluster` (null: none), streamed on the events socket. */
+  selectJob(cluster: string, job: string | null): void {
+    if (this.jobs.select(cluster, job)) {
+      this._sendJobsRequest();
+      this._emit();
+    }
+  }
+
+  /** Ask Ray (through the server, which adds the token) to stop a job. */
+  stopJob(cluster: string, job: string): Promise<unknown> {
+    return this.api.stopJob(cluster, job);
+  }
+
+  /** Follow the jobs of every ready cluster; `always`: ask again (a new socket). */
+  private _watchJobs(always: boolean): void {
+    const ready = [...this._clusters.values()].filter(c => c.state === 'ready').map(c => c.name);
+    if (this.jobs.setClusters(ready) || always) {
+      this._sendJobsRequest();
+    }
+  }
+
+  private _sendJobsRequest(): void {
+    if (this._socket && this._connection === 'live') {
+      try {
+        this._socket.send(JSON.stringify(this.jobs.request()));
+      } catch {
+        // A closing socket: the next snapshot asks again.
+      }
+    }
   }
 
   dispose(): void {
@@ -620,12 +661,18 @@ export function dashboardOffHint(cluster: Cluster): string {
   );
 }
 
-/** The code cell that connects a notebook to the cluster. */
+/**
+ * The code cell that connects a notebook to the cluster: Ray Client through jupyter_dw, which
+ * reads the cluster's Ray token in the kernel (it is never in the notebook) and checks the
+ * kernel's Ray and Python versions first.
+ */
 export function connectionCode(cluster: Cluster): string {
   return [
-    'import ray',
+    'import jupyter_dw as dw',
     '',
-    `# Ray cluster ${cluster.name}; the same address as dw.cluster("${cluster.name}").ray_address`,
-    `ray.init("${rayAddress(cluster)}")`
+    `# Ray cluster ${cluster.name} (${rayAddress(cluster)}): ray.init with its token auth`,
+    `h = dw.cluster("${cluster.name}")`,
+    'h.ray_init()',
+    '# Or, without Ray in this kernel: job = h.submit_job("python train.py")'
   ].join('\n');
 }

@@ -140,6 +140,75 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/clusters/{name}/jobs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayCluster name (as for `/clusters/{name}`). */
+        name: string;
+      };
+      cookie?: never;
+    };
+    /**
+     * The cluster's Ray jobs (submissions), newest first.
+     * @description Read from the cluster's Ray Jobs API (`GET /api/jobs/` on its head, the cluster's
+     *     token added by the server: it never reaches the browser). Ray's own fields; the jobs'
+     *     `runtime_env` is left out. Driver-only jobs (a Ray Client session) are not listed.
+     */
+    get: operations['listJobs'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/clusters/{name}/jobs/{job}/logs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayCluster name (as for `/clusters/{name}`). */
+        name: string;
+        /** @description A Ray job's submission id (`raysubmit_...`, or the id it was submitted with). */
+        job: string;
+      };
+      cookie?: never;
+    };
+    /** A Ray job's log so far (the events socket streams it as it is written). */
+    get: operations['getJobLogs'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/clusters/{name}/jobs/{job}/stop': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayCluster name (as for `/clusters/{name}`). */
+        name: string;
+        /** @description A Ray job's submission id (`raysubmit_...`, or the id it was submitted with). */
+        job: string;
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Ask Ray to stop a job. */
+    post: operations['stopJob'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/events': {
     parameters: {
       query?: never;
@@ -153,7 +222,9 @@ export interface paths {
      *     The first message is a `snapshot`; then `queues`, `cluster` and `workload` messages
      *     as the watch caches change, and a `health` message whenever a watch (or Kueue's
      *     controller) becomes reconnecting, stale or live again; `error` before the server
-     *     closes the socket. Each message is one of `EventMessage`. A request that is no
+     *     closes the socket. The browser may send `WatchJobsRequest` (the Ray jobs and the job
+     *     log it shows); `jobs` and `job_logs` messages then follow them. Each message is one
+     *     of `EventMessage`. A request that is no
      *     WebSocket handshake gets 400 `websocket_required`; one from another site's page, 403
      *     `cross_origin_refused`.
      */
@@ -196,6 +267,8 @@ export interface components {
       /** @description `kueue_webhook_unavailable` / `webhook_unavailable`: the admission webhook that could not be called, as the API server names it (e.g. `mraycluster.kb.io`). */
       webhook?: string | null;
       errors?: components['schemas']['FieldErrors'];
+      /** @description `cluster_not_ready`: the cluster's state now. */
+      state?: string | null;
     };
     /** @description Field name (or `request`) → message. */
     FieldErrors: {
@@ -641,6 +714,73 @@ export interface components {
       default_queue: string | null;
       suggestion?: null | components['schemas']['Suggestion'];
     };
+    /** @description A Ray job as Ray's Jobs API has it (`JobDetails`, Ray 2.60), without its `runtime_env`. Times are milliseconds since the epoch. */
+    RayJob: {
+      submission_id: string;
+      entrypoint: string;
+      /** @enum {unknown} */
+      status: 'PENDING' | 'RUNNING' | 'STOPPED' | 'SUCCEEDED' | 'FAILED';
+      /** @description Ray's words, e.g. why it FAILED (with the last log lines Ray quotes). */
+      message: string | null;
+      error_type: string | null;
+      start_time: number | null;
+      end_time: number | null;
+      metadata: {
+        [key: string]: string;
+      };
+      driver_exit_code: number | null;
+    };
+    JobList: {
+      cluster: string;
+      jobs: components['schemas']['RayJob'][];
+    };
+    JobLogs: {
+      cluster: string;
+      submission_id: string;
+      logs: string;
+      /** @description Only the end of a longer log is in `logs`. */
+      truncated: boolean;
+    };
+    JobStopped: {
+      cluster: string;
+      submission_id: string;
+      stopped: boolean;
+    };
+    /** @description Sent by the browser on the events socket (the only message it sends): the clusters whose Ray jobs it shows (at most 8) and the one job whose log it shows. Each message replaces the previous one; `clusters: []` and `logs: null` stop everything. */
+    WatchJobsRequest: {
+      /** @constant */
+      type: 'watch_jobs';
+      clusters: string[];
+      logs?: null | {
+        cluster: string;
+        job: string;
+      };
+    };
+    /** @description The job list of a cluster the browser follows (`watch_jobs`), sent when it (or the error reading it) changes; Ray's list is read every second. */
+    JobsMessage: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'jobs';
+      cluster: string;
+      jobs: null | components['schemas']['RayJob'][];
+      error: components['schemas']['NullableError'];
+    };
+    /** @description The log of the job the browser follows, as Ray's log stream delivers it: `reset` (the first message: the log so far, replacing what is shown), then chunks to append, then `end` once the job has ended (or `error` when the stream could not go on). */
+    JobLogsMessage: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'job_logs';
+      cluster: string;
+      job: string;
+      text: string;
+      reset: boolean;
+      end: boolean;
+      error: components['schemas']['NullableError'];
+    };
     /** @description One message of the `events` socket. */
     EventMessage:
       | components['schemas']['SnapshotMessage']
@@ -648,6 +788,8 @@ export interface components {
       | components['schemas']['ClusterMessage']
       | components['schemas']['WorkloadMessage']
       | components['schemas']['HealthMessage']
+      | components['schemas']['JobsMessage']
+      | components['schemas']['JobLogsMessage']
       | components['schemas']['ErrorMessage'];
     NullableError: null | components['schemas']['Error'];
     /** @enum {unknown} */
@@ -1043,6 +1185,160 @@ export interface operations {
         };
       };
       default: components['responses']['Error'];
+    };
+  };
+  listJobs: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayCluster name (as for `/clusters/{name}`). */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The jobs. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JobList'];
+        };
+      };
+      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `cluster_not_ready`: the cluster's Ray head is not up yet (`state` says where the cluster is); nothing was sent to Ray. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description 400 `invalid_name`/`invalid_request`; 403 `forbidden` (`denied: get secrets`: the cluster's token cannot be read); 502 `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error`; 503 `ray_unreachable` (the head did not answer). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getJobLogs: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayCluster name (as for `/clusters/{name}`). */
+        name: string;
+        /** @description A Ray job's submission id (`raysubmit_...`, or the id it was submitted with). */
+        job: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The log (its end, when longer than 200,000 characters). */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JobLogs'];
+        };
+      };
+      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `cluster_not_ready`: the cluster's Ray head is not up yet (`state` says where the cluster is); nothing was sent to Ray. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description 400 `invalid_name`/`invalid_request`; 403 `forbidden` (`denied: get secrets`: the cluster's token cannot be read); 502 `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error`; 503 `ray_unreachable` (the head did not answer). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  stopJob: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayCluster name (as for `/clusters/{name}`). */
+        name: string;
+        /** @description A Ray job's submission id (`raysubmit_...`, or the id it was submitted with). */
+        job: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description `stopped`: false when the job had ended already. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JobStopped'];
+        };
+      };
+      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `cluster_not_ready`: the cluster's Ray head is not up yet (`state` says where the cluster is); nothing was sent to Ray. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description 400 `invalid_name`/`invalid_request`; 403 `forbidden` (`denied: get secrets`: the cluster's token cannot be read); 502 `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error`; 503 `ray_unreachable` (the head did not answer). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   events: {

@@ -8,8 +8,14 @@ export class FakeSocket implements ISocket {
   onclose: ((event: { code: number; reason: string }) => void) | null = null;
   onerror: ((event: unknown) => void) | null = null;
   closed = false;
-  send(message: EventMessage): void {
+  /** What the model sent the server. */
+  sent: string[] = [];
+  /** A message from the server. */
+  deliver(message: EventMessage): void {
     this.onmessage?.({ data: JSON.stringify(message) });
+  }
+  send(data: string): void {
+    this.sent.push(data);
   }
   drop(): void {
     this.closed = true;

@@ -55,6 +55,11 @@ function fakeApi(overrides: Partial<IDWApi> = {}) {
       dry_run: dryRun,
       changed: !dryRun
     }),
+    stopJob: async (name: string, job: string) => ({
+      cluster: name,
+      submission_id: job,
+      stopped: true
+    }),
     openEvents: () => {
       const socket = new FakeSocket();
       sockets.push(socket);
@@ -108,14 +113,14 @@ describe('events', () => {
     const seen = vi.fn();
     model.changed.connect(seen);
     expect(model.connection).toBe('connecting');
-    sockets[0].send(snapshot([cluster('a'), cluster('b', { owner: 'other' })]));
+    sockets[0].deliver(snapshot([cluster('a'), cluster('b', { owner: 'other' })]));
     expect(model.connection).toBe('live');
     expect(model.clusters.map(c => c.name)).toEqual(['a', 'b']);
     expect(model.visibleClusters('mine').map(c => c.name)).toEqual(['a']);
     expect(model.visibleClusters('all').map(c => c.name)).toEqual(['a', 'b']);
 
     const ready = cluster('a', { state: 'ready', workers_ready: 2, quota_reserved: true });
-    sockets[0].send({
+    sockets[0].deliver({
       type: 'cluster',
       event: 'MODIFIED',
       name: 'a',
@@ -124,7 +129,7 @@ describe('events', () => {
       milestones: ['Ready']
     });
     expect(model.cluster('a')?.state).toBe('ready');
-    sockets[0].send({
+    sockets[0].deliver({
       type: 'cluster',
       event: 'DELETED',
       name: 'b',
@@ -134,7 +139,7 @@ describe('events', () => {
     });
     expect(model.cluster('b')).toBeUndefined();
     const queues = { ...QUEUES, queues: [] };
-    sockets[0].send({
+    sockets[0].deliver({
       type: 'queues',
       event: 'MODIFIED',
       kind: 'ClusterQueue',
@@ -148,21 +153,21 @@ describe('events', () => {
 
   it('follows the watch health: reconnecting, then live again', async () => {
     const { model, sockets } = await started();
-    sockets[0].send(snapshot([cluster('a')]));
+    sockets[0].deliver(snapshot([cluster('a')]));
     expect(model.health?.freshness.state).toBe('live');
     const away = {
       state: 'reconnecting',
       reason: 'Cannot reach the Kubernetes API server',
       since: '2026-11-23T20:00:00.000Z'
     } as const;
-    sockets[0].send({
+    sockets[0].deliver({
       type: 'health',
       freshness: away,
       caches: { rayclusters: away },
       kueue_controller: LIVE
     });
     expect(model.health?.freshness).toEqual(away);
-    sockets[0].send({
+    sockets[0].deliver({
       type: 'cluster',
       event: 'MODIFIED',
       name: 'a',
@@ -171,7 +176,7 @@ describe('events', () => {
       milestones: []
     });
     expect(model.cluster('a')?.freshness.state).toBe('reconnecting');
-    sockets[0].send({
+    sockets[0].deliver({
       type: 'health',
       freshness: LIVE,
       caches: { rayclusters: LIVE },
@@ -182,7 +187,7 @@ describe('events', () => {
 
   it('reconnects with backoff after a drop and replaces state with a fresh snapshot', async () => {
     const { model, sockets, clock } = await started();
-    sockets[0].send(snapshot([cluster('old')]));
+    sockets[0].deliver(snapshot([cluster('old')]));
     sockets[0].drop();
     expect(model.connection).toBe('reconnecting');
     expect(clock.pendingDelays()).toEqual([backoffDelay(0)]);
@@ -195,7 +200,7 @@ describe('events', () => {
     clock.advance(backoffDelay(1));
     expect(sockets).toHaveLength(3);
     expect(model.connection).toBe('reconnecting');
-    sockets[2].send(snapshot([cluster('new')]));
+    sockets[2].deliver(snapshot([cluster('new')]));
     expect(model.connection).toBe('live');
     expect(model.reconnects).toBe(1);
     expect(model.clusters.map(c => c.name)).toEqual(['new']);
@@ -206,10 +211,10 @@ describe('events', () => {
 
   it('ignores messages of a replaced socket and stops on dispose', async () => {
     const { model, sockets, clock } = await started();
-    sockets[0].send(snapshot([]));
+    sockets[0].deliver(snapshot([]));
     sockets[0].drop();
     clock.advance(backoffDelay(0));
-    sockets[0].send(snapshot([cluster('stale')]));
+    sockets[0].deliver(snapshot([cluster('stale')]));
     expect(model.clusters).toEqual([]);
     model.dispose();
     expect(sockets[1].closed).toBe(true);
@@ -329,7 +334,10 @@ describe('presentation', () => {
   });
 
   it('writes the connection code for the head service', () => {
-    expect(connectionCode(cluster('a'))).toContain('ray.init("ray://a-head-svc.ns.svc:10001")');
+    const code = connectionCode(cluster('a'));
+    expect(code).toContain('h = dw.cluster("a")\nh.ray_init()');
+    expect(code).toContain('ray://a-head-svc.ns.svc:10001');
+    expect(code.toLowerCase()).not.toContain('token=');
   });
 
   it('says how to reach a dashboard when the proxy is off', () => {

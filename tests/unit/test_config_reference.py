@@ -38,7 +38,9 @@ def test_the_reference_covers_every_setting_with_its_help():
     assert "service-account ``token``" in text
     assert "short-lived capability in the URL" in text
     assert "`JUPYTER_DW_MAX_WORKERS`" in text
-    assert "`JUPYTER_DW_RAY_DASHBOARD_URL`" not in text  # server only: no variable
+    # Kernels reach Ray heads too (h.submit_job): the dashboard template is shared.
+    assert "`JUPYTER_DW_RAY_DASHBOARD_URL`" in text
+    assert "`JUPYTER_DW_RAY_CLIENT_URL`" in text
 
 
 def test_check_and_write(tmp_path, capsys):

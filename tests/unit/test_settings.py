@@ -8,7 +8,7 @@ import pytest
 from traitlets import TraitError
 
 from jupyter_dw.core.settings import environment_config, load_settings, setting_names
-from jupyter_dw.notebook.api import version_mismatches
+from jupyter_dw.notebook.ray_connect import version_mismatches
 from jupyter_dw.notebook.runtime import kernel_base_url
 
 

@@ -4,6 +4,7 @@ import type { Cluster } from '../api';
 import { DWModel, dashboardOffHint, formatDuration, quotaHeldFor, timeline } from '../model';
 import { canScale } from '../../../jupyter_dw/notebook/static/workers_bar.js';
 import type { IScaler } from '../scale';
+import { JobsView } from './jobs';
 import { ErrorNote } from './status';
 import { ScaleControl, WorkersView } from './workers';
 
@@ -54,6 +55,7 @@ function ClusterCard(props: {
   actions: IClusterActions;
   me: string | null;
   scaler: IScaler;
+  model: DWModel;
 }): JSX.Element {
   const c = props.cluster;
   const { actions } = props;
@@ -126,6 +128,7 @@ function ClusterCard(props: {
         </div>
       ) : null}
       <Timeline cluster={c} />
+      <JobsView cluster={c} model={props.model} />
       <div className="jp-dw-card-actions">
         <button
           type="button"
@@ -183,6 +186,7 @@ export function ClustersSection(props: {
             actions={actions}
             me={model.username}
             scaler={model}
+            model={model}
           />
         ))}
       </ul>

@@ -1,0 +1,234 @@
+"""Ray jobs on the namespace's clusters, for every surface: list, read, submit, stop, stream.
+
+Where a cluster's head answers comes from the settings (``ray_dashboard_url``,
+``ray_client_url``) or KubeRay's status (:mod:`jupyter_dw.domain.ray_endpoints`); its token from
+the Secret KubeRay made for it, used only when that Secret's controller is this cluster
+(:meth:`KubeSession.ray_token`), held in memory a few seconds, and sent only in request
+headers to the head (:mod:`jupyter_dw.ray`). No surface ever sees it: answers carry Ray's job
+fields, never the token or the job's ``runtime_env``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from ..domain.ray_auth import RayToken, TokenUnavailable, ray_auth_of
+from ..domain.ray_endpoints import NoAddress, client_address, dashboard_address
+from ..domain.ray_jobs import (
+    JobList,
+    JobLogs,
+    JobStopped,
+    RayJob,
+    clip_log,
+    job_id_error,
+    job_list,
+)
+from ..k8s.errors import InvalidRequest
+from ..k8s.session import KubeSession
+from ..names import CLIENT_PORT
+from ..ray.errors import ClusterNotReady, RayError, RayTokenUnavailable
+from ..ray.jobs_api import RayJobsClient
+from .clusters import ClusterService, check_cluster_name
+
+ENDPOINT_TTL = 5.0
+"""Seconds a cluster's address and token are reused before the cluster and its Secret are
+read again (the same as the dashboard proxy's)."""
+SUBMIT_FIELDS = frozenset({"entrypoint", "runtime_env", "working_dir", "metadata", "submission_id"})
+
+
+def check_job_id(job_id: Any) -> str:
+    """``job_id`` if it can be a Ray job's id in a URL, else :class:`InvalidRequest`."""
+    problem = job_id_error(job_id)
+    if problem is not None:
+        raise InvalidRequest(
+            "Invalid Ray job id", problem, "Take the id from the cluster's job list.",
+            {"job": problem},
+        )  # fmt: skip
+    return str(job_id)
+
+
+class RayJobService:
+    """Ray jobs of the session's namespace's clusters (blocking calls, except :meth:`tail`)."""
+
+    def __init__(
+        self,
+        session: KubeSession,
+        clusters: ClusterService,
+        dashboard_template: str = "",
+        dashboard_port: int = 8265,
+        client_template: str = "",
+        request_timeout: float = 30.0,
+    ) -> None:
+        self.session = session
+        self.clusters = clusters
+        self.dashboard_template = dashboard_template
+        self.dashboard_port = dashboard_port
+        self.client_template = client_template
+        self.request_timeout = request_timeout
+        self._lock = threading.Lock()
+        self._clients: dict[str, tuple[float, str, RayJobsClient]] = {}
+
+    # -- reaching a head ---------------------------------------------------------------------
+
+    def client(self, name: str) -> RayJobsClient:
+        """The Jobs API client of cluster ``name``: its head must be up. Raises
+        ``KubeNotFound``, :class:`ClusterNotReady`, :class:`RayTokenUnavailable`,
+        ``KubeForbidden`` (``get secrets``) or :class:`RayError` (no usable address)."""
+        check_cluster_name(name)
+        raycluster = self._ready_cluster(name)
+        uid = str((raycluster.get("metadata") or {}).get("uid") or "")
+        with self._lock:
+            until, seen_uid, cached = self._clients.get(name, (0.0, "", None))
+        if cached is not None and seen_uid == uid and until > time.monotonic():
+            return cached
+        try:
+            base = dashboard_address(
+                self.dashboard_template,
+                self.dashboard_port,
+                name,
+                self.session.namespace,
+                raycluster,
+            )
+        except NoAddress as err:
+            raise _no_address(name, err) from None
+        client = RayJobsClient(base, self.token(raycluster), name, self.request_timeout)
+        with self._lock:
+            self._clients[name] = (time.monotonic() + ENDPOINT_TTL, uid, client)
+        return client
+
+    def client_address(self, name: str) -> str:
+        """The ``ray://`` address of cluster ``name``'s Ray Client server (head up)."""
+        raycluster = self._ready_cluster(check_cluster_name(name))
+        try:
+            return client_address(
+                self.client_template, CLIENT_PORT, name, self.session.namespace, raycluster
+            )
+        except NoAddress as err:
+            raise _no_address(name, err) from None
+
+    def token(self, raycluster: Mapping[str, Any]) -> RayToken | None:
+        """The cluster's Ray token (None when it does not use KubeRay's token)."""
+        if not ray_auth_of(raycluster).uses_secret:
+            return None
+        name = str((raycluster.get("metadata") or {}).get("name") or "")
+        try:
+            return self.session.ray_token(dict(raycluster))
+        except TokenUnavailable as err:
+            raise RayTokenUnavailable(
+                f"The Ray token of cluster {name} cannot be used",
+                str(err),
+                "The cluster uses Ray token authentication; KubeRay makes its Secret when it "
+                "accepts the cluster. A Secret of that name owned by anything else is never "
+                "used: delete it and the cluster to start over.",
+            ) from None
+
+    def _ready_cluster(self, name: str) -> dict[str, Any]:
+        info = self.clusters.get(name)  # KubeNotFound when there is none
+        if not info.status.head_ready:
+            raise ClusterNotReady(
+                f"The Ray head of cluster {name} is not up yet",
+                f"the cluster is {info.state}"
+                + (f" ({info.reason}: {info.message})" if info.reason and info.message else ""),
+                "Wait until it is ready (h.wait_async() or the sidebar), then try again.",
+                info.state,
+            )
+        raycluster = self.session.cached_ray_cluster(name)
+        return dict(raycluster) if raycluster is not None else dict(self.session.ray_cluster(name))
+
+    # -- jobs ----------------------------------------------------------------------------------
+
+    def list(self, name: str) -> JobList:
+        """The cluster's submitted jobs, newest first."""
+        return job_list(name, self.client(name).list_jobs())
+
+    def get(self, name: str, job_id: str) -> RayJob:
+        """One job (``JobNotFound`` when the cluster has none of that id)."""
+        answer = self.client(name).job(check_job_id(job_id))
+        if not isinstance(answer, Mapping):
+            raise RayError(f"Ray's answer about job {job_id} on {name} is unreadable")
+        return RayJob.from_ray(answer)
+
+    def logs(self, name: str, job_id: str) -> JobLogs:
+        """The job's log so far (the end of it when very long)."""
+        text, truncated = clip_log(self.client(name).logs(check_job_id(job_id)))
+        return JobLogs(name, job_id, text, truncated)
+
+    def stop(self, name: str, job_id: str) -> JobStopped:
+        """Ask Ray to stop the job; ``stopped`` is False when it had ended already."""
+        return JobStopped(name, job_id, self.client(name).stop(check_job_id(job_id)))
+
+    def submit(self, name: str, request: Mapping[str, Any]) -> RayJob:
+        """Submit ``{"entrypoint", "runtime_env"?, "working_dir"?, "metadata"?,
+        "submission_id"?}`` to cluster ``name``; a local ``working_dir`` is uploaded first.
+        Returns the job as Ray has it just after."""
+        from ..ray.packages import upload_working_dir
+
+        body = _submission(request)
+        client = self.client(name)
+        working_dir = body.pop("working_dir", None)
+        if working_dir is not None:
+            runtime_env = dict(body.get("runtime_env") or {})
+            runtime_env["working_dir"] = upload_working_dir(client, working_dir)
+            body["runtime_env"] = runtime_env
+        submission_id = client.submit(body)
+        answer = client.job(submission_id)
+        return RayJob.from_ray(answer if isinstance(answer, Mapping) else {})
+
+    async def tail(self, name: str, job_id: str, client: RayJobsClient) -> AsyncIterator[str]:
+        """The job's log as it is written (see :mod:`jupyter_dw.ray.log_tail`); ``client``
+        from :meth:`client`, got off the event loop."""
+        from ..ray.log_tail import tail_logs
+
+        async for chunk in tail_logs(client, check_job_id(job_id)):
+            yield chunk
+
+
+def _no_address(name: str, err: NoAddress) -> RayError:
+    return RayError(
+        f"The Ray head of cluster {name} has no usable address",
+        str(err),
+        "Check the RayCluster's status.head.serviceName, or set JupyterDW.ray_dashboard_url "
+        "(and ray_client_url) to where its head is.",
+    )
+
+
+def _invalid(field: str, problem: str) -> InvalidRequest:
+    return InvalidRequest("Invalid job submission", problem, None, {field: problem})
+
+
+def _submission(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Ray's ``JobSubmitRequest`` body from a request, each field checked (nothing sent when
+    one is wrong)."""
+    if not isinstance(request, Mapping):
+        raise _invalid("request", "must be a JSON object")
+    unknown = sorted(set(request) - SUBMIT_FIELDS)
+    if unknown:
+        raise _invalid("request", f"unknown field(s) {', '.join(map(str, unknown))}")
+    entrypoint = request.get("entrypoint")
+    if not isinstance(entrypoint, str) or not entrypoint.strip():
+        raise _invalid("entrypoint", "must be a shell command, e.g. 'python train.py'")
+    body: dict[str, Any] = {"entrypoint": entrypoint}
+    runtime_env = request.get("runtime_env")
+    if runtime_env is not None:
+        if not isinstance(runtime_env, Mapping):
+            raise _invalid("runtime_env", "must be a mapping (Ray's runtime_env)")
+        body["runtime_env"] = dict(runtime_env)
+    metadata = request.get("metadata")
+    if metadata is not None:
+        if not isinstance(metadata, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+        ):
+            raise _invalid("metadata", "must map strings to strings")
+        body["metadata"] = dict(metadata)
+    working_dir = request.get("working_dir")
+    if working_dir is not None:
+        if not isinstance(working_dir, str) or not working_dir:
+            raise _invalid("working_dir", "must be a local directory or a remote URI")
+        body["working_dir"] = working_dir
+    submission_id = request.get("submission_id")
+    if submission_id is not None:
+        body["submission_id"] = check_job_id(submission_id)
+    return body

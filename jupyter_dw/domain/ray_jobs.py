@@ -1,0 +1,208 @@
+"""Ray jobs as every surface shows them, read from Ray's Jobs REST API answers. Pure.
+
+Field names and states are Ray's (``ray/dashboard/modules/job/pydantic_models.py``
+``JobDetails`` and ``common.py`` ``JobStatus``, Ray 2.60): ``submission_id``, ``entrypoint``,
+``status`` (``PENDING``, ``RUNNING``, ``STOPPED``, ``SUCCEEDED``, ``FAILED``), ``message``,
+``error_type``, ``start_time``/``end_time`` (ms since the epoch), ``metadata``,
+``driver_exit_code``. ``runtime_env`` is never copied: it may hold secrets of the user's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+JOB_STATES: tuple[str, ...] = ("PENDING", "RUNNING", "STOPPED", "SUCCEEDED", "FAILED")
+TERMINAL_STATES = frozenset({"STOPPED", "SUCCEEDED", "FAILED"})
+"""States a job never leaves (``JobStatus.is_terminal``)."""
+TAIL_LINES = 20
+"""Lines of a failed job's log its error shows."""
+MAX_LOG_CHARS = 200_000
+"""The most log text one answer or widget holds (the end is kept): Ray keeps every line."""
+
+_JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def job_id_error(job_id: Any) -> str | None:
+    """Why ``job_id`` cannot be a Ray job's id in a URL path, or None. Ray's ids are
+    ``raysubmit_<16 characters>`` (or a caller's own submission id): letters, digits, ``_``,
+    ``-`` and ``.``, never ``.``/``..`` (a path segment an HTTP client would remove)."""
+    if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id) or set(job_id) == {"."}:
+        return (
+            "must be 1-128 letters, digits, '_', '-' or '.', starting with a letter or digit "
+            "(a Ray submission id such as raysubmit_AbC123)"
+        )
+    return None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _items(value: Any) -> list[tuple[Any, Any]]:
+    return list(value.items()) if isinstance(value, Mapping) else []
+
+
+def _ms(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and value > 0 else None
+
+
+@dataclass(frozen=True)
+class RayJob:
+    """One Ray job (a submission) of a cluster."""
+
+    submission_id: str
+    entrypoint: str
+    status: str
+    message: str | None = None
+    error_type: str | None = None
+    start_time: int | None = None
+    end_time: int | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    driver_exit_code: int | None = None
+
+    @classmethod
+    def from_ray(cls, data: Mapping[str, Any]) -> RayJob:
+        """From Ray's ``JobDetails`` JSON (a driver-only job without a submission id gets its
+        ``job_id``)."""
+        status = _text(data.get("status")) or "PENDING"
+        metadata = data.get("metadata")
+        exit_code = data.get("driver_exit_code")
+        return cls(
+            submission_id=_text(data.get("submission_id")) or _text(data.get("job_id")) or "",
+            entrypoint=_text(data.get("entrypoint")) or "",
+            status=status if status in JOB_STATES else "PENDING",
+            message=_text(data.get("message")),
+            error_type=_text(data.get("error_type")),
+            start_time=_ms(data.get("start_time")),
+            end_time=_ms(data.get("end_time")),
+            metadata={str(k): str(v) for k, v in _items(metadata)},
+            driver_exit_code=exit_code if isinstance(exit_code, int) else None,
+        )
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the job has ended (it will not change any more)."""
+        return self.status in TERMINAL_STATES
+
+    def duration_ms(self, now_ms: int) -> int | None:
+        """Run time so far (or in all, once ended); None before it started."""
+        if self.start_time is None:
+            return None
+        end = self.end_time if self.end_time is not None else now_ms
+        return max(0, end - self.start_time)
+
+    def to_json(self) -> dict[str, Any]:
+        """Ray's own fields (``runtime_env`` left out)."""
+        return {
+            "submission_id": self.submission_id,
+            "entrypoint": self.entrypoint,
+            "status": self.status,
+            "message": self.message,
+            "error_type": self.error_type,
+            "start_time": self.start_time,
+            "end_time": self.end_time,
+            "metadata": dict(self.metadata),
+            "driver_exit_code": self.driver_exit_code,
+        }
+
+
+@dataclass(frozen=True)
+class JobList:
+    """A cluster's Ray jobs, newest first; behaves like a list and looks jobs up by id."""
+
+    cluster: str
+    jobs: tuple[RayJob, ...]
+
+    def __iter__(self) -> Iterator[RayJob]:
+        return iter(self.jobs)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __getitem__(self, key: int | str) -> RayJob:
+        if isinstance(key, str):
+            for job in self.jobs:
+                if job.submission_id == key:
+                    return job
+            raise KeyError(key)
+        return self.jobs[key]
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"cluster", "jobs": [...]}``."""
+        return {"cluster": self.cluster, "jobs": [job.to_json() for job in self.jobs]}
+
+
+def job_list(cluster: str, answer: Any) -> JobList:
+    """Ray's ``GET /api/jobs/`` answer as a :class:`JobList` of submissions (driver-only jobs,
+    e.g. a Ray Client session, have no submission and are left out), newest first."""
+    rows = [
+        RayJob.from_ray(row)
+        for row in (answer if isinstance(answer, list) else [])
+        if isinstance(row, Mapping) and _text(row.get("submission_id"))
+    ]
+    rows.sort(key=lambda job: (job.start_time or 0, job.submission_id), reverse=True)
+    return JobList(cluster, tuple(rows))
+
+
+@dataclass(frozen=True)
+class JobLogs:
+    """A job's log as Ray has it (the end kept when longer than :data:`MAX_LOG_CHARS`)."""
+
+    cluster: str
+    submission_id: str
+    logs: str
+    truncated: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "submission_id": self.submission_id,
+            "logs": self.logs,
+            "truncated": self.truncated,
+        }
+
+
+def clip_log(text: str, limit: int = MAX_LOG_CHARS) -> tuple[str, bool]:
+    """The last ``limit`` characters of ``text`` (from a line start when one is near), and
+    whether anything was cut."""
+    if len(text) <= limit:
+        return text, False
+    tail = text[-limit:]
+    newline = tail.find("\n")
+    if 0 <= newline < 1000:
+        tail = tail[newline + 1 :]
+    return tail, True
+
+
+def last_lines(text: str, count: int = TAIL_LINES) -> list[str]:
+    """The last ``count`` non-empty lines of a log."""
+    return [line for line in text.splitlines() if line.strip()][-count:]
+
+
+def failure_reason(job: RayJob, logs: str) -> str:
+    """Why ``job`` failed, in Ray's words, then the last lines of its log (Ray's message
+    often quotes the log already: then it is not repeated)."""
+    message = (job.message or f"the job ended {job.status}").strip()
+    lines = last_lines(logs)
+    if not lines or lines[-1] in message:
+        return message
+    return message + "\nLast log lines:\n" + "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class JobStopped:
+    """The answer of ``POST .../stop``: whether Ray stopped it (False: it had ended)."""
+
+    cluster: str
+    submission_id: str
+    stopped: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "submission_id": self.submission_id,
+            "stopped": self.stopped,
+        }

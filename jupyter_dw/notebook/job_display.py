@@ -1,0 +1,50 @@
+"""HTML of a cluster's Ray job list in a notebook, registered with IPython's formatters (the
+domain's :class:`JobList` knows no HTML)."""
+
+from __future__ import annotations
+
+import html
+import time
+
+from ..domain.ray_jobs import JobList
+from .display import badge, duration
+
+COLORS = {
+    "PENDING": "#b7791f",
+    "RUNNING": "#2b6cb0",
+    "SUCCEEDED": "#2f855a",
+    "FAILED": "#c53030",
+    "STOPPED": "#718096",
+}
+
+
+def jobs_html(jobs: JobList) -> str:
+    """A table: id, entrypoint, state, duration, Ray's message."""
+    if not jobs.jobs:
+        return f"<p>No Ray jobs on cluster <code>{html.escape(jobs.cluster)}</code> yet.</p>"
+    now = int(time.time() * 1000)
+    rows = "".join(
+        "<tr>"
+        f"<td><code>{html.escape(job.submission_id)}</code></td>"
+        f"<td><code>{html.escape(job.entrypoint[:120])}</code></td>"
+        f"<td>{badge(job.status, COLORS.get(job.status, '#718096'))}</td>"
+        f"<td>{duration((job.duration_ms(now) or 0) / 1000) if job.start_time else ''}</td>"
+        f"<td>{html.escape((job.message or '')[:200])}</td>"
+        "</tr>"
+        for job in jobs.jobs
+    )
+    return (
+        f"<b>Ray jobs on {html.escape(jobs.cluster)}</b><table><tr><th>id</th>"
+        f"<th>entrypoint</th><th>state</th><th>duration</th><th>message</th></tr>{rows}</table>"
+    )
+
+
+def register() -> None:
+    """Show :class:`JobList` as :func:`jobs_html` in this IPython (no-op outside one)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["text/html"].for_type(JobList, jobs_html)

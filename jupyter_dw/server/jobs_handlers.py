@@ -1,0 +1,45 @@
+"""REST handlers of a cluster's Ray jobs, under ``{base_url}dw/api/clusters/{name}/jobs``: thin
+wrappers around :class:`jupyter_dw.core.ray_jobs.RayJobService`.
+
+Ray's own API answers 405 to a browser's writes and needs the cluster's token, which must
+never reach the browser: the sidebar asks the server extension, which adds the token upstream
+(read server-side from the cluster's Secret). Each handler is authenticated and authorized by
+jupyter_server like every other route; ``POST`` is XSRF-checked by ``APIHandler``.
+"""
+
+from __future__ import annotations
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from .handlers import DWHandler
+
+
+class JobsHandler(DWHandler):
+    """``GET clusters/{name}/jobs``: the cluster's Ray jobs, newest first."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, name: str) -> None:
+        """See :meth:`jupyter_dw.core.ray_jobs.RayJobService.list`."""
+        await self.call(lambda: self.core.jobs.list(name))
+
+
+class JobLogsHandler(DWHandler):
+    """``GET clusters/{name}/jobs/{id}/logs``: the job's log so far (its end when long)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, name: str, job_id: str) -> None:
+        """See :meth:`jupyter_dw.core.ray_jobs.RayJobService.logs`."""
+        await self.call(lambda: self.core.jobs.logs(name, job_id))
+
+
+class JobStopHandler(DWHandler):
+    """``POST clusters/{name}/jobs/{id}/stop``: ask Ray to stop the job."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, name: str, job_id: str) -> None:
+        """See :meth:`jupyter_dw.core.ray_jobs.RayJobService.stop`."""
+        await self.call(lambda: self.core.jobs.stop(name, job_id))
