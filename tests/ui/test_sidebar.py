@@ -208,10 +208,11 @@ def test_sidebar_end_to_end(
     run_js(page, "notebook:create-new", {"kernelName": "python3"})
     expect(page.locator(".jp-NotebookPanel")).to_be_visible()
     first.get_by_role("button", name="Insert ray.init code for ui-first").click()
-    address = f"ray://ui-first-head-svc.{namespace}.svc:10001"
-    expect(page.locator(".jp-NotebookPanel .jp-Cell").last).to_contain_text(
-        f'ray.init("{address}")'
-    )
+    # Ray Client through jupyter_dw (the token stays in the kernel, never in the notebook).
+    inserted = page.locator(".jp-NotebookPanel .jp-Cell").last
+    expect(inserted).to_contain_text('h = dw.cluster("ui-first")')
+    expect(inserted).to_contain_text("h.ray_init()")
+    expect(inserted).to_contain_text(f"ray://ui-first-head-svc.{namespace}.svc:10001")
 
     # -- a second cluster must wait: Kueue's reason and its position ------------------------
     fill_form(sidebar, name="ui-second", workers="2", **size)  # 3 CPU; 0 left in team
