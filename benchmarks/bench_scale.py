@@ -43,6 +43,7 @@ from jupyter_dw.names import WORKLOAD_SLICE_REPLACEMENT_ANNOTATION
 from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
 from tests.cluster.controlplane import LocalCluster
 from tests.cluster.fixtures import plain_workload
+from tests.integration.test_elastic_scale import set_worker_group
 
 GROUP = "kueue.x-k8s.io"
 
@@ -129,11 +130,7 @@ async def run(changes: int, namespace: str, version: str, custom) -> tuple[list,
         return name
 
     def set_replicas(replicas: int) -> None:
-        body = custom.get_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", "el")
-        body["spec"]["workerGroupSpecs"][0]["replicas"] = replicas
-        custom.replace_namespaced_custom_object(
-            "ray.io", "v1", namespace, "rayclusters", "el", body
-        )
+        set_worker_group(custom.api_client, namespace, "el", replicas=replicas)
 
     small = {"head_cpu": "100m", "head_memory": "256Mi", "worker_cpu": "100m",
              "worker_memory": "256Mi", "workers": 1, "min_workers": 1,

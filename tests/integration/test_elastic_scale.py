@@ -79,12 +79,26 @@ def pod_set_cpu(workload: dict) -> Decimal:
     return total
 
 
+def set_worker_group(kube: client.ApiClient, namespace: str, name: str, **fields: int) -> None:
+    """Set fields of the first worker group with a JSON patch: no read-modify-write, so a
+    controller writing the object meanwhile (KubeRay's status) can never make it a 409."""
+    operations = [
+        {"op": "replace", "path": f"/spec/workerGroupSpecs/0/{field}", "value": value}
+        for field, value in fields.items()
+    ]
+    client.CustomObjectsApi(kube).api_client.call_api(
+        f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters/{name}",
+        "PATCH",
+        header_params={"Content-Type": "application/json-patch+json"},
+        body=operations,
+        auth_settings=["BearerToken"],
+        _return_http_data_only=True,
+    )
+
+
 def set_replicas(kube: client.ApiClient, namespace: str, name: str, replicas: int) -> None:
     """What the Ray autoscaler does: change the worker group's replicas."""
-    custom = client.CustomObjectsApi(kube)
-    body = custom.get_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", name)
-    body["spec"]["workerGroupSpecs"][0]["replicas"] = replicas
-    custom.replace_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", name, body)
+    set_worker_group(kube, namespace, name, replicas=replicas)
 
 
 def worker_pods(kube: client.ApiClient, namespace: str, name: str) -> list:

@@ -20,7 +20,7 @@ from kubernetes import client
 from playwright.sync_api import Page, expect
 
 from tests.cluster.fixtures import KueueObjects
-from tests.integration.test_elastic_scale import set_replicas
+from tests.integration.test_elastic_scale import set_replicas, set_worker_group
 from tests.integration.workbench_rbac import KUEUE
 from tests.ui.lab import LabServer
 from tests.ui.test_sidebar import card, open_panel
@@ -62,10 +62,7 @@ def elastic_cluster(name: str) -> dict[str, Any]:
 
 def set_max_replicas(kube, namespace: str, name: str, workers: int) -> None:
     """An administrator changes the autoscaling range's upper bound."""
-    custom = client.CustomObjectsApi(kube)
-    body = custom.get_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", name)
-    body["spec"]["workerGroupSpecs"][0]["maxReplicas"] = workers
-    custom.replace_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", name, body)
+    set_worker_group(kube, namespace, name, maxReplicas=workers)
 
 
 def worker_group(kube, namespace: str, name: str) -> dict[str, Any]:
