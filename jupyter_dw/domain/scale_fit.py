@@ -24,7 +24,7 @@ from jupyter_dw.domain.fit import (
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota, LocalQueueInfo
 from jupyter_dw.domain.priorities import Ahead
 from jupyter_dw.domain.quantity import QuantityError, parse_quantity
-from jupyter_dw.domain.quota import QuotaTree, format_amount
+from jupyter_dw.domain.quota import QuotaTree
 from jupyter_dw.domain.scheduling import FlavorTraits, Toleration
 
 
@@ -79,18 +79,14 @@ class ScaleFit:
     message: str
 
     def to_json(self) -> dict[str, Any]:
-        """The REST ``ScaleFit`` shape."""
-        v = self.verdict
+        """The REST ``ScaleFit`` shape: the verdict's numbers, this sentence, the sizes."""
+        keep = ("verdict", "reason", "requests", "headroom", "max_obtainable", "flavors")
+        verdict = self.verdict.to_json()
         return {
-            "verdict": v.verdict,
-            "reason": v.reason,
+            **{key: verdict[key] for key in keep},
             "message": self.message,
             "from": self.from_workers,
             "to": self.to_workers,
-            "requests": {r: format_amount(r, q) for r, q in v.requests.items()},
-            "headroom": {r: format_amount(r, q) for r, q in v.headroom.items()},
-            "max_obtainable": {r: format_amount(r, q) for r, q in v.max_obtainable.items()},
-            "flavors": dict(v.flavors),
             "starts_now": self.starts_now,
         }
 

@@ -16,7 +16,6 @@ Quota (one flavor, CPU decides; memory is plenty):
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 
 import pytest
@@ -33,6 +32,7 @@ from tests.integration.clusters_support import (
     small_cluster,
     state_is,
 )
+from tests.integration.test_notebook_widgets import until
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
 WORKBENCH_RULES = namespace_rules()
@@ -371,32 +371,6 @@ async def test_the_sidecar_inclusive_fit_matches_kueue_at_the_exact_boundary(
         )
         assert pod_set_cpu(judged) == need
         assert reserved(judged) == ("True" if spare == 0 else "False")
-
-
-async def until(widget, trait: str, predicate, what: str):
-    """Wait for ``widget.<trait>`` to satisfy ``predicate``, woken by the trait's own change
-    notifications: the test runs nothing meanwhile, as a user runs no cell."""
-    changed = asyncio.Event()
-
-    def handler(_change) -> None:
-        changed.set()
-
-    widget.observe(handler, names=trait)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 90
-    try:
-        while not predicate(getattr(widget, trait)):
-            changed.clear()
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise AssertionError(f"{what}: {trait} is {getattr(widget, trait)!r}")
-            try:
-                await asyncio.wait_for(changed.wait(), remaining)
-            except asyncio.TimeoutError:
-                raise AssertionError(f"{what}: {trait} is {getattr(widget, trait)!r}") from None
-        return getattr(widget, trait)
-    finally:
-        widget.unobserve(handler, names=trait)
 
 
 async def test_a_widget_shows_a_waiting_scale_up_and_its_stepper_scales(
