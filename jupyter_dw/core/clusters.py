@@ -489,13 +489,15 @@ class ClusterService:
                 err.errors,
             ) from err
 
-    def _status_of(self, raycluster: Object) -> _Found:
-        """The RayCluster with its Workloads (slices) and its status from the caches (no
-        positions)."""
+    def _status_of(self, raycluster: Object, pending: Object | None = None) -> _Found:
+        """The RayCluster with its Workloads (slices) and its status from the caches;
+        ``pending`` is the visibility API's entry of whichever of them waits (positions)."""
         slices = self.session.slices_of(raycluster)
         pods = self.session.ray_pods(str((raycluster.get("metadata") or {}).get("name")))
         refusal = self._refusal(raycluster)
-        status = cluster_status(raycluster, pods=pods, slices=slices, refusal=refusal)
+        status = cluster_status(
+            raycluster, pending=pending, pods=pods, slices=slices, refusal=refusal
+        )
         return raycluster, slices, status
 
     def _refusal(self, raycluster: Object) -> Refusal | None:
@@ -518,17 +520,12 @@ class ClusterService:
                 name = (item.get("metadata") or {}).get("name")
                 if name:
                     entries[str(name)] = item
-        result: list[_Found] = []
-        for rc, slices, status in found:
-            entry = entries.get(_waiting_workload(status) or "")
-            if entry is not None:
-                pods = self.session.ray_pods(status.name)
-                refusal = self._refusal(rc)
-                status = cluster_status(
-                    rc, pending=entry, pods=pods, slices=slices, refusal=refusal
-                )
-            result.append((rc, slices, status))
-        return result
+        return [
+            self._status_of(rc, entry)
+            if (entry := entries.get(_waiting_workload(status) or "")) is not None
+            else (rc, slices, status)
+            for rc, slices, status in found
+        ]
 
     def _ahead(
         self,

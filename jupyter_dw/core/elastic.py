@@ -12,7 +12,6 @@ from typing import Any, Literal
 from ..domain.slices import counts_autoscaler
 from ..k8s.elastic import ElasticJobs
 from ..k8s.session import KubeSession
-from ..names import JOB_UID_LABEL
 
 ElasticSetting = Literal["auto", "true", "false"]
 
@@ -62,12 +61,15 @@ class ElasticSupport:
         with self._lock:
             if self._learned is not None:
                 return self._learned
-        for workload in self.session.workloads():
-            uid = ((workload.get("metadata") or {}).get("labels") or {}).get(JOB_UID_LABEL)
-            raycluster = self.session.ray_cluster_by_uid(str(uid)) if uid else None
-            found = counts_autoscaler(workload, raycluster)
-            if found is not None:
-                with self._lock:
-                    self._learned = AutoscalerQuota(found, "workload")
-                    return self._learned
+        # Only an autoscaling RayCluster's Workloads can tell: look at those (by the Workload
+        # index), not at every Workload of the namespace.
+        for raycluster in self.session.cached_ray_clusters():
+            if (raycluster.get("spec") or {}).get("enableInTreeAutoscaling") is not True:
+                continue
+            for workload in self.session.slices_of(raycluster):
+                found = counts_autoscaler(workload, raycluster)
+                if found is not None:
+                    with self._lock:
+                        self._learned = AutoscalerQuota(found, "workload")
+                        return self._learned
         return ASSUMED

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..domain.cluster_state import ClusterStatus
+from ..domain.cluster_state import ClusterStatus, live_worker_pods
 from ..domain.kueue_model import LocalQueueInfo
 from ..domain.priorities import priority_value
 from ..domain.quota import QuotaTree
@@ -28,7 +28,6 @@ from ..k8s.errors import InvalidRequest
 from ..names import (
     AUTOSCALING_MIN_ANNOTATION,
     PRIORITY_CLASS_LABEL,
-    RAY_NODE_TYPE_LABEL,
 )
 
 if TYPE_CHECKING:
@@ -113,12 +112,7 @@ def parse_workers(raw: Any) -> int | None:
 def _worker_pods_to_remove(pods: list[Object], keep: int) -> list[str]:
     """Names of the worker pods to remove so that ``keep`` remain: gated pods first (they
     never ran), then pods not ready, then the newest."""
-    workers = [
-        p
-        for p in pods
-        if ((p.get("metadata") or {}).get("labels") or {}).get(RAY_NODE_TYPE_LABEL) == "worker"
-        and not (p.get("metadata") or {}).get("deletionTimestamp")
-    ]
+    workers = live_worker_pods(pods)
 
     def ready(pod: Object) -> bool:
         conditions = (pod.get("status") or {}).get("conditions") or []

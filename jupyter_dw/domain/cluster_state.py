@@ -303,18 +303,26 @@ class _Facts:
         return self.head_ready and self.workers_ready >= wanted
 
 
-def _desired_from_spec(spec: Mapping[str, Any]) -> int:
-    """Sum of ``replicas * numOfHosts`` over worker groups not suspended (KubeRay's rule)."""
+def _worker_sum(spec: Mapping[str, Any], key: str, fallback: str | None = None) -> int:
+    """Sum of ``<key> * numOfHosts`` over worker groups not suspended (KubeRay's rule);
+    ``fallback`` stands in for a group without ``key``."""
     groups = spec.get("workerGroupSpecs")
     total = 0
     for group in groups if isinstance(groups, list) else []:
         group = _map(group)
         if group.get("suspend") is True:
             continue
-        replicas = _int(group.get("replicas")) or 0
+        value = _int(group.get(key))
+        if value is None and fallback is not None:
+            value = _int(group.get(fallback))
         hosts = _int(group.get("numOfHosts")) or 1
-        total += max(0, replicas) * max(1, hosts)
+        total += max(0, value or 0) * max(1, hosts)
     return total
+
+
+def _desired_from_spec(spec: Mapping[str, Any]) -> int:
+    """Sum of ``replicas * numOfHosts`` over worker groups not suspended (KubeRay's rule)."""
+    return _worker_sum(spec, "replicas")
 
 
 def _read_facts(
@@ -698,17 +706,9 @@ def _size(raycluster: Mapping[str, Any]) -> _Size:
     metadata = _map(raycluster.get("metadata"))
     annotations = _map(metadata.get("annotations"))
     spec = _map(raycluster.get("spec"))
-    low = high = replicas = 0
-    groups = spec.get("workerGroupSpecs")
-    for group in groups if isinstance(groups, list) else []:
-        group = _map(group)
-        if group.get("suspend") is True:
-            continue
-        hosts = max(1, _int(group.get("numOfHosts")) or 1)
-        count = max(0, _int(group.get("replicas")) or 0)
-        replicas += count * hosts
-        low += max(0, _int(group.get("minReplicas")) or 0) * hosts
-        high += max(0, _int(group.get("maxReplicas")) or count) * hosts
+    replicas = _worker_sum(spec, "replicas")
+    low = _worker_sum(spec, "minReplicas")
+    high = _worker_sum(spec, "maxReplicas", fallback="replicas")
     elastic = (
         annotations.get(ELASTIC_JOB_ANNOTATION) == "true"
         and spec.get("enableInTreeAutoscaling") is True
@@ -718,14 +718,14 @@ def _size(raycluster: Mapping[str, Any]) -> _Size:
     return _Size(elastic, replicas, own_min if pinned is not None else low, high, pinned)
 
 
-def _worker_pods(pods: Iterable[Mapping[str, Any]]) -> int:
-    """Worker pods not being deleted."""
-    return sum(
-        1
+def live_worker_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The worker pods (KubeRay's ``ray.io/node-type: worker``) not being deleted."""
+    return [
+        pod
         for pod in pods
         if _map(_map(pod.get("metadata")).get("labels")).get(RAY_NODE_TYPE_LABEL) == "worker"
         and not _text(_map(pod.get("metadata")).get("deletionTimestamp"))
-    )
+    ]
 
 
 def _scale(
@@ -739,7 +739,7 @@ def _scale(
         chain,
         workers_desired=facts.workers_desired,
         # Pods not readable: the running count is unknown, never a scale-down.
-        workers_running=_worker_pods(pods) if pods else facts.workers_desired,
+        workers_running=len(live_worker_pods(pods)) if pods else facts.workers_desired,
         workers_ready=facts.workers_ready,
         pinned_workers=size.pinned,
         pending_entry=pending,

@@ -8,7 +8,7 @@ cannot watch its own permissions, so discovery and the access reviews run again 
 ``refresh_interval`` seconds and at once after a 403, or a 404 for a whole resource, from an
 API group we use (:meth:`KubeSession.refresh`): a Role granted or Kueue installed later starts
 the caches it allows, a permission revoked stops them, without a restart. Answers
-(:meth:`KubeSession.queues`, :meth:`KubeSession.context`, :meth:`KubeSession.workload_of`,
+(:meth:`KubeSession.queues`, :meth:`KubeSession.context`, :meth:`KubeSession.slices_of`,
 ...) come from those caches, never from a list per request; the caches index Workloads by
 ``kueue.x-k8s.io/job-uid``, RayClusters by UID and pods by RayCluster, so relating them is a
 lookup, not a scan. Writes (:meth:`KubeSession.create_raycluster`,
@@ -794,7 +794,7 @@ class KubeSession:
 
         Raises ``NotInstalled`` without KubeRay and ``KubeForbidden`` when RayClusters cannot
         be listed and watched. Also waits (within the same ``timeout``) for the Workload, pod
-        and event caches, so :meth:`workload_of`, :meth:`ray_pods` and
+        and event caches, so :meth:`slices_of`, :meth:`ray_pods` and
         :meth:`kuberay_warnings` answer from a full view.
         """
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
@@ -834,22 +834,6 @@ class KubeSession:
         found = cache.by_index(BY_UID, uid) if cache is not None else []
         return found[0] if found else None
 
-    def workload_of(self, raycluster: Object) -> Object | None:
-        """The Workload Kueue made for ``raycluster`` (label ``kueue.x-k8s.io/job-uid``), from
-        the Workload cache's index; None when there is none or Workloads are not readable.
-
-        When several match (an elastic job's replaced slices, one being deleted), the newest
-        one not finished and not being deleted wins.
-        """
-        cache = self._watching(WORKLOAD.plural)
-        uid = (raycluster.get("metadata") or {}).get("uid")
-        if cache is None or not uid:
-            return None
-        candidates = cache.by_index(BY_JOB_UID, str(uid))
-        if not candidates:
-            return None
-        return max(candidates, key=_workload_preference)
-
     def slices_of(self, raycluster: Object) -> list[Object]:
         """Every Workload Kueue made for ``raycluster`` (an elastic cluster's chain of slices,
         replaced ones included), from the Workload cache's index; empty when there is none or
@@ -860,9 +844,9 @@ class KubeSession:
             return []
         return cache.by_index(BY_JOB_UID, str(uid))
 
-    def workloads(self) -> list[Object]:
-        """Every cached Workload of the namespace (no waiting; empty when not readable)."""
-        cache = self._watching(WORKLOAD.plural)
+    def cached_ray_clusters(self) -> list[Object]:
+        """Every RayCluster the cache holds now (no waiting, no I/O; empty when not read)."""
+        cache = self._watching(RAY_CLUSTER.plural)
         return cache.snapshot() if cache is not None else []
 
     def patch_raycluster(self, name: str, operations: list[dict[str, Any]]) -> Object:
@@ -1056,21 +1040,6 @@ class _Registration:
 
     listener: SessionListener
     removers: list[Callable[[], None]] = field(default_factory=list)
-
-
-def _workload_preference(workload: Object) -> tuple[bool, bool, str]:
-    """Sort key: live before deleted, unfinished before finished, then the newest."""
-    metadata = workload.get("metadata") or {}
-    conditions = (workload.get("status") or {}).get("conditions") or []
-    finished = any(
-        isinstance(c, dict) and c.get("type") == "Finished" and c.get("status") == "True"
-        for c in conditions
-    )
-    return (
-        not metadata.get("deletionTimestamp"),
-        not finished,
-        str(metadata.get("creationTimestamp") or ""),
-    )
 
 
 def _kueue_down_reason(detail: str) -> str:
