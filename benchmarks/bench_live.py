@@ -22,17 +22,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import statistics
 import threading
 import time
 import uuid
 
-from kubernetes import client, config, watch
+from kubernetes import client, watch
 
+from benchmarks.testbed import connect
 from jupyter_dw.core.settings import DWSettings
 from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
-from tests.cluster.controlplane import LocalCluster
 
 GROUP = "kueue.x-k8s.io"
 RUNNING = ("admitted", "starting", "ready")
@@ -120,14 +119,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--changes", type=int, default=50)
     args = parser.parse_args()
-    state = LocalCluster().up()
-    os.environ["KUBECONFIG"] = state.kubeconfig
-    api = config.new_client_from_config(config_file=state.kubeconfig)
+    state, api, version = connect()
     custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
-    groups = client.ApisApi(api).get_api_versions().groups
-    version = "v1beta2" if any(
-        v.version == "v1beta2" for g in groups if g.name == GROUP for v in g.versions
-    ) else "v1beta1"  # fmt: skip
     namespace = f"bench-live-{uuid.uuid4().hex[:6]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     flavor, cq = f"{namespace}-f", f"{namespace}-cq"

@@ -30,18 +30,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import statistics
 import threading
 import time
 import uuid
 
-from kubernetes import client, config, watch
+from kubernetes import client, watch
 
+from benchmarks.testbed import connect
 from jupyter_dw.core.settings import DWSettings
 from jupyter_dw.names import WORKLOAD_SLICE_REPLACEMENT_ANNOTATION
 from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
-from tests.cluster.controlplane import LocalCluster
 from tests.cluster.fixtures import plain_workload
 from tests.integration.test_elastic_scale import set_worker_group
 
@@ -183,14 +182,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--changes", type=int, default=30)
     args = parser.parse_args()
-    state = LocalCluster().up()
-    os.environ["KUBECONFIG"] = state.kubeconfig
-    api = config.new_client_from_config(config_file=state.kubeconfig)
+    state, api, version = connect()
     custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
-    groups = client.ApisApi(api).get_api_versions().groups
-    version = "v1beta2" if any(
-        v.version == "v1beta2" for g in groups if g.name == GROUP for v in g.versions
-    ) else "v1beta1"  # fmt: skip
     # Head 100m + sidecar 500m (counted by Kueue 0.19, not 0.14) + 1 worker 100m + blocker 100m.
     cpu = "800m" if version == "v1beta2" else "300m"
     namespace = f"bench-scale-{uuid.uuid4().hex[:6]}"
