@@ -87,27 +87,37 @@ def _reported_port(raycluster: Mapping[str, Any], endpoint: str, default: int) -
     return port
 
 
+def _address(
+    template: str,
+    port: int,
+    name: str,
+    namespace: str,
+    raycluster: Mapping[str, Any],
+    reported: tuple[str, str, int],
+) -> str:
+    """``template`` filled in, else ``reported`` (a URL format, KubeRay's endpoint name, its
+    default port) filled from what KubeRay reports of the head."""
+    if template:
+        return template.format(name=name, namespace=namespace, port=port).rstrip("/")
+    url, endpoint, default = reported
+    return url.format(
+        service=_head_service(name, raycluster),
+        namespace=namespace,
+        port=_reported_port(raycluster, endpoint, default),
+    )
+
+
 def dashboard_address(
     template: str, port: int, name: str, namespace: str, raycluster: Mapping[str, Any]
 ) -> str:
     """The dashboard / Jobs API root of RayCluster ``name`` (no trailing slash)."""
-    if template:
-        return template.format(name=name, namespace=namespace, port=port).rstrip("/")
-    return KUBERAY_DASHBOARD_URL.format(
-        service=_head_service(name, raycluster),
-        namespace=namespace,
-        port=_reported_port(raycluster, "dashboard", DASHBOARD_PORT),
-    )
+    reported = (KUBERAY_DASHBOARD_URL, "dashboard", DASHBOARD_PORT)
+    return _address(template, port, name, namespace, raycluster, reported)
 
 
 def client_address(
     template: str, port: int, name: str, namespace: str, raycluster: Mapping[str, Any]
 ) -> str:
     """The ``ray://`` address of RayCluster ``name``'s Ray Client server."""
-    if template:
-        return template.format(name=name, namespace=namespace, port=port).rstrip("/")
-    return KUBERAY_CLIENT_URL.format(
-        service=_head_service(name, raycluster),
-        namespace=namespace,
-        port=_reported_port(raycluster, "client", CLIENT_PORT),
-    )
+    reported = (KUBERAY_CLIENT_URL, "client", CLIENT_PORT)
+    return _address(template, port, name, namespace, raycluster, reported)
