@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -23,8 +22,8 @@ from ..domain.ray_jobs import RayJob, clip_log, failure_reason
 from ..k8s.errors import KubeError
 from .jobs import STATUS_POLL_SECONDS, RayJobHandle
 from .runtime import _current_loop
+from .widgets import esm
 
-STATIC = Path(__file__).parent / "static"
 STATUS_SECONDS = 1.0
 """How often the state is read while the job runs (Ray has no stream of it)."""
 WIDGET_LOG_CHARS = 50_000
@@ -36,7 +35,7 @@ class JobView(anywidget.AnyWidget):  # type: ignore[misc]
     ``start_time``, ``end_time``), plus ``log`` (its end), ``error`` and ``failure``.
     ``close()`` stops following it."""
 
-    _esm = STATIC / "job_view.js"
+    _esm = esm("job_view.js")
 
     cluster = Unicode().tag(sync=True)
     submission_id = Unicode().tag(sync=True)

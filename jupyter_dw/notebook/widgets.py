@@ -26,6 +26,13 @@ from .display import fit_html
 from .runtime import KernelRuntime, runtime
 
 STATIC = Path(__file__).parent / "static"
+
+
+def esm(*files: str) -> str:
+    """A widget's ESM: the shared ``dom.js`` helpers, then ``files``, joined into one module."""
+    return "\n".join((STATIC / f).read_text() for f in ("dom.js", *files))
+
+
 DEBOUNCE_SECONDS = 0.3
 """The builder re-judges the spec this long after the last change (not per keystroke)."""
 NO_PRIORITY = "(none: Kueue's default)"
@@ -57,7 +64,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     field names. ``close()`` stops following it."""
 
     # The bar's words and numbers are the sidebar's (workers_bar.js, one source), then the view.
-    _esm = "\n".join((STATIC / f).read_text() for f in ("workers_bar.js", "status.js"))
+    _esm = esm("workers_bar.js", "status.js")
 
     name = Unicode().tag(sync=True)
     namespace = Unicode(None, allow_none=True).tag(sync=True)

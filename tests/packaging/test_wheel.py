@@ -85,7 +85,13 @@ def test_wheel_installs_both_extensions_without_node(tmp_path: Path) -> None:
 
     # The widgets' views ship as files of the package (anywidget renders them).
     site = next((venv / "lib").glob("python*/site-packages/jupyter_dw/notebook/static"))
-    assert {p.name for p in site.glob("*.js")} >= {"status.js", "queues.js", "workers_bar.js"}
+    assert {p.name for p in site.glob("*.js")} >= {
+        "dom.js",
+        "status.js",
+        "queues.js",
+        "workers_bar.js",
+        "job_view.js",
+    }
 
     # The doctor runs from the wheel (console script and python -m), with no cluster in reach.
     no_cluster = {k: v for k, v in env.items() if not k.startswith("KUBERNETES_")}

@@ -19,17 +19,6 @@ const VERDICTS = { "fits-now": COLORS.ready, "must-wait": COLORS.queued, "never-
 const DRY_RUN_DELAY = 250; // ms, as the sidebar's stepper
 const SCALE_TRAITS = ["workers_admitted", "min_workers", "max_workers", "elastic", "pinned_workers", "scale", "cluster_queue"];
 
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "style") node.style.cssText = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) node.append(child);
-  return node;
-}
-
 function duration(seconds) {
   const s = Math.max(0, Math.round(seconds));
   if (s < 60) return `${s}s`;
