@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from jupyter_dw.domain.pod_problems import PodProblem, first_problem
 from jupyter_dw.domain.priorities import PreemptedBy, preemptor
@@ -541,6 +541,79 @@ def _state(facts: _Facts) -> _Outcome:
     raise AssertionError("unreachable: _suspended always matches")  # pragma: no cover
 
 
+WorkloadState = Literal[
+    "queued",
+    "waiting-for-capacity",
+    "admitted",
+    "evicted",
+    "preempted",
+    "suspended",
+    "rejected",
+    "finished",
+    "deleting",
+]
+"""A Workload's own state, whatever its job: the Kueue part of :data:`ClusterState` (the same
+words mean the same) plus ``finished``. What the job's pods do is not a Workload's to say."""
+
+_KUEUE_RULES: tuple[Callable[[_Facts], _Outcome | None], ...] = (
+    _deleting,
+    _rejected,
+    _deactivated,
+    _retrying_check,
+    _evicted,
+    _admitted,
+    _waiting_for_capacity,
+    _queued,
+)
+"""The rules of :data:`_RULES` that read only the Workload, in the same precedence."""
+
+
+@dataclass(frozen=True)
+class KueueState:
+    """A Workload's state by the cluster rules that read only Kueue (see ``kueue_state``)."""
+
+    state: WorkloadState
+    reason: str | None
+    message: str | None
+    preempted_by: PreemptedBy | None = None
+
+
+def kueue_state(workload: Mapping[str, Any]) -> KueueState:
+    """The state of any Kueue Workload, by the same rules (and precedence) as a cluster's
+    Kueue states: ``deleting``; ``finished`` (``Finished=True``: Kueue released its quota;
+    Kueue's reason, e.g. ``Succeeded``, and message); ``rejected``; ``suspended``
+    (deactivated); ``waiting-for-capacity`` (an admission check in Retry, or quota reserved
+    with checks not Ready); ``preempted``/``evicted``; ``admitted``; ``queued`` (Kueue's
+    ``QuotaReserved=False`` reason and message). Never raises on a partial object."""
+    workload = _map(workload)
+    metadata = _map(workload.get("metadata"))
+    conditions = _conditions(workload)
+    facts = _Facts(
+        deleting=_text(metadata.get("deletionTimestamp")) is not None,
+        suspend=True,
+        ray={},
+        ray_state=None,
+        ray_reason=None,
+        head_ready=False,
+        head_started=False,
+        workers_ready=0,
+        workers_desired=0,
+        has_workload=True,
+        active=_map(workload.get("spec")).get("active") is not False,
+        wl=conditions,
+        checks=admission_checks(workload),
+    )
+    if not facts.deleting and _is_true(conditions.get("Finished")):
+        return KueueState("finished", *_words(conditions.get("Finished")))
+    for rule in _KUEUE_RULES:
+        outcome = rule(facts)
+        if outcome is not None:
+            state, reason, message = outcome
+            preempted = _preempted_by(facts, message) if state == "preempted" else None
+            return KueueState(cast(WorkloadState, state), reason, message, preempted)
+    raise AssertionError("unreachable: _queued matches every Workload")  # pragma: no cover
+
+
 # --------------------------------------------------------------------------------------------
 # Public API
 # --------------------------------------------------------------------------------------------
@@ -573,9 +646,11 @@ def _dashboard(name: str, raycluster: Mapping[str, Any]) -> Dashboard:
     return Dashboard(service=service, port=port or DASHBOARD_PORT)
 
 
-def _positions(
+def pending_positions(
     pending: Mapping[str, Any] | None, workload_name: str | None
 ) -> tuple[int | None, int | None]:
+    """``(positionInLocalQueue, positionInClusterQueue)`` of a visibility API item, if it is
+    ``workload_name``'s."""
     entry = _map(pending)
     # Ignore an entry that names another Workload rather than show someone else's place.
     entry_name = _text(_map(entry.get("metadata")).get("name"))
@@ -654,7 +729,7 @@ def cluster_status(
     state, reason, message = _state(facts)
     pod_set_flavors = _assignments(workload)
     waiting = facts.has_workload and not facts.quota_reserved
-    local, cluster = _positions(pending, wl_name) if waiting else (None, None)
+    local, cluster = pending_positions(pending, wl_name) if waiting else (None, None)
     admitted = facts.wl.get("Admitted")
     admission = _map(_map(_map(workload).get("status")).get("admission"))
     return ClusterStatus(

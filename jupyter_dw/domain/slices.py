@@ -48,30 +48,31 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _condition(workload: Object | None, kind: str) -> Mapping[str, Any] | None:
-    for condition in _map(_map(workload).get("status")).get("conditions") or []:
-        if isinstance(condition, Mapping) and condition.get("type") == kind:
-            return condition
+def condition(workload: Object | None, kind: str) -> Mapping[str, Any] | None:
+    """The Workload's condition of type ``kind`` (None when it has none)."""
+    for found in _map(_map(workload).get("status")).get("conditions") or []:
+        if isinstance(found, Mapping) and found.get("type") == kind:
+            return found
     return None
 
 
 def is_true(workload: Object | None, kind: str) -> bool:
     """Whether the Workload's condition ``kind`` is True."""
-    return (_condition(workload, kind) or {}).get("status") == "True"
+    return (condition(workload, kind) or {}).get("status") == "True"
 
 
 def true_since(workload: Object | None, kind: str) -> str | None:
     """When condition ``kind`` turned True (None when it is not True or has no time)."""
-    condition = _condition(workload, kind)
-    if condition is None or condition.get("status") != "True":
+    found = condition(workload, kind)
+    if found is None or found.get("status") != "True":
         return None
-    return _text(condition.get("lastTransitionTime"))
+    return _text(found.get("lastTransitionTime"))
 
 
 def words(workload: Object | None, kind: str) -> tuple[str | None, str | None]:
     """``(reason, message)`` of condition ``kind``."""
-    condition = _condition(workload, kind) or {}
-    return _text(condition.get("reason")), _text(condition.get("message"))
+    found = condition(workload, kind) or {}
+    return _text(found.get("reason")), _text(found.get("message"))
 
 
 def name_of(workload: Object | None) -> str | None:

@@ -1,0 +1,432 @@
+"""Every Kueue Workload of a namespace, whatever job owns it: a batch Job, a RayCluster, a
+RayJob, a TrainJob, a JobSet, an AppWrapper, a workbench.
+
+Pure: a Workload (``kueue.x-k8s.io`` ``v1beta1`` or ``v1beta2``, as the API server returns it)
+and optionally its visibility API ``pendingworkloads`` item → a :class:`WorkloadInfo`. The
+state comes from the cluster state machine's Kueue rules
+(:func:`jupyter_dw.domain.cluster_state.kueue_state`): the same words for the same states.
+
+Fields read (checked against Kueue v0.19.2's and v0.14.8's ``workload_types.go``):
+
+- ``metadata.ownerReferences[]`` (the one with ``controller: true``: the job); ``spec.queueName``;
+  ``spec.priority`` and the class, ``spec.priorityClassRef{group, kind, name}`` (v1beta2) or
+  ``spec.priorityClassName`` with ``spec.priorityClassSource`` (v1beta1);
+- ``spec.podSets[{name, count, template}]``; ``status.admission{clusterQueue,
+  podSetAssignments[{name, flavors{resource: flavor}, resourceUsage{resource: quantity},
+  count}]}``;
+- conditions ``QuotaReserved``, ``Admitted``, ``Evicted``, ``Preempted``, ``Finished``.
+
+What a Workload holds is counted as Kueue counts it: while it holds quota (quota reserved, not
+finished), each pod set's ``resourceUsage`` in the flavor assigned to each resource (the pod
+set's per-pod requests x its admitted count where Kueue wrote no usage). What it asks for is
+the spec's pod sets: per-pod requests (Kubernetes' rule: containers summed, sidecar init
+containers added, the largest other init container if larger, plus the pod overhead; a
+container's limit stands for a missing request, as Kueue's webhook defaults it) rounded as Kueue
+rounds them (``quota.kueue_amount``), x ``count``.
+
+An elastic job's slice replaced by a newer one (``Finished``, reason
+``WorkloadSliceReplaced``) is history, not a workload: :func:`workload_info` returns None.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from jupyter_dw.domain.cluster_state import WorkloadState, kueue_state, pending_positions
+from jupyter_dw.domain.priorities import PreemptedBy
+from jupyter_dw.domain.quantity import QuantityError, parse_quantity
+from jupyter_dw.domain.quota import format_amount, kueue_amount
+from jupyter_dw.domain.slices import condition, is_true, words
+from jupyter_dw.names import QUEUE_LABEL, WORKLOAD_SLICE_REPLACED_REASON
+
+_ZERO = Decimal(0)
+
+Object = Mapping[str, Any]
+Amounts = dict[str, Decimal]
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _amount(value: Any) -> Decimal | None:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float, Decimal)):
+        return None
+    try:
+        return parse_quantity(value)
+    except (QuantityError, ValueError, ArithmeticError):
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# Who owns it, and how a kind is named
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The job a Workload was made for: its controller ``ownerReference``. ``api_group`` is
+    ``""`` for the core group (a Pod)."""
+
+    kind: str
+    api_group: str
+    name: str
+
+    @property
+    def kind_group(self) -> str:
+        """``Kind.group`` as the ``kind`` filter spells it (``Job.batch``, ``Pod``)."""
+        return f"{self.kind}.{self.api_group}" if self.api_group else self.kind
+
+    def to_json(self) -> dict[str, str]:
+        """``{"kind", "api_group", "name"}``."""
+        return {"kind": self.kind, "api_group": self.api_group, "name": self.name}
+
+
+def owner_of(workload: Object) -> Owner | None:
+    """The ``ownerReference`` with ``controller: true`` (None when there is none)."""
+    for ref in _list(_map(_map(workload).get("metadata")).get("ownerReferences")):
+        ref = _map(ref)
+        kind, name = _text(ref.get("kind")), _text(ref.get("name"))
+        if ref.get("controller") is True and kind and name:
+            api_version = _text(ref.get("apiVersion")) or ""
+            group = api_version.rpartition("/")[0]
+            return Owner(kind, group, name)
+    return None
+
+
+_KIND = re.compile(r"[A-Z][A-Za-z0-9]{0,62}")
+_GROUP = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+KIND_FILTER_PROBLEM = (
+    "must be Kind.group, a kind with its API group as kubectl spells it "
+    "(Job.batch, RayCluster.ray.io; a core kind alone: Pod)"
+)
+
+
+def kind_filter_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a ``Kind.group`` filter, or None when it can."""
+    kind, dot, group = value.partition(".")
+    if not _KIND.fullmatch(kind) or (dot and not _GROUP.fullmatch(group)) or len(value) > 316:
+        return f"{KIND_FILTER_PROBLEM}; got {value!r}"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# What it asks for and what it holds
+# --------------------------------------------------------------------------------------------
+
+
+def _requests(resources: Any) -> Amounts:
+    """A container's requests, its limits standing in for requests it lacks."""
+    resources = _map(resources)
+    out: Amounts = {}
+    for key in ("limits", "requests"):  # requests win
+        for name, raw in _map(resources.get(key)).items():
+            value = _amount(raw)
+            if value is not None and isinstance(name, str):
+                out[name] = value
+    return out
+
+
+def _add(into: Amounts, more: Mapping[str, Decimal]) -> None:
+    for name, value in more.items():
+        into[name] = into.get(name, _ZERO) + value
+
+
+def _max(into: Amounts, other: Mapping[str, Decimal]) -> None:
+    for name, value in other.items():
+        into[name] = max(into.get(name, _ZERO), value)
+
+
+def pod_requests(pod_spec: Object) -> Amounts:
+    """One pod's requests by Kubernetes' rule (``resourcehelper.PodRequests``, which Kueue
+    uses): containers summed plus sidecars (init containers with ``restartPolicy: Always``),
+    at least each other init container with the sidecars started before it, plus the pod's
+    ``overhead``."""
+    pod_spec = _map(pod_spec)
+    total: Amounts = {}
+    for container in _list(pod_spec.get("containers")):
+        _add(total, _requests(_map(container).get("resources")))
+    sidecars: Amounts = {}
+    init_max: Amounts = {}
+    for container in _list(pod_spec.get("initContainers")):
+        container = _map(container)
+        own = _requests(container.get("resources"))
+        if container.get("restartPolicy") == "Always":
+            _add(sidecars, own)
+            _max(init_max, sidecars)
+        else:
+            step = dict(sidecars)
+            _add(step, own)
+            _max(init_max, step)
+    _add(total, sidecars)
+    _max(total, init_max)
+    _add(total, {k: v for k, v in _requests({"requests": pod_spec.get("overhead")}).items()})
+    return {name: value for name, value in total.items() if value > 0}
+
+
+@dataclass(frozen=True)
+class PodSet:
+    """One pod set of a Workload's spec: ``count`` pods of ``per_pod`` (Kueue's units)."""
+
+    name: str
+    count: int
+    per_pod: Mapping[str, Decimal]
+
+    def total(self, count: int | None = None) -> Amounts:
+        """``per_pod`` x ``count`` (this pod set's own count when None)."""
+        pods = self.count if count is None else count
+        return {name: value * pods for name, value in self.per_pod.items()}
+
+
+def pod_sets(workload: Object) -> tuple[PodSet, ...]:
+    """The spec's pod sets, per-pod requests rounded as Kueue rounds them."""
+    found = []
+    for raw in _list(_map(_map(workload).get("spec")).get("podSets")):
+        raw = _map(raw)
+        template = _map(raw.get("template"))
+        per_pod = {
+            name: kueue_amount(name, value)
+            for name, value in pod_requests(_map(template.get("spec"))).items()
+        }
+        count = _int(raw.get("count"))
+        count = max(0, 1 if count is None else count)
+        found.append(PodSet(_text(raw.get("name")) or "main", count, per_pod))
+    return tuple(found)
+
+
+def requested(workload: Object) -> Amounts:
+    """What the Workload asks for in all: every pod set's count x per-pod requests."""
+    total: Amounts = {}
+    for pod_set in pod_sets(workload):
+        _add(total, pod_set.total())
+    return total
+
+
+def held_per_flavor(workload: Object) -> dict[str, Amounts]:
+    """``{flavor: {resource: amount}}`` of the quota the Workload holds now: empty unless its
+    quota is reserved and it has not finished."""
+    if not is_true(workload, "QuotaReserved") or is_true(workload, "Finished"):
+        return {}
+    admission = _map(_map(_map(workload).get("status")).get("admission"))
+    specs = {p.name: p for p in pod_sets(workload)}
+    held: dict[str, Amounts] = {}
+    for assignment in _list(admission.get("podSetAssignments")):
+        assignment = _map(assignment)
+        name = _text(assignment.get("name")) or "main"
+        flavors = _map(assignment.get("flavors"))
+        usage = {str(k): v for k, v in _map(assignment.get("resourceUsage")).items() if _amount(v)}
+        spec = specs.get(name)
+        count = _int(assignment.get("count"))
+        computed = spec.total(count) if spec is not None else {}
+        for resource in dict.fromkeys([*usage, *computed]):
+            flavor = _text(flavors.get(resource))
+            amount = _amount(usage[resource]) if resource in usage else computed[resource]
+            if flavor is None or amount is None or amount <= 0:
+                continue
+            _add(held.setdefault(flavor, {}), {resource: amount})
+    return held
+
+
+def _quantities(amounts: Mapping[str, Decimal]) -> dict[str, str]:
+    return {name: format_amount(name, value) or "0" for name, value in sorted(amounts.items())}
+
+
+# --------------------------------------------------------------------------------------------
+# The record
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Priority:
+    """The Workload's priority: the class it names (a WorkloadPriorityClass, or a pod
+    PriorityClass when ``source`` says so) and the value Kueue orders it by."""
+
+    class_name: str | None
+    value: int | None
+    source: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"class_name", "value", "source"}``."""
+        return {"class_name": self.class_name, "value": self.value, "source": self.source}
+
+
+def priority_of(workload: Object) -> Priority:
+    """``spec.priority`` and the class: ``priorityClassRef`` (v1beta2) or
+    ``priorityClassName``/``priorityClassSource`` (v1beta1)."""
+    spec = _map(_map(workload).get("spec"))
+    ref = _map(spec.get("priorityClassRef"))
+    if ref:
+        group, kind = _text(ref.get("group")), _text(ref.get("kind"))
+        source = f"{group}/{kind.lower()}" if group and kind else kind
+        return Priority(_text(ref.get("name")), _int(spec.get("priority")), source)
+    return Priority(
+        _text(spec.get("priorityClassName")),
+        _int(spec.get("priority")),
+        _text(spec.get("priorityClassSource")),
+    )
+
+
+# The condition whose last transition dates each state.
+_SINCE: dict[str, str] = {
+    "finished": "Finished",
+    "admitted": "Admitted",
+    "waiting-for-capacity": "QuotaReserved",
+    "evicted": "Evicted",
+    "preempted": "Evicted",
+    "suspended": "Evicted",
+    "rejected": "Evicted",
+    "queued": "QuotaReserved",
+}
+
+
+@dataclass(frozen=True)
+class WorkloadInfo:
+    """One Workload as every surface shows it.
+
+    ``state``/``reason``/``message`` are Kueue's (see ``kueue_state``); ``since`` is when the
+    state began (the deciding condition's last transition; the creation time while queued
+    before Kueue wrote one). Positions are Kueue's 0-based ones from the visibility API, set
+    only while the Workload waits for quota. ``resources`` is the quota held now per flavor
+    (empty while it holds none), ``requests`` what it asks for in all.
+    """
+
+    name: str
+    namespace: str | None
+    owner: Owner | None
+    queue: str | None
+    cluster_queue: str | None
+    priority: Priority
+    state: WorkloadState
+    reason: str | None
+    message: str | None
+    quota_reserved: bool
+    admitted: bool
+    created: str | None
+    since: str | None
+    resources: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
+    requests: Mapping[str, Decimal] = field(default_factory=dict)
+    position_in_local_queue: int | None = None
+    position_in_cluster_queue: int | None = None
+    preempted_by: PreemptedBy | None = None
+
+    @property
+    def waiting(self) -> bool:
+        """Waits for quota: the visibility API has a position for it."""
+        return self.state == "queued" and not self.quota_reserved
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON shape the REST API and the events socket share."""
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "owner": self.owner.to_json() if self.owner else None,
+            "queue": self.queue,
+            "cluster_queue": self.cluster_queue,
+            "priority": self.priority.to_json(),
+            "state": self.state,
+            "reason": self.reason,
+            "message": self.message,
+            "quota_reserved": self.quota_reserved,
+            "admitted": self.admitted,
+            "created": self.created,
+            "since": self.since,
+            "resources": {f: _quantities(a) for f, a in sorted(self.resources.items())},
+            "requests": _quantities(self.requests),
+            "position_in_local_queue": self.position_in_local_queue,
+            "position_in_cluster_queue": self.position_in_cluster_queue,
+            "preempted_by": self.preempted_by.to_json() if self.preempted_by else None,
+        }
+
+
+def is_replaced_slice(workload: Object) -> bool:
+    """An elastic job's slice replaced by a newer admitted one (history, not listed)."""
+    replaced = words(workload, "Finished")[0] == WORKLOAD_SLICE_REPLACED_REASON
+    return replaced and is_true(workload, "Finished")
+
+
+def workload_info(workload: Object, pending: Object | None = None) -> WorkloadInfo | None:
+    """The record of one Workload; None for a replaced slice. ``pending`` is its item from the
+    visibility API's ``pendingworkloads`` (an item naming another Workload is ignored)."""
+    workload = _map(workload)
+    if is_replaced_slice(workload):
+        return None
+    metadata = _map(workload.get("metadata"))
+    spec = _map(workload.get("spec"))
+    name = _text(metadata.get("name")) or ""
+    kueue = kueue_state(workload)
+    quota_reserved = is_true(workload, "QuotaReserved")
+    waiting = kueue.state == "queued" and not quota_reserved
+    local, cluster = pending_positions(pending, name) if waiting else (None, None)
+    created = _text(metadata.get("creationTimestamp"))
+    since = _text(metadata.get("deletionTimestamp")) if kueue.state == "deleting" else None
+    if kueue.state in _SINCE:
+        since = _text(_map(condition(workload, _SINCE[kueue.state])).get("lastTransitionTime"))
+    admission = _map(_map(workload.get("status")).get("admission"))
+    labels = _map(metadata.get("labels"))
+    return WorkloadInfo(
+        name=name,
+        namespace=_text(metadata.get("namespace")),
+        owner=owner_of(workload),
+        queue=_text(spec.get("queueName")) or _text(labels.get(QUEUE_LABEL)),
+        cluster_queue=_text(admission.get("clusterQueue")) if quota_reserved else None,
+        priority=priority_of(workload),
+        state=kueue.state,
+        reason=kueue.reason,
+        message=kueue.message,
+        quota_reserved=quota_reserved,
+        admitted=is_true(workload, "Admitted"),
+        created=created,
+        since=since or created,
+        resources=held_per_flavor(workload),
+        requests=requested(workload),
+        position_in_local_queue=local,
+        position_in_cluster_queue=cluster,
+        preempted_by=kueue.preempted_by,
+    )
+
+
+def _order(info: WorkloadInfo) -> tuple[Any, ...]:
+    position = info.position_in_local_queue
+    return (
+        info.queue or "",
+        0 if info.quota_reserved else 1,
+        position if position is not None else 1 << 30,
+        info.created or "",
+        info.name,
+    )
+
+
+def sorted_workloads(infos: Iterable[WorkloadInfo]) -> list[WorkloadInfo]:
+    """By queue; in each, those holding quota first, then the waiting ones in Kueue's order
+    (position), then the rest by age."""
+    return sorted(infos, key=_order)
+
+
+def matches(info: WorkloadInfo, queue: str | None = None, kind: str | None = None) -> bool:
+    """Whether ``info`` passes the filters: its LocalQueue is ``queue``, its owner's
+    ``Kind.group`` is ``kind`` (kind names compared as written, groups case-insensitively)."""
+    if queue is not None and info.queue != queue:
+        return False
+    if kind is not None:
+        if info.owner is None:
+            return False
+        want_kind, _, want_group = kind.partition(".")
+        if (info.owner.kind, info.owner.api_group.lower()) != (want_kind, want_group.lower()):
+            return False
+    return True
