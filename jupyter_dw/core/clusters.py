@@ -58,6 +58,7 @@ from ..names import (
 )
 from .elastic import ElasticSupport
 from .listing import ByName
+from .positions import pending_entries
 from .settings import refuse_writes
 
 Object = dict[str, Any]
@@ -509,17 +510,8 @@ class ClusterService:
         quota (or whose scale-up's slice does) get their positions, asking the visibility API
         once per LocalQueue involved."""
         found = [self._status_of(raycluster) for raycluster in rayclusters]
-        waiting = {status.queue for _, _, status in found if _waiting_workload(status)}
-        entries: dict[str, Object] = {}
-        for queue in sorted(q for q in waiting if q):
-            try:
-                items = self.session.pending_workloads(queue) or []
-            except KubeUnreachable:
-                break  # not answering (a timeout each): no positions this time, ask no more
-            for item in items:
-                name = (item.get("metadata") or {}).get("name")
-                if name:
-                    entries[str(name)] = item
+        waiting = [status.queue for _, _, status in found if _waiting_workload(status)]
+        entries = pending_entries(self.session, waiting)
         return [
             self._status_of(rc, entry)
             if (entry := entries.get(_waiting_workload(status) or "")) is not None

@@ -4,8 +4,10 @@ The session's watch caches report raw changes (``(plural, event, object)``) on t
 A :class:`ChangeFeed` turns each into what a viewer needs to know: the namespace's queues
 changed (with the new :class:`QueueList`), a Ray cluster changed (with its new
 :class:`ClusterInfo` and the milestones crossed since this feed last reported it), or a
-Workload of another kind of job changed. A waiting cluster whose queue position moved because a
-queue changed (a workload ahead admitted or gone, maybe in another namespace) is reported too.
+Workload changed (with its new :class:`WorkloadInfo`, whatever job owns it; a RayCluster's
+Workload also makes a cluster message). A waiting cluster or Workload whose queue position moved
+because a queue changed (a workload ahead admitted or gone, maybe in another namespace), or
+because a Workload of its queue changed, is reported too.
 
 One feed per viewer (a socket, a kernel): it remembers what it last reported about each
 cluster. Its methods block (caches, the visibility API) and must be called one at a time, in
@@ -28,6 +30,7 @@ from typing import Any, TypeVar
 from ..domain.cluster_state import ClusterStatus, transition
 from ..domain.freshness import FRESH, Freshness, WatchHealth
 from ..domain.quota import QuotaTree
+from ..domain.workloads import WorkloadInfo
 from ..k8s.errors import KubeError
 from ..k8s.resources import (
     CLUSTER_QUEUE,
@@ -45,6 +48,7 @@ from ..k8s.watch_cache import DELETED
 from ..names import JOB_UID_LABEL, RAY_CLUSTER_LABEL, RAY_GROUP
 from .clusters import ClusterInfo, ClusterService
 from .queues import QueueList, QueueService
+from .workloads import WorkloadService
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +96,16 @@ class Snapshot:
     clusters_error: KubeError | None
     positions_visible: bool
     health: WatchHealth | None = None
+    workloads: tuple[WorkloadInfo, ...] | None = None
+    workloads_error: KubeError | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The events socket's ``snapshot`` message."""
         return {
+            "workloads": (
+                [w.to_json() for w in self.workloads] if self.workloads is not None else None
+            ),
+            "workloads_error": _error(self.workloads_error),
             "health": self.health.to_json() if self.health else None,
             "type": "snapshot",
             "namespace": self.namespace,
@@ -150,15 +160,26 @@ class ClusterChanged:
 
 @dataclass(frozen=True)
 class WorkloadChanged:
-    """A Workload that belongs to no RayCluster (another kind of job) changed."""
+    """Workload ``name`` changed, whatever job owns it (``workload`` None once it is gone or no
+    longer listed: an elastic job's slice replaced by a newer one), or a change of its queue
+    moved its position (``cause`` says which)."""
 
     event: str
     name: str
     queue: str | None
+    cause: Cause
+    workload: WorkloadInfo | None
 
     def to_json(self) -> dict[str, Any]:
         """The events socket's ``workload`` message."""
-        return {"type": "workload", "event": self.event, "name": self.name, "queue": self.queue}
+        return {
+            "type": "workload",
+            "event": self.event,
+            "name": self.name,
+            "queue": self.queue,
+            "cause": self.cause.to_json(),
+            "workload": self.workload.to_json() if self.workload else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -179,7 +200,7 @@ class ChangeFeed:
     """What one viewer is told: a :class:`Snapshot`, then messages for each change.
 
     ``watch_queues``/``watch_clusters`` False leave that part out (a widget that shows one
-    cluster needs no queue answers).
+    cluster needs no queue answers); without ``workloads`` there are no Workload messages.
     """
 
     def __init__(
@@ -187,6 +208,7 @@ class ChangeFeed:
         session: KubeSession,
         queues: QueueService,
         clusters: ClusterService,
+        workloads: WorkloadService | None = None,
         *,
         watch_queues: bool = True,
         watch_clusters: bool = True,
@@ -194,9 +216,11 @@ class ChangeFeed:
         self.session = session
         self.queues = queues
         self.clusters = clusters
+        self.workloads = workloads
         self.watch_queues = watch_queues
         self.watch_clusters = watch_clusters
         self._known: dict[str, ClusterStatus] = {}
+        self._workloads: dict[str, WorkloadInfo] = {}
         self._freshness: dict[str, Freshness] = {}
         self._health: WatchHealth | None = None
 
@@ -222,6 +246,11 @@ class ChangeFeed:
         if clusters is not None:
             self._known = {c.status.name: c.status for c in clusters}
             self._freshness = {c.status.name: c.freshness for c in clusters}
+        workloads, workloads_error = (
+            _answer(self.workloads.list) if self.workloads is not None else (None, None)
+        )
+        if workloads is not None:
+            self._workloads = {w.name: w for w in workloads}
         self._health = self.session.watch_health() if self.session.ready else None
         return Snapshot(
             namespace=self.session.namespace if self.session.ready else None,
@@ -231,6 +260,8 @@ class ChangeFeed:
             clusters_error=clusters_error,
             positions_visible=self.session.positions_visible,
             health=self._health,
+            workloads=tuple(workloads) if workloads is not None else None,
+            workloads_error=workloads_error,
         )
 
     def messages(self, plural: str, event_type: str, obj: Object) -> list[Message]:
@@ -240,7 +271,8 @@ class ChangeFeed:
         metadata = obj.get("metadata") or {}
         name = str(metadata.get("name") or "")
         if plural in QUEUE_KINDS:
-            if not self.watch_queues and not self._waiting():
+            waiting_workloads = self._waiting_workloads()
+            if not self.watch_queues and not self._waiting() and not waiting_workloads:
                 return []
             if not _concerns_namespace(self.session, plural, event_type, obj):
                 return []
@@ -249,18 +281,65 @@ class ChangeFeed:
             if self.watch_queues:
                 queues, error = _answer(self.queues.list)
                 found.append(QueuesChanged(cause, queues, error))
-            return [*found, *self._waiting_clusters_moved(cause)]
+            return [
+                *found,
+                *self._waiting_clusters_moved(cause),
+                *self._workloads_moved(waiting_workloads, cause),
+            ]
+        found = []
+        if plural == WORKLOAD.plural and self.workloads is not None:
+            found.extend(self._workload_messages(event_type, name, obj))
         if plural not in CLUSTER_CAUSES or not self.watch_clusters:
-            return []
+            return found
         cluster = self._cluster_name(plural, obj)
         if cluster is None:
-            return [WorkloadChanged(event_type, name, (obj.get("spec") or {}).get("queueName"))]
+            return found
         if plural == EVENT.plural and self.session.cached_ray_cluster(cluster) is None:
-            return []  # about a RayCluster gone (or not seen yet): its own change says so
+            return found  # about a RayCluster gone (or not seen yet): its own change says so
         cause = Cause(CLUSTER_CAUSES[plural], name, event_type)
         event = event_type if plural == RAY_CLUSTER.plural else "MODIFIED"
         message = self.cluster_message(cluster, event, cause)
-        return [message] if message is not None else []
+        return [*found, message] if message is not None else found
+
+    def _workload_messages(self, event_type: str, name: str, obj: Object) -> list[Message]:
+        """Workload ``name`` now (``DELETED`` with no record once it is gone or no longer
+        listed), unless its record did not change; then each waiting Workload of its queue
+        whose position moved with it (one visibility call for the queue)."""
+        assert self.workloads is not None
+        cause = Cause(WORKLOAD.kind, name, event_type)
+        queue = (obj.get("spec") or {}).get("queueName")
+        others = [
+            w for w in self._waiting_workloads() if w != name and self._workloads[w].queue == queue
+        ]
+        infos = self.workloads.describe_many([name, *others])
+        info = infos.pop(name, None)  # None: gone, or a replaced slice
+        known = self._workloads.pop(name, None)
+        if info is not None:
+            self._workloads[name] = info
+        found: list[Message] = []
+        if (info is not None or known is not None) and info != known:
+            event = event_type if info is not None else DELETED
+            found.append(WorkloadChanged(event, name, queue, cause, info))
+        return [*found, *self._moved(infos, cause)]
+
+    def _waiting_workloads(self) -> list[str]:
+        """Workloads this viewer was told are waiting for quota (they have a position)."""
+        return [name for name, info in self._workloads.items() if info.waiting]
+
+    def _workloads_moved(self, names: list[str], cause: Cause) -> list[Message]:
+        """Waiting Workloads whose record changed with a queue (their positions)."""
+        if self.workloads is None or not names:
+            return []
+        return self._moved(self.workloads.describe_many(names), cause)
+
+    def _moved(self, infos: dict[str, WorkloadInfo], cause: Cause) -> list[Message]:
+        moved: list[Message] = []
+        for name, info in infos.items():
+            if info == self._workloads.get(name):
+                continue
+            self._workloads[name] = info
+            moved.append(WorkloadChanged("MODIFIED", name, info.queue, cause, info))
+        return moved
 
     def cluster_message(self, cluster: str, event: str, cause: Cause) -> ClusterChanged | None:
         """Cluster ``cluster`` as the caches hold it now (``cluster`` None once it is gone);

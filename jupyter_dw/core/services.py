@@ -11,11 +11,12 @@ from .elastic import ElasticSupport
 from .queues import QueueService
 from .ray_jobs import RayJobService
 from .settings import DWSettings
+from .workloads import WorkloadService
 
 
 @dataclass(frozen=True)
 class DWCore:
-    """One Kubernetes session with its queue, cluster and Ray job services.
+    """One Kubernetes session with its queue, cluster, workload and Ray job services.
 
     The server builds one per process; so does a kernel (lazily, on first use). Nothing here
     knows HTTP, tornado or widgets: the surfaces turn these answers into JSON or views.
@@ -25,6 +26,7 @@ class DWCore:
     queues: QueueService
     clusters: ClusterService
     jobs: RayJobService
+    workloads: WorkloadService
 
     @classmethod
     def from_settings(
@@ -48,7 +50,13 @@ class DWCore:
             settings.ray_client_url,
             settings.request_timeout,
         )
-        return cls(session=session, queues=QueueService(session), clusters=clusters, jobs=jobs)
+        return cls(
+            session=session,
+            queues=QueueService(session),
+            clusters=clusters,
+            jobs=jobs,
+            workloads=WorkloadService(session),
+        )
 
     def context(self, timeout: float | None = None) -> SessionContext:
         """Identity, installed APIs, permissions (waits for the session's start)."""

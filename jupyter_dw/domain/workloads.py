@@ -41,6 +41,7 @@ from jupyter_dw.domain.priorities import PreemptedBy
 from jupyter_dw.domain.quantity import QuantityError, parse_quantity
 from jupyter_dw.domain.quota import format_amount, kueue_amount
 from jupyter_dw.domain.slices import condition, is_true, words
+from jupyter_dw.domain.validation import dns1123_subdomain_error
 from jupyter_dw.names import QUEUE_LABEL, WORKLOAD_SLICE_REPLACED_REASON
 
 _ZERO = Decimal(0)
@@ -111,7 +112,6 @@ def owner_of(workload: Object) -> Owner | None:
 
 
 _KIND = re.compile(r"[A-Z][A-Za-z0-9]{0,62}")
-_GROUP = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 KIND_FILTER_PROBLEM = (
     "must be Kind.group, a kind with its API group as kubectl spells it "
     "(Job.batch, RayCluster.ray.io; a core kind alone: Pod)"
@@ -121,9 +121,15 @@ KIND_FILTER_PROBLEM = (
 def kind_filter_problem(value: str) -> str | None:
     """Why ``value`` cannot be a ``Kind.group`` filter, or None when it can."""
     kind, dot, group = value.partition(".")
-    if not _KIND.fullmatch(kind) or (dot and not _GROUP.fullmatch(group)) or len(value) > 316:
+    if not _KIND.fullmatch(kind) or (dot and dns1123_subdomain_error(group) is not None):
         return f"{KIND_FILTER_PROBLEM}; got {value!r}"
     return None
+
+
+def queue_filter_problem(value: str) -> str | None:
+    """Why ``value`` cannot name a LocalQueue, or None when it can."""
+    problem = dns1123_subdomain_error(value)
+    return f"a LocalQueue name {problem}" if problem else None
 
 
 # --------------------------------------------------------------------------------------------

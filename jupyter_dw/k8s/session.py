@@ -838,11 +838,31 @@ class KubeSession:
         """Every Workload Kueue made for ``raycluster`` (an elastic cluster's chain of slices,
         replaced ones included), from the Workload cache's index; empty when there is none or
         Workloads are not readable."""
-        cache = self._watching(WORKLOAD.plural)
         uid = (raycluster.get("metadata") or {}).get("uid")
-        if cache is None or not uid:
-            return []
-        return cache.by_index(BY_JOB_UID, str(uid))
+        return self.workloads_of_job(str(uid)) if uid else []
+
+    def workloads_of_job(self, job_uid: str) -> list[Object]:
+        """The cached Workloads of the job whose ``metadata.uid`` is ``job_uid`` (Kueue's
+        ``kueue.x-k8s.io/job-uid`` label; no waiting, no I/O; empty when not readable)."""
+        cache = self._watching(WORKLOAD.plural)
+        return cache.by_index(BY_JOB_UID, job_uid) if cache is not None and job_uid else []
+
+    def workloads(self, timeout: float | None = None) -> list[Object]:
+        """Every Workload of the namespace from the watch cache (waits for its first sync).
+
+        Raises ``NotInstalled`` without Kueue and ``KubeForbidden`` when Workloads cannot be
+        listed and watched."""
+        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
+        self.wait_ready(max(0.0, deadline - time.monotonic()))
+        self.discovery.require_kueue()
+        cache = self._synced_cache(WORKLOAD, deadline, required=True)
+        assert cache is not None
+        return cache.snapshot()
+
+    def cached_workload(self, name: str) -> Object | None:
+        """Workload ``name`` as the cache holds it now (no waiting, no I/O)."""
+        cache = self._watching(WORKLOAD.plural)
+        return cache.get(name, self._namespace or "") if cache is not None else None
 
     def cached_ray_clusters(self) -> list[Object]:
         """Every RayCluster the cache holds now (no waiting, no I/O; empty when not read)."""

@@ -1,5 +1,5 @@
-"""``GET {base_url}dw/api/events``: a WebSocket of changes to the namespace's queues and Ray
-clusters, so pages never poll.
+"""``GET {base_url}dw/api/events``: a WebSocket of changes to the namespace's queues, Ray
+clusters and Workloads, so pages never poll.
 
 Every tab shares the server's one :class:`KubeSession` and its watch caches: a socket only
 registers a listener on them (removed when it closes), so N tabs cost N listeners, not N
@@ -14,8 +14,9 @@ ignored. A cluster is the object ``GET clusters`` lists (``ClusterStatus`` JSON 
 ``dashboard_url``, ``owner``, ``pods``); ``queues`` is the ``GET queues`` answer.
 
 - ``{"type": "snapshot", "namespace", "queues", "queues_error", "clusters",
-  "clusters_error", "positions_visible", "health"}``: the first message (``health``: the
-  watch health, see ``health`` below). ``queues``/``clusters`` are
+  "clusters_error", "workloads", "workloads_error", "positions_visible", "health"}``: the
+  first message (``health``: the watch health, see ``health`` below; ``workloads``: the
+  ``GET workloads`` list). ``queues``/``clusters``/``workloads`` are
   null when they cannot be read, and the matching ``*_error`` is the error JSON
   (``{"error", "reason", "hint", "code"}``) instead.
 - ``{"type": "queues", "event", "kind", "name", "queues", "queues_error"}``: a LocalQueue,
@@ -36,8 +37,12 @@ ignored. A cluster is the object ``GET clusters`` lists (``ClusterStatus`` JSON 
   the previous message about this cluster on this socket (or since the snapshot), in order:
   ``Queued``, ``QuotaReserved``, ``Admitted``, ``HeadReady``, ``WorkerReady:<n>``, ``Ready``,
   then ``Evicted``/``Preempted``/``Failed``/``Suspended``/``Deleting``, ``QuotaReleased``.
-- ``{"type": "workload", "event", "name", "queue"}``: a Workload that belongs to no
-  RayCluster (another kind of job) changed.
+- ``{"type": "workload", "event", "name", "queue", "cause", "workload"}``: a Workload of the
+  namespace changed, whatever job owns it (a RayCluster's also gets its ``cluster`` message);
+  ``workload`` is the record ``GET workloads`` lists, null with ``event`` ``DELETED`` once it
+  is gone or no longer listed (an elastic job's replaced slice). A change that leaves the
+  record as it was sends nothing. A waiting Workload whose position moved, because a Workload
+  of its queue changed or a queue did, gets a message with that object as ``cause``.
 - ``{"type": "health", "freshness", "caches", "kueue_controller"}``: a watch cache or Kueue's
   controller became ``reconnecting``, ``stale`` or ``live`` again (each a ``{"state",
   "reason", "since"}``; ``freshness`` the worst). Then a ``cluster`` message, ``cause.kind``
@@ -134,7 +139,7 @@ class EventsHandler(
         self._changes: asyncio.Queue[Change] = asyncio.Queue()
         self._closed = False
         core = self.core
-        self._feed = ChangeFeed(core.session, core.queues, core.clusters)
+        self._feed = ChangeFeed(core.session, core.queues, core.clusters, core.workloads)
         # Registered before the snapshot is read, so no change between the two is lost.
         self._remove_listener = self._feed.listen(self._on_change)
         self._pump = asyncio.ensure_future(self._run())

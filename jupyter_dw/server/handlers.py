@@ -146,6 +146,19 @@ class QueuesHandler(DWHandler):
         await self.call(self.core.queues.list)
 
 
+class WorkloadsHandler(DWHandler):
+    """``GET workloads[?queue=<LocalQueue>&kind=<Kind.group>]``: every Workload of the
+    namespace, whatever job owns it."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """See :meth:`jupyter_dw.core.workloads.WorkloadService.list`."""
+        queue = self.get_query_argument("queue", None)
+        kind = self.get_query_argument("kind", None)
+        await self.call(lambda: self.core.workloads.list(queue, kind))
+
+
 class ClustersHandler(DWHandler):
     """``GET clusters`` (list) and ``POST clusters`` (create)."""
 
@@ -241,6 +254,7 @@ def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHan
         (url_path_join(prefix, "version"), VersionHandler),
         (url_path_join(prefix, "context"), ContextHandler),
         (url_path_join(prefix, "queues"), QueuesHandler),
+        (url_path_join(prefix, "workloads"), WorkloadsHandler),
         (url_path_join(prefix, "clusters"), ClustersHandler),
         (url_path_join(prefix, "clusters", "([^/]+)"), ClusterHandler),
         (url_path_join(prefix, "clusters", "([^/]+)", "scale"), ScaleHandler),

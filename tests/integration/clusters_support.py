@@ -31,11 +31,14 @@ async def call(
     body: Any = None,
     raw: bytes | None = None,
     headers: dict[str, str] | None = None,
+    params: dict[str, str] | None = None,
 ) -> tuple[int, Any]:
-    """``method dw/api/<route>``; errors are returned, not raised."""
+    """``method dw/api/<route>[?params]``; errors are returned, not raised."""
     kwargs: dict[str, Any] = {"method": method, "request_timeout": WAIT_TIMEOUT}
     if headers:
         kwargs["headers"] = headers
+    if params:
+        kwargs["params"] = params
     if raw is not None:
         kwargs["body"] = raw
     elif body is not None or method == "POST":

@@ -1,0 +1,151 @@
+"""Every Kueue Workload of the namespace, whatever job owns it, as every surface shows it.
+
+:class:`WorkloadService` joins the pure records (:mod:`jupyter_dw.domain.workloads`) with the
+session's Workload watch cache and the visibility API's positions. Per request: the cache,
+plus one visibility call per LocalQueue that has a waiting Workload. No permission beyond
+listing and watching Workloads: owners are named from the Workloads' own owner references,
+never read. Every method blocks (the server runs them on its thread pool, a kernel on a worker
+thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..domain.workloads import (
+    WorkloadInfo,
+    kind_filter_problem,
+    matches,
+    owner_of,
+    queue_filter_problem,
+    sorted_workloads,
+    workload_info,
+)
+from ..k8s.errors import InvalidRequest
+from ..k8s.session import KubeSession
+from .listing import ByName
+from .positions import pending_entries
+
+Object = dict[str, Any]
+
+
+class InvalidFilter(InvalidRequest):
+    """A ``queue`` or ``kind`` filter no Workload can match (400); nothing was read."""
+
+    code = "invalid_filter"
+
+
+def check_filters(queue: str | None, kind: str | None) -> None:
+    """Raise :class:`InvalidFilter` naming each malformed filter (None: not filtered)."""
+    errors: dict[str, str] = {}
+    if queue is not None and (problem := queue_filter_problem(queue)):
+        errors["queue"] = problem
+    if kind is not None and (problem := kind_filter_problem(kind)):
+        errors["kind"] = problem
+    if errors:
+        raise InvalidFilter(
+            "Invalid workload filter",
+            "; ".join(f"{name}: {problem}" for name, problem in errors.items()),
+            "Filter by a LocalQueue name (queue=team-a) and an owner kind as Kind.group "
+            "(kind=Job.batch, kind=RayCluster.ray.io).",
+            errors,
+        )
+
+
+@dataclass(frozen=True)
+class WorkloadList(ByName["WorkloadInfo"]):
+    """The ``GET workloads`` answer: the namespace's Workloads (those the filters ``queue`` and
+    ``kind`` let through), by queue, each queue's holding ones first, then the waiting ones in
+    Kueue's order. A sequence: iterate it, ``len()`` it, index it by position or name."""
+
+    namespace: str
+    positions_visible: bool
+    workloads: tuple[WorkloadInfo, ...]
+    queue: str | None = None
+    kind: str | None = None
+
+    def _entries(self) -> tuple[WorkloadInfo, ...]:
+        return self.workloads
+
+    def in_queue(self, queue: str) -> tuple[WorkloadInfo, ...]:
+        """The Workloads of LocalQueue ``queue``, in the list's order."""
+        return tuple(w for w in self.workloads if w.queue == queue)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"namespace", "positions_visible", "queue", "kind", "workloads"}``."""
+        return {
+            "namespace": self.namespace,
+            "positions_visible": self.positions_visible,
+            "queue": self.queue,
+            "kind": self.kind,
+            "workloads": [w.to_json() for w in self.workloads],
+        }
+
+    def _repr_html_(self) -> str:
+        from ..notebook.display import workloads_html  # display only where it is asked for
+
+        return workloads_html(self)
+
+
+@dataclass(frozen=True)
+class WorkloadService:
+    """The namespace's Workloads for one session: answers come from its watch cache."""
+
+    session: KubeSession
+
+    def list(
+        self, queue: str | None = None, kind: str | None = None, timeout: float | None = None
+    ) -> WorkloadList:
+        """Every Workload of the namespace (an elastic job's replaced slices left out), those
+        of LocalQueue ``queue`` and of owner kind ``kind`` (``Kind.group``) when given.
+
+        Raises :class:`InvalidFilter` for a malformed filter (before anything is read),
+        ``NotInstalled`` without Kueue and ``KubeForbidden`` when Workloads cannot be listed
+        and watched."""
+        check_filters(queue, kind)
+        objects = self.session.workloads(timeout)
+        infos = [i for i in self._infos(objects) if matches(i, queue, kind)]
+        return WorkloadList(
+            namespace=self.session.namespace,
+            positions_visible=self.session.positions_visible,
+            workloads=tuple(sorted_workloads(infos)),
+            queue=queue,
+            kind=kind,
+        )
+
+    def describe(self, name: str) -> WorkloadInfo | None:
+        """Workload ``name`` as the cache holds it now (None when it does not, or it is a
+        replaced slice), with its position when it waits. For the change feed."""
+        return self.describe_many([name]).get(name)
+
+    def describe_many(self, names: Iterable[str]) -> dict[str, WorkloadInfo]:
+        """:meth:`describe` for several cached Workloads, asking the visibility API once per
+        LocalQueue: a queue change re-reads every waiting Workload's position."""
+        found = [w for name in names if (w := self.session.cached_workload(name)) is not None]
+        return {info.name: info for info in self._infos(found)}
+
+    def _infos(self, objects: Iterable[Object]) -> list[WorkloadInfo]:
+        """Records of ``objects`` (replaced slices left out), positions added to the waiting
+        ones and preemptors named."""
+        pairs = [(obj, info) for obj in objects if (info := workload_info(obj)) is not None]
+        entries = pending_entries(self.session, [i.queue for _, i in pairs if i.waiting])
+        return [
+            self._name_preemptor(
+                (workload_info(obj, entries[info.name]) or info) if info.name in entries else info
+            )
+            for obj, info in pairs
+        ]
+
+    def _name_preemptor(self, info: WorkloadInfo) -> WorkloadInfo:
+        """``preempted_by.name``: the preemptor's job, when its Workload is in the namespace
+        (a lookup in the Workload cache's job-UID index)."""
+        preempted_by = info.preempted_by
+        if preempted_by is None or preempted_by.job_uid is None:
+            return info
+        for workload in self.session.workloads_of_job(preempted_by.job_uid):
+            owner = owner_of(workload)
+            if owner is not None:
+                return replace(info, preempted_by=replace(preempted_by, name=owner.name))
+        return info

@@ -1,0 +1,188 @@
+"""``GET dw/api/workloads`` and the ``workload`` events on the real control plane: every Kueue
+Workload of the namespace whatever owns it — batch/v1 Jobs sent to Kueue with the queue-name
+label and one of our RayClusters — from a workbench that may not read Jobs at all.
+
+The Jobs' pods carry a nodeSelector no node has: KWOK completes a Job's pods as soon as they
+run, and a pod that is never scheduled keeps its Job, and so its admitted Workload, holding
+quota for as long as the test needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.cluster.fixtures import KueueObjects, condition, watch_until
+from tests.integration.clusters_support import (
+    KUEUE,
+    call,
+    make_queue,
+    open_events,
+    small_cluster,
+)
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
+
+pytestmark = pytest.mark.cluster
+
+# A workbench as usual: Kueue's batch-user view of its namespace, Ray clusters; no batch Jobs.
+WORKBENCH_RULES = namespace_rules()
+WORKBENCH_CLUSTER_RULES = CLUSTER_READ_RULES
+NOWHERE = {"jupyter-dw/test-node": "none"}
+
+
+def job(name: str, queue: str, cpu: str, memory: str = "1Gi") -> dict[str, Any]:
+    """A suspended batch/v1 Job of one pod for LocalQueue ``queue`` (Kueue unsuspends it)."""
+    container = {
+        "name": "main",
+        "image": "busybox",
+        "resources": {"requests": {"cpu": cpu, "memory": memory}},
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": {f"{KUEUE}/queue-name": queue}},
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "nodeSelector": NOWHERE,
+                    "containers": [container],
+                }
+            },
+        },
+    }
+
+
+def job_workload(kueue: KueueObjects, job_name: str, done: Any, what: str) -> dict[str, Any]:
+    """Watch the Workload Kueue made for Job ``job_name`` until ``done(workload)``."""
+    custom = kueue.custom
+    return watch_until(
+        lambda **kw: custom.list_namespaced_custom_object(
+            KUEUE, kueue.api_version, kueue.namespace, "workloads", **kw
+        ),
+        lambda w: (
+            any(
+                ref.get("kind") == "Job" and ref.get("name") == job_name
+                for ref in w["metadata"].get("ownerReferences", [])
+            )
+            and done(w)
+        ),
+        what=f"Job {job_name}'s Workload {what}",
+    )
+
+
+def admitted(workload: dict[str, Any]) -> bool:
+    return (condition(workload, "Admitted") or {}).get("status") == "True"
+
+
+def waiting(workload: dict[str, Any]) -> bool:
+    reserved = condition(workload, "QuotaReserved") or {}
+    return reserved.get("status") == "False" and bool(reserved.get("message"))
+
+
+def by_owner(listing: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {w["owner"]["name"]: w for w in listing["workloads"] if w["owner"]}
+
+
+async def test_every_workload_of_the_namespace(kube, kueue, namespace, jp_fetch, jp_ws_fetch):
+    queue = make_queue(kueue, cpu="3", memory="8Gi")
+    jobs = client.BatchV1Api(kube)
+    jobs.create_namespaced_job(namespace, job("fits", queue.local_queue, "1"))
+    fits = job_workload(kueue, "fits", admitted, "admitted")
+    code, cluster = await call(jp_fetch, "POST", "clusters", body=small_cluster("ray", workers=1))
+    assert code == 201, cluster
+    # The cluster's 2 CPUs and the first Job's 1 fill the queue: the next two Jobs must wait.
+    for name, cpu in (("wait-a", "2"), ("wait-b", "1")):
+        jobs.create_namespaced_job(namespace, job(name, queue.local_queue, cpu))
+    job_workload(kueue, "wait-a", waiting, "waiting for quota")
+    wait_b = job_workload(kueue, "wait-b", waiting, "waiting for quota")
+
+    code, listing = await call(jp_fetch, "GET", "workloads")
+    assert code == 200, listing
+    assert (listing["namespace"], listing["queue"], listing["kind"]) == (namespace, None, None)
+    found = by_owner(listing)
+    assert set(found) == {"fits", "ray", "wait-a", "wait-b"}, listing
+    assert {n: (w["owner"]["kind"], w["owner"]["api_group"]) for n, w in found.items()} == {
+        "fits": ("Job", "batch"),
+        "ray": ("RayCluster", "ray.io"),
+        "wait-a": ("Job", "batch"),
+        "wait-b": ("Job", "batch"),
+    }
+    # Those holding quota first, then the waiting ones in Kueue's order (created in the same
+    # second, the two are ordered by UID: either may be first).
+    ahead, behind = listing["workloads"][2:]
+    assert (ahead["position_in_local_queue"], behind["position_in_local_queue"]) == (0, 1)
+    assert {ahead["owner"]["name"], behind["owner"]["name"]} == {"wait-a", "wait-b"}
+    assert {n: w["queue"] for n, w in found.items()} == dict.fromkeys(found, queue.local_queue)
+
+    held = found["fits"]
+    assert (held["state"], held["name"]) == ("admitted", fits["metadata"]["name"])
+    assert held["resources"] == {queue.flavor: {"cpu": "1", "memory": "1Gi"}}
+    assert held["cluster_queue"] == queue.cluster_queue
+    assert held["since"] == condition(fits, "Admitted")["lastTransitionTime"]
+    code, cluster = await call(jp_fetch, "GET", "clusters", "ray")
+    assert found["ray"]["state"] == "admitted" and found["ray"]["name"] == cluster["workload"]
+    assert found["ray"]["resources"] == {queue.flavor: {"cpu": "2", "memory": "2Gi"}}
+
+    reserved = condition(wait_b, "QuotaReserved")
+    assert (found["wait-b"]["state"], found["wait-b"]["reason"]) == ("queued", reserved["reason"])
+    assert found["wait-b"]["message"] == reserved["message"]
+    assert "insufficient unused quota" in found["wait-b"]["message"]
+    assert found["wait-a"]["resources"] == {}
+    assert found["wait-a"]["requests"] == {"cpu": "2", "memory": "1Gi"}
+
+    # Filters.
+    code, only_team = await call(jp_fetch, "GET", "workloads", params={"queue": queue.local_queue})
+    assert code == 200 and only_team["workloads"] == listing["workloads"], only_team
+    code, other = await call(jp_fetch, "GET", "workloads", params={"queue": "another"})
+    assert code == 200 and other["workloads"] == [] and other["queue"] == "another"
+    code, jobs_only = await call(jp_fetch, "GET", "workloads", params={"kind": "Job.batch"})
+    assert code == 200 and sorted(by_owner(jobs_only)) == ["fits", "wait-a", "wait-b"]
+    code, rays = await call(
+        jp_fetch, "GET", "workloads", params={"kind": "RayCluster.ray.io", "queue": "team"}
+    )
+    assert code == 200 and list(by_owner(rays)) == ["ray"], rays
+    for field, bad in (("kind", "nope"), ("queue", "Not_A_Name")):
+        code, error = await call(jp_fetch, "GET", "workloads", params={field: bad})
+        assert code == 400 and error["code"] == "invalid_filter", error
+        assert list(error["errors"]) == [field] and error["reason"].startswith(f"{field}: ")
+        assert repr(bad) in error["errors"][field]
+    code, error = await call(jp_fetch, "GET", "workloads", params={"kind": "nope"})
+    assert "Kind.group" in error["reason"] and "Job.batch" in error["hint"]
+    code, again = await call(jp_fetch, "GET", "workloads")
+    assert code == 200 and by_owner(again).keys() == found.keys()
+
+    # The events socket: the snapshot lists them; a Workload deleted moves the one behind it.
+    events, snapshot = await open_events(jp_ws_fetch)
+    assert {w["name"] for w in snapshot["workloads"]} == {w["name"] for w in listing["workloads"]}
+    jobs.delete_namespaced_job(ahead["owner"]["name"], namespace, propagation_policy="Background")
+    gone = await events.until(
+        lambda m: m["type"] == "workload" and m["name"] == ahead["name"] and m["workload"] is None,
+        "the first waiting Workload gone",
+    )
+    assert gone["event"] == "DELETED"
+    moved = await events.until(
+        lambda m: (
+            m["type"] == "workload"
+            and m["name"] == behind["name"]
+            and (m["workload"] or {}).get("position_in_local_queue") == 0
+        ),
+        "the second one moved to the front",
+    )
+    assert moved["workload"]["state"] == "queued"
+    # The cluster deleted frees 2 CPUs: Kueue admits the waiting one, and the socket says so.
+    assert (await call(jp_fetch, "DELETE", "clusters", "ray"))[0] == 200
+    now = await events.until(
+        lambda m: (
+            m["type"] == "workload"
+            and m["name"] == behind["name"]
+            and (m["workload"] or {}).get("state") == "admitted"
+        ),
+        "the waiting one admitted",
+    )
+    assert now["workload"]["resources"] == {queue.flavor: behind["requests"]}
+    assert now["workload"]["position_in_local_queue"] is None
+    events.close()
