@@ -1,6 +1,7 @@
 """Kueue queues, quota and Ray clusters inside Jupyter.
 
-``import jupyter_dw as dw`` gives the notebook API (``dw.queues()``, ``dw.fit(...)``,
+``import jupyter_dw as dw`` gives the notebook API (``dw.queues()``, ``dw.workloads()``,
+``dw.fit(...)``,
 ``dw.submit(...)``, ``dw.cluster(name)``, the widgets). Everything is imported on first use:
 importing the package, or ``%load_ext jupyter_dw``, contacts nothing and stays light.
 """
@@ -15,6 +16,7 @@ from ._version import __version__
 # Public name -> module that defines it (imported when the name is first used).
 _LAZY = {
     "queues": ".notebook.api",
+    "workloads": ".notebook.api",
     "fit": ".notebook.api",
     "submit": ".notebook.api",
     "cluster": ".notebook.api",

@@ -221,6 +221,7 @@ class ChangeFeed:
         self.watch_clusters = watch_clusters
         self._known: dict[str, ClusterStatus] = {}
         self._workloads: dict[str, WorkloadInfo] = {}
+        self._seeded = False
         self._freshness: dict[str, Freshness] = {}
         self._health: WatchHealth | None = None
 
@@ -251,6 +252,7 @@ class ChangeFeed:
         )
         if workloads is not None:
             self._workloads = {w.name: w for w in workloads}
+            self._seeded = True
         self._health = self.session.watch_health() if self.session.ready else None
         return Snapshot(
             namespace=self.session.namespace if self.session.ready else None,
@@ -301,10 +303,21 @@ class ChangeFeed:
         message = self.cluster_message(cluster, event, cause)
         return [*found, message] if message is not None else found
 
+    def seed_workloads(self) -> None:
+        """Learn the Workloads there are now, without a snapshot (a kernel's feed, first
+        thing on its thread), so waiting ones whose positions move are reported. Blocking;
+        at most once, and not after a snapshot."""
+        if self.workloads is None or self._seeded:
+            return
+        workloads, _ = _answer(self.workloads.list)
+        if workloads is not None:
+            self._workloads = {w.name: w for w in workloads}
+            self._seeded = True
+
     def _workload_messages(self, event_type: str, name: str, obj: Object) -> list[Message]:
         """Workload ``name`` now (``DELETED`` with no record once it is gone or no longer
-        listed), unless its record did not change; then each waiting Workload of its queue
-        whose position moved with it (one visibility call for the queue)."""
+        listed); then each waiting Workload of its queue whose position moved with it (one
+        visibility call for the queue)."""
         assert self.workloads is not None
         cause = Cause(WORKLOAD.kind, name, event_type)
         queue = (obj.get("spec") or {}).get("queueName")
@@ -317,7 +330,7 @@ class ChangeFeed:
         if info is not None:
             self._workloads[name] = info
         found: list[Message] = []
-        if (info is not None or known is not None) and info != known:
+        if info is not None or known is not None:
             event = event_type if info is not None else DELETED
             found.append(WorkloadChanged(event, name, queue, cause, info))
         return [*found, *self._moved(infos, cause)]

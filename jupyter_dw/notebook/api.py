@@ -20,6 +20,7 @@ from typing import Any
 from ..core.clusters import ClusterInfo, FitResult, InvalidSpec, new_idempotency_key
 from ..core.queues import QueueList
 from ..core.scaling import InvalidScale, NotElastic, ScaleResult
+from ..core.workloads import WorkloadList
 from ..k8s.errors import (
     KubeConflict,
     KubeError,
@@ -142,6 +143,15 @@ def _request(spec: SpecLike | None, overrides: Mapping[str, Any]) -> dict[str, A
 def queues() -> QueueList:
     """The namespace's LocalQueues with quota and headroom (``.queues``, ``.default``)."""
     return runtime().core.queues.list()
+
+
+def workloads(queue: str | None = None, kind: str | None = None) -> WorkloadList:
+    """Every Kueue Workload of the namespace, whatever job owns it (batch Jobs, Ray clusters,
+    RayJobs, ...): owner, queue, priority, state with Kueue's reason, position while waiting,
+    the quota held per flavor. ``queue``: one LocalQueue's; ``kind``: the owner's kind as
+    ``Kind.group`` (``"Job.batch"``, ``"RayCluster.ray.io"``). A sequence: iterate it,
+    ``len()`` it, index it by position or Workload name; ``.in_queue("team-a")``."""
+    return runtime().core.workloads.list(queue, kind)
 
 
 def fit(spec: SpecLike | None = None, **fields: Any) -> FitResult:

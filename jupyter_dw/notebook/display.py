@@ -14,11 +14,13 @@ from typing import Any
 
 from ..core.clusters import ClusterInfo, ClusterList, FitResult
 from ..core.queues import QueueList
+from ..core.workloads import WorkloadList
 from ..domain.cluster_state import AdmissionCheckStatus
 from ..domain.milestones import Milestone
 from ..domain.priorities import PreemptedBy
 from ..domain.quantity import parse_quantity
 from ..domain.quota import QueueSummary
+from ..domain.workloads import WorkloadInfo
 
 STATE_COLORS = {
     "queued": "#b7791f",
@@ -32,6 +34,7 @@ STATE_COLORS = {
     "failed": "#c53030",
     "rejected": "#c53030",
     "suspended": "#718096",
+    "finished": "#718096",
     "deleting": "#718096",
 }
 VERDICT_COLORS = {
@@ -250,3 +253,52 @@ def clusters_html(clusters: ClusterList) -> str:
             f'<div style="{_BOX}">No Ray clusters in namespace {escape(clusters.namespace)}.</div>'
         )
     return "".join(cluster_html(info) for info in clusters.clusters)
+
+
+def workload_words(info: WorkloadInfo) -> str:
+    """Where a Workload stands: its position while it waits, Kueue's reason and message, the
+    preemptor, or the quota it holds."""
+    parts = []
+    if info.position_in_local_queue is not None:
+        parts.append(f"position {info.position_in_local_queue + 1}")
+    if info.state in ("queued", "evicted", "preempted", "rejected", "suspended") and (
+        info.reason or info.message
+    ):
+        parts.append(": ".join(w for w in (info.reason, info.message) if w))
+    if info.preempted_by is not None:
+        parts.append(f"preempted by {preemptor_words(info.preempted_by)}")
+    held = info.to_json()["resources"]
+    if held:
+        parts.append(
+            "holds "
+            + "; ".join(
+                ", ".join(f"{amount} {resource}" for resource, amount in amounts.items())
+                + f" ({flavor})"
+                for flavor, amounts in held.items()
+            )
+        )
+    return " · ".join(parts)
+
+
+def workload_row(info: WorkloadInfo) -> str:
+    """One Workload: owner kind and name, state badge, where it stands."""
+    owner = f"{info.owner.kind} {info.owner.name}" if info.owner else f"Workload {info.name}"
+    return (
+        f'<div class="jp-dw-workload"><b>{escape(owner)}</b> '
+        f"{badge(info.state, STATE_COLORS.get(info.state, '#718096'))} "
+        f'<span style="opacity:.8">{escape(workload_words(info))}</span></div>'
+    )
+
+
+def workloads_html(workloads: WorkloadList) -> str:
+    """The namespace's Workloads, per queue, in Kueue's order."""
+    if not workloads.workloads:
+        return (
+            f'<div style="{_BOX}">No Workloads in namespace {escape(workloads.namespace)}'
+            f"{' for these filters' if workloads.queue or workloads.kind else ''}.</div>"
+        )
+    parts = []
+    for queue in dict.fromkeys(w.queue for w in workloads.workloads):
+        parts.append(f'<div style="margin-top:6px"><b>queue {escape(queue or "(none)")}</b></div>')
+        parts.extend(workload_row(w) for w in workloads.workloads if w.queue == queue)
+    return f'<div style="{_BOX}">{"".join(parts)}</div>'

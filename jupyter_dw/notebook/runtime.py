@@ -152,6 +152,10 @@ class KernelRuntime:
         return unsubscribe
 
     def _run_feed(self, feed: ChangeFeed) -> None:
+        try:
+            feed.seed_workloads()  # before any change, so moved positions are told
+        except Exception:  # positions of Workloads already waiting are then not followed
+            log.exception("jupyter_dw: the Workloads could not be read")
         while True:
             change = self._changes.get()
             if change is None or self._feed is not feed:

@@ -19,8 +19,9 @@ import ipywidgets as w
 from traitlets import Bool, Dict, Instance, Int, List, Unicode
 
 from ..core.clusters import ClusterInfo, FitResult, new_idempotency_key
-from ..core.feed import ClusterChanged, HealthChanged, Message, QueuesChanged
+from ..core.feed import ClusterChanged, HealthChanged, Message, QueuesChanged, WorkloadChanged
 from ..domain.freshness import FRESH
+from ..domain.workloads import WorkloadInfo, sorted_workloads
 from ..k8s.errors import InvalidRequest, KubeError
 from .display import fit_html
 from .runtime import KernelRuntime, runtime
@@ -195,11 +196,16 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
 
 
 class QueueBoard(_Live, anywidget.AnyWidget):  # type: ignore[misc]
-    """Every LocalQueue of the namespace with per-resource headroom bars, live."""
+    """Every LocalQueue of the namespace with per-resource headroom bars and the Workloads in
+    it (whatever job owns them: Ray clusters, batch Jobs, ...), each with its state, position
+    while waiting and Kueue's reason, live."""
 
     _esm = STATIC / "queues.js"
 
     queues = List(Dict()).tag(sync=True)
+    workloads = List(Dict()).tag(sync=True)
+    """``GET workloads``' records, in its order (by queue, holding ones, then Kueue's)."""
+    workloads_error = Dict(None, allow_none=True).tag(sync=True)
     error = Dict(None, allow_none=True).tag(sync=True)
     freshness = Dict(FRESH.to_json()).tag(sync=True)
     """The watches' overall ``{"state", "reason", "since"}``: not ``live`` while the queues
@@ -207,16 +213,32 @@ class QueueBoard(_Live, anywidget.AnyWidget):  # type: ignore[misc]
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._workloads: dict[str, WorkloadInfo] = {}
         try:
             rt = self._follow(self._on_change)
             self.queues = rt.core.queues.list().to_json()["queues"]
             self.freshness = rt.core.session.watch_health().freshness.to_json()
         except KubeError as err:
             self.error = err.to_json()
+            return
+        try:
+            self._workloads = {w.name: w for w in rt.core.workloads.list()}
+            self._show_workloads()
+        except KubeError as err:
+            self.workloads_error = err.to_json()
+
+    def _show_workloads(self) -> None:
+        self.workloads = [w.to_json() for w in sorted_workloads(self._workloads.values())]
 
     def _on_change(self, message: Message) -> None:
         if isinstance(message, HealthChanged):
             self.freshness = message.health.freshness.to_json()
+        elif isinstance(message, WorkloadChanged):
+            if message.workload is None:
+                self._workloads.pop(message.name, None)
+            else:
+                self._workloads[message.name] = message.workload
+            self._show_workloads()
         elif isinstance(message, QueuesChanged):
             if message.queues is not None:
                 self.queues = message.queues.to_json()["queues"]

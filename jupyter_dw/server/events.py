@@ -40,9 +40,9 @@ ignored. A cluster is the object ``GET clusters`` lists (``ClusterStatus`` JSON 
 - ``{"type": "workload", "event", "name", "queue", "cause", "workload"}``: a Workload of the
   namespace changed, whatever job owns it (a RayCluster's also gets its ``cluster`` message);
   ``workload`` is the record ``GET workloads`` lists, null with ``event`` ``DELETED`` once it
-  is gone or no longer listed (an elastic job's replaced slice). A change that leaves the
-  record as it was sends nothing. A waiting Workload whose position moved, because a Workload
-  of its queue changed or a queue did, gets a message with that object as ``cause``.
+  is gone or no longer listed (an elastic job's replaced slice). A waiting Workload whose
+  position moved, because a Workload of its queue changed or a queue did, gets a message with
+  that object as ``cause``.
 - ``{"type": "health", "freshness", "caches", "kueue_controller"}``: a watch cache or Kueue's
   controller became ``reconnecting``, ``stale`` or ``live`` again (each a ``{"state",
   "reason", "since"}``; ``freshness`` the worst). Then a ``cluster`` message, ``cause.kind``

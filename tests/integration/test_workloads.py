@@ -9,11 +9,16 @@ quota for as long as the test needs.
 
 from __future__ import annotations
 
+import asyncio
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+import jupyter_dw as dw
+from jupyter_dw.core.workloads import InvalidFilter
+from jupyter_dw.domain.workloads import Owner
 from tests.cluster.fixtures import KueueObjects, condition, watch_until
 from tests.integration.clusters_support import (
     KUEUE,
@@ -22,6 +27,7 @@ from tests.integration.clusters_support import (
     open_events,
     small_cluster,
 )
+from tests.integration.test_notebook_widgets import until
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
 pytestmark = pytest.mark.cluster
@@ -186,3 +192,54 @@ async def test_every_workload_of_the_namespace(kube, kueue, namespace, jp_fetch,
     assert now["workload"]["resources"] == {queue.flavor: behind["requests"]}
     assert now["workload"]["position_in_local_queue"] is None
     events.close()
+
+
+# --------------------------------------------------------------------------------------------
+# The kernel: dw.workloads() and the QueueBoard
+# --------------------------------------------------------------------------------------------
+
+
+async def test_kernel_lists_workloads_and_the_board_follows_them(kernel, kueue, kube, namespace):
+    queue = make_queue(kueue, cpu="1", memory="4Gi")
+    jobs = client.BatchV1Api(kube)
+    jobs.create_namespaced_job(namespace, job("first", queue.local_queue, "1"))
+    first = job_workload(kueue, "first", admitted, "admitted")
+    jobs.create_namespaced_job(namespace, job("second", queue.local_queue, "1"))
+    second = job_workload(kueue, "second", waiting, "waiting for quota")
+
+    listed = await asyncio.to_thread(dw.workloads)
+    assert len(listed) == 2 and listed.names() == [
+        first["metadata"]["name"],
+        second["metadata"]["name"],
+    ]
+    held, queued = listed
+    assert (held.state, held.owner, held.resources) == (
+        "admitted",
+        Owner("Job", "batch", "first"),
+        {queue.flavor: {"cpu": Decimal(1), "memory": Decimal(2**30)}},
+    )
+    assert listed[queued.name] is queued and queued.position_in_local_queue == 0
+    assert listed.in_queue(queue.local_queue) == (held, queued)
+    html = listed._repr_html_()
+    assert "Job second" in html and "position 1" in html and "insufficient unused quota" in html
+    assert len(await asyncio.to_thread(dw.workloads, kind="RayCluster.ray.io")) == 0
+    assert len(await asyncio.to_thread(dw.workloads, queue=queue.local_queue)) == 2
+    with pytest.raises(InvalidFilter, match=r"Kind\.group"):
+        await asyncio.to_thread(dw.workloads, kind="nope")
+
+    board = dw.QueueBoard()
+    assert [(w["owner"]["name"], w["state"]) for w in board.workloads] == [
+        ("first", "admitted"),
+        ("second", "queued"),
+    ]
+    assert board.workloads[1]["position_in_local_queue"] == 0
+    # The first Job deleted: Kueue admits the second, and the board follows by itself.
+    jobs.delete_namespaced_job("first", namespace, propagation_policy="Background")
+    await until(
+        board,
+        "workloads",
+        lambda ws: [(w["owner"]["name"], w["state"]) for w in ws] == [("second", "admitted")],
+        "the second Job admitted once the first is gone",
+    )
+    assert board.workloads[0]["position_in_local_queue"] is None
+    board.close()

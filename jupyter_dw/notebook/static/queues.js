@@ -1,4 +1,5 @@
-// QueueBoard view (anywidget ESM): every LocalQueue with a headroom bar per resource.
+// QueueBoard view (anywidget ESM): every LocalQueue with a headroom bar per resource and the
+// Workloads in it (any kind of job), each with its state, position while waiting and Kueue's words.
 const UNITS = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12, m: 1e-3 };
 
 function amount(text) {
@@ -6,6 +7,49 @@ function amount(text) {
   const match = /^([0-9.]+)([a-zA-Z]*)$/.exec(String(text));
   if (!match) return null;
   return parseFloat(match[1]) * (UNITS[match[2]] || 1);
+}
+
+// The owner as kubectl names a kind (`Job`, `RayCluster`), or the Workload when it has none.
+function ownerText(w) {
+  return w.owner ? `${w.owner.kind} ${w.owner.name}` : `Workload ${w.name}`;
+}
+
+function workloadRow(w) {
+  const row = document.createElement("div");
+  row.className = "jp-dw-workload";
+  row.dataset.workload = w.name;
+  row.dataset.state = w.state;
+  row.style.cssText = "padding-left:12px";
+  const who = document.createElement("span");
+  who.textContent = ownerText(w);
+  const state = document.createElement("span");
+  state.className = "jp-dw-workload-state";
+  state.textContent = w.state;
+  state.style.cssText = "border-radius:9px;padding:0 6px;margin:0 6px;font-size:12px;background:var(--jp-layout-color3,#ddd)";
+  row.append(who, state);
+  const words = [];
+  if (w.position_in_local_queue !== null && w.position_in_local_queue !== undefined) {
+    const position = document.createElement("span");
+    position.className = "jp-dw-workload-position";
+    position.dataset.position = w.position_in_local_queue;
+    position.textContent = `position ${w.position_in_local_queue + 1}`;
+    row.append(position);
+  }
+  if (["queued", "evicted", "preempted", "rejected", "suspended"].includes(w.state)) {
+    words.push([w.reason, w.message].filter(Boolean).join(": "));
+  }
+  const held = Object.entries(w.resources || {}).map(
+    ([flavor, amounts]) => Object.entries(amounts).map(([r, q]) => `${q} ${r}`).join(", ") + ` (${flavor})`
+  );
+  if (held.length) words.push(`holds ${held.join("; ")}`);
+  const rest = words.filter(Boolean).join(" · ");
+  if (rest) {
+    const detail = document.createElement("span");
+    detail.style.opacity = ".75";
+    detail.textContent = ` ${rest}`;
+    row.append(detail);
+  }
+  return row;
 }
 
 function render({ model, el: root }) {
@@ -66,11 +110,23 @@ function render({ model, el: root }) {
         }
         box.append(row);
       }
+      for (const w of (model.get("workloads") || []).filter((w) => w.queue === queue.name)) {
+        box.append(workloadRow(w));
+      }
+    }
+    const problem = model.get("workloads_error");
+    if (problem && problem.error) {
+      const alert = document.createElement("div");
+      alert.className = "jp-dw-workloads-error";
+      alert.textContent = `Workloads: ${problem.error}${problem.reason ? ": " + problem.reason : ""}`;
+      box.append(alert);
     }
   }
   model.on("change:queues", draw);
   model.on("change:error", draw);
   model.on("change:freshness", draw);
+  model.on("change:workloads", draw);
+  model.on("change:workloads_error", draw);
   draw();
 }
 
