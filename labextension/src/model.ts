@@ -1,5 +1,5 @@
 /**
- * The sidebar's state: the version handshake, then queues and clusters from the `events`
+ * The sidebar's state: the version handshake, then queues, clusters and Workloads from the `events`
  * socket (a snapshot, then one message per change), with reconnection (backoff, then a fresh
  * snapshot). Views listen to `changed` and read; they never fetch on their own.
  */
@@ -17,7 +17,8 @@ import {
   Milestone,
   Queues,
   ScaleResult,
-  WatchHealth
+  WatchHealth,
+  Workload
 } from './api';
 import { JobsState } from './jobs';
 
@@ -123,6 +124,47 @@ export class DWModel {
   get reconnects(): number {
     return this._reconnects;
   }
+  get workloadsError(): ErrorBody | null {
+    return this._workloadsError;
+  }
+
+  /**
+   * The Workloads of LocalQueue `queue` (any kind of job), in the server's order: those
+   * holding quota first, then the waiting ones by Kueue's position, then the rest by age.
+   */
+  workloadsIn(queue: string): Workload[] {
+    return [...this._workloads.values()]
+      .filter(w => w.queue === queue)
+      .sort(
+        (a, b) =>
+          Number(b.quota_reserved) - Number(a.quota_reserved) ||
+          (a.position_in_local_queue ?? Infinity) - (b.position_in_local_queue ?? Infinity) ||
+          (a.created ?? '').localeCompare(b.created ?? '') ||
+          a.name.localeCompare(b.name)
+      );
+  }
+
+  /** The LocalQueues the namespace's Workloads name, sorted (a queue may not exist). */
+  get workloadQueues(): string[] {
+    const names = new Set<string>();
+    for (const w of this._workloads.values()) {
+      if (w.queue) {
+        names.add(w.queue);
+      }
+    }
+    return [...names].sort();
+  }
+
+  /** Whether `workload` is one of this identity's Ray clusters. */
+  isMine(workload: Workload): boolean {
+    const owner = workload.owner;
+    if (owner === null || owner.kind !== 'RayCluster' || owner.api_group !== 'ray.io') {
+      return false;
+    }
+    const cluster = this._clusters.get(owner.name);
+    return cluster !== undefined && (this._username === null || cluster.owner === this._username);
+  }
+
   /** Every cluster, by name. */
   get clusters(): Cluster[] {
     return [...this._clusters.values()].sort((a, b) => a.name.localeCompare(b.name));
@@ -227,6 +269,8 @@ export class DWModel {
         this._queuesError = message.queues_error;
         this._clusters = new Map((message.clusters ?? []).map(c => [c.name, c]));
         this._clustersError = message.clusters_error;
+        this._workloads = new Map((message.workloads ?? []).map(w => [w.name, w]));
+        this._workloadsError = message.workloads_error;
         this._positionsVisible = message.positions_visible;
         this._health = message.health ?? null;
         this._watchJobs(true);
@@ -256,7 +300,12 @@ export class DWModel {
         this.jobs.apply(message);
         break;
       case 'workload':
-        return; // Queue counts come with the `queues` message of the same change.
+        if (message.workload === null) {
+          this._workloads.delete(message.name);
+        } else {
+          this._workloads.set(message.name, message.workload);
+        }
+        break;
       case 'error':
         this._socketError = {
           error: message.error,
@@ -393,6 +442,8 @@ export class DWModel {
   private _queuesError: ErrorBody | null = null;
   private _clusters = new Map<string, Cluster>();
   private _clustersError: ErrorBody | null = null;
+  private _workloads = new Map<string, Workload>();
+  private _workloadsError: ErrorBody | null = null;
   private _positionsVisible = false;
   private _socketError: ErrorBody | null = null;
   private _socket: ISocket | null = null;

@@ -55,6 +55,34 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/workloads': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Every Kueue Workload of the namespace, whatever job owns it.
+     * @description Every Workload of the namespace (batch Jobs, RayClusters, RayJobs, TrainJobs, JobSets,
+     *     ...; an elastic job's slices replaced by a newer one are left out), with its owner
+     *     (the `ownerReference` with `controller: true`, named as written there: owners are
+     *     never read), LocalQueue, priority, Kueue's state on the clusters' vocabulary plus
+     *     `finished`, the position while it waits for quota, the preemptor, the quota it holds
+     *     per flavor and what it asks for. Ordered by queue; in each queue those holding quota
+     *     first, then the waiting ones in Kueue's order, then the rest by age. From the watch
+     *     cache plus one visibility API call per LocalQueue with a waiting Workload. Needs only
+     *     `list` and `watch` on `workloads.kueue.x-k8s.io`.
+     */
+    get: operations['listWorkloads'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/clusters': {
     parameters: {
       query?: never;
@@ -584,8 +612,79 @@ export interface components {
     PreemptedBy: {
       workload_uid: string | null;
       job_uid: string | null;
-      /** @description The preemptor's RayCluster, when it is one of the namespace. */
+      /** @description The preemptor's job: for a cluster, the RayCluster when it is one of the namespace; for a Workload, the owner of the preemptor's Workload when that is in the namespace. */
       name: string | null;
+    };
+    /**
+     * @description A Workload's own state, by the same rules as a cluster's Kueue states (the same word means the same): `queued` (waiting for quota, with Kueue's `QuotaReserved` reason and message), `waiting-for-capacity` (quota reserved, an admission check not Ready, or in Retry), `admitted`, `evicted`/`preempted` (until Kueue reserves quota again), `suspended` (deactivated), `rejected` (an admission check refused it), `finished` (Kueue's `Finished` condition: its quota is released), `deleting`.
+     * @enum {unknown}
+     */
+    WorkloadState:
+      | 'queued'
+      | 'waiting-for-capacity'
+      | 'admitted'
+      | 'evicted'
+      | 'preempted'
+      | 'suspended'
+      | 'rejected'
+      | 'finished'
+      | 'deleting';
+    /** @description The Workload's controller `ownerReference` (the job it was made for). */
+    WorkloadOwner: {
+      kind: string;
+      /** @description The owner's API group (`batch`, `ray.io`; empty for the core group). */
+      api_group: string;
+      name: string;
+    };
+    WorkloadPriority: {
+      /** @description The priority class the Workload names, if any. */
+      class_name: string | null;
+      /** @description `spec.priority`: what Kueue orders pending workloads by. */
+      value: number | null;
+      /** @description Which kind of class: `kueue.x-k8s.io/workloadpriorityclass` or `scheduling.k8s.io/priorityclass`. */
+      source: string | null;
+    };
+    /** @description A Kueue Workload of the namespace, whatever job owns it. */
+    Workload: {
+      name: string;
+      namespace: string | null;
+      /** @description The controller owner; null when the Workload has none. */
+      owner: null | components['schemas']['WorkloadOwner'];
+      /** @description The LocalQueue (`spec.queueName`). */
+      queue: string | null;
+      /** @description The ClusterQueue holding its quota (null while it holds none). */
+      cluster_queue: string | null;
+      priority: components['schemas']['WorkloadPriority'];
+      state: components['schemas']['WorkloadState'];
+      /** @description Kueue's reason for the state (e.g. `Pending`, `Preempted`). */
+      reason: string | null;
+      /** @description Kueue's own message for the state. */
+      message: string | null;
+      quota_reserved: boolean;
+      admitted: boolean;
+      created: components['schemas']['NullableTime'];
+      /** @description When the state began (the deciding condition's last transition). */
+      since: components['schemas']['NullableTime'];
+      /** @description The quota it holds now, flavor → resource → amount, as Kueue counts it (each pod set's `resourceUsage` in the flavor assigned to each resource); empty while it holds none (waiting, evicted, finished). */
+      resources: {
+        [key: string]: components['schemas']['Quantities'];
+      };
+      /** @description What it asks for in all: every pod set's count x its per-pod requests, rounded as Kueue rounds them. */
+      requests: components['schemas']['Quantities'];
+      /** @description Kueue's 0-based position while it waits for quota (visibility API). */
+      position_in_local_queue: number | null;
+      position_in_cluster_queue: number | null;
+      /** @description While `preempted`, the workload Kueue named as the preemptor (`name`: its job's name when that Workload is in the namespace). */
+      preempted_by: null | components['schemas']['PreemptedBy'];
+    };
+    WorkloadList: {
+      namespace: string;
+      positions_visible: boolean;
+      /** @description The `queue` filter applied, if any. */
+      queue: string | null;
+      /** @description The `kind` filter applied, if any. */
+      kind: string | null;
+      workloads: components['schemas']['Workload'][];
     };
     ClusterList: {
       namespace: string;
@@ -808,6 +907,9 @@ export interface components {
       queues_error: components['schemas']['NullableError'];
       clusters: null | components['schemas']['Cluster'][];
       clusters_error: components['schemas']['NullableError'];
+      /** @description Every Workload of the namespace, as `GET workloads` lists them. */
+      workloads: null | components['schemas']['Workload'][];
+      workloads_error: components['schemas']['NullableError'];
       positions_visible: boolean;
     };
     /** @description A LocalQueue, ClusterQueue, Cohort or ResourceFlavor that concerns the namespace changed, and with it the `GET queues` answer. */
@@ -855,7 +957,7 @@ export interface components {
       state: null | components['schemas']['Cluster'];
       milestones: string[];
     };
-    /** @description A Workload that belongs to no RayCluster (another kind of job) changed. */
+    /** @description A Workload of the namespace changed, whatever job owns it (a RayCluster's Workload also gets its `cluster` message), or a change of a Workload of its queue or of a queue moved its position (`cause`). `workload` is the record `GET workloads` lists; null, with `event` `DELETED`, once it is gone or no longer listed (an elastic job's replaced slice). */
     WorkloadMessage: {
       /**
        * @description discriminator enum property added by openapi-typescript
@@ -865,6 +967,19 @@ export interface components {
       event: components['schemas']['ChangeEvent'];
       name: string;
       queue: string | null;
+      cause: {
+        /** @enum {unknown} */
+        kind:
+          | 'Workload'
+          | 'LocalQueue'
+          | 'ClusterQueue'
+          | 'Cohort'
+          | 'ResourceFlavor'
+          | 'WorkloadPriorityClass';
+        name: string;
+        event: components['schemas']['ChangeEvent'];
+      };
+      workload: null | components['schemas']['Workload'];
     };
     /** @description A watch (or Kueue's controller) became reconnecting, stale or live again: the whole watch health now. Clusters whose `freshness` changed with it follow, each in a `cluster` message whose `cause.kind` is `WatchHealth`. */
     HealthMessage: {
@@ -970,6 +1085,41 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Queues'];
+        };
+      };
+      default: components['responses']['Error'];
+    };
+  };
+  listWorkloads: {
+    parameters: {
+      query?: {
+        /** @description Only the Workloads of this LocalQueue. */
+        queue?: string;
+        /** @description Only the Workloads whose owner is of this kind, as `Kind.group` (`Job.batch`, `RayCluster.ray.io`, `RayJob.ray.io`, `TrainJob.trainer.kubeflow.org`; a core kind alone, `Pod`). */
+        kind?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The Workloads the filters let through. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkloadList'];
+        };
+      };
+      /** @description `invalid_filter`: `queue` is no LocalQueue name, or `kind` is not `Kind.group` (`errors` names the filter). Nothing was read. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
         };
       };
       default: components['responses']['Error'];

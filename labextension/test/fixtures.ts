@@ -1,5 +1,5 @@
 /** Stand-ins shared by the sidebar's unit tests: a socket, a clock and a cluster. */
-import type { Cluster, EventMessage, ISocket } from '../src/api';
+import type { Cluster, EventMessage, ISocket, Workload } from '../src/api';
 import type { IClock } from '../src/model';
 
 export class FakeSocket implements ISocket {
@@ -87,6 +87,30 @@ export function cluster(name: string, extra: Partial<Cluster> = {}): Cluster {
     owner: 'me',
     pods: [],
     freshness: LIVE,
+    ...extra
+  };
+}
+
+export function workload(name: string, extra: Partial<Workload> = {}): Workload {
+  return {
+    name,
+    namespace: 'ns',
+    owner: { kind: 'Job', api_group: 'batch', name },
+    queue: 'team',
+    cluster_queue: null,
+    priority: { class_name: null, value: 0, source: null },
+    state: 'queued',
+    reason: 'Pending',
+    message: 'insufficient unused quota',
+    quota_reserved: false,
+    admitted: false,
+    created: '2026-11-24T10:00:00Z',
+    since: '2026-11-24T10:00:00Z',
+    resources: {},
+    requests: { cpu: '1' },
+    position_in_local_queue: null,
+    position_in_cluster_queue: null,
+    preempted_by: null,
     ...extra
   };
 }

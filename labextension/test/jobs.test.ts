@@ -27,6 +27,8 @@ function snapshot(clusters: Cluster[]): EventMessage {
     queues_error: null,
     clusters,
     clusters_error: null,
+    workloads: [],
+    workloads_error: null,
     positions_visible: true,
     health: null
   };

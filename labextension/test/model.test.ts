@@ -15,7 +15,7 @@ import {
   quotaHeldFor,
   timeline
 } from '../src/model';
-import { FakeClock, FakeSocket, LIVE, cluster } from './fixtures';
+import { FakeClock, FakeSocket, LIVE, cluster, workload } from './fixtures';
 
 const QUEUES: Queues = {
   namespace: 'ns',
@@ -33,6 +33,8 @@ function snapshot(clusters: Cluster[], queues: Queues = QUEUES): EventMessage {
     queues_error: null,
     clusters,
     clusters_error: null,
+    workloads: [],
+    workloads_error: null,
     positions_visible: true,
     health: { freshness: LIVE, caches: { rayclusters: LIVE }, kueue_controller: LIVE }
   };
@@ -149,6 +151,54 @@ describe('events', () => {
     });
     expect(model.queues).toEqual(queues);
     expect(seen).toHaveBeenCalledTimes(4);
+  });
+
+  it("keeps every Workload per queue in Kueue's order, live", async () => {
+    const { model, sockets } = await started();
+    const held = workload('held', { state: 'admitted', quota_reserved: true });
+    const second = workload('second', { position_in_local_queue: 1 });
+    const mine = workload('raycluster-a', {
+      owner: { kind: 'RayCluster', api_group: 'ray.io', name: 'a' },
+      position_in_local_queue: 0
+    });
+    const elsewhere = workload('other', { queue: 'gone-queue' });
+    sockets[0].deliver({
+      ...snapshot([cluster('a')]),
+      workloads: [second, held, elsewhere, mine]
+    } as EventMessage);
+    expect(model.workloadsIn('team').map(w => w.name)).toEqual(['held', 'raycluster-a', 'second']);
+    expect(model.workloadQueues).toEqual(['gone-queue', 'team']);
+    expect(model.isMine(mine)).toBe(true);
+    expect(model.isMine(second)).toBe(false);
+
+    // The held one is gone: Kueue admits ours, the other moves up.
+    sockets[0].deliver({
+      type: 'workload',
+      event: 'DELETED',
+      name: 'held',
+      queue: 'team',
+      cause: { kind: 'Workload', name: 'held', event: 'DELETED' },
+      workload: null
+    });
+    for (const changed of [
+      { ...mine, state: 'admitted', quota_reserved: true, position_in_local_queue: null },
+      { ...second, position_in_local_queue: 0 }
+    ] as const) {
+      sockets[0].deliver({
+        type: 'workload',
+        event: 'MODIFIED',
+        name: changed.name,
+        queue: 'team',
+        cause: { kind: 'Workload', name: 'held', event: 'DELETED' },
+        workload: changed
+      });
+    }
+    expect(
+      model.workloadsIn('team').map(w => [w.name, w.state, w.position_in_local_queue])
+    ).toEqual([
+      ['raycluster-a', 'admitted', null],
+      ['second', 'queued', 0]
+    ]);
   });
 
   it('follows the watch health: reconnecting, then live again', async () => {

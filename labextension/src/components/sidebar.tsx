@@ -7,6 +7,7 @@ import { ClustersSection, IClusterActions } from './clusters';
 import { NewClusterForm } from './form';
 import { QueuesSection } from './queues';
 import { ConnectionStatus, FreshnessBanner, HandshakeMessage } from './status';
+import { WorkloadsSection } from './workloads';
 
 import iconSvg from '../../style/icon.svg';
 
@@ -50,6 +51,7 @@ function SidebarView(props: {
       {ready && model.connection !== 'connecting' ? (
         <>
           <QueuesSection model={model} />
+          <WorkloadsSection model={model} />
           <ClustersSection model={model} scope={settings.clusterScope} actions={props.actions} />
           <NewClusterForm
             model={model}

@@ -1,0 +1,69 @@
+import * as React from 'react';
+
+import type { Workload } from '../api';
+import { DWModel } from '../model';
+import { ErrorNote } from './status';
+
+// States whose words are Kueue's reason for not running (shown with them).
+const WAITING_WORDS = new Set(['queued', 'evicted', 'preempted', 'rejected', 'suspended']);
+
+function WorkloadItem(props: { workload: Workload; mine: boolean }): JSX.Element {
+  const w = props.workload;
+  const position = w.position_in_local_queue;
+  const words = WAITING_WORDS.has(w.state) ? [w.reason, w.message].filter(Boolean).join(': ') : '';
+  return (
+    <li
+      className="jp-dw-workload"
+      data-workload={w.name}
+      data-kind={w.owner ? w.owner.kind : ''}
+      data-state={w.state}
+      data-mine={props.mine ? 'true' : 'false'}
+    >
+      <div className="jp-dw-workload-head">
+        {position !== null && position !== undefined ? (
+          <span className="jp-dw-workload-position" data-position={position}>
+            #{position + 1}
+          </span>
+        ) : null}
+        <span className="jp-dw-workload-kind">{w.owner ? w.owner.kind : 'Workload'}</span>
+        <span className="jp-dw-workload-name">{w.owner ? w.owner.name : w.name}</span>
+        {props.mine ? <span className="jp-dw-tag">mine</span> : null}
+        <span className={`jp-dw-badge jp-dw-state-${w.state}`} data-badge={w.state}>
+          {w.state}
+        </span>
+      </div>
+      {words ? <div className="jp-dw-muted jp-dw-workload-words">{words}</div> : null}
+    </li>
+  );
+}
+
+/** "In my queues": every Workload of the namespace per LocalQueue, whatever job owns it. */
+export function WorkloadsSection(props: { model: DWModel }): JSX.Element {
+  const { model } = props;
+  const queues = new Set([
+    ...(model.queues?.queues.map(q => q.name) ?? []),
+    ...model.workloadQueues
+  ]);
+  const shown = [...queues].filter(q => model.workloadsIn(q).length > 0);
+  return (
+    <section className="jp-dw-section jp-dw-in-queues" aria-labelledby="jp-dw-in-queues-title">
+      <h3 id="jp-dw-in-queues-title" className="jp-dw-section-title">
+        In my queues
+      </h3>
+      {model.workloadsError ? <ErrorNote error={model.workloadsError} /> : null}
+      {shown.length === 0 && !model.workloadsError ? (
+        <p className="jp-dw-muted">No workloads in the namespace's queues.</p>
+      ) : null}
+      {shown.map(queue => (
+        <div className="jp-dw-queue-workloads" data-queue={queue} key={queue}>
+          <div className="jp-dw-queue-name">{queue}</div>
+          <ul className="jp-dw-workloads">
+            {model.workloadsIn(queue).map(w => (
+              <WorkloadItem key={w.name} workload={w} mine={model.isMine(w)} />
+            ))}
+          </ul>
+        </div>
+      ))}
+    </section>
+  );
+}
