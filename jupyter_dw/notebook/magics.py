@@ -16,6 +16,9 @@ from typing import Any
 from ..k8s.errors import InvalidRequest, KubeError
 
 HELP = """%dw queues                      LocalQueues with quota and headroom
+%dw workloads [--queue Q] [--kind Kind.group]
+                                 every Workload in the queues (any job: Job.batch,
+                                 RayCluster.ray.io, ...): state, position, quota held
 %dw fit [--queue Q] --workers N --worker-cpu C --worker-memory M [--worker-gpu G]
         [--min-workers N --max-workers N] [--head-cpu C] [--head-memory M]
         [--toleration KEY[=VALUE][:EFFECT]]...
@@ -67,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="%dw", add_help=False)
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
     commands.add_parser("queues", add_help=False)
+    workloads = commands.add_parser("workloads", add_help=False)
+    workloads.add_argument("--queue")
+    workloads.add_argument("--kind")
     _size_options(commands.add_parser("fit", add_help=False))
     up = commands.add_parser("up", add_help=False)
     up.add_argument("name")
@@ -134,6 +140,10 @@ def _api() -> Any:
 
 def _queues(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
     return _api().queues()
+
+
+def _workloads(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    return _api().workloads(queue=args.queue, kind=args.kind)
 
 
 def _fit(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
@@ -212,6 +222,7 @@ def _jobs(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]] = {
     "queues": _queues,
+    "workloads": _workloads,
     "fit": _fit,
     "up": _up,
     "status": _status,

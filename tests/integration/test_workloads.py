@@ -19,9 +19,11 @@ from kubernetes import client
 import jupyter_dw as dw
 from jupyter_dw.core.workloads import InvalidFilter
 from jupyter_dw.domain.workloads import Owner
+from jupyter_dw.notebook.magics import run as magic
 from tests.cluster.fixtures import KueueObjects, condition, watch_until
 from tests.integration.clusters_support import (
     KUEUE,
+    Events,
     call,
     make_queue,
     open_events,
@@ -89,12 +91,39 @@ def waiting(workload: dict[str, Any]) -> bool:
     return reserved.get("status") == "False" and bool(reserved.get("message"))
 
 
+async def seen_or_next(events: Events, since: int, predicate: Any, what: str) -> dict[str, Any]:
+    """A message read since the ``since``-th that satisfies ``predicate``, else the next one
+    that does."""
+    found = [m for m in events.seen[since:] if predicate(m)]
+    return found[0] if found else await events.until(predicate, what)
+
+
 def by_owner(listing: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {w["owner"]["name"]: w for w in listing["workloads"] if w["owner"]}
 
 
+class Latest:
+    """The last record the events socket gave of each Workload, by its owner's name."""
+
+    def __init__(self, snapshot: dict[str, Any]) -> None:
+        self.by_owner = by_owner({"workloads": snapshot["workloads"]})
+
+    def read(self, message: dict[str, Any]) -> None:
+        record = message.get("workload") if message["type"] == "workload" else None
+        if record is not None and record["owner"]:
+            self.by_owner[record["owner"]["name"]] = record
+
+    def states(self) -> dict[str, tuple[str, int | None, bool]]:
+        return {
+            name: (w["state"], w["position_in_local_queue"], w["reason"] is not None)
+            for name, w in self.by_owner.items()
+        }
+
+
 async def test_every_workload_of_the_namespace(kube, kueue, namespace, jp_fetch, jp_ws_fetch):
     queue = make_queue(kueue, cpu="3", memory="8Gi")
+    events, snapshot = await open_events(jp_ws_fetch)
+    latest = Latest(snapshot)
     jobs = client.BatchV1Api(kube)
     jobs.create_namespaced_job(namespace, job("fits", queue.local_queue, "1"))
     fits = job_workload(kueue, "fits", admitted, "admitted")
@@ -105,6 +134,18 @@ async def test_every_workload_of_the_namespace(kube, kueue, namespace, jp_fetch,
         jobs.create_namespaced_job(namespace, job(name, queue.local_queue, cpu))
     job_workload(kueue, "wait-a", waiting, "waiting for quota")
     wait_b = job_workload(kueue, "wait-b", waiting, "waiting for quota")
+    # The server's watch has seen all of it when the socket says so.
+    settled = {"fits": ("admitted", None, True), "ray": ("admitted", None, True)}
+
+    def all_seen(message: dict[str, Any]) -> bool:
+        latest.read(message)
+        states = latest.states()
+        waits = sorted(states.get(n, ("", None, False)) for n in ("wait-a", "wait-b"))
+        return waits == [("queued", 0, True), ("queued", 1, True)] and all(
+            states.get(n) == v for n, v in settled.items()
+        )
+
+    await events.until(all_seen, "every Workload in its state, the waiting ones in order")
 
     code, listing = await call(jp_fetch, "GET", "workloads")
     assert code == 200, listing
@@ -161,16 +202,21 @@ async def test_every_workload_of_the_namespace(kube, kueue, namespace, jp_fetch,
     code, again = await call(jp_fetch, "GET", "workloads")
     assert code == 200 and by_owner(again).keys() == found.keys()
 
-    # The events socket: the snapshot lists them; a Workload deleted moves the one behind it.
-    events, snapshot = await open_events(jp_ws_fetch)
+    # A new socket's snapshot lists them; a Workload deleted moves the one behind it.
+    another, snapshot = await open_events(jp_ws_fetch)
     assert {w["name"] for w in snapshot["workloads"]} == {w["name"] for w in listing["workloads"]}
+    another.close()
+    mark = len(events.seen)
     jobs.delete_namespaced_job(ahead["owner"]["name"], namespace, propagation_policy="Background")
     gone = await events.until(
         lambda m: m["type"] == "workload" and m["name"] == ahead["name"] and m["workload"] is None,
         "the first waiting Workload gone",
     )
     assert gone["event"] == "DELETED"
-    moved = await events.until(
+    # Kueue may move it up while the first one is being deleted (before it is gone).
+    moved = await seen_or_next(
+        events,
+        mark,
         lambda m: (
             m["type"] == "workload"
             and m["name"] == behind["name"]
@@ -226,6 +272,11 @@ async def test_kernel_lists_workloads_and_the_board_follows_them(kernel, kueue, 
     assert len(await asyncio.to_thread(dw.workloads, queue=queue.local_queue)) == 2
     with pytest.raises(InvalidFilter, match=r"Kind\.group"):
         await asyncio.to_thread(dw.workloads, kind="nope")
+    said: list[str] = []
+    shown = await asyncio.to_thread(magic, "workloads --kind Job.batch --queue team", said.append)
+    assert shown.names() == listed.names() and said == []
+    assert await asyncio.to_thread(magic, "workloads --kind nope", said.append) is None
+    assert said and said[0].startswith("Invalid workload filter: kind: must be Kind.group")
 
     board = dw.QueueBoard()
     assert [(w["owner"]["name"], w["state"]) for w in board.workloads] == [
