@@ -333,8 +333,9 @@ class WorkloadInfo:
 
     @property
     def waiting(self) -> bool:
-        """Waits for quota: the visibility API has a position for it."""
-        return self.state == "queued" and not self.quota_reserved
+        """In its queue without quota (queued, or evicted and requeued): the visibility API
+        has a position for it."""
+        return _in_queue(self.state, self.quota_reserved)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape the REST API and the events socket share."""
@@ -360,6 +361,14 @@ class WorkloadInfo:
         }
 
 
+_OUT_OF_QUEUE = frozenset({"finished", "suspended", "rejected", "deleting"})
+"""States in which Kueue does not queue a Workload (no position to ask for)."""
+
+
+def _in_queue(state: WorkloadState, quota_reserved: bool) -> bool:
+    return not quota_reserved and state not in _OUT_OF_QUEUE
+
+
 def is_replaced_slice(workload: Object) -> bool:
     """An elastic job's slice replaced by a newer admitted one (history, not listed)."""
     replaced = words(workload, "Finished")[0] == WORKLOAD_SLICE_REPLACED_REASON
@@ -377,7 +386,7 @@ def workload_info(workload: Object, pending: Object | None = None) -> WorkloadIn
     name = _text(metadata.get("name")) or ""
     kueue = kueue_state(workload)
     quota_reserved = is_true(workload, "QuotaReserved")
-    waiting = kueue.state == "queued" and not quota_reserved
+    waiting = _in_queue(kueue.state, quota_reserved)
     local, cluster = pending_positions(pending, name) if waiting else (None, None)
     created = _text(metadata.get("creationTimestamp"))
     since = _text(metadata.get("deletionTimestamp")) if kueue.state == "deleting" else None

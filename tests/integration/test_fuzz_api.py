@@ -49,8 +49,8 @@ OPENAPI = Path(jupyter_dw.__file__).parent / "openapi.yaml"
 SPEC = yaml.safe_load(OPENAPI.read_text())
 EXAMPLES = {GenerationMode.POSITIVE: 100, GenerationMode.NEGATIVE: 50}
 """Generated cases per operation and mode. Negative cases exist only where something can be
-invalid (the two bodies, the cluster name, the events socket's header): 9 x 100 + 5 x 50 =
-1,150 requests."""
+invalid (the bodies, the names in paths, the workload filters, the events socket's header):
+14 x 100 + 10 x 50 = 1,900 requests."""
 CREDENTIALS = ("Authorization", "_xsrf")
 """The security schemes' parameters: the test sends the real token, never generated ones."""
 MIN_REQUESTS = 1000

@@ -155,6 +155,20 @@ def test_preempted_names_the_preemptor_from_kueues_message():
     assert info.resources == {}
 
 
+def test_evicted_and_requeued_has_its_position_again():
+    workload = with_conditions(
+        real("v1beta2-pending"),
+        cond("Evicted", reason="PodsReadyTimeout", message="Exceeded the PodsReady timeout"),
+    )
+    info = workload_info(workload, pending_item())
+    assert info is not None and info.state == "evicted" and info.waiting
+    assert info.position_in_local_queue == 0
+    workload["spec"]["active"] = False  # deactivated: out of the queue, nothing to ask
+    info = workload_info(workload, pending_item())
+    assert info is not None and info.state == "suspended" and not info.waiting
+    assert info.position_in_local_queue is None
+
+
 def test_evicted_for_another_reason():
     workload = with_conditions(
         real("v1beta2-admitted"),
