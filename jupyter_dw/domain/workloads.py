@@ -236,14 +236,18 @@ def held_per_flavor(workload: Object) -> dict[str, Amounts]:
         assignment = _map(assignment)
         name = _text(assignment.get("name")) or "main"
         flavors = _map(assignment.get("flavors"))
-        usage = {str(k): v for k, v in _map(assignment.get("resourceUsage")).items() if _amount(v)}
+        usage = {
+            str(resource): amount
+            for resource, raw in _map(assignment.get("resourceUsage")).items()
+            if (amount := _amount(raw)) is not None
+        }
         spec = specs.get(name)
         count = _int(assignment.get("count"))
         computed = spec.total(count) if spec is not None else {}
         for resource in dict.fromkeys([*usage, *computed]):
             flavor = _text(flavors.get(resource))
-            amount = _amount(usage[resource]) if resource in usage else computed[resource]
-            if flavor is None or amount is None or amount <= 0:
+            amount = usage[resource] if resource in usage else computed[resource]
+            if flavor is None or amount <= 0:
                 continue
             _add(held.setdefault(flavor, {}), {resource: amount})
     return held
