@@ -89,7 +89,9 @@ demo: cluster-up frontend
 	@# The demo opens the quickstart notebook with the sidebar shown (a demo-only setting).
 	mkdir -p $(DEMO_SETTINGS)/jupyter-dw
 	echo '{"openOnStartup": true}' > $(DEMO_SETTINGS)/jupyter-dw/plugin.jupyterlab-settings
-	KUBECONFIG=$$($(CLUSTER) kubeconfig) $(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser \
+	@# KWOK pods run no Ray: `demo-run` starts a real Ray head for the demo clusters' jobs.
+	KUBECONFIG=$$($(CLUSTER) kubeconfig) $(CLUSTER) demo-run -- \
+	  $(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser \
 	  --ServerApp.root_dir=examples --LabApp.user_settings_dir=$(DEMO_SETTINGS) \
 	  --LabApp.default_url=/lab/tree/quickstart.ipynb \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) $(DEMO_ARGS)

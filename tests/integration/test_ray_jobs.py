@@ -14,8 +14,8 @@ from kubernetes import client
 import jupyter_dw as dw
 from jupyter_dw.core.settings import load_settings
 from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
+from tests.cluster.ray_head import status_of
 from tests.integration.clusters_support import make_queue, small_cluster
-from tests.integration.ray_head import status_of
 from tests.integration.ray_jobs_support import (
     CLUSTER,
     TEMPLATE,
