@@ -54,7 +54,9 @@ class _Relay(WebSocketHandler):
         request = HTTPRequest(
             self._target(path, "ws"),
             # The handshake's own headers are the client connection's to make.
-            headers={k: v for k, v in self._request_headers().items() if "websocket" not in k.lower()},
+            headers={
+                k: v for k, v in self._request_headers().items() if "websocket" not in k.lower()
+            },
         )
         try:
             self.upstream = await websocket_connect(request, max_message_size=MAX_MESSAGE)
