@@ -65,11 +65,12 @@ def status_of(url: str, headers: dict[str, str] | None = None, method: str = "GE
 
 
 @contextlib.contextmanager
-def ray_head(token: str | None = None) -> Iterator[int]:
+def ray_head(token: str | None = None, client_port: int | None = None) -> Iterator[int]:
     """A Ray head with one CPU, its own ports, ``HOME`` and temp dir; yields the dashboard's
-    port. ``token`` None: ``RAY_AUTH_MODE=disabled``; else token auth with that token. Stopped
-    afterwards by signalling its process group: ``ray stop`` would stop every Ray of this user
-    on the machine."""
+    port. ``token`` None: ``RAY_AUTH_MODE=disabled``; else token auth with that token.
+    ``client_port``: Ray Client's port, for a test that connects to it. Stopped afterwards by
+    signalling its process group: ``ray stop`` would stop every Ray of this user on the
+    machine."""
     venv = ray_venv()
     temp = tempfile.mkdtemp(prefix="dwray-", dir="/tmp")  # short: Ray puts sockets in it
     home = Path(temp) / "home"
@@ -85,7 +86,7 @@ def ray_head(token: str | None = None) -> Iterator[int]:
         "--dashboard-host=127.0.0.1",
         f"--dashboard-port={port}",
         f"--port={free_port()}",
-        f"--ray-client-server-port={free_port()}",
+        f"--ray-client-server-port={client_port or free_port()}",
         f"--dashboard-agent-listen-port={free_port()}",
         "--min-worker-port=0",
         "--max-worker-port=0",
