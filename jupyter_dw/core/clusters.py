@@ -167,11 +167,6 @@ class ClusterInfo:
         service = self.status.dashboard.service
         return f"ray://{service}.{self.status.namespace}.svc:{CLIENT_PORT}"
 
-    def _repr_html_(self) -> str:
-        from ..notebook.display import cluster_html  # display only where it is asked for
-
-        return cluster_html(self)
-
     def to_json(self) -> dict[str, Any]:
         """``ClusterStatus.to_json()`` plus ``dashboard_url``, ``owner``, ``pods``,
         ``milestones`` (``[{"name", "time"}]``) and ``freshness``."""
@@ -210,11 +205,6 @@ class ClusterList(ByName["ClusterInfo"]):
             "clusters": [c.to_json() for c in self.clusters],
         }
 
-    def _repr_html_(self) -> str:
-        from ..notebook.display import clusters_html  # display only where it is asked for
-
-        return clusters_html(self)
-
 
 @dataclass(frozen=True)
 class FitResult:
@@ -246,11 +236,6 @@ class FitResult:
             "default_queue": self.default_queue,
             "suggestion": self.suggestion.to_json() if self.suggestion else None,
         }
-
-    def _repr_html_(self) -> str:
-        from ..notebook.display import fit_html  # display only where it is asked for
-
-        return fit_html(self)
 
 
 @dataclass(frozen=True)

@@ -48,9 +48,9 @@ def submit_job(
 
 def list_jobs(cluster: str) -> JobList:
     """The cluster's Ray jobs, newest first (a table in a notebook)."""
-    from .job_display import register
+    from .formatters import register
 
-    register()
+    register()  # in a shell made after `import jupyter_dw`, the list is a table too
     return runtime().core.jobs.list(cluster)
 
 
