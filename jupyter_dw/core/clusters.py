@@ -14,6 +14,7 @@ call per LocalQueue that has a waiting cluster, for positions.
 
 from __future__ import annotations
 
+import builtins  # in ClusterService, `list` is its method: the type is `builtins.list`
 import re
 import uuid
 from collections.abc import Iterable, Mapping
@@ -294,14 +295,24 @@ class ClusterService:
         cluster_queue = tree.cluster_queue(local_queue.cluster_queue) if tree else None
         priority = priority_value(spec.priority, state.priority_classes)
         ahead = self._ahead(local_queue, cluster_queue, priority, ask_positions)
-        placement = {"local_queue": local_queue, "flavors": state.flavors}
+        flavors = state.flavors
         counted = self.elastic.autoscaler_quota().counted
         pod_sets = pod_sets_for_spec(spec, sidecar_counted=counted)
-        verdict = assess_fit(pod_sets, cluster_queue, tree, ahead, **placement)
+        verdict = assess_fit(
+            pod_sets, cluster_queue, tree, ahead, local_queue=local_queue, flavors=flavors
+        )
         if spec.autoscaling:
             verdict = replace(verdict, message=f"{verdict.message} {_sidecar_note(spec, counted)}")
         suggestion = (
-            suggest(spec, cluster_queue, tree, ahead, **placement, sidecar_counted=counted)
+            suggest(
+                spec,
+                cluster_queue,
+                tree,
+                ahead,
+                local_queue=local_queue,
+                flavors=flavors,
+                sidecar_counted=counted,
+            )
             if verdict.verdict != FITS_NOW
             else None
         )
@@ -319,7 +330,7 @@ class ClusterService:
         clusters = tuple(self.entries())  # waits for the session first
         return ClusterList(self.session.namespace, self.session.positions_visible, clusters)
 
-    def entries(self) -> list[ClusterInfo]:
+    def entries(self) -> builtins.list[ClusterInfo]:
         """Every RayCluster of the namespace, sorted by name."""
         return self._infos(self._statuses(self.session.ray_clusters()))
 
@@ -415,7 +426,7 @@ class ClusterService:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _infos(self, statuses: Iterable[_Found]) -> list[ClusterInfo]:
+    def _infos(self, statuses: Iterable[_Found]) -> builtins.list[ClusterInfo]:
         """:class:`ClusterInfo` of each ``(raycluster, slices, status)``, the watches'
         health read once for all of them."""
         health = self.session.watch_health()
@@ -424,7 +435,7 @@ class ClusterService:
     def _info(
         self,
         raycluster: Object,
-        slices: list[Object],
+        slices: builtins.list[Object],
         status: ClusterStatus,
         health: WatchHealth,
     ) -> ClusterInfo:
@@ -489,7 +500,7 @@ class ClusterService:
         """KubeRay's refusal of ``raycluster``'s spec, from the cached Warning events."""
         return kuberay_refusal(self.session.kuberay_warnings(raycluster), raycluster)
 
-    def _statuses(self, rayclusters: Iterable[Object]) -> list[_Found]:
+    def _statuses(self, rayclusters: Iterable[Object]) -> builtins.list[_Found]:
         """Each RayCluster with its Workloads and status; the ones whose Workload waits for
         quota (or whose scale-up's slice does) get their positions, asking the visibility API
         once per LocalQueue involved."""

@@ -15,6 +15,7 @@ worker thread.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -114,11 +115,11 @@ def _worker_pods_to_remove(pods: list[Object], keep: int) -> list[str]:
     never ran), then pods not ready, then the newest."""
     workers = live_worker_pods(pods)
 
-    def ready(pod: Object) -> bool:
+    def ready(pod: Mapping[str, Any]) -> bool:
         conditions = (pod.get("status") or {}).get("conditions") or []
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
-    def order(pod: Object) -> tuple[bool, bool, str]:
+    def order(pod: Mapping[str, Any]) -> tuple[bool, bool, str]:
         gated = bool((pod.get("spec") or {}).get("schedulingGates"))
         created = str((pod.get("metadata") or {}).get("creationTimestamp") or "")
         # sorted ascending: gated (True) first, then not ready, then newest first.

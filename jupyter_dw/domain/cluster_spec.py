@@ -528,7 +528,7 @@ class _RequestParser:
         self._reject_unknown_fields()
         if self.errors:
             raise SpecError(self.errors)
-        assert scaling is not None  # no errors, so every count parsed
+        assert queue is not None and scaling is not None  # no errors: each of them parsed
         workers, min_workers, max_workers = scaling
         return ClusterSpec(
             name=name,
@@ -617,7 +617,7 @@ class _RequestParser:
 
     def _scaling(self) -> tuple[int, int, int] | None:
         """(workers, min_workers, max_workers) after defaults and checks, or None on error."""
-        given = {
+        given: dict[str, int | None] = {
             name: self._field(name, _parse_count, None)
             for name in ("workers", "min_workers", "max_workers")
             if name in self.values
@@ -643,7 +643,7 @@ class _RequestParser:
             return None
         return workers, low, high
 
-    def _check_bounds(self, given: Mapping[str, int], workers: int, low: int, high: int) -> None:
+    def _check_bounds(self, given: Collection[str], workers: int, low: int, high: int) -> None:
         if "min_workers" in given and "max_workers" in given and low > high:
             self.errors.setdefault("min_workers", f"{low} is more than max_workers ({high})")
         elif low > workers:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from jupyter_dw.domain.pod_problems import PodProblem, first_problem
 from jupyter_dw.domain.priorities import PreemptedBy, preemptor
@@ -100,7 +100,7 @@ def _conditions(obj: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
     return {c["type"]: c for c in raw if isinstance(c, Mapping) and isinstance(c.get("type"), str)}
 
 
-def _is_true(condition: Mapping[str, Any] | None) -> bool:
+def _is_true(condition: Mapping[str, Any] | None) -> TypeGuard[Mapping[str, Any]]:
     return condition is not None and condition.get("status") == "True"
 
 
@@ -714,8 +714,10 @@ def _size(raycluster: Mapping[str, Any]) -> _Size:
         and spec.get("enableInTreeAutoscaling") is True
     )
     own_min = _int(annotations.get(AUTOSCALING_MIN_ANNOTATION))
-    pinned = replicas if elastic and own_min is not None and low == replicas else None
-    return _Size(elastic, replicas, own_min if pinned is not None else low, high, pinned)
+    if elastic and own_min is not None and low == replicas:
+        # Pinned: minReplicas was raised to the pin; the user's own minimum is the annotation.
+        return _Size(elastic, replicas, own_min, high, replicas)
+    return _Size(elastic, replicas, low, high, None)
 
 
 def live_worker_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -114,10 +114,10 @@ def pod_sets_for_spec(
             "memory": head["memory"] + spec.autoscaler_memory,
         }
     count = spec.max_workers if at_max else spec.workers
-    placement = {"tolerations": spec.tolerations, "node_selector": spec.node_selector}
+    # Both pod sets are placed alike: the spec's tolerations and node selector.
     return (
-        PodSetRequest(HEAD_POD_SET, 1, head, **placement),
-        PodSetRequest(WORKER_GROUP_NAME, count, worker, **placement),
+        PodSetRequest(HEAD_POD_SET, 1, head, spec.tolerations, spec.node_selector),
+        PodSetRequest(WORKER_GROUP_NAME, count, worker, spec.tolerations, spec.node_selector),
     )
 
 
@@ -767,7 +767,7 @@ def _missing_cluster_queue(
 
 
 def _without_quota(
-    verdict: str,
+    verdict: Verdict,
     reason: str,
     message: str,
     totals: dict[str, Decimal],

@@ -295,9 +295,11 @@ class RayClusterHandle:
         loop = asyncio.get_running_loop()
         await asyncio.to_thread(self.status)
         changed = asyncio.Event()
-        remove = runtime().core.session.add_listener(
-            lambda *_: loop.call_soon_threadsafe(changed.set)
-        )
+
+        def wake(*_: object) -> None:  # on a cache's thread: the event is the loop's
+            loop.call_soon_threadsafe(changed.set)
+
+        remove = runtime().core.session.add_listener(wake)
         deadline = loop.time() + timeout
         try:
             while True:

@@ -107,7 +107,7 @@ class RayJobHandle:
         thread.join()
         if "error" in outcome:
             raise outcome["error"]
-        return outcome["job"]  # type: ignore[no-any-return]
+        return outcome["job"]
 
     async def _ended(self) -> RayJob:
         async for _ in self.tail():
