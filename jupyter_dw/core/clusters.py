@@ -3,9 +3,9 @@ Kueue and KubeRay state and milestones, deleted.
 
 :class:`ClusterService` joins the pure domain (``ClusterSpec``, ``assess_fit``, ``suggest``,
 ``cluster_status``, ``milestones``) with :class:`KubeSession` (caches, writes, visibility API).
-It holds no state of its own, returns typed objects (JSON is made by the surfaces through
-their ``to_json``) and every method blocks: the server runs them on its thread pool, a kernel
-on a worker thread.
+It holds no state of its own, returns typed objects (:mod:`.cluster_results`; JSON is made by
+the surfaces through their ``to_json``) and every method blocks: the server runs them on its
+thread pool, a kernel on a worker thread.
 
 Per-request cost: listing reads only the watch caches (RayClusters, their Workloads by the
 ``kueue.x-k8s.io/job-uid`` index, their pods by ``ray.io/cluster``), plus one visibility API
@@ -34,10 +34,10 @@ from ..domain.cluster_spec import (
     ray_cluster_name_error,
 )
 from ..domain.cluster_state import ClusterStatus, cluster_status
-from ..domain.fit import FITS_NOW, FitVerdict, Suggestion, assess_fit, pod_sets_for_spec, suggest
-from ..domain.freshness import FRESH, Freshness, WatchHealth
+from ..domain.fit import FITS_NOW, assess_fit, pod_sets_for_spec, suggest
+from ..domain.freshness import WatchHealth
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
-from ..domain.milestones import Milestone, milestones
+from ..domain.milestones import milestones
 from ..domain.priorities import (
     Ahead,
     PriorityClass,
@@ -47,18 +47,17 @@ from ..domain.priorities import (
     priority_value,
 )
 from ..domain.quota import QuotaTree, format_amount
-from ..domain.ray_auth import RayAuth, Refusal, kuberay_refusal, ray_auth_of
+from ..domain.ray_auth import Refusal, kuberay_refusal, ray_auth_of
 from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable
 from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
 from ..k8s.session import KubeSession, QueueState
 from ..names import (
-    CLIENT_PORT,
     IDEMPOTENCY_KEY_ANNOTATION,
     OWNER_ANNOTATION,
     RAY_NODE_TYPE_LABEL,
 )
+from .cluster_results import ClusterInfo, ClusterList, Deleted, FitResult, PodInfo
 from .elastic import ElasticSupport
-from .listing import ByName
 from .settings import refuse_writes
 
 Object = dict[str, Any]
@@ -121,134 +120,6 @@ def check_cluster_name(name: str) -> str:
             {"name": problem},
         )
     return name
-
-
-@dataclass(frozen=True)
-class PodInfo:
-    """One pod of a cluster: ``role`` is ``head`` or ``worker`` (KubeRay's label)."""
-
-    name: str | None
-    role: str | None
-    phase: str | None
-    ready: bool
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"name", "role", "phase", "ready"}``."""
-        return {"name": self.name, "role": self.role, "phase": self.phase, "ready": self.ready}
-
-
-@dataclass(frozen=True)
-class ClusterInfo:
-    """One Ray cluster as every surface shows it: its :class:`ClusterStatus` (whose fields
-    read through: ``info.state``, ``info.reason``, ...) plus where its dashboard is, who made
-    it, its pods and its milestones with their times."""
-
-    status: ClusterStatus
-    dashboard_url: str | None
-    """``{base_url}dw/ray/<name>/``, or None when the dashboard proxy is turned off."""
-    owner: str | None
-    pods: tuple[PodInfo, ...]
-    milestones: tuple[Milestone, ...]
-    freshness: Freshness = FRESH
-    """Whether ``status`` is the state now: not ``live`` while a watch it is read from is
-    reconnecting or stale, or Kueue (for a cluster it manages) does not answer."""
-    ray_auth: RayAuth | None = None
-    """How Ray authenticates on this cluster, read from the RayCluster, with the warning every
-    surface shows when it does not (``disabled`` by the administrator, ``none``)."""
-
-    def __getattr__(self, name: str) -> Any:
-        # Only called for names not found on ClusterInfo itself: the status fields.
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.status, name)
-
-    @property
-    def ray_address(self) -> str:
-        """``ray://<head service>.<namespace>.svc:10001``, for ``ray.init`` in the cluster."""
-        service = self.status.dashboard.service
-        return f"ray://{service}.{self.status.namespace}.svc:{CLIENT_PORT}"
-
-    def to_json(self) -> dict[str, Any]:
-        """``ClusterStatus.to_json()`` plus ``dashboard_url``, ``owner``, ``pods``,
-        ``milestones`` (``[{"name", "time"}]``) and ``freshness``."""
-        return {
-            **self.status.to_json(),
-            "dashboard_url": self.dashboard_url,
-            "owner": self.owner,
-            "pods": [pod.to_json() for pod in self.pods],
-            "milestones": [m.to_json() for m in self.milestones],
-            "freshness": self.freshness.to_json(),
-            "ray_auth": self.ray_auth.to_json() if self.ray_auth is not None else None,
-        }
-
-
-@dataclass(frozen=True)
-class ClusterList(ByName["ClusterInfo"]):
-    """The ``GET clusters`` answer; a sequence of its clusters (iterate, ``len()``, index by
-    position or by name)."""
-
-    namespace: str
-    positions_visible: bool
-    clusters: tuple[ClusterInfo, ...]
-
-    def _entries(self) -> tuple[ClusterInfo, ...]:
-        return self.clusters
-
-    @staticmethod
-    def _name_of(entry: ClusterInfo) -> str:
-        return entry.status.name
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"namespace", "positions_visible", "clusters"}``."""
-        return {
-            "namespace": self.namespace,
-            "positions_visible": self.positions_visible,
-            "clusters": [c.to_json() for c in self.clusters],
-        }
-
-
-@dataclass(frozen=True)
-class FitResult:
-    """The ``POST clusters/fit`` answer: the assessment (whose fields read through:
-    ``result.verdict``, ``result.message``, ``result.headroom``...), the spec after defaults
-    (``name`` None when the request named none), why the default queue was chosen (when the
-    request named no queue) and, when the cluster must wait or can never fit, one that would
-    start now (None when none would)."""
-
-    assessment: FitVerdict
-    spec: ClusterSpec
-    named: bool
-    default_queue: str | None
-    suggestion: Suggestion | None
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.assessment, name)  # verdict, message, requests, headroom, ...
-
-    def to_json(self) -> dict[str, Any]:
-        """``FitVerdict.to_json()`` plus ``spec``, ``default_queue`` and ``suggestion``."""
-        spec = self.spec.to_json()
-        if not self.named:
-            spec["name"] = None
-        return {
-            **self.assessment.to_json(),
-            "spec": spec,
-            "default_queue": self.default_queue,
-            "suggestion": self.suggestion.to_json() if self.suggestion else None,
-        }
-
-
-@dataclass(frozen=True)
-class Deleted:
-    """A cluster whose delete the API server accepted (its Workload and pods follow)."""
-
-    name: str
-    namespace: str
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"name", "namespace", "deleted": true}``."""
-        return {"name": self.name, "namespace": self.namespace, "deleted": True}
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,10 @@ from ..names import (
     AUTOSCALING_MIN_ANNOTATION,
     PRIORITY_CLASS_LABEL,
 )
+from .cluster_results import ClusterInfo
 
 if TYPE_CHECKING:
-    from .clusters import ClusterInfo, ClusterService
+    from .clusters import ClusterService  # which imports this module when it scales
 
 Object = dict[str, Any]
 

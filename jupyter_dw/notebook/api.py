@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..core.clusters import ClusterInfo, FitResult, InvalidSpec, new_idempotency_key
+from ..core.cluster_results import ClusterInfo, FitResult
+from ..core.clusters import InvalidSpec, new_idempotency_key
 from ..core.queues import QueueList
 from ..core.scaling import InvalidScale, NotElastic, ScaleResult
 from ..k8s.errors import (

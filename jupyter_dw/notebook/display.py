@@ -13,7 +13,7 @@ from decimal import Decimal
 from html import escape
 from typing import Any
 
-from ..core.clusters import ClusterInfo, ClusterList, FitResult
+from ..core.cluster_results import ClusterInfo, ClusterList, FitResult
 from ..core.queues import QueueList
 from ..domain.cluster_state import AdmissionCheckStatus
 from ..domain.milestones import Milestone

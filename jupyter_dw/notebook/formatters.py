@@ -26,9 +26,9 @@ class HtmlFormatter(NamedTuple):
 
 HTML_FORMATTERS = (
     HtmlFormatter("jupyter_dw.core.queues", "QueueList", ".display", "queues_html"),
-    HtmlFormatter("jupyter_dw.core.clusters", "ClusterList", ".display", "clusters_html"),
-    HtmlFormatter("jupyter_dw.core.clusters", "ClusterInfo", ".display", "cluster_html"),
-    HtmlFormatter("jupyter_dw.core.clusters", "FitResult", ".display", "fit_html"),
+    HtmlFormatter("jupyter_dw.core.cluster_results", "ClusterList", ".display", "clusters_html"),
+    HtmlFormatter("jupyter_dw.core.cluster_results", "ClusterInfo", ".display", "cluster_html"),
+    HtmlFormatter("jupyter_dw.core.cluster_results", "FitResult", ".display", "fit_html"),
     HtmlFormatter("jupyter_dw.domain.ray_jobs", "JobList", ".job_display", "jobs_html"),
 )
 

@@ -18,7 +18,8 @@ import anywidget
 import ipywidgets as w
 from traitlets import Bool, Dict, Instance, Int, List, TraitType, Unicode
 
-from ..core.clusters import ClusterInfo, FitResult, new_idempotency_key
+from ..core.cluster_results import ClusterInfo, FitResult
+from ..core.clusters import new_idempotency_key
 from ..core.feed import ClusterChanged, HealthChanged, Message, QueuesChanged
 from ..domain.freshness import FRESH
 from ..k8s.errors import InvalidRequest, KubeError

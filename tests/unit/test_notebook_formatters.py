@@ -19,7 +19,7 @@ from jupyter_dw.notebook.formatters import HTML_FORMATTERS
 SHOW = """
 import json
 {setup}
-from jupyter_dw.core.clusters import ClusterInfo, ClusterList
+from jupyter_dw.core.cluster_results import ClusterInfo, ClusterList
 from jupyter_dw.core.queues import QueueList
 from jupyter_dw.domain.cluster_state import cluster_status
 from jupyter_dw.domain.ray_jobs import JobList
