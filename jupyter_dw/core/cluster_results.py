@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from ..domain.cluster_spec import ClusterSpec
-from ..domain.cluster_state import AdmissionCheckStatus, ClusterState, ClusterStatus, Dashboard
+from ..domain.cluster_spec import ValidatedSpec
+from ..domain.cluster_state import AdmissionCheckStatus, ClusterSnapshot, ClusterState, Dashboard
 from ..domain.fit import FitVerdict, Suggestion, Verdict
 from ..domain.freshness import FRESH, Freshness
 from ..domain.milestones import Milestone
@@ -39,11 +39,11 @@ class PodInfo:
 
 @dataclass(frozen=True)
 class ClusterInfo:
-    """One Ray cluster as every surface shows it: its :class:`ClusterStatus` (each of whose
+    """One Ray cluster as every surface shows it: its :class:`ClusterSnapshot` (each of whose
     fields is a property here too: ``info.state``, ``info.reason``, ...) plus where its
     dashboard is, who made it, its pods and its milestones with their times."""
 
-    status: ClusterStatus
+    status: ClusterSnapshot
     dashboard_url: str | None
     """``{base_url}dw/ray/<name>/``, or None when the dashboard proxy is turned off."""
     owner: str | None
@@ -212,7 +212,7 @@ class ClusterInfo:
         return f"ray://{service}.{self.status.namespace}.svc:{CLIENT_PORT}"
 
     def to_json(self) -> dict[str, Any]:
-        """``ClusterStatus.to_json()`` plus ``dashboard_url``, ``owner``, ``pods``,
+        """``ClusterSnapshot.to_json()`` plus ``dashboard_url``, ``owner``, ``pods``,
         ``milestones`` (``[{"name", "time"}]``) and ``freshness``."""
         return {
             **self.status.to_json(),
@@ -259,7 +259,7 @@ class FitResult:
     that would start now (None when none would)."""
 
     assessment: FitVerdict
-    spec: ClusterSpec
+    spec: ValidatedSpec
     named: bool
     default_queue: str | None
     suggestion: Suggestion | None

@@ -1,7 +1,7 @@
 """Ray clusters as every surface shows them: validated, fitted, created, listed with their
 Kueue and KubeRay state and milestones, deleted.
 
-:class:`ClusterService` joins the pure domain (``ClusterSpec``, ``assess_fit``, ``suggest``,
+:class:`ClusterService` joins the pure domain (``ValidatedSpec``, ``assess_fit``, ``suggest``,
 ``cluster_status``, ``milestones``) with :class:`KubeSession` (caches, writes, visibility API).
 It holds no state of its own, returns typed objects (:mod:`.cluster_results`; JSON is made by
 the surfaces through their ``to_json``) and every method blocks: the server runs them on its
@@ -28,12 +28,12 @@ if TYPE_CHECKING:
 from ..domain.cluster_spec import (
     MAX_NAME_LENGTH,
     REQUEST_ERROR_KEY,
-    ClusterSpec,
     SpecError,
     SpecPolicy,
+    ValidatedSpec,
     ray_cluster_name_error,
 )
-from ..domain.cluster_state import ClusterStatus, cluster_status
+from ..domain.cluster_state import ClusterSnapshot, cluster_status
 from ..domain.fit import FITS_NOW, assess_fit, pod_sets_for_spec, suggest
 from ..domain.freshness import WatchHealth
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
@@ -61,7 +61,7 @@ from .elastic import ElasticSupport
 from .settings import refuse_writes
 
 Object = dict[str, Any]
-_Found = tuple[Object, list[Object], ClusterStatus]
+_Found = tuple[Object, list[Object], ClusterSnapshot]
 """A RayCluster, its Workloads (slices) and its status."""
 
 CLUSTER_SOURCES = (RAY_CLUSTER.plural, WORKLOAD.plural, POD.plural)
@@ -307,7 +307,7 @@ class ClusterService:
         self,
         raycluster: Object,
         slices: builtins.list[Object],
-        status: ClusterStatus,
+        status: ClusterSnapshot,
         health: WatchHealth,
     ) -> ClusterInfo:
         metadata = raycluster.get("metadata") or {}
@@ -324,7 +324,7 @@ class ClusterService:
             ray_auth=ray_auth_of(raycluster),
         )
 
-    def _name_preemptor(self, status: ClusterStatus) -> ClusterStatus:
+    def _name_preemptor(self, status: ClusterSnapshot) -> ClusterSnapshot:
         """``status`` with ``preempted_by.name`` set when the preemptor's job is a RayCluster
         of the namespace (a lookup in the RayCluster cache's UID index)."""
         preempted_by = status.preempted_by
@@ -342,11 +342,11 @@ class ClusterService:
         queues: Mapping[str, LocalQueueInfo] | None,
         default_queue: str | None,
         priorities: Iterable[str] | None = None,
-    ) -> ClusterSpec:
+    ) -> ValidatedSpec:
         known = frozenset(priorities) if priorities is not None else None
         policy = replace(self.policy, elastic_jobs=self.elastic.allows_autoscaling())
         try:
-            return ClusterSpec.from_request(data, policy, queues, default_queue, known)
+            return ValidatedSpec.from_request(data, policy, queues, default_queue, known)
         except SpecError as err:
             details = "; ".join(f"{field}: {message}" for field, message in err.errors.items())
             raise InvalidSpec(
@@ -457,7 +457,7 @@ def _pod_info(pod: Object) -> PodInfo:
     )
 
 
-def _waiting_workload(status: ClusterStatus) -> str | None:
+def _waiting_workload(status: ClusterSnapshot) -> str | None:
     """The Workload of ``status`` that waits for quota (the cluster's own, or a scale-up's
     slice), whose position to ask for; None when none waits."""
     if status.workload is not None and not status.quota_reserved:
@@ -467,7 +467,7 @@ def _waiting_workload(status: ClusterStatus) -> str | None:
     return None
 
 
-def _sidecar_note(spec: ClusterSpec, counted: bool) -> str:
+def _sidecar_note(spec: ValidatedSpec, counted: bool) -> str:
     amounts = f"{format_amount('cpu', spec.autoscaler_cpu)} CPU, " + format_amount(
         "memory", spec.autoscaler_memory
     )

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..domain.cluster_state import ClusterStatus, live_worker_pods
+from ..domain.cluster_state import ClusterSnapshot, live_worker_pods
 from ..domain.kueue_model import LocalQueueInfo
 from ..domain.priorities import priority_value
 from ..domain.quota import QuotaTree
@@ -135,7 +135,7 @@ def _reverse(text: str) -> str:
     return "".join(chr(0x10FFFF - ord(c)) for c in text)
 
 
-def _not_elastic(status: ClusterStatus, gate_off: bool, detail: str | None) -> NotElastic:
+def _not_elastic(status: ClusterSnapshot, gate_off: bool, detail: str | None) -> NotElastic:
     if gate_off:
         reason = (
             f"Kueue runs without the feature gate {FEATURE_GATE}: it admits every cluster at a "
@@ -208,7 +208,7 @@ def scale_cluster(
 
 
 def _operations(
-    raycluster: Object, status: ClusterStatus, target: int | None, pods: list[Object]
+    raycluster: Object, status: ClusterSnapshot, target: int | None, pods: list[Object]
 ) -> list[dict[str, Any]]:
     """The JSON patch for the change (empty when there is none)."""
     group = ((raycluster.get("spec") or {}).get("workerGroupSpecs") or [{}])[0]
@@ -245,7 +245,7 @@ def _operations(
 
 
 def _fit_scale_up(
-    service: ClusterService, raycluster: Object, status: ClusterStatus, held: int, target: int
+    service: ClusterService, raycluster: Object, status: ClusterSnapshot, held: int, target: int
 ) -> ScaleFit | None:
     """The scale-up's fit in the admitted slice's flavor (None without a worker group)."""
     workers = worker_pod_set(raycluster, 1)

@@ -159,8 +159,9 @@ def admission_checks(workload: Mapping[str, Any] | None) -> tuple[AdmissionCheck
 
 
 @dataclass(frozen=True)
-class ClusterStatus:
-    """What a user needs to know about one Ray cluster, from Kueue and KubeRay together.
+class ClusterSnapshot:
+    """What a user needs to know about one Ray cluster now, from Kueue and KubeRay together:
+    one observation (the notebook's ``dw.ClusterStatus`` widget shows them as they change).
 
     ``state`` follows a fixed precedence (first match wins) — see ``cluster_status``.
     ``reason``/``message`` are the controllers' own words for that state (Kueue's for
@@ -591,7 +592,7 @@ def cluster_status(
     pods: Iterable[Mapping[str, Any]] = (),
     slices: Iterable[Mapping[str, Any]] | None = None,
     refusal: Refusal | None = None,
-) -> ClusterStatus:
+) -> ClusterSnapshot:
     """Derive a cluster's state and details; never raises on missing or malformed fields.
 
     ``workload`` is the RayCluster's Workload (``workload_selector``) or None if Kueue has not
@@ -657,7 +658,7 @@ def cluster_status(
     local, cluster = _positions(pending, wl_name) if waiting else (None, None)
     admitted = facts.wl.get("Admitted")
     admission = _map(_map(_map(workload).get("status")).get("admission"))
-    return ClusterStatus(
+    return ClusterSnapshot(
         name=name,
         namespace=_text(metadata.get("namespace")),
         queue=_text(labels.get(QUEUE_LABEL))
@@ -768,7 +769,7 @@ _ENTRY_EVENTS: dict[str, str] = {
 }
 
 
-def transition(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
+def transition(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[str]:
     """The milestones crossed going from ``old`` to ``new``, in the order they happen.
 
     Progress milestones, always in this order: ``Queued`` (entering the queue),
@@ -808,7 +809,7 @@ def transition(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
     return events
 
 
-def _scale_events(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
+def _scale_events(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[str]:
     """``ScaleRequested:<n>`` when a change to n workers appears, ``ScaleAdmitted:<n>`` when
     the admitted slice grows to n, ``ScaledTo:<n>`` when a change is over at n ready.
 

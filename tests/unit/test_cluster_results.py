@@ -12,8 +12,8 @@ from decimal import Decimal
 import pytest
 
 from jupyter_dw.core.cluster_results import ClusterInfo, FitResult
-from jupyter_dw.domain.cluster_spec import ClusterSpec
-from jupyter_dw.domain.cluster_state import ClusterStatus, cluster_status
+from jupyter_dw.domain.cluster_spec import ValidatedSpec
+from jupyter_dw.domain.cluster_state import ClusterSnapshot, cluster_status
 from jupyter_dw.domain.fit import FitVerdict, assess_fit
 
 RAYCLUSTER = {
@@ -27,13 +27,13 @@ def cluster_info() -> ClusterInfo:
 
 
 def fit_result() -> FitResult:
-    spec = ClusterSpec.from_request({"name": "rc", "queue": "q", "workers": 2})
+    spec = ValidatedSpec.from_request({"name": "rc", "queue": "q", "workers": 2})
     verdict = assess_fit({"cpu": Decimal(3)}, None, None)  # quota hidden: "unknown"
     return FitResult(verdict, spec, True, None, None)
 
 
 READ_THROUGH = [
-    pytest.param(ClusterInfo, ClusterStatus, "status", cluster_info, id="ClusterInfo"),
+    pytest.param(ClusterInfo, ClusterSnapshot, "status", cluster_info, id="ClusterInfo"),
     pytest.param(FitResult, FitVerdict, "assessment", fit_result, id="FitResult"),
 ]
 
