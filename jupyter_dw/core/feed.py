@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..domain.cluster_state import ClusterStatus, transition
+from ..domain.cluster_state import ClusterSnapshot, transition
 from ..domain.freshness import FRESH, Freshness, WatchHealth
 from ..domain.quota import QuotaTree
 from ..k8s.errors import KubeError
@@ -196,7 +196,7 @@ class ChangeFeed:
         self.clusters = clusters
         self.watch_queues = watch_queues
         self.watch_clusters = watch_clusters
-        self._known: dict[str, ClusterStatus] = {}
+        self._known: dict[str, ClusterSnapshot] = {}
         self._freshness: dict[str, Freshness] = {}
         self._health: WatchHealth | None = None
 

@@ -337,10 +337,10 @@ class DashboardProxy:
         :class:`DashboardError` (404) if there is no such cluster, or the session's
         :class:`KubeError`."""
         loop = asyncio.get_running_loop()
-        namespace = session.namespace if session.ready else None
+        known = session.namespace if session.ready else None
         # Only touched on the IO loop: no lock needed.
-        if namespace is not None:
-            until, located = self._found.get((namespace, name), (0.0, None))
+        if known is not None:
+            until, located = self._found.get((known, name), (0.0, None))
             if located is not None and until > time.monotonic():
                 return located
         namespace, raycluster, token = await loop.run_in_executor(executor, _look_up, session, name)
@@ -612,7 +612,7 @@ class _TrackingTCPClient(TCPClient):
         super().__init__(*args, **kwargs)
         self.streams: list[IOStream] = []
 
-    async def connect(self, *args: Any, **kwargs: Any) -> IOStream:  # type: ignore[override]
+    async def connect(self, *args: Any, **kwargs: Any) -> IOStream:
         stream = await super().connect(*args, **kwargs)
         self.streams.append(stream)
         return stream
@@ -694,7 +694,7 @@ class RayDashboardEntryHandler(
 
     auth_resource = AUTH_RESOURCE
 
-    def initialize(self, name: str, dashboard: DashboardProxy) -> None:  # type: ignore[override]
+    def initialize(self, name: str, dashboard: DashboardProxy) -> None:
         """``dashboard`` is the server's shared :class:`DashboardProxy`."""
         super().initialize(name)
         self.dashboard = dashboard
@@ -814,7 +814,7 @@ class RayDashboardHandler(
 
     auth_resource = AUTH_RESOURCE
 
-    def initialize(self, name: str, dashboard: DashboardProxy) -> None:  # type: ignore[override]
+    def initialize(self, name: str, dashboard: DashboardProxy) -> None:
         """``dashboard`` is the server's shared :class:`DashboardProxy`."""
         super().initialize(name)
         self.dashboard = dashboard
