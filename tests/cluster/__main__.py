@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run_with_ray(kubeconfig: str, command: list[str]) -> int:
     """``command`` with the demo namespace's Ray stand-in and its settings in the environment."""
     import os
+    import signal
     import subprocess
 
     from kubernetes import config
@@ -81,6 +82,8 @@ def _run_with_ray(kubeconfig: str, command: list[str]) -> int:
     with ray_standin(api, DEMO_NAMESPACE) as ray:
         print(f"Ray {ray.dashboard_template} (token auth; jobs of every demo cluster run there)")
         child = subprocess.Popen(command, env={**os.environ, **ray.settings_env()})
+        # A SIGTERM ends the child first, so that the Ray head is stopped on the way out.
+        signal.signal(signal.SIGTERM, lambda *_: child.terminate())
         while True:
             try:
                 return child.wait()
