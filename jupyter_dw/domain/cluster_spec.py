@@ -7,7 +7,7 @@ collected and reported per field in a ``SpecError``. ``ValidatedSpec.to_rayclust
 ``ray.io/v1`` RayCluster object that is created suspended and labelled for Kueue, so nothing
 runs before Kueue admits it.
 
-Upstream rules this module follows (KubeRay v1.7.0, Kueue v0.19.2):
+Upstream rules this module follows (KubeRay v1.6.2 and Kueue v0.19.2, the versions the tests run):
 
 - KubeRay rejects a RayCluster whose name is not a DNS-1035 label of at most 53 characters
   (``MaxRayClusterNameLength``: 63 minus the longest Service suffix, ``-serve-svc``).

@@ -7,7 +7,7 @@ whose status fields used here are the same) and optionally its entry from the vi
 omits zero counts, a queued cluster has no head — so every read has a default and nothing here
 raises on a malformed object.
 
-Field names checked against the CRDs in Kueue v0.19.2 and KubeRay v1.7.0:
+Field names checked against the CRDs of Kueue v0.19.2 and KubeRay v1.6.2 (what the tests run):
 
 - Workload: ``status.conditions`` of type ``QuotaReserved``, ``Admitted``, ``Evicted``,
   ``Preempted``; ``status.admission{clusterQueue, podSetAssignments[{name, flavors}]}``;

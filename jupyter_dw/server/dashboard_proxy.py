@@ -228,9 +228,9 @@ RESPONSE_HEADERS_KEPT = frozenset(
         "pragma",
         "retry-after",
         "vary",
+        "x-content-type-options",  # nosniff: it can only restrict
     }
 )
-RESPONSE_X_HEADERS_DROPPED = ("x-accel-", "x-sendfile", "x-lighttpd-send-file")
 # A sandboxed page (opaque origin) gets a SecurityError from localStorage, sessionStorage and
 # document.cookie. Dashboards use them for small preferences (the Ray dashboard reads its theme
 # from localStorage while it starts, and axios reads document.cookie on every request), and
@@ -546,11 +546,9 @@ def upstream_query(query: str) -> str:
 
 def response_header_kept(name: str) -> bool:
     """Whether the dashboard's response header ``name`` may reach the browser."""
-    lower = name.lower()
-    if lower in RESPONSE_HEADERS_KEPT:
-        return True
-    # The dashboard's own X- headers, except instructions to a proxy in front of Jupyter.
-    return lower.startswith("x-") and not lower.startswith(RESPONSE_X_HEADERS_DROPPED)
+    # Only the allow-list: an unknown X- header may be an instruction to a proxy in front of
+    # Jupyter (X-Accel-Redirect, X-Sendfile and whatever the next proxy reads).
+    return name.lower() in RESPONSE_HEADERS_KEPT
 
 
 def shim_place_known(head: bytes) -> bool:
