@@ -33,7 +33,7 @@ from typing import Any
 from kubernetes import client, config
 from playwright.sync_api import expect, sync_playwright
 
-from jupyter_dw.domain.cluster_spec import ClusterSpec
+from jupyter_dw.domain.cluster_spec import ValidatedSpec
 from tests.cluster.controlplane import LocalCluster
 from tests.cluster.fixtures import cluster_role_name, make_workbench, plain_workload
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
@@ -169,7 +169,7 @@ def main() -> None:
         cluster_role = cluster_role_name(namespace, identity.name)
 
         def raycluster(name: str) -> dict[str, Any]:
-            spec = ClusterSpec.from_request(
+            spec = ValidatedSpec.from_request(
                 {
                     "name": name,
                     "queue": "lq-000",

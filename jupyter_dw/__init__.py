@@ -70,7 +70,20 @@ def _jupyter_server_extension_points() -> list[dict[str, Any]]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext jupyter_dw``: registers ``%dw`` (contacts nothing until it is used)."""
+    """``%load_ext jupyter_dw``: registers ``%dw`` and the results' HTML (contacts nothing
+    until it is used)."""
     from .notebook.magics import load_ipython_extension as load
 
     load(ipython)
+
+
+def _show_results_as_html() -> None:
+    # In a kernel, `dw.queues()` is a table without `%load_ext`: the results' HTML is
+    # registered with IPython's formatters on import (naming the types, importing nothing
+    # heavy; outside IPython it does nothing).
+    from .notebook.formatters import register
+
+    register()
+
+
+_show_results_as_html()

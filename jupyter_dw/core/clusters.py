@@ -1,11 +1,11 @@
 """Ray clusters as every surface shows them: validated, fitted, created, listed with their
 Kueue and KubeRay state and milestones, deleted.
 
-:class:`ClusterService` joins the pure domain (``ClusterSpec``, ``assess_fit``, ``suggest``,
+:class:`ClusterService` joins the pure domain (``ValidatedSpec``, ``assess_fit``, ``suggest``,
 ``cluster_status``, ``milestones``) with :class:`KubeSession` (caches, writes, visibility API).
-It holds no state of its own, returns typed objects (JSON is made by the surfaces through
-their ``to_json``) and every method blocks: the server runs them on its thread pool, a kernel
-on a worker thread.
+It holds no state of its own, returns typed objects (:mod:`.cluster_results`; JSON is made by
+the surfaces through their ``to_json``) and every method blocks: the server runs them on its
+thread pool, a kernel on a worker thread.
 
 Per-request cost: listing reads only the watch caches (RayClusters, their Workloads by the
 ``kueue.x-k8s.io/job-uid`` index, their pods by ``ray.io/cluster``), plus one visibility API
@@ -14,6 +14,7 @@ call per LocalQueue that has a waiting cluster, for positions.
 
 from __future__ import annotations
 
+import builtins  # in ClusterService, `list` is its method: the type is `builtins.list`
 import re
 import uuid
 from collections.abc import Iterable, Mapping
@@ -27,16 +28,16 @@ if TYPE_CHECKING:
 from ..domain.cluster_spec import (
     MAX_NAME_LENGTH,
     REQUEST_ERROR_KEY,
-    ClusterSpec,
     SpecError,
     SpecPolicy,
+    ValidatedSpec,
     ray_cluster_name_error,
 )
-from ..domain.cluster_state import ClusterStatus, cluster_status
-from ..domain.fit import FITS_NOW, FitVerdict, Suggestion, assess_fit, pod_sets_for_spec, suggest
-from ..domain.freshness import FRESH, Freshness, WatchHealth
+from ..domain.cluster_state import ClusterSnapshot, cluster_status
+from ..domain.fit import FITS_NOW, assess_fit, pod_sets_for_spec, suggest
+from ..domain.freshness import WatchHealth
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
-from ..domain.milestones import Milestone, milestones
+from ..domain.milestones import milestones
 from ..domain.priorities import (
     Ahead,
     PriorityClass,
@@ -46,23 +47,22 @@ from ..domain.priorities import (
     priority_value,
 )
 from ..domain.quota import QuotaTree, format_amount
-from ..domain.ray_auth import RayAuth, Refusal, kuberay_refusal, ray_auth_of
+from ..domain.ray_auth import Refusal, kuberay_refusal, ray_auth_of
 from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable
 from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
 from ..k8s.session import KubeSession, QueueState
 from ..names import (
-    CLIENT_PORT,
     IDEMPOTENCY_KEY_ANNOTATION,
     OWNER_ANNOTATION,
     RAY_NODE_TYPE_LABEL,
 )
+from .cluster_results import ClusterInfo, ClusterList, Deleted, FitResult, PodInfo
 from .elastic import ElasticSupport
-from .listing import ByName
 from .positions import pending_entries
 from .settings import refuse_writes
 
 Object = dict[str, Any]
-_Found = tuple[Object, list[Object], ClusterStatus]
+_Found = tuple[Object, list[Object], ClusterSnapshot]
 """A RayCluster, its Workloads (slices) and its status."""
 
 CLUSTER_SOURCES = (RAY_CLUSTER.plural, WORKLOAD.plural, POD.plural)
@@ -124,149 +124,6 @@ def check_cluster_name(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class PodInfo:
-    """One pod of a cluster: ``role`` is ``head`` or ``worker`` (KubeRay's label)."""
-
-    name: str | None
-    role: str | None
-    phase: str | None
-    ready: bool
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"name", "role", "phase", "ready"}``."""
-        return {"name": self.name, "role": self.role, "phase": self.phase, "ready": self.ready}
-
-
-@dataclass(frozen=True)
-class ClusterInfo:
-    """One Ray cluster as every surface shows it: its :class:`ClusterStatus` (whose fields
-    read through: ``info.state``, ``info.reason``, ...) plus where its dashboard is, who made
-    it, its pods and its milestones with their times."""
-
-    status: ClusterStatus
-    dashboard_url: str | None
-    """``{base_url}dw/ray/<name>/``, or None when the dashboard proxy is turned off."""
-    owner: str | None
-    pods: tuple[PodInfo, ...]
-    milestones: tuple[Milestone, ...]
-    freshness: Freshness = FRESH
-    """Whether ``status`` is the state now: not ``live`` while a watch it is read from is
-    reconnecting or stale, or Kueue (for a cluster it manages) does not answer."""
-    ray_auth: RayAuth | None = None
-    """How Ray authenticates on this cluster, read from the RayCluster, with the warning every
-    surface shows when it does not (``disabled`` by the administrator, ``none``)."""
-
-    def __getattr__(self, name: str) -> Any:
-        # Only called for names not found on ClusterInfo itself: the status fields.
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.status, name)
-
-    @property
-    def ray_address(self) -> str:
-        """``ray://<head service>.<namespace>.svc:10001``, for ``ray.init`` in the cluster."""
-        service = self.status.dashboard.service
-        return f"ray://{service}.{self.status.namespace}.svc:{CLIENT_PORT}"
-
-    def _repr_html_(self) -> str:
-        from ..notebook.display import cluster_html  # display only where it is asked for
-
-        return cluster_html(self)
-
-    def to_json(self) -> dict[str, Any]:
-        """``ClusterStatus.to_json()`` plus ``dashboard_url``, ``owner``, ``pods``,
-        ``milestones`` (``[{"name", "time"}]``) and ``freshness``."""
-        return {
-            **self.status.to_json(),
-            "dashboard_url": self.dashboard_url,
-            "owner": self.owner,
-            "pods": [pod.to_json() for pod in self.pods],
-            "milestones": [m.to_json() for m in self.milestones],
-            "freshness": self.freshness.to_json(),
-            "ray_auth": self.ray_auth.to_json() if self.ray_auth is not None else None,
-        }
-
-
-@dataclass(frozen=True)
-class ClusterList(ByName["ClusterInfo"]):
-    """The ``GET clusters`` answer; a sequence of its clusters (iterate, ``len()``, index by
-    position or by name)."""
-
-    namespace: str
-    positions_visible: bool
-    clusters: tuple[ClusterInfo, ...]
-
-    def _entries(self) -> tuple[ClusterInfo, ...]:
-        return self.clusters
-
-    @staticmethod
-    def _name_of(entry: ClusterInfo) -> str:
-        return entry.status.name
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"namespace", "positions_visible", "clusters"}``."""
-        return {
-            "namespace": self.namespace,
-            "positions_visible": self.positions_visible,
-            "clusters": [c.to_json() for c in self.clusters],
-        }
-
-    def _repr_html_(self) -> str:
-        from ..notebook.display import clusters_html  # display only where it is asked for
-
-        return clusters_html(self)
-
-
-@dataclass(frozen=True)
-class FitResult:
-    """The ``POST clusters/fit`` answer: the assessment (whose fields read through:
-    ``result.verdict``, ``result.message``, ``result.headroom``...), the spec after defaults
-    (``name`` None when the request named none), why the default queue was chosen (when the
-    request named no queue) and, when the cluster must wait or can never fit, one that would
-    start now (None when none would)."""
-
-    assessment: FitVerdict
-    spec: ClusterSpec
-    named: bool
-    default_queue: str | None
-    suggestion: Suggestion | None
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.assessment, name)  # verdict, message, requests, headroom, ...
-
-    def to_json(self) -> dict[str, Any]:
-        """``FitVerdict.to_json()`` plus ``spec``, ``default_queue`` and ``suggestion``."""
-        spec = self.spec.to_json()
-        if not self.named:
-            spec["name"] = None
-        return {
-            **self.assessment.to_json(),
-            "spec": spec,
-            "default_queue": self.default_queue,
-            "suggestion": self.suggestion.to_json() if self.suggestion else None,
-        }
-
-    def _repr_html_(self) -> str:
-        from ..notebook.display import fit_html  # display only where it is asked for
-
-        return fit_html(self)
-
-
-@dataclass(frozen=True)
-class Deleted:
-    """A cluster whose delete the API server accepted (its Workload and pods follow)."""
-
-    name: str
-    namespace: str
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"name", "namespace", "deleted": true}``."""
-        return {"name": self.name, "namespace": self.namespace, "deleted": True}
-
-
-@dataclass(frozen=True)
 class ClusterService:
     """The namespace's Ray clusters for one session: ``policy`` holds the configured defaults
     and limits, ``dashboard_base`` is the public path of the dashboard proxy
@@ -310,14 +167,24 @@ class ClusterService:
         cluster_queue = tree.cluster_queue(local_queue.cluster_queue) if tree else None
         priority = priority_value(spec.priority, state.priority_classes)
         ahead = self._ahead(local_queue, cluster_queue, priority, ask_positions)
-        placement = {"local_queue": local_queue, "flavors": state.flavors}
+        flavors = state.flavors
         counted = self.elastic.autoscaler_quota().counted
         pod_sets = pod_sets_for_spec(spec, sidecar_counted=counted)
-        verdict = assess_fit(pod_sets, cluster_queue, tree, ahead, **placement)
+        verdict = assess_fit(
+            pod_sets, cluster_queue, tree, ahead, local_queue=local_queue, flavors=flavors
+        )
         if spec.autoscaling:
             verdict = replace(verdict, message=f"{verdict.message} {_sidecar_note(spec, counted)}")
         suggestion = (
-            suggest(spec, cluster_queue, tree, ahead, **placement, sidecar_counted=counted)
+            suggest(
+                spec,
+                cluster_queue,
+                tree,
+                ahead,
+                local_queue=local_queue,
+                flavors=flavors,
+                sidecar_counted=counted,
+            )
             if verdict.verdict != FITS_NOW
             else None
         )
@@ -335,7 +202,7 @@ class ClusterService:
         clusters = tuple(self.entries())  # waits for the session first
         return ClusterList(self.session.namespace, self.session.positions_visible, clusters)
 
-    def entries(self) -> list[ClusterInfo]:
+    def entries(self) -> builtins.list[ClusterInfo]:
         """Every RayCluster of the namespace, sorted by name."""
         return self._infos(self._statuses(self.session.ray_clusters()))
 
@@ -431,7 +298,7 @@ class ClusterService:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _infos(self, statuses: Iterable[_Found]) -> list[ClusterInfo]:
+    def _infos(self, statuses: Iterable[_Found]) -> builtins.list[ClusterInfo]:
         """:class:`ClusterInfo` of each ``(raycluster, slices, status)``, the watches'
         health read once for all of them."""
         health = self.session.watch_health()
@@ -440,8 +307,8 @@ class ClusterService:
     def _info(
         self,
         raycluster: Object,
-        slices: list[Object],
-        status: ClusterStatus,
+        slices: builtins.list[Object],
+        status: ClusterSnapshot,
         health: WatchHealth,
     ) -> ClusterInfo:
         metadata = raycluster.get("metadata") or {}
@@ -458,7 +325,7 @@ class ClusterService:
             ray_auth=ray_auth_of(raycluster),
         )
 
-    def _name_preemptor(self, status: ClusterStatus) -> ClusterStatus:
+    def _name_preemptor(self, status: ClusterSnapshot) -> ClusterSnapshot:
         """``status`` with ``preempted_by.name`` set when the preemptor's job is a RayCluster
         of the namespace (a lookup in the RayCluster cache's UID index)."""
         preempted_by = status.preempted_by
@@ -476,11 +343,11 @@ class ClusterService:
         queues: Mapping[str, LocalQueueInfo] | None,
         default_queue: str | None,
         priorities: Iterable[str] | None = None,
-    ) -> ClusterSpec:
+    ) -> ValidatedSpec:
         known = frozenset(priorities) if priorities is not None else None
         policy = replace(self.policy, elastic_jobs=self.elastic.allows_autoscaling())
         try:
-            return ClusterSpec.from_request(data, policy, queues, default_queue, known)
+            return ValidatedSpec.from_request(data, policy, queues, default_queue, known)
         except SpecError as err:
             details = "; ".join(f"{field}: {message}" for field, message in err.errors.items())
             raise InvalidSpec(
@@ -505,7 +372,7 @@ class ClusterService:
         """KubeRay's refusal of ``raycluster``'s spec, from the cached Warning events."""
         return kuberay_refusal(self.session.kuberay_warnings(raycluster), raycluster)
 
-    def _statuses(self, rayclusters: Iterable[Object]) -> list[_Found]:
+    def _statuses(self, rayclusters: Iterable[Object]) -> builtins.list[_Found]:
         """Each RayCluster with its Workloads and status; the ones whose Workload waits for
         quota (or whose scale-up's slice does) get their positions, asking the visibility API
         once per LocalQueue involved."""
@@ -582,7 +449,7 @@ def _pod_info(pod: Object) -> PodInfo:
     )
 
 
-def _waiting_workload(status: ClusterStatus) -> str | None:
+def _waiting_workload(status: ClusterSnapshot) -> str | None:
     """The Workload of ``status`` that waits for quota (the cluster's own, or a scale-up's
     slice), whose position to ask for; None when none waits."""
     if status.workload is not None and not status.quota_reserved:
@@ -592,7 +459,7 @@ def _waiting_workload(status: ClusterStatus) -> str | None:
     return None
 
 
-def _sidecar_note(spec: ClusterSpec, counted: bool) -> str:
+def _sidecar_note(spec: ValidatedSpec, counted: bool) -> str:
     amounts = f"{format_amount('cpu', spec.autoscaler_cpu)} CPU, " + format_amount(
         "memory", spec.autoscaler_memory
     )

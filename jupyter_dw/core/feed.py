@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..domain.cluster_state import ClusterStatus, transition
+from ..domain.cluster_state import ClusterSnapshot, transition
 from ..domain.freshness import FRESH, Freshness, WatchHealth
 from ..domain.quota import QuotaTree
 from ..domain.workloads import WorkloadInfo
@@ -219,7 +219,7 @@ class ChangeFeed:
         self.workloads = workloads
         self.watch_queues = watch_queues
         self.watch_clusters = watch_clusters
-        self._known: dict[str, ClusterStatus] = {}
+        self._known: dict[str, ClusterSnapshot] = {}
         self._workloads: dict[str, WorkloadInfo] = {}
         self._seeded = False
         self._freshness: dict[str, Freshness] = {}

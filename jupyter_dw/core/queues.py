@@ -57,11 +57,6 @@ class QueueList(ByName["QueueSummary"]):
         """The namespace's default queue, if it has one."""
         return next((q for q in self.queues if q.default), None)
 
-    def _repr_html_(self) -> str:
-        from ..notebook.display import queues_html  # display only where it is asked for
-
-        return queues_html(self)
-
 
 @dataclass(frozen=True)
 class QueueService:

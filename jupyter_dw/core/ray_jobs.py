@@ -25,6 +25,7 @@ from ..domain.ray_jobs import (
     clip_log,
     job_id_error,
     job_list,
+    plain_log,
 )
 from ..k8s.errors import InvalidRequest
 from ..k8s.session import KubeSession
@@ -153,7 +154,7 @@ class RayJobService:
 
     def logs(self, name: str, job_id: str) -> JobLogs:
         """The job's log so far (the end of it when very long)."""
-        text, truncated = clip_log(self.client(name).logs(check_job_id(job_id)))
+        text, truncated = clip_log(plain_log(self.client(name).logs(check_job_id(job_id))))
         return JobLogs(name, job_id, text, truncated)
 
     def stop(self, name: str, job_id: str) -> JobStopped:
@@ -183,7 +184,7 @@ class RayJobService:
         from ..ray.log_tail import tail_logs
 
         async for chunk in tail_logs(client, check_job_id(job_id)):
-            yield chunk
+            yield plain_log(chunk)
 
 
 def _no_address(name: str, err: NoAddress) -> RayError:

@@ -15,10 +15,11 @@ worker thread.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..domain.cluster_state import ClusterStatus, live_worker_pods
+from ..domain.cluster_state import ClusterSnapshot, live_worker_pods
 from ..domain.kueue_model import LocalQueueInfo
 from ..domain.priorities import priority_value
 from ..domain.quota import QuotaTree
@@ -29,9 +30,10 @@ from ..names import (
     AUTOSCALING_MIN_ANNOTATION,
     PRIORITY_CLASS_LABEL,
 )
+from .cluster_results import ClusterInfo
 
 if TYPE_CHECKING:
-    from .clusters import ClusterInfo, ClusterService
+    from .clusters import ClusterService  # which imports this module when it scales
 
 Object = dict[str, Any]
 
@@ -114,11 +116,11 @@ def _worker_pods_to_remove(pods: list[Object], keep: int) -> list[str]:
     never ran), then pods not ready, then the newest."""
     workers = live_worker_pods(pods)
 
-    def ready(pod: Object) -> bool:
+    def ready(pod: Mapping[str, Any]) -> bool:
         conditions = (pod.get("status") or {}).get("conditions") or []
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
-    def order(pod: Object) -> tuple[bool, bool, str]:
+    def order(pod: Mapping[str, Any]) -> tuple[bool, bool, str]:
         gated = bool((pod.get("spec") or {}).get("schedulingGates"))
         created = str((pod.get("metadata") or {}).get("creationTimestamp") or "")
         # sorted ascending: gated (True) first, then not ready, then newest first.
@@ -133,7 +135,7 @@ def _reverse(text: str) -> str:
     return "".join(chr(0x10FFFF - ord(c)) for c in text)
 
 
-def _not_elastic(status: ClusterStatus, gate_off: bool, detail: str | None) -> NotElastic:
+def _not_elastic(status: ClusterSnapshot, gate_off: bool, detail: str | None) -> NotElastic:
     if gate_off:
         reason = (
             f"Kueue runs without the feature gate {FEATURE_GATE}: it admits every cluster at a "
@@ -206,7 +208,7 @@ def scale_cluster(
 
 
 def _operations(
-    raycluster: Object, status: ClusterStatus, target: int | None, pods: list[Object]
+    raycluster: Object, status: ClusterSnapshot, target: int | None, pods: list[Object]
 ) -> list[dict[str, Any]]:
     """The JSON patch for the change (empty when there is none)."""
     group = ((raycluster.get("spec") or {}).get("workerGroupSpecs") or [{}])[0]
@@ -243,7 +245,7 @@ def _operations(
 
 
 def _fit_scale_up(
-    service: ClusterService, raycluster: Object, status: ClusterStatus, held: int, target: int
+    service: ClusterService, raycluster: Object, status: ClusterSnapshot, held: int, target: int
 ) -> ScaleFit | None:
     """The scale-up's fit in the admitted slice's flavor (None without a worker group)."""
     workers = worker_pod_set(raycluster, 1)

@@ -356,26 +356,29 @@ class DWSettings(Configurable):
 
     def spec_policy(self) -> SpecPolicy:
         """The configured defaults and limits; a bad combination raises ``TraitError``."""
+        # The configured values as given (quantities are strings here): SpecPolicy parses
+        # each into its typed field (a Decimal, for a quantity) and names any it refuses.
+        given: dict[str, Any] = {
+            "default_image": self.default_image,
+            "default_head_cpu": self.default_head_cpu,
+            "default_head_memory": self.default_head_memory,
+            "default_worker_cpu": self.default_worker_cpu,
+            "default_worker_memory": self.default_worker_memory,
+            "default_worker_gpu": self.default_worker_gpu,
+            "default_workers": self.default_workers,
+            "max_workers": self.max_workers,
+            "max_head_cpu": self.max_head_cpu,
+            "max_head_memory": self.max_head_memory,
+            "max_worker_cpu": self.max_worker_cpu,
+            "max_worker_memory": self.max_worker_memory,
+            "max_worker_gpu": self.max_worker_gpu,
+            "allowed_images": tuple(self.allowed_images),
+            "autoscaler_cpu": self.autoscaler_cpu,
+            "autoscaler_memory": self.autoscaler_memory,
+            "ray_auth": self.ray_auth,
+        }
         try:
-            return SpecPolicy(
-                default_image=self.default_image,
-                default_head_cpu=self.default_head_cpu,
-                default_head_memory=self.default_head_memory,
-                default_worker_cpu=self.default_worker_cpu,
-                default_worker_memory=self.default_worker_memory,
-                default_worker_gpu=self.default_worker_gpu,
-                default_workers=self.default_workers,
-                max_workers=self.max_workers,
-                max_head_cpu=self.max_head_cpu,
-                max_head_memory=self.max_head_memory,
-                max_worker_cpu=self.max_worker_cpu,
-                max_worker_memory=self.max_worker_memory,
-                max_worker_gpu=self.max_worker_gpu,
-                allowed_images=tuple(self.allowed_images),
-                autoscaler_cpu=self.autoscaler_cpu,
-                autoscaler_memory=self.autoscaler_memory,
-                ray_auth=self.ray_auth,
-            )
+            return SpecPolicy(**given)
         except ValueError as err:
             raise TraitError(f"JupyterDW cluster defaults and limits: {err}") from err
 

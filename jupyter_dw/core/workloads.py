@@ -10,6 +10,7 @@ thread).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -83,11 +84,6 @@ class WorkloadList(ByName["WorkloadInfo"]):
             "workloads": [w.to_json() for w in self.workloads],
         }
 
-    def _repr_html_(self) -> str:
-        from ..notebook.display import workloads_html  # display only where it is asked for
-
-        return workloads_html(self)
-
 
 @dataclass(frozen=True)
 class WorkloadService:
@@ -126,7 +122,7 @@ class WorkloadService:
         found = [w for name in names if (w := self.session.cached_workload(name)) is not None]
         return {info.name: info for info in self._infos(found)}
 
-    def _infos(self, objects: Iterable[Object]) -> list[WorkloadInfo]:
+    def _infos(self, objects: Iterable[Object]) -> builtins.list[WorkloadInfo]:
         """Records of ``objects`` (replaced slices left out), positions added to the waiting
         ones and preemptors named."""
         pairs = [(obj, info) for obj in objects if (info := workload_info(obj)) is not None]

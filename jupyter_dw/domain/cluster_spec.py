@@ -1,12 +1,13 @@
 """What a user asks for when creating a Ray cluster, checked, and the RayCluster it becomes.
 
-``ClusterSpec.from_request`` turns a request (REST JSON, Python keyword arguments or ``%dw``
-options: the field names are the same everywhere) into a validated ``ClusterSpec``, applying the
-defaults and limits of a ``SpecPolicy``. Every problem is collected and reported per field in a
-``SpecError``. ``ClusterSpec.to_raycluster`` builds the ``ray.io/v1`` RayCluster object that is
-created suspended and labelled for Kueue, so nothing runs before Kueue admits it.
+``ValidatedSpec.from_request`` turns a request (REST JSON, Python keyword arguments, a
+``dw.ClusterSpec`` or ``%dw`` options: the field names are the same everywhere) into a
+``ValidatedSpec``, applying the defaults and limits of a ``SpecPolicy``. Every problem is
+collected and reported per field in a ``SpecError``. ``ValidatedSpec.to_raycluster`` builds the
+``ray.io/v1`` RayCluster object that is created suspended and labelled for Kueue, so nothing
+runs before Kueue admits it.
 
-Upstream rules this module follows (KubeRay v1.7.0, Kueue v0.19.2):
+Upstream rules this module follows (KubeRay v1.6.2 and Kueue v0.19.2, the versions the tests run):
 
 - KubeRay rejects a RayCluster whose name is not a DNS-1035 label of at most 53 characters
   (``MaxRayClusterNameLength``: 63 minus the longest Service suffix, ``-serve-svc``).
@@ -251,8 +252,10 @@ def owner_label_value(identity: str) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClusterSpec:
-    """A validated request for a Ray cluster: one head and one group of identical workers.
+class ValidatedSpec:
+    """A validated request for a Ray cluster: one head and one group of identical workers,
+    every default applied (unlike the notebook's ``dw.ClusterSpec``, the user's request,
+    whose None means "the default").
 
     Build it with ``from_request``; constructing it directly skips validation. Quantities are
     exact ``Decimal`` amounts (cores, bytes). ``workers`` is the number started; the cluster may
@@ -301,7 +304,7 @@ class ClusterSpec:
         known_queues: Collection[str] | None = None,
         default_queue: str | None = None,
         known_priorities: Collection[str] | None = None,
-    ) -> ClusterSpec:
+    ) -> ValidatedSpec:
         """Parse, default and validate a request; raise ``SpecError`` listing every bad field.
 
         ``data`` uses the names in ``FIELDS``; a ``None`` value counts as omitted. Quantities
@@ -475,7 +478,7 @@ class ClusterSpec:
 
 
 class _RequestParser:
-    """Turns one request into a ``ClusterSpec``, collecting a message for every bad field."""
+    """Turns one request into a ``ValidatedSpec``, collecting a message for every bad field."""
 
     def __init__(
         self,
@@ -492,7 +495,7 @@ class _RequestParser:
         self.values: dict[str, Any] = {}
         self.unknown: list[str] = []
 
-    def parse(self, data: Mapping[str, Any]) -> ClusterSpec:
+    def parse(self, data: Mapping[str, Any]) -> ValidatedSpec:
         if not isinstance(data, Mapping):
             raise SpecError({REQUEST_ERROR_KEY: f"must be a mapping of fields, got {_show(data)}"})
         # None means "not given", so JSON null and unset keyword arguments behave alike.
@@ -528,9 +531,9 @@ class _RequestParser:
         self._reject_unknown_fields()
         if self.errors:
             raise SpecError(self.errors)
-        assert scaling is not None  # no errors, so every count parsed
+        assert queue is not None and scaling is not None  # no errors: each of them parsed
         workers, min_workers, max_workers = scaling
-        return ClusterSpec(
+        return ValidatedSpec(
             name=name,
             queue=queue,
             image=image,
@@ -617,7 +620,7 @@ class _RequestParser:
 
     def _scaling(self) -> tuple[int, int, int] | None:
         """(workers, min_workers, max_workers) after defaults and checks, or None on error."""
-        given = {
+        given: dict[str, int | None] = {
             name: self._field(name, _parse_count, None)
             for name in ("workers", "min_workers", "max_workers")
             if name in self.values
@@ -643,7 +646,7 @@ class _RequestParser:
             return None
         return workers, low, high
 
-    def _check_bounds(self, given: Mapping[str, int], workers: int, low: int, high: int) -> None:
+    def _check_bounds(self, given: Collection[str], workers: int, low: int, high: int) -> None:
         if "min_workers" in given and "max_workers" in given and low > high:
             self.errors.setdefault("min_workers", f"{low} is more than max_workers ({high})")
         elif low > workers:
@@ -1074,9 +1077,9 @@ __all__ = [
     "RAYCLUSTER_API_VERSION",
     "RAYCLUSTER_KIND",
     "REQUEST_ERROR_KEY",
-    "ClusterSpec",
     "SpecError",
     "SpecPolicy",
+    "ValidatedSpec",
     "owner_label_value",
     "ray_cluster_name_error",
 ]

@@ -7,7 +7,7 @@ whose status fields used here are the same) and optionally its entry from the vi
 omits zero counts, a queued cluster has no head — so every read has a default and nothing here
 raises on a malformed object.
 
-Field names checked against the CRDs in Kueue v0.19.2 and KubeRay v1.7.0:
+Field names checked against the CRDs of Kueue v0.19.2 and KubeRay v1.6.2 (what the tests run):
 
 - Workload: ``status.conditions`` of type ``QuotaReserved``, ``Admitted``, ``Evicted``,
   ``Preempted``; ``status.admission{clusterQueue, podSetAssignments[{name, flavors}]}``;
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeGuard, cast
 
 from jupyter_dw.domain.pod_problems import PodProblem, first_problem
 from jupyter_dw.domain.priorities import PreemptedBy, preemptor
@@ -100,7 +100,7 @@ def _conditions(obj: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
     return {c["type"]: c for c in raw if isinstance(c, Mapping) and isinstance(c.get("type"), str)}
 
 
-def _is_true(condition: Mapping[str, Any] | None) -> bool:
+def _is_true(condition: Mapping[str, Any] | None) -> TypeGuard[Mapping[str, Any]]:
     return condition is not None and condition.get("status") == "True"
 
 
@@ -159,8 +159,9 @@ def admission_checks(workload: Mapping[str, Any] | None) -> tuple[AdmissionCheck
 
 
 @dataclass(frozen=True)
-class ClusterStatus:
-    """What a user needs to know about one Ray cluster, from Kueue and KubeRay together.
+class ClusterSnapshot:
+    """What a user needs to know about one Ray cluster now, from Kueue and KubeRay together:
+    one observation (the notebook's ``dw.ClusterStatus`` widget shows them as they change).
 
     ``state`` follows a fixed precedence (first match wins) — see ``cluster_status``.
     ``reason``/``message`` are the controllers' own words for that state (Kueue's for
@@ -666,7 +667,7 @@ def cluster_status(
     pods: Iterable[Mapping[str, Any]] = (),
     slices: Iterable[Mapping[str, Any]] | None = None,
     refusal: Refusal | None = None,
-) -> ClusterStatus:
+) -> ClusterSnapshot:
     """Derive a cluster's state and details; never raises on missing or malformed fields.
 
     ``workload`` is the RayCluster's Workload (``workload_selector``) or None if Kueue has not
@@ -732,7 +733,7 @@ def cluster_status(
     local, cluster = pending_positions(pending, wl_name) if waiting else (None, None)
     admitted = facts.wl.get("Admitted")
     admission = _map(_map(_map(workload).get("status")).get("admission"))
-    return ClusterStatus(
+    return ClusterSnapshot(
         name=name,
         namespace=_text(metadata.get("namespace")),
         queue=_text(labels.get(QUEUE_LABEL))
@@ -789,8 +790,10 @@ def _size(raycluster: Mapping[str, Any]) -> _Size:
         and spec.get("enableInTreeAutoscaling") is True
     )
     own_min = _int(annotations.get(AUTOSCALING_MIN_ANNOTATION))
-    pinned = replicas if elastic and own_min is not None and low == replicas else None
-    return _Size(elastic, replicas, own_min if pinned is not None else low, high, pinned)
+    if elastic and own_min is not None and low == replicas:
+        # Pinned: minReplicas was raised to the pin; the user's own minimum is the annotation.
+        return _Size(elastic, replicas, own_min, high, replicas)
+    return _Size(elastic, replicas, low, high, None)
 
 
 def live_worker_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -841,7 +844,7 @@ _ENTRY_EVENTS: dict[str, str] = {
 }
 
 
-def transition(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
+def transition(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[str]:
     """The milestones crossed going from ``old`` to ``new``, in the order they happen.
 
     Progress milestones, always in this order: ``Queued`` (entering the queue),
@@ -881,7 +884,7 @@ def transition(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
     return events
 
 
-def _scale_events(old: ClusterStatus | None, new: ClusterStatus) -> list[str]:
+def _scale_events(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[str]:
     """``ScaleRequested:<n>`` when a change to n workers appears, ``ScaleAdmitted:<n>`` when
     the admitted slice grows to n, ``ScaledTo:<n>`` when a change is over at n ready.
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Literal
 
-from jupyter_dw.domain.cluster_spec import GPU_RESOURCE, WORKER_GROUP_NAME, ClusterSpec
+from jupyter_dw.domain.cluster_spec import GPU_RESOURCE, WORKER_GROUP_NAME, ValidatedSpec
 from jupyter_dw.domain.kueue_model import (
     ClusterQueueQuota,
     FlavorResource,
@@ -95,11 +95,11 @@ class PodSetRequest:
 
 
 def pod_sets_for_spec(
-    spec: ClusterSpec, *, at_max: bool = False, sidecar_counted: bool = True
+    spec: ValidatedSpec, *, at_max: bool = False, sidecar_counted: bool = True
 ) -> tuple[PodSetRequest, ...]:
     """The PodSets Kueue builds from ``spec.to_raycluster()``: ``head`` and the worker group.
 
-    ``at_max`` counts ``max_workers`` instead of ``workers`` (see ``ClusterSpec.total_requests``).
+    ``at_max`` counts ``max_workers`` instead of ``workers`` (see ``ValidatedSpec.total_requests``).
     An autoscaling cluster's head pod set includes the Ray autoscaler sidecar when
     ``sidecar_counted`` (Kueue 0.19 adds KubeRay's ``autoscaler`` container to it; 0.14 does
     not, though the head pod still needs those resources on its node).
@@ -114,10 +114,10 @@ def pod_sets_for_spec(
             "memory": head["memory"] + spec.autoscaler_memory,
         }
     count = spec.max_workers if at_max else spec.workers
-    placement = {"tolerations": spec.tolerations, "node_selector": spec.node_selector}
+    # Both pod sets are placed alike: the spec's tolerations and node selector.
     return (
-        PodSetRequest(HEAD_POD_SET, 1, head, **placement),
-        PodSetRequest(WORKER_GROUP_NAME, count, worker, **placement),
+        PodSetRequest(HEAD_POD_SET, 1, head, spec.tolerations, spec.node_selector),
+        PodSetRequest(WORKER_GROUP_NAME, count, worker, spec.tolerations, spec.node_selector),
     )
 
 
@@ -365,7 +365,7 @@ def assess_fit(
 
     ``requests``: per-PodSet requests (``pod_sets_for_spec``; exact, as Kueue counts PodSets
     one by one and may give head and workers different flavors) or a mapping of totals such as
-    ``ClusterSpec.total_requests()`` (treated as one PodSet). ``cluster_queue``: the
+    ``ValidatedSpec.total_requests()`` (treated as one PodSet). ``cluster_queue``: the
     LocalQueue's ClusterQueue, None when it does not exist or cannot be read. ``tree``: every
     readable ClusterQueue and Cohort; None means quota is hidden from this identity.
     ``ahead``: pending workloads ahead (an :class:`Ahead`, or an exact count), None if
@@ -767,7 +767,7 @@ def _missing_cluster_queue(
 
 
 def _without_quota(
-    verdict: str,
+    verdict: Verdict,
     reason: str,
     message: str,
     totals: dict[str, Decimal],
@@ -866,7 +866,7 @@ class Suggestion:
 
 
 def suggest(
-    spec: ClusterSpec,
+    spec: ValidatedSpec,
     cluster_queue: ClusterQueueQuota | None,
     tree: QuotaTree | None,
     ahead: int | Ahead | None = None,

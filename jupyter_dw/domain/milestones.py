@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_dw.domain.cluster_state import ClusterStatus
+from jupyter_dw.domain.cluster_state import ClusterSnapshot
 from jupyter_dw.domain.slices import SliceChain, is_true, slice_chain, true_since, worker_count
 from jupyter_dw.names import RAY_NODE_TYPE_LABEL
 
@@ -69,7 +69,7 @@ def _ready_times(pods: Iterable[Mapping[str, Any]], role: str) -> list[str | Non
 
 
 def milestones(
-    status: ClusterStatus,
+    status: ClusterSnapshot,
     raycluster: Mapping[str, Any],
     workload: Mapping[str, Any] | None,
     pods: Iterable[Mapping[str, Any]] = (),
@@ -148,7 +148,7 @@ def _first_true(
 
 
 def _scale_steps(
-    chain: SliceChain, status: ClusterStatus, worker_times: list[str | None]
+    chain: SliceChain, status: ClusterSnapshot, worker_times: list[str | None]
 ) -> list[Milestone]:
     steps: list[Milestone] = []
     ups = chain.scale_ups()

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
-from typing import Any
+from typing import Any, overload
 
 from jupyter_dw.domain.kueue_model import (
     ClusterQueueQuota,
@@ -71,6 +71,12 @@ def is_binary_resource(resource: str) -> bool:
     return resource in _BINARY_RESOURCES or resource.startswith("hugepages-")
 
 
+@overload
+def format_amount(resource: str, value: Decimal) -> str: ...
+@overload
+def format_amount(resource: str, value: None) -> None: ...
+@overload
+def format_amount(resource: str, value: Decimal | None) -> str | None: ...
 def format_amount(resource: str, value: Decimal | None) -> str | None:
     """Format ``value`` as a canonical Kubernetes quantity for ``resource``; None stays None."""
     if value is None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -281,7 +281,7 @@ class Refusal:
 
 
 def kuberay_refusal(
-    events: list[Mapping[str, Any]], raycluster: Mapping[str, Any]
+    events: Sequence[Mapping[str, Any]], raycluster: Mapping[str, Any]
 ) -> Refusal | None:
     """The newest of KubeRay's refusal events (:data:`KUBERAY_REFUSALS`) about this very
     RayCluster (its UID), or None."""

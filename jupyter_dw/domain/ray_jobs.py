@@ -69,12 +69,14 @@ class RayJob:
         ``job_id``)."""
         status = _text(data.get("status")) or "PENDING"
         metadata = data.get("metadata")
+        message = _text(data.get("message"))
         exit_code = data.get("driver_exit_code")
         return cls(
             submission_id=_text(data.get("submission_id")) or _text(data.get("job_id")) or "",
             entrypoint=_text(data.get("entrypoint")) or "",
             status=status if status in JOB_STATES else "PENDING",
-            message=_text(data.get("message")),
+            # Ray quotes a failed job's last log lines in its message, colours and all.
+            message=plain_log(message) if message is not None else None,
             error_type=_text(data.get("error_type")),
             start_time=_ms(data.get("start_time")),
             end_time=_ms(data.get("end_time")),
@@ -163,6 +165,17 @@ class JobLogs:
             "logs": self.logs,
             "truncated": self.truncated,
         }
+
+
+# Terminal control sequences: CSI (colours, cursor moves) and OSC (titles, links), as Ray's
+# logger writes them for a terminal (``\x1b[1m\x1b[32mhttp://...\x1b[39m\x1b[22m``).
+_TERMINAL_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def plain_log(text: str) -> str:
+    """``text`` without terminal control sequences: logs are shown as text in a widget, the
+    sidebar and JSON answers, where an escape would show as a stray box and ``[32m``."""
+    return _TERMINAL_CONTROL.sub("", text)
 
 
 def clip_log(text: str, limit: int = MAX_LOG_CHARS) -> tuple[str, bool]:

@@ -108,8 +108,8 @@ class _RetryUntilTimeout(Retry):
         error: Exception | None = None,
         _pool: Any = None,
         _stacktrace: Any = None,
-    ) -> Retry:
-        if _timed_out(error):
+    ) -> _RetryUntilTimeout:
+        if error is not None and _timed_out(error):
             raise error
         return super().increment(method, url, response, error, _pool, _stacktrace)
 
@@ -255,7 +255,8 @@ class KubeApi:
                 return call()
         except client.ApiException as err:
             body = _status_body(err)
-            details = body.get("details") if isinstance(body.get("details"), dict) else {}
+            found = body.get("details")
+            details: dict[str, Any] = found if isinstance(found, dict) else {}
             self._failed(
                 FailedCall(
                     method,

@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..core.clusters import ClusterInfo, FitResult, InvalidSpec, new_idempotency_key
+from ..core.cluster_results import ClusterInfo, FitResult
+from ..core.clusters import InvalidSpec, new_idempotency_key
 from ..core.queues import QueueList
 from ..core.scaling import InvalidScale, NotElastic, ScaleResult
 from ..core.workloads import WorkloadList
@@ -305,9 +306,11 @@ class RayClusterHandle:
         loop = asyncio.get_running_loop()
         await asyncio.to_thread(self.status)
         changed = asyncio.Event()
-        remove = runtime().core.session.add_listener(
-            lambda *_: loop.call_soon_threadsafe(changed.set)
-        )
+
+        def wake(*_: object) -> None:  # on a cache's thread: the event is the loop's
+            loop.call_soon_threadsafe(changed.set)
+
+        remove = runtime().core.session.add_listener(wake)
         deadline = loop.time() + timeout
         try:
             while True:

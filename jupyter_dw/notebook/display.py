@@ -1,6 +1,7 @@
 """Rich HTML for the API's results in a notebook: headroom bars, state badges, timelines.
 
-Pure functions of the core's typed results; the core types' ``_repr_html_`` call them. Plain
+Pure functions of the core's typed results, which know no HTML: :mod:`.formatters` registers
+these with IPython's formatter registry (the core never imports a surface). Plain
 HTML with inline styles on JupyterLab's CSS variables (with fallbacks), so it reads in light
 and dark themes, in Notebook 7 and in VS Code. Everything shown is escaped.
 """
@@ -12,7 +13,7 @@ from decimal import Decimal
 from html import escape
 from typing import Any
 
-from ..core.clusters import ClusterInfo, ClusterList, FitResult
+from ..core.cluster_results import ClusterInfo, ClusterList, FitResult
 from ..core.queues import QueueList
 from ..core.workloads import WorkloadList
 from ..domain.cluster_state import AdmissionCheckStatus

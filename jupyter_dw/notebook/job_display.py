@@ -1,5 +1,5 @@
-"""HTML of a cluster's Ray job list in a notebook, registered with IPython's formatters (the
-domain's :class:`JobList` knows no HTML)."""
+"""HTML of a cluster's Ray job list in a notebook (the domain's :class:`JobList` knows no HTML:
+:mod:`.formatters` registers this with IPython's formatters)."""
 
 from __future__ import annotations
 
@@ -37,14 +37,3 @@ def jobs_html(jobs: JobList) -> str:
         f"<b>Ray jobs on {html.escape(jobs.cluster)}</b><table><tr><th>id</th>"
         f"<th>entrypoint</th><th>state</th><th>duration</th><th>message</th></tr>{rows}</table>"
     )
-
-
-def register() -> None:
-    """Show :class:`JobList` as :func:`jobs_html` in this IPython (no-op outside one)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    shell = get_ipython()
-    if shell is not None:
-        shell.display_formatter.formatters["text/html"].for_type(JobList, jobs_html)

@@ -30,7 +30,7 @@ WIDGET_LOG_CHARS = 50_000
 """The end of the log a widget holds (the whole log: ``job.logs()``)."""
 
 
-class JobView(anywidget.AnyWidget):  # type: ignore[misc]
+class JobView(anywidget.AnyWidget):
     """A Ray job, live. Synced traits carry Ray's field names (``status``, ``message``,
     ``start_time``, ``end_time``), plus ``log`` (its end), ``error`` and ``failure``.
     ``close()`` stops following it."""

@@ -48,9 +48,9 @@ def submit_job(
 
 def list_jobs(cluster: str) -> JobList:
     """The cluster's Ray jobs, newest first (a table in a notebook)."""
-    from .job_display import register
+    from .formatters import register
 
-    register()
+    register()  # in a shell made after `import jupyter_dw`, the list is a table too
     return runtime().core.jobs.list(cluster)
 
 
@@ -107,7 +107,7 @@ class RayJobHandle:
         thread.join()
         if "error" in outcome:
             raise outcome["error"]
-        return outcome["job"]  # type: ignore[no-any-return]
+        return outcome["job"]
 
     async def _ended(self) -> RayJob:
         async for _ in self.tail():

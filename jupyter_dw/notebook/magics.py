@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..k8s.errors import InvalidRequest, KubeError
+from .formatters import register as register_html
 
 HELP = """%dw queues                      LocalQueues with quota and headroom
 %dw workloads [--queue Q] [--kind Kind.group]
@@ -236,5 +237,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]]
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """Register ``%dw`` (nothing contacts Kubernetes until a command runs)."""
+    """Register ``%dw`` and the results' HTML (nothing contacts Kubernetes until a command
+    runs)."""
+    register_html(ipython)
     ipython.register_magic_function(lambda line: run(line), magic_kind="line", magic_name="dw")

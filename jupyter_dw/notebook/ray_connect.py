@@ -71,7 +71,28 @@ def ray_init(cluster: str, image: str | None, problems: list[str], **kwargs: Any
     else:
         os.environ.pop(RAY_AUTH_TOKEN_ENV, None)
         os.environ[RAY_AUTH_MODE_ENV] = "disabled"
+    _reload_auth(ray)
     return ray.init(address, **kwargs)
+
+
+def _reload_auth(ray: Any) -> None:
+    """Make Ray read ``RAY_AUTH_MODE`` and the token again from the environment just set.
+
+    Ray reads the mode into its config when ``ray`` is imported and caches the token on first
+    use, so in a kernel that ran ``import ray`` before ``h.ray_init()`` (the usual order),
+    Ray Client would connect without the token, and a token-protected head lets it time out
+    ("ray client connection timeout") instead of saying why. Ray 2.60 reloads both this way
+    in its own tests (``ray._private.authentication_test_utils.reset_auth_token_state``);
+    these are Ray internals, so a Ray without them is left as it is. Never while connected:
+    ``ray.init`` then refuses a second connection with its own clear error."""
+    if ray.is_initialized():
+        return
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config
+    except ImportError:
+        return
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
 
 
 def job_submission_client(cluster: str) -> Any:

@@ -16,9 +16,10 @@ from typing import Any
 
 import anywidget
 import ipywidgets as w
-from traitlets import Bool, Dict, Instance, Int, List, Unicode
+from traitlets import Bool, Dict, Instance, Int, List, TraitType, Unicode
 
-from ..core.clusters import ClusterInfo, FitResult, new_idempotency_key
+from ..core.cluster_results import ClusterInfo, FitResult
+from ..core.clusters import new_idempotency_key
 from ..core.feed import ClusterChanged, HealthChanged, Message, QueuesChanged, WorkloadChanged
 from ..domain.freshness import FRESH
 from ..domain.workloads import WorkloadInfo, sorted_workloads
@@ -32,6 +33,12 @@ STATIC = Path(__file__).parent / "static"
 def esm(*files: str) -> str:
     """A widget's ESM: the shared ``dom.js`` helpers, then ``files``, joined into one module."""
     return "\n".join((STATIC / f).read_text() for f in ("dom.js", *files))
+
+
+def optional_dict() -> TraitType[dict[str, Any] | None, dict[str, Any] | None]:
+    """A dict trait that may be None (``Dict(None, allow_none=True)``), typed as such."""
+    # traitlets types Dict as never None: it has no overload for allow_none=True.
+    return Dict(None, allow_none=True)  # type: ignore[return-value]
 
 
 DEBOUNCE_SECONDS = 0.3
@@ -59,7 +66,7 @@ class _Live:
         super().close()  # type: ignore[misc]
 
 
-class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
+class ClusterStatus(_Live, anywidget.AnyWidget):
     """One Ray cluster, live: state badge, Kueue's reason and queue position, workers bar,
     timeline, dashboard link and Delete (with confirmation). Synced traits carry the REST
     field names. ``close()`` stops following it."""
@@ -75,7 +82,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     reason = Unicode(None, allow_none=True).tag(sync=True)
     message = Unicode(None, allow_none=True).tag(sync=True)
     position_in_local_queue = Int(None, allow_none=True).tag(sync=True)
-    preempted_by = Dict(None, allow_none=True).tag(sync=True)
+    preempted_by = optional_dict().tag(sync=True)
     admission_checks = List(Dict()).tag(sync=True)
     workers_ready = Int(0).tag(sync=True)
     workers_desired = Int(0).tag(sync=True)
@@ -84,18 +91,18 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     max_workers = Int(0).tag(sync=True)
     elastic = Bool(False).tag(sync=True)
     pinned_workers = Int(None, allow_none=True).tag(sync=True)
-    scale = Dict(None, allow_none=True).tag(sync=True)
+    scale = optional_dict().tag(sync=True)
     """A change of size in flight (REST's ``scale``), None when none."""
-    scale_result = Dict(None, allow_none=True).tag(sync=True)
+    scale_result = optional_dict().tag(sync=True)
     """The answer to the view's last ``{"action": "scale"}``: REST's ``ScaleResult`` without
     the cluster (``fit``, ``dry_run``, ``changed``, ``message``), or ``{"error": ...}``."""
     milestones = List(Dict()).tag(sync=True)
     dashboard_url = Unicode(None, allow_none=True).tag(sync=True)
     deleted = Bool(False).tag(sync=True)
-    error = Dict(None, allow_none=True).tag(sync=True)
+    error = optional_dict().tag(sync=True)
     freshness = Dict(FRESH.to_json()).tag(sync=True)
     """``{"state", "reason", "since"}``: not ``live`` while the state shown may be old."""
-    ray_auth = Dict(None, allow_none=True).tag(sync=True)
+    ray_auth = optional_dict().tag(sync=True)
     """``{"mode", "warning"}``: how Ray authenticates on the cluster (a warning when open)."""
 
     def __init__(self, name: str, **kwargs: Any) -> None:
@@ -195,7 +202,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):  # type: ignore[misc]
             self.error = err.to_json()
 
 
-class QueueBoard(_Live, anywidget.AnyWidget):  # type: ignore[misc]
+class QueueBoard(_Live, anywidget.AnyWidget):
     """Every LocalQueue of the namespace with per-resource headroom bars and the Workloads in
     it (whatever job owns them: Ray clusters, batch Jobs, ...), each with its state, position
     while waiting and Kueue's reason, live."""
@@ -205,8 +212,8 @@ class QueueBoard(_Live, anywidget.AnyWidget):  # type: ignore[misc]
     queues = List(Dict()).tag(sync=True)
     workloads = List(Dict()).tag(sync=True)
     """``GET workloads``' records, in its order (by queue, holding ones, then Kueue's)."""
-    workloads_error = Dict(None, allow_none=True).tag(sync=True)
-    error = Dict(None, allow_none=True).tag(sync=True)
+    workloads_error = optional_dict().tag(sync=True)
+    error = optional_dict().tag(sync=True)
     freshness = Dict(FRESH.to_json()).tag(sync=True)
     """The watches' overall ``{"state", "reason", "since"}``: not ``live`` while the queues
     shown may be old."""
@@ -247,7 +254,7 @@ class QueueBoard(_Live, anywidget.AnyWidget):  # type: ignore[misc]
                 self.error = message.error.to_json()
 
 
-class ClusterBuilder(_Live, w.VBox):  # type: ignore[misc]
+class ClusterBuilder(_Live, w.VBox):
     """Size a Ray cluster and see, as you type, whether it fits now; take the suggestion in
     one click; Submit. After a submit the same output shows the cluster's live status.
 
@@ -257,7 +264,7 @@ class ClusterBuilder(_Live, w.VBox):  # type: ignore[misc]
     """
 
     verdict = Unicode("")
-    suggestion = Dict(None, allow_none=True)
+    suggestion = optional_dict()
     errors = Dict()
     status = Instance(ClusterStatus, allow_none=True)
 

@@ -32,6 +32,7 @@ class JupyterDW(ExtensionApp, DWSettings):
         """Create the session and start it in the background: start-up never waits on
         Kubernetes; requests that come before it is ready wait or answer 503."""
         self._apply_environment()
+        assert self.serverapp is not None  # jupyter_server sets it before initialize_settings
         self.core = DWCore.from_settings(self, url_path_join(self.serverapp.base_url, PROXY_PREFIX))
         self.kube_session = self.core.session
         self.executor = ThreadPoolExecutor(EXECUTOR_WORKERS, thread_name_prefix="jupyter-dw")

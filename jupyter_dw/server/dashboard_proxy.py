@@ -228,9 +228,9 @@ RESPONSE_HEADERS_KEPT = frozenset(
         "pragma",
         "retry-after",
         "vary",
+        "x-content-type-options",  # nosniff: it can only restrict
     }
 )
-RESPONSE_X_HEADERS_DROPPED = ("x-accel-", "x-sendfile", "x-lighttpd-send-file")
 # A sandboxed page (opaque origin) gets a SecurityError from localStorage, sessionStorage and
 # document.cookie. Dashboards use them for small preferences (the Ray dashboard reads its theme
 # from localStorage while it starts, and axios reads document.cookie on every request), and
@@ -337,10 +337,10 @@ class DashboardProxy:
         :class:`DashboardError` (404) if there is no such cluster, or the session's
         :class:`KubeError`."""
         loop = asyncio.get_running_loop()
-        namespace = session.namespace if session.ready else None
+        known = session.namespace if session.ready else None
         # Only touched on the IO loop: no lock needed.
-        if namespace is not None:
-            until, located = self._found.get((namespace, name), (0.0, None))
+        if known is not None:
+            until, located = self._found.get((known, name), (0.0, None))
             if located is not None and until > time.monotonic():
                 return located
         namespace, raycluster, token = await loop.run_in_executor(executor, _look_up, session, name)
@@ -546,11 +546,9 @@ def upstream_query(query: str) -> str:
 
 def response_header_kept(name: str) -> bool:
     """Whether the dashboard's response header ``name`` may reach the browser."""
-    lower = name.lower()
-    if lower in RESPONSE_HEADERS_KEPT:
-        return True
-    # The dashboard's own X- headers, except instructions to a proxy in front of Jupyter.
-    return lower.startswith("x-") and not lower.startswith(RESPONSE_X_HEADERS_DROPPED)
+    # Only the allow-list: an unknown X- header may be an instruction to a proxy in front of
+    # Jupyter (X-Accel-Redirect, X-Sendfile and whatever the next proxy reads).
+    return name.lower() in RESPONSE_HEADERS_KEPT
 
 
 def shim_place_known(head: bytes) -> bool:
@@ -612,7 +610,7 @@ class _TrackingTCPClient(TCPClient):
         super().__init__(*args, **kwargs)
         self.streams: list[IOStream] = []
 
-    async def connect(self, *args: Any, **kwargs: Any) -> IOStream:  # type: ignore[override]
+    async def connect(self, *args: Any, **kwargs: Any) -> IOStream:
         stream = await super().connect(*args, **kwargs)
         self.streams.append(stream)
         return stream
@@ -694,7 +692,7 @@ class RayDashboardEntryHandler(
 
     auth_resource = AUTH_RESOURCE
 
-    def initialize(self, name: str, dashboard: DashboardProxy) -> None:  # type: ignore[override]
+    def initialize(self, name: str, dashboard: DashboardProxy) -> None:
         """``dashboard`` is the server's shared :class:`DashboardProxy`."""
         super().initialize(name)
         self.dashboard = dashboard
@@ -814,7 +812,7 @@ class RayDashboardHandler(
 
     auth_resource = AUTH_RESOURCE
 
-    def initialize(self, name: str, dashboard: DashboardProxy) -> None:  # type: ignore[override]
+    def initialize(self, name: str, dashboard: DashboardProxy) -> None:
         """``dashboard`` is the server's shared :class:`DashboardProxy`."""
         super().initialize(name)
         self.dashboard = dashboard

@@ -10,7 +10,7 @@ use), on the extension's thread pool, awaited one at a time so the order holds.
 
 Messages are JSON text frames from the server. The browser sends only ``watch_jobs`` (the
 Ray jobs and the one job log it shows, see :mod:`.job_stream`); anything else it sends is
-ignored. A cluster is the object ``GET clusters`` lists (``ClusterStatus`` JSON plus
+ignored. A cluster is the object ``GET clusters`` lists (``ClusterSnapshot`` JSON plus
 ``dashboard_url``, ``owner``, ``pods``); ``queues`` is the ``GET queues`` answer.
 
 - ``{"type": "snapshot", "namespace", "queues", "queues_error", "clusters",

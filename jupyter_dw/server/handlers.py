@@ -68,7 +68,7 @@ class ExtensionObjectsMixin:
     @property
     def core(self) -> DWCore:
         """The extension's core."""
-        return self.settings[CORE_SETTING]  # type: ignore[no-any-return]
+        return self.settings[CORE_SETTING]
 
     async def run_blocking(self, func: Callable[..., Any], *args: Any) -> Any:
         """``func(*args)`` on the extension's executor: never on the IO loop."""

@@ -701,19 +701,22 @@ export interface components {
     ClusterSpecRequest: {
       /** @description Required to create; optional for a fit check. A DNS-1035 label of at most 53 characters. */
       name?: string | null;
+      /** @description A LocalQueue name; omitted or null is the namespace's default queue. */
       queue?: string | null;
       workers?: number | null;
-      worker_cpu?: string | number | null;
-      worker_memory?: string | number | null;
+      worker_cpu?: components['schemas']['PositiveQuantity'] | null;
+      worker_memory?: components['schemas']['PositiveQuantity'] | null;
       worker_gpu?: number | null;
-      head_cpu?: string | number | null;
-      head_memory?: string | number | null;
+      head_cpu?: components['schemas']['PositiveQuantity'] | null;
+      head_memory?: components['schemas']['PositiveQuantity'] | null;
       image?: string | null;
       min_workers?: number | null;
       max_workers?: number | null;
+      /** @description Environment variables of every Ray container. `RAY_AUTH_MODE`, `RAY_AUTH_TOKEN` and `RAY_ENABLE_K8S_TOKEN_AUTH` are refused (400): they would choose Ray's auth. */
       env?: {
         [key: string]: string;
       } | null;
+      /** @description Labels of the RayCluster and its pods. Kueue's and KubeRay's own (the queue name, `ray.io/...`) are refused (400). */
       labels?: {
         [key: string]: string;
       } | null;
@@ -727,6 +730,14 @@ export interface components {
       /** @description The Ray version the image runs (`spec.rayVersion`). Taken from the tag of a Ray image (`rayproject/ray:2.60.0`, `.../ray:2.52.1-py311`); required for any other image. Must agree with a Ray image's tag, and be at least what the server's `ray_auth` needs (`token`: 2.52.0, `k8s`: 2.55.0), else 400 with the field named. Refused here because KubeRay refuses such a cluster only silently. */
       ray_version?: string | null;
     };
+    /** @description A cluster request to create, which must name the cluster. */
+    ClusterCreateRequest: components['schemas']['ClusterSpecRequest'] & {
+      name: string;
+    };
+    /** @description A Kubernetes quantity more than zero, as a string ("500m", "16Gi", "1e3") or a number. The server's limits (`max_worker_cpu` and the like) may refuse a larger one. */
+    PositiveQuantity: string | number;
+    /** @description A Kubernetes object name (DNS-1123 subdomain). */
+    ObjectName: string;
     /** @description A request after defaults, as the server will create it. */
     ClusterSpec: {
       priority?: string | null;
@@ -754,7 +765,7 @@ export interface components {
       /** @description The image's Ray version (`spec.rayVersion`). */
       ray_version?: string | null;
     };
-    /** @description A Kubernetes Toleration (empty fields left out). */
+    /** @description A Kubernetes Toleration (empty fields left out). Without a `key` the operator must be `Exists` (400 otherwise). */
     Toleration: {
       key?: string;
       /** @enum {unknown} */
@@ -1166,7 +1177,7 @@ export interface operations {
          *       "worker_memory": "2Gi"
          *     }
          */
-        'application/json': components['schemas']['ClusterSpecRequest'];
+        'application/json': components['schemas']['ClusterCreateRequest'];
       };
     };
     responses: {

@@ -344,9 +344,10 @@ def namespace_objects(
     kube: client.ApiClient, namespace: str, kueue_api_version: str
 ) -> dict[tuple[str, str], tuple[Any, ...]]:
     """Every object of :data:`NAMESPACED_KINDS` in ``namespace``, read by the administrator:
-    ``(plural, name)`` → ``(uid, generation, labels, annotations, deletionTimestamp)``. A
-    create, a delete, a spec change or a label change shows; status updates by controllers
-    do not."""
+    ``(plural, name)`` → ``(uid, generation, labels, annotations, deletionTimestamp,
+    controller)``, ``controller`` the UID of the object's controller (its ownerReference with
+    ``controller: true``) or None. A create, a delete, a spec change or a label change shows;
+    status updates by controllers do not."""
     found: dict[tuple[str, str], tuple[Any, ...]] = {}
     for group, version, plural in NAMESPACED_KINDS:
         version = version or kueue_api_version
@@ -366,5 +367,9 @@ def namespace_objects(
                 json.dumps(meta.get("labels") or {}, sort_keys=True),
                 json.dumps(meta.get("annotations") or {}, sort_keys=True),
                 meta.get("deletionTimestamp"),
+                next(
+                    (o["uid"] for o in meta.get("ownerReferences") or [] if o.get("controller")),
+                    None,
+                ),
             )
     return found

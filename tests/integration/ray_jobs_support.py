@@ -1,6 +1,6 @@
 """A ready RayCluster with Ray token auth whose head is a real Ray on 127.0.0.1.
 
-KWOK pods run no Ray, so a real head (:mod:`tests.integration.ray_head`, Ray 2.60.0 with
+KWOK pods run no Ray, so a real head (:mod:`tests.cluster.ray_head`, Ray 2.60.0 with
 ``RAY_AUTH_MODE=token`` and a private ``HOME``) stands in for the cluster's: RayCluster
 ``localhost`` is created through Kueue (admitted, its KWOK pods ready), KubeRay makes its token
 Secret, and the test sets that Secret's token to the one the head was started with (KubeRay
@@ -25,7 +25,7 @@ import pytest
 from kubernetes import client
 
 from tests.cluster.fixtures import watch_until
-from tests.integration.ray_head import ray_head
+from tests.cluster.ray_head import ray_head
 
 CLUSTER = "localhost"  # a valid RayCluster name, and a host name that is 127.0.0.1
 TEMPLATE = "http://{name}:{port}"

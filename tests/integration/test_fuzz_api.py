@@ -54,6 +54,22 @@ invalid (the bodies, the names in paths, the workload filters, the events socket
 CREDENTIALS = ("Authorization", "_xsrf")
 """The security schemes' parameters: the test sends the real token, never generated ones."""
 MIN_REQUESTS = 1000
+CONTROLLER = 5
+MIN_ACCEPTED = {
+    "GET /version": 1.0,
+    "GET /context": 1.0,
+    "GET /queues": 1.0,
+    "GET /clusters": 1.0,
+    "GET /workloads": 1.0,
+    "POST /clusters": 0.1,
+    "POST /clusters/fit": 0.25,
+}
+"""The least share of schema-valid requests answered 2xx, per operation: a schema looser than
+the server makes "valid" requests that are all refused, and a fuzz run that then tests only
+refusals. Measured: 17 and 36 of 100 (the rest: names taken by earlier cases, LocalQueues that
+do not exist, sizes over the limits). Operations on a named cluster or job get generated names
+that do not exist (404 is right), and the events socket needs a WebSocket upgrade: no floor."""
+"""Where :func:`namespace_objects` puts an object's controller UID."""
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -74,6 +90,10 @@ class Tally:
     failures: list[str] = field(default_factory=list)
     seconds: Counter[str] = field(default_factory=Counter)
     """Time spent waiting for answers, per operation (the rest is generation)."""
+    valid: Counter[str] = field(default_factory=Counter)
+    """Schema-valid (positive) requests sent, per operation."""
+    accepted: Counter[str] = field(default_factory=Counter)
+    """Of those, the ones answered 2xx."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +132,9 @@ def _fuzz_operation(
         tally.requests += 1
         tally.by_operation[operation.label] += 1
         tally.statuses[response.status_code] += 1
+        if mode is GenerationMode.POSITIVE:
+            tally.valid[operation.label] += 1
+            tally.accepted[operation.label] += 200 <= response.status_code < 300
         created = case.method == "POST" and case.path == "/clusters"
         if created and response.status_code == 201:
             tally.created.add(response.json()["name"])
@@ -164,7 +187,8 @@ async def test_fuzzed_requests_get_documented_answers_and_change_nothing_else(
     print(
         f"fuzzed {tally.requests} requests; statuses {dict(sorted(tally.statuses.items()))}; "
         f"per operation {dict(tally.by_operation)}; created {len(tally.created)}; answer "
-        f"seconds { ({k: round(v, 1) for k, v in tally.seconds.items()}) }"
+        f"seconds { ({k: round(v, 1) for k, v in tally.seconds.items()}) }; valid accepted "
+        f"{ ({k: f'{tally.accepted[k]}/{n}' for k, n in tally.valid.items()}) }"
     )
     assert tally.failures == [], "\n\n".join(tally.failures[:10])
     assert tally.requests >= MIN_REQUESTS
@@ -176,14 +200,25 @@ async def test_fuzzed_requests_get_documented_answers_and_change_nothing_else(
     ]
     assert sorted(tally.by_operation) == sorted(operations), tally.by_operation  # every one
     assert not [s for s in tally.statuses if s >= 500], tally.statuses
+    short = {
+        op: f"{tally.accepted[op]}/{tally.valid[op]}"
+        for op, share in MIN_ACCEPTED.items()
+        if tally.accepted[op] < share * tally.valid[op] or not tally.valid[op]
+    }
+    assert not short, short
 
     after = namespace_objects(kube, namespace, kueue_api_version)
     ours = tally.created - tally.deleted
     added = {key for key in after if key not in before}
     removed = {key for key in before if key not in after}
     assert removed <= {("rayclusters", name) for name in tally.deleted}, removed
-    assert all(any(name.find(c) >= 0 for c in ours) for _, name in added), added
     assert {("rayclusters", name) for name in ours} <= added
+    # Anything else new (Workloads, KubeRay's token Secrets) is controlled by one of them.
+    uids = {after[("rayclusters", name)][0] for name in ours}
+    strays = {
+        key for key in added if key[0] != "rayclusters" and after[key][CONTROLLER] not in uids
+    }
+    assert not strays, strays
     assert {k: v for k, v in after.items() if k in before} == {
         k: v for k, v in before.items() if k not in removed
     }

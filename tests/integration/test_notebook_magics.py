@@ -30,17 +30,22 @@ def dw_magic(shell, line: str):
     return shell.run_line_magic("dw", line)
 
 
+def html_in(shell, result) -> str:
+    """What the notebook shows: the HTML the formatters %load_ext registered make of it."""
+    return shell.display_formatter.format(result)[0]["text/html"]
+
+
 def test_queues_fit_up_status_list_down(shell, kueue, kube, namespace, capsys):
     queue = make_queue(kueue)
     queues = dw_magic(shell, "queues")
     assert [q.name for q in queues.queues] == [queue.local_queue]
-    assert queue.local_queue in queues._repr_html_()
+    assert queue.local_queue in html_in(shell, queues)
 
     fit = dw_magic(shell, f"fit --workers 2 {SIZE}")
     assert fit.verdict == "fits-now"
     big = dw_magic(shell, f"fit --workers 20 {SIZE}")
     assert big.verdict == "never-fits" and big.suggestion.workers == 3
-    assert "3 workers would start now" in big._repr_html_()
+    assert "3 workers would start now" in html_in(shell, big)
 
     handle = dw_magic(shell, f"up demo --workers 1 {SIZE} --wait")
     assert isinstance(handle, dw.RayClusterHandle) and handle.name == "demo"
@@ -48,7 +53,7 @@ def test_queues_fit_up_status_list_down(shell, kueue, kube, namespace, capsys):
     assert "demo: ready, 1/1 workers ready" in progress
 
     status = dw_magic(shell, "status demo")
-    assert status.state == "ready" and "ready" in status._repr_html_()
+    assert status.state == "ready" and "ready" in html_in(shell, status)
     listing = dw_magic(shell, "list")
     assert [c.name for c in listing.clusters] == ["demo"]
     assert dw_magic(shell, "status").clusters[0].state == "ready"

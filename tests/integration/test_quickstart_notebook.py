@@ -1,5 +1,8 @@
 """``examples/quickstart.ipynb`` runs top to bottom in a real kernel (nbclient) as a workbench
-kernel would: the pod's environment and service account, no server extension."""
+kernel would: the pod's environment and service account, no server extension. Its job runs on
+real Ray: KWOK pods run none, so a local Ray head with token auth stands in for the cluster's
+(:mod:`tests.cluster.ray_standin`, the same stand-in ``make demo`` uses), reached through the
+``ray_dashboard_url`` template and authenticated with the token of the cluster's own Secret."""
 
 from __future__ import annotations
 
@@ -7,8 +10,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from kubernetes import client
 from nbclient import NotebookClient
 
+from tests.cluster.fixtures import watch_until
+from tests.cluster.ray_standin import TOKEN_KEY, ray_standin
 from tests.integration.clusters_support import rayclusters
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
@@ -18,6 +24,7 @@ WORKBENCH_CLUSTER_RULES = CLUSTER_READ_RULES
 pytestmark = pytest.mark.cluster
 
 NOTEBOOK = Path(__file__).parents[2] / "examples" / "quickstart.ipynb"
+CLUSTER = "quickstart"
 
 
 def test_quickstart_runs_top_to_bottom(identity, kueue, kube, namespace, monkeypatch, tmp_path):
@@ -29,7 +36,28 @@ def test_quickstart_runs_top_to_bottom(identity, kueue, kube, namespace, monkeyp
     monkeypatch.setenv("JUPYTER_DW_SERVICE_ACCOUNT_DIR", str(identity.service_account_dir))
 
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(notebook, timeout=300, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    with ray_standin(kube, namespace) as ray:
+        for key, value in ray.settings_env().items():
+            monkeypatch.setenv(key, value)
+        runner = NotebookClient(
+            notebook, timeout=300, resources={"metadata": {"path": str(tmp_path)}}
+        )
+        with runner.setup_kernel():
+            for index, cell in enumerate(notebook.cells):
+                if "h.submit_job(" in cell.source:
+                    # The stand-in's keeper gives the cluster's Secret the head's token; the job
+                    # cell runs once it holds it (a condition, not a race with the keeper).
+                    watch_until(
+                        client.CoreV1Api(kube).list_namespaced_secret,
+                        lambda s: s.get("data", {}).get(TOKEN_KEY) == ray.secret_value,
+                        namespace=namespace,
+                        field_selector=f"metadata.name={CLUSTER}",
+                        what="the cluster's token Secret holding the Ray head's token",
+                    )
+                runner.execute_cell(cell, index)
+        runner.set_widgets_metadata()
+        saved = tmp_path / "quickstart-run.ipynb"
+        nbformat.write(notebook, saved)
 
     outputs = {
         i: "".join(
@@ -41,8 +69,16 @@ def test_quickstart_runs_top_to_bottom(identity, kueue, kube, namespace, monkeyp
     }
     text = "\n".join(outputs.values())
     assert "never-fits" in text and "7 workers would start now" in text, text
-    assert "dashboard: /dw/ray/quickstart/" in text
-    assert f"ray://quickstart-head-svc.{namespace}.svc:10001" in text
+    assert f"dashboard: /dw/ray/{CLUSTER}/" in text
+    assert f"ray://{CLUSTER}-head-svc.{namespace}.svc:10001" in text
     assert "'Ready'" in text  # the milestones of the ready cluster
+    # The job ran on real Ray: its tasks' answer came back in the log, and it is listed.
+    assert "SUCCEEDED - sum of squares: 285" in text, text
+    listed = next(
+        i for i, cell in enumerate(notebook.cells) if cell.source == "%dw jobs quickstart"
+    )
+    assert "SUCCEEDED" in outputs[listed] and "python -c" in outputs[listed], outputs[listed]
+    # The token is in neither the cells' outputs nor the widgets' saved state: not in the file.
+    assert ray.token not in saved.read_text()
     left = rayclusters(kube, namespace)
     assert left == [] or all(rc["metadata"].get("deletionTimestamp") for rc in left)

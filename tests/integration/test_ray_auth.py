@@ -34,6 +34,18 @@ pytestmark = pytest.mark.cluster
 RAY = ("ray.io", "v1")
 
 
+def html_in_a_kernel(result: Any) -> str:
+    """What a notebook shows for ``result``: IPython's formatters, registered as ``import
+    jupyter_dw`` registers them in a kernel."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from jupyter_dw.notebook.formatters import register
+
+    shell = InteractiveShell.instance()
+    register(shell)
+    return shell.display_formatter.format(result)[0]["text/html"]
+
+
 def raycluster_of(kube: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
     return client.CustomObjectsApi(kube).get_namespaced_custom_object(
         *RAY, namespace, "rayclusters", name
@@ -392,7 +404,7 @@ async def test_the_status_widget_warns_of_an_open_cluster_and_never_holds_the_to
     auth = await until(widget, "ray_auth", lambda a: bool(a), "the cluster's auth")
     assert auth["mode"] == mode
     await until(widget, "state", lambda s: s == "ready", "ready")  # KubeRay has reconciled
-    html = handle.status()._repr_html_()
+    html = html_in_a_kernel(handle.status())
     if warned:
         assert "ray_auth=disabled" in auth["warning"]
         assert "jp-dw-auth-warning" in html and "ray_auth=disabled" in html

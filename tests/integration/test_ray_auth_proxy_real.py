@@ -2,7 +2,7 @@
 
 RayCluster ``localhost`` is created with ``authOptions.mode: token``; KubeRay (the test bed's,
 v1.6.2) makes its Secret with a random token, and a Ray head (``ray[default]`` 2.60.0 on
-127.0.0.1, :mod:`tests.integration.ray_head`: ``RAY_AUTH_MODE=token``, that token, a private
+127.0.0.1, :mod:`tests.cluster.ray_head`: ``RAY_AUTH_MODE=token``, that token, a private
 ``HOME``) stands in for the cluster's head (the proxy's template is ``http://{name}:{port}``).
 Ray itself refuses its Jobs API without the token (401) and with a wrong one (403); through
 the proxy it works, the token never reaches the client (Ray's ``/api/authenticate`` answers
@@ -21,10 +21,10 @@ from kubernetes import client
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
 from tests.cluster.fixtures import watch_until
+from tests.cluster.ray_head import ray_head, status_of
 from tests.integration.browser import Console, chromium, watch
 from tests.integration.clusters_support import call
 from tests.integration.log_capture import server_log
-from tests.integration.ray_head import ray_head, status_of
 from tests.integration.test_ray_dashboard_real import FAILED_RESOURCE, PAGE_TIMEOUT_MS
 from tests.integration.workbench_rbac import namespace_rules
 

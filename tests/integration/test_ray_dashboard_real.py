@@ -6,7 +6,7 @@ namespace names it (the proxy's template is ``http://{name}:{port}``, so the das
 ``http://localhost:<port>``). The dashboard must load through the proxy, sandboxed, render its
 cluster view from its own API calls, and log no console error.
 
-The Ray head and its virtualenv: :mod:`tests.integration.ray_head` (``RAY_AUTH_MODE`` pinned,
+The Ray head and its virtualenv: :mod:`tests.cluster.ray_head` (``RAY_AUTH_MODE`` pinned,
 a private ``HOME``).
 """
 
@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.cluster.ray_head import ray_head as start_ray_head
+from tests.cluster.ray_head import status_of
 from tests.integration.browser import Console, chromium, watch
 from tests.integration.clusters_support import create_suspended_raycluster
-from tests.integration.ray_head import ray_head as start_ray_head
-from tests.integration.ray_head import status_of
 
 pytestmark = pytest.mark.cluster
 

@@ -14,8 +14,8 @@ from kubernetes import client
 import jupyter_dw as dw
 from jupyter_dw.core.settings import load_settings
 from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
+from tests.cluster.ray_head import status_of
 from tests.integration.clusters_support import make_queue, small_cluster
-from tests.integration.ray_head import status_of
 from tests.integration.ray_jobs_support import (
     CLUSTER,
     TEMPLATE,
@@ -100,11 +100,14 @@ async def test_a_job_runs_on_real_ray_and_the_widget_follows_it_live(
 
 
 async def test_a_failing_entrypoint_is_failed_with_rays_message_and_its_last_lines(ray_cluster):
-    job = ray_cluster.submit_job("python -c \"import sys; print('about to fail'); sys.exit(3)\"")
+    # Its last line is coloured for a terminal, as loggers do: widgets show it as plain text.
+    fail = "import sys; print('\\x1b[31mabout to fail\\x1b[0m'); sys.exit(3)"
+    job = ray_cluster.submit_job(f'python -c "{fail}"')
     view = dw.JobView(job)
     await until(view, "status", lambda s: s == "FAILED", "the failed job")
     await until(view, "failure", lambda f: f is not None, "the failure")
     assert "exit code 3" in view.failure and "about to fail" in view.failure
+    assert "about to fail" in view.log and "\x1b" not in view.log + view.failure + job.logs()
     with pytest.raises(dw.JobFailed) as failed:
         await job.wait_async(timeout=TIMEOUT)
     assert "FAILED" in failed.value.error and "exit code 3" in failed.value.reason

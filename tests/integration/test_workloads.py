@@ -19,6 +19,7 @@ from kubernetes import client
 import jupyter_dw as dw
 from jupyter_dw.core.workloads import InvalidFilter
 from jupyter_dw.domain.workloads import Owner
+from jupyter_dw.notebook.display import workloads_html
 from jupyter_dw.notebook.magics import run as magic
 from tests.cluster.fixtures import KueueObjects, condition, watch_until
 from tests.integration.clusters_support import (
@@ -266,7 +267,7 @@ async def test_kernel_lists_workloads_and_the_board_follows_them(kernel, kueue, 
     )
     assert listed[queued.name] is queued and queued.position_in_local_queue == 0
     assert listed.in_queue(queue.local_queue) == (held, queued)
-    html = listed._repr_html_()
+    html = workloads_html(listed)  # what the formatter %load_ext registers draws
     assert "Job second" in html and "position 1" in html and "insufficient unused quota" in html
     assert len(await asyncio.to_thread(dw.workloads, kind="RayCluster.ray.io")) == 0
     assert len(await asyncio.to_thread(dw.workloads, queue=queue.local_queue)) == 2

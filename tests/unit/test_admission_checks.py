@@ -139,7 +139,7 @@ def test_without_checks_there_is_no_capacity_milestone() -> None:
 
 
 def test_the_notebook_html_lists_each_check_escaped() -> None:
-    from jupyter_dw.core.clusters import ClusterInfo
+    from jupyter_dw.core.cluster_results import ClusterInfo
     from jupyter_dw.notebook.display import cluster_html
 
     wl = with_checks(workload(RESERVED, admission=True), (CHECK, "Pending", "ETA <2 minutes>"))

@@ -1,6 +1,6 @@
 """Cluster state from KubeRay's RayCluster and Kueue's Workload together, and its milestones.
 
-Objects are shaped like the controllers write them: the RayCluster is ClusterSpec's own
+Objects are shaped like the controllers write them: the RayCluster is ValidatedSpec's own
 (``spec.suspend: true``, queue label), its status as KubeRay v1.7 reports it (zero counts
 omitted), the Workload as Kueue v0.19 writes it in both API versions.
 """
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from jupyter_dw.domain.cluster_spec import ClusterSpec
+from jupyter_dw.domain.cluster_spec import ValidatedSpec
 from jupyter_dw.domain.cluster_state import (
-    ClusterStatus,
+    ClusterSnapshot,
     cluster_status,
     transition,
     workload_selector,
@@ -41,7 +41,7 @@ def cond(kind: str, status: str, reason: str, message: str = "", at: str = CREAT
 
 def raycluster(workers: int = 2, **status: Any) -> dict[str, Any]:
     """The RayCluster jupyter_dw creates, as stored after creation (uid, timestamps)."""
-    spec = ClusterSpec.from_request({"name": "demo", "queue": "team-a", "workers": workers})
+    spec = ValidatedSpec.from_request({"name": "demo", "queue": "team-a", "workers": workers})
     obj = spec.to_raycluster("ns", owner="alice")
     obj["metadata"].update({"uid": UID, "creationTimestamp": CREATED, "generation": 1})
     if status:
@@ -420,7 +420,7 @@ def test_workload_selector_uses_the_job_uid_label() -> None:
 # -- transitions ----------------------------------------------------------------------------
 
 
-def lifecycle() -> list[ClusterStatus]:
+def lifecycle() -> list[ClusterSnapshot]:
     """Every stage a cluster goes through from creation to ready, as observed one by one."""
     created = raycluster()
     starting = kuberay_status(head="pending")

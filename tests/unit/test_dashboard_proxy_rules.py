@@ -72,7 +72,7 @@ def test_a_dashboard_at_the_root_of_its_host():
         "Location",
         "Content-Security-Policy",
         "Content-Disposition",
-        "X-Ray-Request-Id",
+        "X-Content-Type-Options",
     ],
 )
 def test_content_headers_pass(name):
@@ -101,6 +101,7 @@ def test_content_headers_pass(name):
         "X-Accel-Buffering",
         "X-Sendfile",
         "X-Lighttpd-Send-File",
+        "X-Anything-Else",  # an allow-list: an unknown header is not passed on
         "Server",
     ],
 )

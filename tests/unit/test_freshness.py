@@ -53,7 +53,7 @@ def test_json_has_state_reason_and_an_rfc3339_since():
 
 
 def test_the_notebook_display_says_when_a_state_is_not_current():
-    from jupyter_dw.core.clusters import ClusterInfo
+    from jupyter_dw.core.cluster_results import ClusterInfo
     from jupyter_dw.domain.cluster_state import cluster_status
     from jupyter_dw.notebook.display import cluster_html
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_dw.core.clusters import ClusterList
+from jupyter_dw.core.cluster_results import ClusterList
 
 
 def test_an_empty_answer_is_an_empty_sequence_but_still_an_answer():

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from jupyter_dw.domain.cluster_spec import (
     FIELDS,
     MAX_NAME_LENGTH,
-    ClusterSpec,
     SpecError,
     SpecPolicy,
+    ValidatedSpec,
     ray_cluster_name_error,
 )
 from jupyter_dw.domain.quantity import QuantityError, format_quantity, parse_quantity
@@ -303,10 +303,10 @@ ARGUMENTS = st.fixed_dictionaries(
 )
 
 
-def parse(request: Any, arguments: dict[str, Any]) -> ClusterSpec | None:
+def parse(request: Any, arguments: dict[str, Any]) -> ValidatedSpec | None:
     """The spec, or None when refused; anything but :class:`SpecError` fails the test."""
     try:
-        return ClusterSpec.from_request(request, **arguments)
+        return ValidatedSpec.from_request(request, **arguments)
     except SpecError as err:
         assert err.errors and all(isinstance(m, str) and m for m in err.errors.values())
         return None
@@ -325,7 +325,7 @@ def test_a_valid_spec_round_trips_and_stays_in_bounds(request, arguments):
     if spec is None:
         return
     policy: SpecPolicy = arguments["policy"]
-    assert ClusterSpec.from_request(spec.to_json(), **arguments) == spec
+    assert ValidatedSpec.from_request(spec.to_json(), **arguments) == spec
     assert set(spec.to_json()) == set(FIELDS)
     # Nothing outside the fields was taken: unknown keys are refused, never ignored.
     assert set(request) <= set(FIELDS)

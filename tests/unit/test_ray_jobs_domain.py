@@ -18,6 +18,7 @@ from jupyter_dw.domain.ray_jobs import (
     job_id_error,
     job_list,
     last_lines,
+    plain_log,
 )
 
 
@@ -55,6 +56,20 @@ def test_a_long_log_keeps_its_end_from_a_line_start():
     assert cut and clipped.startswith("line ") and clipped.endswith("line 999\n")
     assert len(clipped) <= 100
     assert clip_log("short", limit=100) == ("short", False)
+
+
+def test_terminal_colours_and_links_are_taken_out_of_a_log():
+    # The line Ray's worker logs when a driver connects, as the job's log has it.
+    line = (
+        "Connected. View the dashboard at \x1b[1m\x1b[32mhttp://127.0.0.1:8265 \x1b[39m\x1b[22m\n"
+    )
+    assert plain_log(line) == "Connected. View the dashboard at http://127.0.0.1:8265 \n"
+    link = "see \x1b]8;;http://x\x1b\\here\x1b]8;;\x07 now \x1b[2K\x1b[1;31mred\x1b[0m"
+    assert plain_log(link) == "see here now red"
+    assert plain_log("no [32m escape, a bracket [1] stays") == "no [32m escape, a bracket [1] stays"
+    # Ray quotes a failed job's last lines in its message, escapes included.
+    job = RayJob.from_ray({"status": "FAILED", "message": "exit code 3: \x1b[31mboom\x1b[0m"})
+    assert job.message == "exit code 3: boom"
 
 
 def test_a_failure_says_ray_s_words_then_the_last_log_lines_once():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_dw.domain.cluster_spec import ClusterSpec, SpecError
+from jupyter_dw.domain.cluster_spec import SpecError, ValidatedSpec
 from jupyter_dw.domain.fit import FITS_NOW, NEVER_FITS, assess_fit, pod_sets_for_spec, suggest
 from jupyter_dw.domain.quota import QuotaTree
 from jupyter_dw.domain.scheduling import FlavorTraits, Taint, Toleration, flavor_mismatch
@@ -48,7 +48,7 @@ def test_node_selector_only_counts_keys_the_flavor_labels():
 
 
 def spec(**extra):
-    return ClusterSpec.from_request(
+    return ValidatedSpec.from_request(
         {
             "name": "x",
             "queue": "q",

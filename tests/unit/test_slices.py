@@ -13,7 +13,7 @@ import copy
 from decimal import Decimal
 from typing import Any
 
-from jupyter_dw.domain.cluster_spec import ClusterSpec, SpecPolicy
+from jupyter_dw.domain.cluster_spec import SpecPolicy, ValidatedSpec
 from jupyter_dw.domain.cluster_state import cluster_status, transition
 from jupyter_dw.domain.fit import FITS_NOW, MUST_WAIT, NEVER_FITS, pod_sets_for_spec
 from jupyter_dw.domain.milestones import milestones
@@ -38,7 +38,7 @@ def cond(kind: str, status: str = "True", reason: str = "", message: str = "", a
 
 
 def elastic_cluster(replicas: int, *, pinned_min: int | None = None) -> dict[str, Any]:
-    spec = ClusterSpec.from_request(
+    spec = ValidatedSpec.from_request(
         {"name": "grow", "queue": "team-a", "workers": 1, "min_workers": 1, "max_workers": 8},
         SpecPolicy(elastic_jobs=True),
     )
@@ -194,7 +194,7 @@ def test_a_scale_down_is_in_flight_until_the_extra_pods_are_gone():
 
 
 def test_a_fixed_size_cluster_has_no_scale():
-    spec = ClusterSpec.from_request({"name": "fixed", "queue": "team-a", "workers": 2})
+    spec = ValidatedSpec.from_request({"name": "fixed", "queue": "team-a", "workers": 2})
     obj = spec.to_raycluster("ns")
     obj["metadata"]["uid"] = UID
     status = cluster_status(obj, slices=[workload("fixed-a", 2, reserved=True)])
@@ -213,7 +213,7 @@ def test_whether_kueue_counts_the_autoscaler_is_read_from_a_workload():
 
 
 def test_the_head_pod_set_counts_the_sidecar_set_in_the_spec():
-    spec = ClusterSpec.from_request(
+    spec = ValidatedSpec.from_request(
         {"name": "g", "queue": "q", "workers": 1, "min_workers": 1, "max_workers": 4},
         SpecPolicy(elastic_jobs=True, autoscaler_cpu="250m", autoscaler_memory="256Mi"),
     )

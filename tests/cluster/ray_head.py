@@ -1,4 +1,5 @@
-"""A real Ray head on 127.0.0.1 for the tests that need one (the dashboard, Ray's token auth).
+"""A real Ray head on 127.0.0.1, for the tests that need one (the dashboard, Ray's token auth,
+Ray jobs) and for ``make demo`` (:mod:`.ray_standin`).
 
 ``ray[default]`` from PyPI, in a virtualenv of its own so the product's dependencies stay clean,
 built once and kept in ``~/.cache/jupyter-dw/ray-venv-<version>`` (about 80 s and 400 MB on 2
@@ -25,9 +26,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.cluster.controlplane import free_port
+from .controlplane import free_port
 
 RAY_VERSION = "2.60.0"
 RAY_VENV = Path(
@@ -35,6 +34,10 @@ RAY_VENV = Path(
 )
 START_TIMEOUT = 120.0
 READY_PATH = "/api/cluster_status"
+
+
+class RayHeadFailed(RuntimeError):
+    """The Ray head exited or did not answer in time (its log's end is the message)."""
 
 
 def ray_venv() -> Path:
@@ -62,11 +65,12 @@ def status_of(url: str, headers: dict[str, str] | None = None, method: str = "GE
 
 
 @contextlib.contextmanager
-def ray_head(token: str | None = None) -> Iterator[int]:
+def ray_head(token: str | None = None, client_port: int | None = None) -> Iterator[int]:
     """A Ray head with one CPU, its own ports, ``HOME`` and temp dir; yields the dashboard's
-    port. ``token`` None: ``RAY_AUTH_MODE=disabled``; else token auth with that token. Stopped
-    afterwards by signalling its process group: ``ray stop`` would stop every Ray of this user
-    on the machine."""
+    port. ``token`` None: ``RAY_AUTH_MODE=disabled``; else token auth with that token.
+    ``client_port``: Ray Client's port, for a test that connects to it. Stopped afterwards by
+    signalling its process group: ``ray stop`` would stop every Ray of this user on the
+    machine."""
     venv = ray_venv()
     temp = tempfile.mkdtemp(prefix="dwray-", dir="/tmp")  # short: Ray puts sockets in it
     home = Path(temp) / "home"
@@ -82,7 +86,7 @@ def ray_head(token: str | None = None) -> Iterator[int]:
         "--dashboard-host=127.0.0.1",
         f"--dashboard-port={port}",
         f"--port={free_port()}",
-        f"--ray-client-server-port={free_port()}",
+        f"--ray-client-server-port={client_port or free_port()}",
         f"--dashboard-agent-listen-port={free_port()}",
         "--min-worker-port=0",
         "--max-worker-port=0",
@@ -96,6 +100,8 @@ def ray_head(token: str | None = None) -> Iterator[int]:
         if not key.startswith("RAY_") and key != "HOME"
     }
     environ.update(HOME=str(home), RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+    # Jobs' ``python`` is the venv's, with Ray, as in a Ray image.
+    environ["PATH"] = os.pathsep.join([str(venv / "bin"), environ.get("PATH", "")])
     if token is not None:
         environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
     log = Path(temp) / "ray-start.log"
@@ -108,7 +114,7 @@ def ray_head(token: str | None = None) -> Iterator[int]:
         auth = {"Authorization": f"Bearer {token}"} if token is not None else {}
         while status_of(f"http://127.0.0.1:{port}{READY_PATH}", auth) != 200:
             if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the Ray head did not start:\n{log.read_text()[-3000:]}")
+                raise RayHeadFailed(f"the Ray head did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.5)  # polling the condition: the dashboard answering
         yield port
     finally:

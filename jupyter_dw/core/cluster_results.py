@@ -1,0 +1,356 @@
+"""What the cluster service answers, as every surface shows it: a cluster
+(:class:`ClusterInfo`), the namespace's clusters (:class:`ClusterList`), a fit check
+(:class:`FitResult`) and a delete (:class:`Deleted`). Frozen and typed; JSON is made by
+their ``to_json`` and HTML by the notebook layer (:mod:`jupyter_dw.notebook.formatters`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from ..domain.cluster_spec import ValidatedSpec
+from ..domain.cluster_state import AdmissionCheckStatus, ClusterSnapshot, ClusterState, Dashboard
+from ..domain.fit import FitVerdict, Suggestion, Verdict
+from ..domain.freshness import FRESH, Freshness
+from ..domain.milestones import Milestone
+from ..domain.priorities import PreemptedBy
+from ..domain.ray_auth import RayAuth
+from ..domain.slices import ScaleChange
+from ..names import CLIENT_PORT
+from .listing import ByName
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    """One pod of a cluster: ``role`` is ``head`` or ``worker`` (KubeRay's label)."""
+
+    name: str | None
+    role: str | None
+    phase: str | None
+    ready: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "role", "phase", "ready"}``."""
+        return {"name": self.name, "role": self.role, "phase": self.phase, "ready": self.ready}
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """One Ray cluster as every surface shows it: its :class:`ClusterSnapshot` (each of whose
+    fields is a property here too: ``info.state``, ``info.reason``, ...) plus where its
+    dashboard is, who made it, its pods and its milestones with their times."""
+
+    status: ClusterSnapshot
+    dashboard_url: str | None
+    """``{base_url}dw/ray/<name>/``, or None when the dashboard proxy is turned off."""
+    owner: str | None
+    pods: tuple[PodInfo, ...]
+    milestones: tuple[Milestone, ...]
+    freshness: Freshness = FRESH
+    """Whether ``status`` is the state now: not ``live`` while a watch it is read from is
+    reconnecting or stale, or Kueue (for a cluster it manages) does not answer."""
+    ray_auth: RayAuth | None = None
+    """How Ray authenticates on this cluster, read from the RayCluster, with the warning every
+    surface shows when it does not (``disabled`` by the administrator, ``none``)."""
+
+    # -- the status's fields, read through (REST's names; tests check none is missing) --
+
+    @property
+    def name(self) -> str:
+        """The RayCluster's name."""
+        return self.status.name
+
+    @property
+    def namespace(self) -> str | None:
+        """Its namespace."""
+        return self.status.namespace
+
+    @property
+    def queue(self) -> str | None:
+        """Its LocalQueue (the ``kueue.x-k8s.io/queue-name`` label, else its Workload's)."""
+        return self.status.queue
+
+    @property
+    def state(self) -> ClusterState:
+        """``queued``, ``admitted``, ``starting``, ``ready``, ``evicted``... (``ClusterState``)."""
+        return self.status.state
+
+    @property
+    def reason(self) -> str | None:
+        """The controllers' reason for ``state`` (Kueue's or KubeRay's), None if they gave none."""
+        return self.status.reason
+
+    @property
+    def message(self) -> str | None:
+        """The controllers' words for ``state``, None if they gave none."""
+        return self.status.message
+
+    @property
+    def created(self) -> str | None:
+        """When the RayCluster was created (RFC 3339)."""
+        return self.status.created
+
+    @property
+    def workload(self) -> str | None:
+        """Its Kueue Workload's name, None before Kueue made one."""
+        return self.status.workload
+
+    @property
+    def cluster_queue(self) -> str | None:
+        """The ClusterQueue that admitted it, None before admission."""
+        return self.status.cluster_queue
+
+    @property
+    def quota_reserved(self) -> bool:
+        """The Workload's ``QuotaReserved`` condition."""
+        return self.status.quota_reserved
+
+    @property
+    def admitted(self) -> bool:
+        """The Workload's ``Admitted`` condition."""
+        return self.status.admitted
+
+    @property
+    def admitted_at(self) -> str | None:
+        """When Kueue admitted it (RFC 3339), None while not admitted."""
+        return self.status.admitted_at
+
+    @property
+    def flavors(self) -> tuple[str, ...]:
+        """The ResourceFlavors assigned, in first-seen order."""
+        return self.status.flavors
+
+    @property
+    def pod_set_flavors(self) -> Mapping[str, Mapping[str, str]]:
+        """PodSet → resource → the flavor assigned."""
+        return self.status.pod_set_flavors
+
+    @property
+    def head_ready(self) -> bool:
+        """Whether the head pod is ready."""
+        return self.status.head_ready
+
+    @property
+    def workers_ready(self) -> int:
+        """Worker pods ready."""
+        return self.status.workers_ready
+
+    @property
+    def workers_desired(self) -> int:
+        """Worker pods asked for."""
+        return self.status.workers_desired
+
+    @property
+    def dashboard(self) -> Dashboard:
+        """Where the Ray dashboard listens (the head Service and port)."""
+        return self.status.dashboard
+
+    @property
+    def position_in_local_queue(self) -> int | None:
+        """Kueue's 0-based position in the LocalQueue while waiting for quota."""
+        return self.status.position_in_local_queue
+
+    @property
+    def position_in_cluster_queue(self) -> int | None:
+        """Kueue's 0-based position in the ClusterQueue while waiting for quota."""
+        return self.status.position_in_cluster_queue
+
+    @property
+    def preempted_by(self) -> PreemptedBy | None:
+        """While ``preempted``: the workload Kueue named as the preemptor."""
+        return self.status.preempted_by
+
+    @property
+    def admission_checks(self) -> tuple[AdmissionCheckStatus, ...]:
+        """The Workload's admission checks (empty when its ClusterQueue requires none)."""
+        return self.status.admission_checks
+
+    @property
+    def workers_admitted(self) -> int | None:
+        """Workers whose quota Kueue holds now (None before the first admission)."""
+        return self.status.workers_admitted
+
+    @property
+    def min_workers(self) -> int:
+        """The least workers the Ray autoscaler may scale to."""
+        return self.status.min_workers
+
+    @property
+    def max_workers(self) -> int:
+        """The most workers the Ray autoscaler may scale to."""
+        return self.status.max_workers
+
+    @property
+    def elastic(self) -> bool:
+        """An elastic job: Kueue admits its changes of size as Workload slices."""
+        return self.status.elastic
+
+    @property
+    def pinned_workers(self) -> int | None:
+        """The size a person pinned it at; None while the Ray autoscaler owns it."""
+        return self.status.pinned_workers
+
+    @property
+    def scale(self) -> ScaleChange | None:
+        """A change of size in flight (elastic clusters only)."""
+        return self.status.scale
+
+    @property
+    def capacity_provisioned(self) -> bool:
+        """Every admission check is Ready (False when there are none)."""
+        return self.status.capacity_provisioned
+
+    # -- derived ------------------------------------------------------------------------
+
+    @property
+    def ray_address(self) -> str:
+        """``ray://<head service>.<namespace>.svc:10001``, for ``ray.init`` in the cluster."""
+        service = self.status.dashboard.service
+        return f"ray://{service}.{self.status.namespace}.svc:{CLIENT_PORT}"
+
+    def to_json(self) -> dict[str, Any]:
+        """``ClusterSnapshot.to_json()`` plus ``dashboard_url``, ``owner``, ``pods``,
+        ``milestones`` (``[{"name", "time"}]``) and ``freshness``."""
+        return {
+            **self.status.to_json(),
+            "dashboard_url": self.dashboard_url,
+            "owner": self.owner,
+            "pods": [pod.to_json() for pod in self.pods],
+            "milestones": [m.to_json() for m in self.milestones],
+            "freshness": self.freshness.to_json(),
+            "ray_auth": self.ray_auth.to_json() if self.ray_auth is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class ClusterList(ByName["ClusterInfo"]):
+    """The ``GET clusters`` answer; a sequence of its clusters (iterate, ``len()``, index by
+    position or by name)."""
+
+    namespace: str
+    positions_visible: bool
+    clusters: tuple[ClusterInfo, ...]
+
+    def _entries(self) -> tuple[ClusterInfo, ...]:
+        return self.clusters
+
+    @staticmethod
+    def _name_of(entry: ClusterInfo) -> str:
+        return entry.status.name
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"namespace", "positions_visible", "clusters"}``."""
+        return {
+            "namespace": self.namespace,
+            "positions_visible": self.positions_visible,
+            "clusters": [c.to_json() for c in self.clusters],
+        }
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """The ``POST clusters/fit`` answer: the assessment (each of whose fields is a property
+    here too: ``result.verdict``, ``result.message``, ``result.headroom``...), the spec after
+    defaults (``name`` None when the request named none), why the default queue was chosen
+    (when the request named no queue) and, when the cluster must wait or can never fit, one
+    that would start now (None when none would)."""
+
+    assessment: FitVerdict
+    spec: ValidatedSpec
+    named: bool
+    default_queue: str | None
+    suggestion: Suggestion | None
+
+    # -- the assessment's fields, read through (tests check none is missing) ------------
+
+    @property
+    def verdict(self) -> Verdict:
+        """``fits-now``, ``must-wait``, ``never-fits`` or ``unknown``."""
+        return self.assessment.verdict
+
+    @property
+    def reason(self) -> str:
+        """A short machine-readable cause (Kueue's own reason names where they exist)."""
+        return self.assessment.reason
+
+    @property
+    def message(self) -> str:
+        """The verdict in a sentence, with its numbers."""
+        return self.assessment.message
+
+    @property
+    def requests(self) -> Mapping[str, Decimal]:
+        """The cluster's totals per resource, in Kueue's units."""
+        return self.assessment.requests
+
+    @property
+    def headroom(self) -> Mapping[str, Decimal | None]:
+        """Per resource, what its flavor has free now (None when quota is hidden)."""
+        return self.assessment.headroom
+
+    @property
+    def max_obtainable(self) -> Mapping[str, Decimal | None]:
+        """Per resource, the most its flavor could ever give (None when hidden)."""
+        return self.assessment.max_obtainable
+
+    @property
+    def flavors(self) -> Mapping[str, str | None]:
+        """Per resource, the flavor the numbers refer to (None when none applies)."""
+        return self.assessment.flavors
+
+    @property
+    def assignment(self) -> Mapping[str, Mapping[str, str]]:
+        """PodSet → resource → flavor, when every PodSet got one."""
+        return self.assessment.assignment
+
+    @property
+    def ahead(self) -> int | None:
+        """Pending workloads Kueue orders before this one, None if unknown."""
+        return self.assessment.ahead
+
+    @property
+    def queue(self) -> str | None:
+        """The LocalQueue judged."""
+        return self.assessment.queue
+
+    @property
+    def cluster_queue(self) -> str | None:
+        """Its ClusterQueue."""
+        return self.assessment.cluster_queue
+
+    @property
+    def ahead_bound(self) -> str | None:
+        """Whether ``ahead`` is ``exact``, ``at-least`` or ``at-most``."""
+        return self.assessment.ahead_bound
+
+    @property
+    def admission_checks(self) -> tuple[str, ...]:
+        """The AdmissionChecks the ClusterQueue requires of this cluster."""
+        return self.assessment.admission_checks
+
+    def to_json(self) -> dict[str, Any]:
+        """``FitVerdict.to_json()`` plus ``spec``, ``default_queue`` and ``suggestion``."""
+        spec = self.spec.to_json()
+        if not self.named:
+            spec["name"] = None
+        return {
+            **self.assessment.to_json(),
+            "spec": spec,
+            "default_queue": self.default_queue,
+            "suggestion": self.suggestion.to_json() if self.suggestion else None,
+        }
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """A cluster whose delete the API server accepted (its Workload and pods follow)."""
+
+    name: str
+    namespace: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "namespace", "deleted": true}``."""
+        return {"name": self.name, "namespace": self.namespace, "deleted": True}
