@@ -10,8 +10,9 @@ because a queue changed (a workload ahead admitted or gone, maybe in another nam
 because a Workload of its queue changed, is reported too.
 
 One feed per viewer (a socket, a kernel): it remembers what it last reported about each
-cluster. Its methods block (caches, the visibility API) and must be called one at a time, in
-the order the changes happened; the surface decides on which thread and how to deliver.
+cluster and Workload. Its methods block (caches, the visibility API) and must be called one
+at a time, in the order the changes happened; the surface decides on which thread and how to
+deliver.
 
 Watch health travels the same way: when a cache or Kueue's controller becomes reconnecting,
 stale or live again, the listener gets the change ``(HEALTH, "MODIFIED", {})``, and the feed
@@ -102,10 +103,6 @@ class Snapshot:
     def to_json(self) -> dict[str, Any]:
         """The events socket's ``snapshot`` message."""
         return {
-            "workloads": (
-                [w.to_json() for w in self.workloads] if self.workloads is not None else None
-            ),
-            "workloads_error": _error(self.workloads_error),
             "health": self.health.to_json() if self.health else None,
             "type": "snapshot",
             "namespace": self.namespace,
@@ -113,6 +110,10 @@ class Snapshot:
             "queues_error": _error(self.queues_error),
             "clusters": [c.to_json() for c in self.clusters] if self.clusters is not None else None,
             "clusters_error": _error(self.clusters_error),
+            "workloads": (
+                [w.to_json() for w in self.workloads] if self.workloads is not None else None
+            ),
+            "workloads_error": _error(self.workloads_error),
             "positions_visible": self.positions_visible,
         }
 
