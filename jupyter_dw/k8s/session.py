@@ -8,10 +8,10 @@ cannot watch its own permissions, so discovery and the access reviews run again 
 ``refresh_interval`` seconds and at once after a 403, or a 404 for a whole resource, from an
 API group we use (:meth:`KubeSession.refresh`): a Role granted or Kueue installed later starts
 the caches it allows, a permission revoked stops them, without a restart. Answers
-(:meth:`KubeSession.queues`, :meth:`KubeSession.context`, :meth:`KubeSession.slices_of`,
-...) come from those caches, never from a list per request; the caches index Workloads by
-``kueue.x-k8s.io/job-uid``, RayClusters by UID and pods by RayCluster, so relating them is a
-lookup, not a scan. Writes (:meth:`KubeSession.create_raycluster`,
+(:meth:`KubeSession.queue_state`, :meth:`KubeSession.ray_clusters`,
+:meth:`KubeSession.slices_of`, ...) come from those caches, never from a list per request;
+the caches index Workloads by ``kueue.x-k8s.io/job-uid``, RayClusters by UID and pods by
+RayCluster, so relating them is a lookup, not a scan. Writes (:meth:`KubeSession.create_raycluster`,
 :meth:`KubeSession.delete_raycluster`) and the visibility API's positions go to the API
 server. Everything here is thread-based and blocking; async callers run it in an executor.
 
@@ -742,9 +742,11 @@ class KubeSession:
     # -- answers -------------------------------------------------------------------------
 
     def queue_state(self, timeout: float | None = None) -> QueueState:
-        """The parsed LocalQueues, ClusterQueues and Cohorts, as :meth:`queues` sees them.
+        """The parsed LocalQueues, ClusterQueues and Cohorts from the caches (what the queue
+        service builds its answers from, :mod:`jupyter_dw.core.queues`).
 
-        Waits like :meth:`queues` and raises what it raises.
+        Waits up to ``timeout`` (the request timeout) for the caches to be ready, and raises
+        what :meth:`wait_ready` raises.
         """
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         self.wait_ready(max(0.0, deadline - time.monotonic()))
