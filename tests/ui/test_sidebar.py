@@ -209,8 +209,10 @@ def test_sidebar_end_to_end(
     expect(page.locator(".jp-NotebookPanel")).to_be_visible()
     first.get_by_role("button", name="Insert ray.init code for ui-first").click()
     # Ray Client through jupyter_dw (the token stays in the kernel, never in the notebook).
-    inserted = page.locator(".jp-NotebookPanel .jp-Cell").last
-    expect(inserted).to_contain_text('h = dw.cluster("ui-first")')
+    # The cell that holds it (not the last cell: JupyterLab may add an empty one after it).
+    cells = page.locator(".jp-NotebookPanel .jp-Cell")
+    inserted = cells.filter(has_text='h = dw.cluster("ui-first")')
+    expect(inserted).to_have_count(1)
     expect(inserted).to_contain_text("h.ray_init()")
     expect(inserted).to_contain_text(f"ray://ui-first-head-svc.{namespace}.svc:10001")
 
