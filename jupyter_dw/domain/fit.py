@@ -865,6 +865,19 @@ class Suggestion:
         }
 
 
+def largest_fitting(low: int, high: int, fits: Callable[[int], bool]) -> int:
+    """The largest n in ``low..high`` for which ``fits(n)``, given that ``low`` counts as
+    fitting (it is returned when nothing above does) and that fitting only gets easier as n
+    falls: a binary search, O(log(high - low)) calls."""
+    while low < high:  # invariant: low fits, high + 1 does not
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def suggest(
     spec: ValidatedSpec,
     cluster_queue: ClusterQueueQuota | None,
@@ -899,13 +912,7 @@ def suggest(
             pod_sets, cluster_queue, tree, ahead, local_queue=local_queue, flavors=flavors
         )
 
-    low, high = 0, spec.workers - 1  # invariant: low fits (0 = none found yet), high+1 doesn't
-    while low < high:
-        middle = (low + high + 1) // 2
-        if verdict(middle).verdict == FITS_NOW:
-            low = middle
-        else:
-            high = middle - 1
+    low = largest_fitting(0, spec.workers - 1, lambda n: verdict(n).verdict == FITS_NOW)
     if low == 0:
         return None
     found = verdict(low)

@@ -20,6 +20,7 @@ from jupyter_dw.domain.fit import (
     FitVerdict,
     PodSetRequest,
     assess_fit,
+    largest_fitting,
 )
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota, LocalQueueInfo
 from jupyter_dw.domain.priorities import Ahead
@@ -132,13 +133,10 @@ def assess_scale_up(
     found = verdict(to_workers)
     starts_now: int | None = to_workers if found.verdict == FITS_NOW else None
     if starts_now is None and to_workers - from_workers > 1 and tree is not None:
-        low, high = from_workers, to_workers - 1  # low fits (from = nothing more), high+1 not
-        while low < high:
-            middle = (low + high + 1) // 2
-            if verdict(middle).verdict == FITS_NOW:
-                low = middle
-            else:
-                high = middle - 1
+        # from_workers "fits": nothing more is asked for.
+        low = largest_fitting(
+            from_workers, to_workers - 1, lambda n: verdict(n).verdict == FITS_NOW
+        )
         starts_now = low if low > from_workers else None
     return ScaleFit(
         found, from_workers, to_workers, starts_now, _sentence(found, to_workers, starts_now, held)
