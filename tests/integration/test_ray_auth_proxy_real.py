@@ -22,10 +22,10 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
 from tests.cluster.fixtures import watch_until
 from tests.cluster.ray_head import ray_head, status_of
-from tests.integration.browser import Console, chromium, watch
+from tests.integration.browser import Console, chromium
 from tests.integration.clusters_support import call
 from tests.integration.log_capture import server_log
-from tests.integration.test_ray_dashboard_real import FAILED_RESOURCE, PAGE_TIMEOUT_MS
+from tests.integration.test_ray_dashboard_real import FAILED_RESOURCE, open_cluster_view
 from tests.integration.workbench_rbac import namespace_rules
 
 pytestmark = pytest.mark.cluster
@@ -147,16 +147,8 @@ async def test_the_dashboard_works_in_chromium_with_auth_on_and_the_page_never_h
     answers: list[tuple[int, str]] = []
 
     async with chromium() as browser:
-        context = await browser.new_context()
-        watch(context, console)
-        context.on("response", lambda r: answers.append((r.status, r.url)))
-        page = await context.new_page()
-        await page.goto(f"{base}api/status?token={jupyter_token}")
-        await page.goto(f"{base}dw/ray/{CLUSTER}/#/cluster")
-        assert "/~cap/" in page.url
         # The node table is filled from Ray API calls that need the token.
-        for text in ("Node summary fetched.", "ALIVE x 1", "Node List"):
-            await page.get_by_text(text).first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        context, page = await open_cluster_view(browser, base, jupyter_token, console, answers)
         seen_by_page = await page.evaluate(
             "() => [document.documentElement.outerHTML, document.cookie,"
             " JSON.stringify(Object.assign({}, localStorage)), location.href].join('\\n')"

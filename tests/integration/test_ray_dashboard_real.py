@@ -60,6 +60,24 @@ FAILED_RESOURCE = re.compile(
 )
 
 
+async def open_cluster_view(
+    browser: Any, base: str, jupyter_token: str, console: Console, answers: list[tuple[int, str]]
+) -> tuple[Any, Any]:
+    """Log in to Jupyter, open cluster ``CLUSTER``'s dashboard through the proxy and wait for
+    its cluster view (the node table, filled from the dashboard's own API calls); every
+    answer the browser gets goes into ``answers``. Returns the browser context and page."""
+    context = await browser.new_context()
+    watch(context, console)
+    context.on("response", lambda r: answers.append((r.status, r.url)))
+    page = await context.new_page()
+    await page.goto(f"{base}api/status?token={jupyter_token}")
+    await page.goto(f"{base}dw/ray/{CLUSTER}/#/cluster")
+    assert "/~cap/" in page.url
+    for text in ("Node summary fetched.", "ALIVE x 1", "Node List"):
+        await page.get_by_text(text).first.wait_for(timeout=PAGE_TIMEOUT_MS)
+    return context, page
+
+
 async def test_the_ray_dashboard_works_sandboxed(
     raycluster, ray_head, jp_serverapp, jp_base_url, http_server_client
 ):
@@ -69,17 +87,7 @@ async def test_the_ray_dashboard_works_sandboxed(
     answers: list[tuple[int, str]] = []
 
     async with chromium() as browser:
-        context = await browser.new_context()
-        watch(context, console)
-        context.on("response", lambda r: answers.append((r.status, r.url)))
-        page = await context.new_page()
-        await page.goto(f"{base}api/status?token={token}")
-        await page.goto(f"{base}dw/ray/{CLUSTER}/#/cluster")
-
-        assert "/~cap/" in page.url
-        # The cluster view: the node table, filled from the dashboard's own API calls.
-        for text in ("Node summary fetched.", "ALIVE x 1", "Node List"):
-            await page.get_by_text(text).first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        context, page = await open_cluster_view(browser, base, token, console, answers)
         origin = await page.evaluate("window.origin")
         await context.close()
 
