@@ -69,14 +69,24 @@ def session(jp_serverapp) -> KubeSession:
 
 
 @pytest.fixture
-def kernel(identity):
+def kernel_settings() -> dict[str, str]:
+    """``JUPYTER_DW_*`` variables the ``kernel`` sees besides its service account; a module
+    overrides this fixture to aim kernels elsewhere (e.g. at a local Ray head)."""
+    return {}
+
+
+@pytest.fixture
+def kernel(identity, kernel_settings):
     """The kernel side as a workbench kernel runs it: its own core, from the settings a kernel
     can see (here: ``JUPYTER_DW_*`` variables, no config files), installed as this process's
     runtime for ``import jupyter_dw as dw``; stopped (ephemeral clusters deleted) after."""
     from jupyter_dw.core.settings import load_settings
     from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
 
-    environ = {"JUPYTER_DW_SERVICE_ACCOUNT_DIR": str(identity.service_account_dir)}
+    environ = {
+        "JUPYTER_DW_SERVICE_ACCOUNT_DIR": str(identity.service_account_dir),
+        **kernel_settings,
+    }
     runtime = KernelRuntime(load_settings(environ=environ, paths=[]))
     previous = set_runtime(runtime)
     yield runtime

@@ -12,8 +12,6 @@ import pytest
 from kubernetes import client
 
 import jupyter_dw as dw
-from jupyter_dw.core.settings import load_settings
-from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
 from tests.cluster.ray_head import status_of
 from tests.integration.clusters_support import make_queue, small_cluster
 from tests.integration.ray_jobs_support import (
@@ -32,18 +30,12 @@ TIMEOUT = 120.0
 
 
 @pytest.fixture
-def kernel(identity, ray_port):
-    """The kernel side, its ``ray_dashboard_url`` aimed at the local Ray head."""
-    environ = {
-        "JUPYTER_DW_SERVICE_ACCOUNT_DIR": str(identity.service_account_dir),
+def kernel_settings(ray_port):
+    """The kernel's ``ray_dashboard_url`` aimed at the local Ray head."""
+    return {
         "JUPYTER_DW_RAY_DASHBOARD_URL": TEMPLATE,
         "JUPYTER_DW_RAY_DASHBOARD_PORT": str(ray_port),
     }
-    runtime = KernelRuntime(load_settings(environ=environ, paths=[]))
-    previous = set_runtime(runtime)
-    yield runtime
-    set_runtime(previous)
-    runtime.stop()
 
 
 @pytest.fixture
