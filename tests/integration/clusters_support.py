@@ -10,12 +10,14 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from decimal import Decimal
 from typing import Any
 
 from kubernetes import client, watch
 from tornado.httpclient import HTTPClientError
 from tornado.websocket import WebSocketClientConnection
 
+from jupyter_dw.domain.quantity import parse_quantity
 from tests.cluster.fixtures import WAIT_TIMEOUT, KueueObjects, watch_until
 from tests.integration.workbench_rbac import KUEUE
 
@@ -232,6 +234,27 @@ def workload_of(kube: client.ApiClient, kueue: KueueObjects, uid: str) -> dict[s
     )["items"]
     assert len(items) == 1, items
     return items[0]
+
+
+def cpu_headroom(queues: dict[str, Any] | None, queue: Queue) -> Decimal | None:
+    """The CPU headroom of ``queue`` in a ``queues`` answer."""
+    for entry in (queues or {}).get("queues") or []:
+        if entry["name"] == queue.local_queue:
+            for resource in entry["resources"]:
+                if resource["resource"] == "cpu" and resource["headroom"] is not None:
+                    return parse_quantity(resource["headroom"])
+    return None
+
+
+async def headroom_becomes(events: Events, jp_fetch: Any, queue: Queue, amount: Decimal) -> None:
+    """Until ``GET queues`` shows ``amount`` CPU free in ``queue``: asked again after each
+    ``queues`` message of the socket (a change of Kueue's ClusterQueue status, which Kueue
+    writes after it admits a Workload, not with it)."""
+    while True:
+        _, queues = await call(jp_fetch, "GET", "queues")
+        if cpu_headroom(queues, queue) == amount:
+            return
+        await events.until(lambda m: m["type"] == "queues", f"headroom {amount} CPU")
 
 
 def small_cluster(name: str, workers: int = 2, **extra: Any) -> dict[str, Any]:

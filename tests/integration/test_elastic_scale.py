@@ -27,6 +27,7 @@ from tests.integration.clusters_support import (
     KUEUE,
     Queue,
     call,
+    headroom_becomes,
     make_queue,
     open_events,
     small_cluster,
@@ -106,26 +107,6 @@ def worker_pods(kube: client.ApiClient, namespace: str, name: str) -> list:
         namespace, label_selector=f"ray.io/cluster={name},ray.io/node-type=worker"
     )
     return [p for p in pods.items if p.metadata.deletion_timestamp is None]
-
-
-def cpu_headroom(queues: dict | None, queue) -> Decimal | None:
-    """The CPU headroom of ``queue`` in a ``queues`` answer."""
-    for entry in (queues or {}).get("queues") or []:
-        if entry["name"] == queue.local_queue:
-            for resource in entry["resources"]:
-                if resource["resource"] == "cpu" and resource["headroom"] is not None:
-                    return parse_quantity(resource["headroom"])
-    return None
-
-
-async def headroom_becomes(events, jp_fetch, queue, amount: Decimal) -> None:
-    """Until ``GET queues`` shows ``amount`` CPU free in ``queue``: asked again after each
-    ``queues`` message of the socket (a change of Kueue's ClusterQueue status)."""
-    while True:
-        _, queues = await call(jp_fetch, "GET", "queues")
-        if cpu_headroom(queues, queue) == amount:
-            return
-        await events.until(lambda m: m["type"] == "queues", f"headroom {amount} CPU")
 
 
 def sizes(raycluster: dict) -> list[tuple]:

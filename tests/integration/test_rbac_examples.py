@@ -5,6 +5,7 @@ positions; without the optional ClusterRole quota is hidden with the fix as the 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 
 import pytest
 
@@ -12,6 +13,7 @@ from jupyter_dw.domain.quota import HIDDEN_QUOTA_HINT
 from tests.cluster.fixtures import WorkbenchIdentity
 from tests.integration.clusters_support import (
     call,
+    headroom_becomes,
     make_queue,
     open_events,
     small_cluster,
@@ -68,6 +70,8 @@ async def test_every_feature_works_with_exactly_the_example_rbac(
     code, created = await call(jp_fetch, "POST", "clusters", body=first)
     assert code == 201, created
     await events.cluster_state("first", state_is("ready"), "first ready")
+    # Kueue writes the ClusterQueue's usage after it admits, not with it: fit on that.
+    await headroom_becomes(events, jp_fetch, queue, Decimal(1))
 
     second = small_cluster("second", workers=2)
     code, fit = await call(jp_fetch, "POST", "clusters", "fit", body=second)
