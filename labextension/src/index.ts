@@ -77,7 +77,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         app.shell.add(widget, 'main');
         app.shell.activateById(id);
       },
-      insertConnection: (cluster: Cluster) => {
+      insertConnection: async (cluster: Cluster) => {
         const panel = notebooks?.currentWidget;
         if (!panel) {
           void showErrorMessage(
@@ -86,6 +86,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
           );
           return;
         }
+        // A notebook opened a moment ago is shown before its file is loaded; a cell inserted
+        // then would be replaced by the file's contents when it arrives.
+        await panel.context.ready;
         const notebook = panel.content;
         NotebookActions.insertBelow(notebook);
         const cell = notebook.activeCell;

@@ -11,7 +11,7 @@ import { ScaleControl, WorkersView } from './workers';
 /** What a card's buttons do (the plugin provides them: JupyterLab tabs, notebooks, dialogs). */
 export interface IClusterActions {
   openDashboard(cluster: Cluster): void;
-  insertConnection(cluster: Cluster): void;
+  insertConnection(cluster: Cluster): Promise<void>;
   remove(cluster: Cluster): Promise<void>;
 }
 
@@ -144,7 +144,7 @@ function ClusterCard(props: {
           type="button"
           className="jp-mod-styled jp-dw-button"
           aria-label={`Insert ray.init code for ${c.name} into the active notebook`}
-          onClick={() => actions.insertConnection(c)}
+          onClick={() => void actions.insertConnection(c)}
         >
           Insert ray.init
         </button>
