@@ -18,6 +18,7 @@ RAYCLUSTER_API_VERSION = f"{RAY_GROUP}/{RAY_VERSION}"
 # -- kinds ---------------------------------------------------------------------------------
 
 RAYCLUSTER_KIND = "RayCluster"
+RAYJOB_KIND = "RayJob"
 WORKLOAD_KIND = "Workload"
 LOCAL_QUEUE_KIND = "LocalQueue"
 CLUSTER_QUEUE_KIND = "ClusterQueue"

@@ -18,6 +18,7 @@ from ..domain.freshness import FRESH, Freshness
 from ..domain.milestones import Milestone
 from ..domain.priorities import PreemptedBy
 from ..domain.ray_auth import RayAuth
+from ..domain.rayjob_spec import ValidatedRayJob
 from ..domain.slices import ScaleChange
 from ..names import CLIENT_PORT
 from .listing import ByName
@@ -259,7 +260,8 @@ class FitResult:
     that would start now (None when none would)."""
 
     assessment: FitVerdict
-    spec: ValidatedSpec
+    spec: ValidatedSpec | ValidatedRayJob
+    """What was judged: a Ray cluster's spec, or a RayJob's."""
     named: bool
     default_queue: str | None
     suggestion: Suggestion | None

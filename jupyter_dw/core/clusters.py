@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins  # in ClusterService, `list` is its method: the type is `builtins.list`
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -34,7 +34,14 @@ from ..domain.cluster_spec import (
     ray_cluster_name_error,
 )
 from ..domain.cluster_state import ClusterSnapshot, cluster_status
-from ..domain.fit import FITS_NOW, assess_fit, pod_sets_for_spec, suggest
+from ..domain.fit import (
+    FITS_NOW,
+    FitVerdict,
+    PodSetRequest,
+    assess_fit,
+    pod_sets_for_spec,
+    suggest,
+)
 from ..domain.freshness import WatchHealth
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
 from ..domain.milestones import milestones
@@ -48,6 +55,8 @@ from ..domain.priorities import (
 )
 from ..domain.quota import QuotaTree, format_amount
 from ..domain.ray_auth import Refusal, kuberay_refusal, ray_auth_of
+from ..domain.rayjob_state import owning_rayjob
+from ..domain.scheduling import FlavorTraits
 from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable
 from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
 from ..k8s.session import KubeSession, QueueState
@@ -149,7 +158,7 @@ class ClusterService:
         ``ask_positions`` False answers from the caches alone (no visibility API call: the
         workloads ahead are the ClusterQueue's pending count, an upper bound), for a form
         judged as it is typed in. See :meth:`_ahead` for what counts as ahead."""
-        _require_mapping(data)
+        require_mapping(data)
         request = dict(data)
         named = request.get("name") is not None
         if not named:
@@ -157,32 +166,22 @@ class ClusterService:
         state = self.session.queue_state()
         queues = {lq.name: lq for lq in state.local_queues}
         choice = default_local_queue(state.local_queues, self.session.namespace)
-        spec = self._spec(request, queues, choice.queue.name if choice else None, _names(state))
-        local_queue = queues[spec.queue]
-        tree = (
-            QuotaTree(state.cluster_queues, state.cohorts or ())
-            if state.cluster_queues is not None
-            else None
+        spec = self.validate_spec(
+            request, queues, choice.queue.name if choice else None, _names(state)
         )
-        cluster_queue = tree.cluster_queue(local_queue.cluster_queue) if tree else None
-        priority = priority_value(spec.priority, state.priority_classes)
-        ahead = self._ahead(local_queue, cluster_queue, priority, ask_positions)
-        flavors = state.flavors
+        scene = self.fit_scene(state, spec.queue, spec.priority, ask_positions)
         counted = self.elastic.autoscaler_quota().counted
-        pod_sets = pod_sets_for_spec(spec, sidecar_counted=counted)
-        verdict = assess_fit(
-            pod_sets, cluster_queue, tree, ahead, local_queue=local_queue, flavors=flavors
-        )
+        verdict = scene.assess(pod_sets_for_spec(spec, sidecar_counted=counted))
         if spec.autoscaling:
             verdict = replace(verdict, message=f"{verdict.message} {_sidecar_note(spec, counted)}")
         suggestion = (
             suggest(
                 spec,
-                cluster_queue,
-                tree,
-                ahead,
-                local_queue=local_queue,
-                flavors=flavors,
+                scene.cluster_queue,
+                scene.tree,
+                scene.ahead,
+                local_queue=scene.local_queue,
+                flavors=scene.flavors,
                 sidecar_counted=counted,
             )
             if verdict.verdict != FITS_NOW
@@ -197,14 +196,33 @@ class ClusterService:
             suggestion=suggestion,
         )
 
+    def fit_scene(
+        self, state: QueueState, queue: str, priority: str | None, ask_positions: bool = True
+    ) -> FitScene:
+        """What a new workload of ``priority`` in LocalQueue ``queue`` (known to exist) is
+        judged against: its ClusterQueue in the quota tree, the flavors and what is ahead. The
+        one place every kind of workload (RayCluster, RayJob) is fitted from."""
+        local_queue = next(lq for lq in state.local_queues if lq.name == queue)
+        tree = (
+            QuotaTree(state.cluster_queues, state.cohorts or ())
+            if state.cluster_queues is not None
+            else None
+        )
+        cluster_queue = tree.cluster_queue(local_queue.cluster_queue) if tree else None
+        value = priority_value(priority, state.priority_classes)
+        ahead = self._ahead(local_queue, cluster_queue, value, ask_positions)
+        return FitScene(local_queue, cluster_queue, tree, ahead, state.flavors)
+
     def list(self) -> ClusterList:
         """Every RayCluster of the namespace, sorted by name."""
         clusters = tuple(self.entries())  # waits for the session first
         return ClusterList(self.session.namespace, self.session.positions_visible, clusters)
 
     def entries(self) -> builtins.list[ClusterInfo]:
-        """Every RayCluster of the namespace, sorted by name."""
-        return self._infos(self._statuses(self.session.ray_clusters()))
+        """Every RayCluster of the namespace, sorted by name; a RayJob's own cluster is shown
+        under its RayJob (``GET rayjobs``), not here."""
+        own = [rc for rc in self.session.ray_clusters() if owning_rayjob(rc) is None]
+        return self._infos(self._statuses(own))
 
     def get(self, name: str) -> ClusterInfo:
         """Cluster ``name`` (``KubeNotFound`` when there is none)."""
@@ -230,7 +248,7 @@ class ClusterService:
         """
         refuse_writes(self.config_errors)
         key = check_idempotency_key(idempotency_key) or new_idempotency_key()
-        _require_mapping(data)
+        require_mapping(data)
         self.session.wait_ready()
         namespace = self.session.namespace
         try:
@@ -243,7 +261,7 @@ class ClusterService:
             choice = default_local_queue(state.local_queues, namespace)
             default = choice.queue.name if choice else None
             priorities = _names(state)
-        spec = self._spec(data, known, default, priorities)
+        spec = self.validate_spec(data, known, default, priorities)
         # Unknown (no OpenAPI v3 document): sent; a KubeRay without it prunes the field and
         # the cluster then reads as ray_auth "none", with its warning.
         served = self.session.discovery.ray_auth_options is not False
@@ -286,7 +304,11 @@ class ClusterService:
         """:meth:`describe` for several cached clusters at once (those the cache does not hold
         are left out), asking the visibility API once per LocalQueue rather than per cluster:
         a queue change re-reads every waiting cluster's position."""
-        found = [rc for name in names if (rc := self.session.cached_ray_cluster(name))]
+        found = [
+            rc
+            for name in names
+            if (rc := self.session.cached_ray_cluster(name)) and owning_rayjob(rc) is None
+        ]
         return {info.status.name: info for info in self._infos(self._statuses(found))}
 
     def dashboard_url(self, name: str) -> str | None:
@@ -337,13 +359,15 @@ class ClusterService:
         name = (preemptor.get("metadata") or {}).get("name")
         return replace(status, preempted_by=replace(preempted_by, name=name))
 
-    def _spec(
+    def validate_spec(
         self,
         data: Mapping[str, Any],
         queues: Mapping[str, LocalQueueInfo] | None,
         default_queue: str | None,
         priorities: Iterable[str] | None = None,
     ) -> ValidatedSpec:
+        """``data`` validated with this server's policy (``InvalidSpec`` listing every bad
+        field); ``queues``/``priorities`` None: not checked against what exists."""
         known = frozenset(priorities) if priorities is not None else None
         policy = replace(self.policy, elastic_jobs=self.elastic.allows_autoscaling())
         try:
@@ -418,7 +442,29 @@ class ClusterService:
         return None
 
 
-def _require_mapping(data: Any) -> None:
+@dataclass(frozen=True)
+class FitScene:
+    """A queue as a new workload meets it (see :meth:`ClusterService.fit_scene`)."""
+
+    local_queue: LocalQueueInfo
+    cluster_queue: ClusterQueueQuota | None
+    tree: QuotaTree | None
+    ahead: Ahead | None
+    flavors: Mapping[str, FlavorTraits] | None
+
+    def assess(self, pod_sets: Sequence[PodSetRequest]) -> FitVerdict:
+        """The fit verdict of ``pod_sets`` (as Kueue builds them) in this queue now."""
+        return assess_fit(
+            pod_sets,
+            self.cluster_queue,
+            self.tree,
+            self.ahead,
+            local_queue=self.local_queue,
+            flavors=self.flavors,
+        )
+
+
+def require_mapping(data: Any) -> None:
     if not isinstance(data, Mapping):
         raise InvalidSpec(
             "Invalid cluster spec",

@@ -31,7 +31,8 @@ from typing import Any, TypeVar
 from ..domain.cluster_state import ClusterSnapshot, transition
 from ..domain.freshness import FRESH, Freshness, WatchHealth
 from ..domain.quota import QuotaTree
-from ..domain.workloads import WorkloadInfo
+from ..domain.rayjob_state import RayJobInfo, owning_rayjob
+from ..domain.workloads import WorkloadInfo, owner_of
 from ..k8s.errors import KubeError
 from ..k8s.resources import (
     CLUSTER_QUEUE,
@@ -40,6 +41,7 @@ from ..k8s.resources import (
     LOCAL_QUEUE,
     POD,
     RAY_CLUSTER,
+    RAY_JOB,
     RESOURCE_FLAVOR,
     WORKLOAD,
     WORKLOAD_PRIORITY_CLASS,
@@ -48,6 +50,7 @@ from ..k8s.session import KubeSession
 from ..k8s.watch_cache import DELETED
 from ..names import JOB_UID_LABEL, RAY_CLUSTER_LABEL, RAY_GROUP
 from .clusters import ClusterInfo, ClusterService
+from .kuberay_jobs import KubeRayJobService
 from .queues import QueueList, QueueService
 from .workloads import WorkloadService
 
@@ -99,6 +102,8 @@ class Snapshot:
     health: WatchHealth | None = None
     workloads: tuple[WorkloadInfo, ...] | None = None
     workloads_error: KubeError | None = None
+    rayjobs: tuple[RayJobInfo, ...] | None = None
+    rayjobs_error: KubeError | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The events socket's ``snapshot`` message."""
@@ -114,6 +119,8 @@ class Snapshot:
                 [w.to_json() for w in self.workloads] if self.workloads is not None else None
             ),
             "workloads_error": _error(self.workloads_error),
+            "rayjobs": [j.to_json() for j in self.rayjobs] if self.rayjobs is not None else None,
+            "rayjobs_error": _error(self.rayjobs_error),
             "positions_visible": self.positions_visible,
         }
 
@@ -184,6 +191,26 @@ class WorkloadChanged:
 
 
 @dataclass(frozen=True)
+class RayJobChanged:
+    """RayJob ``name`` changed, or its Workload did (``rayjob`` None once it is gone)."""
+
+    event: str
+    name: str
+    cause: Cause
+    rayjob: RayJobInfo | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The events socket's ``rayjob`` message."""
+        return {
+            "type": "rayjob",
+            "event": self.event,
+            "name": self.name,
+            "cause": self.cause.to_json(),
+            "rayjob": self.rayjob.to_json() if self.rayjob else None,
+        }
+
+
+@dataclass(frozen=True)
 class HealthChanged:
     """The health of the watches (or of Kueue's controller) changed."""
 
@@ -194,7 +221,7 @@ class HealthChanged:
         return {"type": "health", **self.health.to_json()}
 
 
-Message = QueuesChanged | ClusterChanged | WorkloadChanged | HealthChanged
+Message = QueuesChanged | ClusterChanged | WorkloadChanged | RayJobChanged | HealthChanged
 
 
 class ChangeFeed:
@@ -213,8 +240,10 @@ class ChangeFeed:
         *,
         watch_queues: bool = True,
         watch_clusters: bool = True,
+        rayjobs: KubeRayJobService | None = None,
     ) -> None:
         self.session = session
+        self.rayjobs = rayjobs
         self.queues = queues
         self.clusters = clusters
         self.workloads = workloads
@@ -254,6 +283,11 @@ class ChangeFeed:
         if workloads is not None:
             self._workloads = {w.name: w for w in workloads}
             self._seeded = True
+        rayjobs, rayjobs_error = (
+            _answer(lambda: self.rayjobs.list().rayjobs)  # type: ignore[union-attr]
+            if self.rayjobs is not None and self._rayjobs_served()
+            else (None, None)
+        )
         self._health = self.session.watch_health() if self.session.ready else None
         return Snapshot(
             namespace=self.session.namespace if self.session.ready else None,
@@ -265,6 +299,8 @@ class ChangeFeed:
             health=self._health,
             workloads=tuple(workloads) if workloads is not None else None,
             workloads_error=workloads_error,
+            rayjobs=rayjobs,
+            rayjobs_error=rayjobs_error,
         )
 
     def messages(self, plural: str, event_type: str, obj: Object) -> list[Message]:
@@ -292,17 +328,45 @@ class ChangeFeed:
         found = []
         if plural == WORKLOAD.plural and self.workloads is not None:
             found.extend(self._workload_messages(event_type, name, obj))
+        found.extend(self._rayjob_messages(plural, event_type, name, obj))
         if plural not in CLUSTER_CAUSES or not self.watch_clusters:
             return found
         cluster = self._cluster_name(plural, obj)
         if cluster is None:
             return found
+        raycluster = self.session.cached_ray_cluster(cluster)
+        if raycluster is not None and owning_rayjob(raycluster) is not None:
+            return found  # a RayJob's own cluster: shown under its RayJob, not as a cluster
         if plural == EVENT.plural and self.session.cached_ray_cluster(cluster) is None:
             return found  # about a RayCluster gone (or not seen yet): its own change says so
         cause = Cause(CLUSTER_CAUSES[plural], name, event_type)
         event = event_type if plural == RAY_CLUSTER.plural else "MODIFIED"
         message = self.cluster_message(cluster, event, cause)
         return [*found, message] if message is not None else found
+
+    def _rayjob_messages(
+        self, plural: str, event_type: str, name: str, obj: Object
+    ) -> list[Message]:
+        """A RayJob's record when it or its Workload changed (its state is both)."""
+        if self.rayjobs is None:
+            return []
+        if plural == RAY_JOB.plural:
+            job, event = name, event_type
+        elif plural == WORKLOAD.plural:
+            owner = owner_of(obj)
+            if owner is None or owner.kind != RAY_JOB.kind or owner.api_group != RAY_JOB.group:
+                return []
+            job, event = owner.name, "MODIFIED"
+        else:
+            return []
+        info = self.rayjobs.describe_many([job]).get(job)
+        if info is None and plural != RAY_JOB.plural:
+            return []  # the job is gone: its own DELETED says so
+        cause = Cause(RAY_JOB.kind if plural == RAY_JOB.plural else WORKLOAD.kind, name, event)
+        return [RayJobChanged(event if info is not None else DELETED, job, cause, info)]
+
+    def _rayjobs_served(self) -> bool:
+        return self.session.ready and self.session.discovery.rayjobs_served
 
     def seed_workloads(self) -> None:
         """Learn the Workloads there are now, without a snapshot (a kernel's feed, first

@@ -8,6 +8,7 @@ from ..k8s.session import KubeSession
 from .clusters import ClusterService
 from .context import SessionContext
 from .elastic import ElasticSupport
+from .kuberay_jobs import KubeRayJobService
 from .queues import QueueService
 from .ray_jobs import RayJobService
 from .settings import DWSettings
@@ -16,7 +17,7 @@ from .workloads import WorkloadService
 
 @dataclass(frozen=True)
 class DWCore:
-    """One Kubernetes session with its queue, cluster, workload and Ray job services.
+    """One Kubernetes session with its queue, cluster, workload, Ray job and RayJob services.
 
     The server builds one per process; so does a kernel (lazily, on first use). Nothing here
     knows HTTP, tornado or widgets: the surfaces turn these answers into JSON or views.
@@ -27,6 +28,8 @@ class DWCore:
     clusters: ClusterService
     jobs: RayJobService
     workloads: WorkloadService
+    rayjobs: KubeRayJobService
+    """KubeRay RayJobs (``jobs`` are Ray's jobs on a running cluster)."""
 
     @classmethod
     def from_settings(
@@ -56,6 +59,7 @@ class DWCore:
             clusters=clusters,
             jobs=jobs,
             workloads=WorkloadService(session),
+            rayjobs=KubeRayJobService(session, clusters),
         )
 
     def context(self, timeout: float | None = None) -> SessionContext:

@@ -523,7 +523,7 @@ class _RequestParser:
         tolerations = self._field("tolerations", _parse_tolerations, ())
         node_selector = self._field("node_selector", _parse_node_selector, {})
         priority = self._field(
-            "priority", partial(_parse_priority, known=self.known_priorities), None
+            "priority", partial(parse_priority, known=self.known_priorities), None
         )
         ray_version = self._ray_version(image) if image is not None else None
         if scaling is not None and env is not None:
@@ -613,7 +613,7 @@ class _RequestParser:
         if isinstance(raw, str) and not raw.strip():
             raw = None  # an empty queue (e.g. `--queue ""`) asks for the default, like omitting it
         try:
-            return _resolve_queue(raw, self.known_queues, self.default_queue)
+            return resolve_queue(raw, self.known_queues, self.default_queue)
         except _FieldError as err:
             self.errors["queue"] = str(err)
             return None
@@ -740,7 +740,7 @@ def _suggest_name(raw: str) -> str | None:
     return candidate
 
 
-def _resolve_queue(
+def resolve_queue(
     raw: object, known_queues: Collection[str] | None, default_queue: str | None
 ) -> str:
     available = ""
@@ -1023,7 +1023,7 @@ def _parse_node_selector(raw: object) -> dict[str, str]:
     return dict(raw)
 
 
-def _parse_priority(raw: object, known: Collection[str] | None) -> str | None:
+def parse_priority(raw: object, known: Collection[str] | None) -> str | None:
     """A WorkloadPriorityClass name (empty: none, like omitting it), checked against ``known``
     when the classes are readable."""
     if not isinstance(raw, str):

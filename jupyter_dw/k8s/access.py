@@ -23,6 +23,7 @@ from .resources import (
     PENDING_WORKLOADS_SUBRESOURCE,
     POD,
     RAY_CLUSTER,
+    RAY_JOB,
     RESOURCE_FLAVOR,
     SECRET,
     SELF_SUBJECT_ACCESS_REVIEW,
@@ -112,6 +113,8 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
     *_perms(RAY_CLUSTER, ("list", "watch"), "list Ray clusters and follow their state"),
     *_perms(RAY_CLUSTER, ("get",), "open a Ray cluster's dashboard through the server"),
     *_perms(RAY_CLUSTER, ("patch",), "scale elastic Ray clusters"),
+    *_perms(RAY_JOB, ("create", "delete", "get"), "run RayJobs (a job with its own cluster)"),
+    *_perms(RAY_JOB, ("list", "watch"), "list RayJobs and follow their state"),
     *_perms(POD, ("list", "watch"), "show Ray cluster pods and ready workers"),
     *_perms(
         SECRET,

@@ -21,6 +21,7 @@ from .resources import (
     LOCAL_QUEUE,
     RAY_CLUSTER,
     RAY_GROUP,
+    RAY_JOB,
     VISIBILITY_GROUP,
     VISIBILITY_VERSIONS,
     Resource,
@@ -58,6 +59,8 @@ class Discovery:
     cohort_version: str | None = None
     visibility_version: str | None = None
     ray_version: str | None = None
+    rayjobs_served: bool = False
+    """Whether ``ray.io/v1`` RayJobs are served (KubeRay's RayJob CRD is installed)."""
     ray_auth_options: bool | None = None
     """Whether the RayCluster schema has ``spec.authOptions`` (KubeRay 1.6 and newer), read from
     the API server's OpenAPI v3 document of ``ray.io/v1``; None when it cannot be told."""
@@ -104,6 +107,19 @@ class Discovery:
             )
         return RAY_CLUSTER
 
+    def require_rayjobs(self) -> Resource:
+        """The RayJob resource, or raise ``NotInstalled`` (KubeRay, or its RayJob CRD, absent)."""
+        self.require_kuberay()
+        if not self.rayjobs_served:
+            raise NotInstalled(
+                "KubeRay's RayJob",
+                f"the API server serves no rayjobs in {RAY_GROUP}/v1",
+                "Ask a cluster administrator to install KubeRay's RayJob CRD "
+                "(ray.io_rayjobs.yaml) with the KubeRay operator.",
+                code="kuberay_not_installed",
+            )
+        return RAY_JOB
+
     def to_json(self) -> dict[str, Any]:
         """The ``kueue`` and ``kuberay`` parts of ``GET context``."""
         return {
@@ -119,6 +135,7 @@ class Discovery:
                 "installed": self.kuberay_installed,
                 "api_version": self.ray_version,
                 "auth_options": self.ray_auth_options,
+                "rayjobs": self.rayjobs_served,
             },
         }
 
@@ -143,10 +160,11 @@ def discover(api: KubeApi) -> Discovery:
     visibility_served = _versions(groups.get(VISIBILITY_GROUP))
     visibility = next((v for v in VISIBILITY_VERSIONS if v in visibility_served), None)
     ray_version = None
-    if RAY_CLUSTER.version in _versions(groups.get(RAY_GROUP)) and (
-        RAY_CLUSTER.plural in _resources(api, RAY_GROUP, RAY_CLUSTER.version)
-    ):
-        ray_version = RAY_CLUSTER.version
+    ray_resources = frozenset[str]()
+    if RAY_CLUSTER.version in _versions(groups.get(RAY_GROUP)):
+        ray_resources = _resources(api, RAY_GROUP, RAY_CLUSTER.version)
+        if RAY_CLUSTER.plural in ray_resources:
+            ray_version = RAY_CLUSTER.version
     ray_auth_options = ray_auth_options_served(api) if ray_version else None
     return Discovery(
         kueue_served=tuple(kueue_served),
@@ -155,6 +173,7 @@ def discover(api: KubeApi) -> Discovery:
         cohort_version=cohort_version,
         visibility_version=visibility,
         ray_version=ray_version,
+        rayjobs_served=ray_version is not None and RAY_JOB.plural in ray_resources,
         ray_auth_options=ray_auth_options,
     )
 

@@ -1,5 +1,5 @@
-"""Writes and one-off reads for Ray clusters: create (dry run first), delete, get, and the
-positions of pending Workloads from Kueue's visibility API.
+"""Writes and one-off reads for KubeRay objects (RayClusters, RayJobs): create (dry run
+first), delete, get, and the positions of pending Workloads from Kueue's visibility API.
 
 Everything that is watched (RayClusters, their pods, Workloads) is read from the session's
 caches instead; these are the calls no cache can answer. All functions block.
@@ -20,6 +20,7 @@ from .resources import (
     RAY_CLUSTER,
     VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_LOCAL_QUEUE,
+    Resource,
 )
 
 if TYPE_CHECKING:
@@ -33,8 +34,11 @@ DRY_RUN = ("dryRun", "All")
 BACKGROUND = ("propagationPolicy", "Background")
 
 
-def create_raycluster(api: KubeApi, namespace: str, obj: Object) -> Object:
-    """Create ``obj`` in ``namespace`` after a server-side dry run; return the created object.
+def create_raycluster(
+    api: KubeApi, namespace: str, obj: Object, resource: Resource = RAY_CLUSTER
+) -> Object:
+    """Create ``obj`` (a ``resource``: RayCluster unless told) in ``namespace`` after a
+    server-side dry run; return the created object.
 
     The dry run goes through schema validation and every admission webhook (Kueue's, KubeRay's)
     without storing anything, so a rejected cluster leaves the namespace unchanged. A refused
@@ -59,13 +63,13 @@ def create_raycluster(api: KubeApi, namespace: str, obj: Object) -> Object:
         digest = request_digest(obj)
         obj = copy.deepcopy(obj)
         obj["metadata"]["annotations"][REQUEST_DIGEST_ANNOTATION] = digest
-    path = RAY_CLUSTER.path(namespace)
+    path = resource.path(namespace)
     try:
         api.post(path, obj, query=[DRY_RUN])  # stores nothing: its errors are final
     except KubeApiError as err:
         if err.api_status != 409:
             raise
-        existing = _keyed_cluster(api, namespace, name, key, digest, err)
+        existing = _keyed_cluster(api, resource, namespace, name, key, digest, err)
         if existing is not None:
             return existing
     for attempt in (1, 2):
@@ -74,18 +78,21 @@ def create_raycluster(api: KubeApi, namespace: str, obj: Object) -> Object:
         except KubeApiError as err:
             if err.api_status != 409:
                 raise
-            existing = _keyed_cluster(api, namespace, name, key, digest, err)
+            existing = _keyed_cluster(api, resource, namespace, name, key, digest, err)
         except KubeUnreachable as err:  # sent: it may have been stored, look before resending
             if key is None or attempt == 2:
-                raise _outcome_unknown(err, name, key is not None) from err
-            existing = _keyed_cluster(api, namespace, name, key, digest, None)
+                raise _outcome_unknown(err, resource, name, key is not None) from err
+            existing = _keyed_cluster(api, resource, namespace, name, key, digest, None)
             if existing is not None:
                 log.info(
-                    "create of RayCluster %s/%s: answer lost, found by its key", namespace, name
+                    "create of %s %s/%s: answer lost, found by its key",
+                    resource.kind,
+                    namespace,
+                    name,
                 )
         if existing is not None:
             return existing
-    raise _conflict(namespace, name, None)
+    raise _conflict(resource, namespace, name, None)
 
 
 def request_digest(obj: Object) -> str:
@@ -99,72 +106,86 @@ def request_digest(obj: Object) -> str:
 
 def _keyed_cluster(
     api: KubeApi,
+    resource: Resource,
     namespace: str,
     name: str,
     key: str | None,
     digest: str | None,
     cause: KubeError | None,
 ) -> Object | None:
-    """RayCluster ``name`` if it carries idempotency ``key`` from the same request
+    """Object ``name`` if it carries idempotency ``key`` from the same request
     (``digest``); None when there is none; raises :class:`KubeConflict` (with ``cause``'s
     reason, the API server's 409) when another request made it, or the transport error as an
     unknown outcome when the API server cannot tell."""
     if key is None:
-        raise _conflict(namespace, name, cause)
+        raise _conflict(resource, namespace, name, cause)
     try:
-        existing = api.get(RAY_CLUSTER.path(namespace, name))
+        existing = api.get(resource.path(namespace, name))
     except KubeApiError as err:
         if err.api_status == 404:
             return None
-        raise _conflict(namespace, name, cause) from err
+        raise _conflict(resource, namespace, name, cause) from err
     except KubeUnreachable as err:
-        raise _outcome_unknown(err, name, True) from err
+        raise _outcome_unknown(err, resource, name, True) from err
     annotations = (existing.get("metadata") or {}).get("annotations") or {}
     if annotations.get(IDEMPOTENCY_KEY_ANNOTATION) != key:
-        raise _conflict(namespace, name, cause)
+        raise _conflict(resource, namespace, name, cause)
     if annotations.get(REQUEST_DIGEST_ANNOTATION, digest) != digest:
         raise KubeConflict(
-            f"RayCluster {name!r} was created by an earlier request with this idempotency key, "
-            "and this request differs from it",
+            f"{resource.kind} {name!r} was created by an earlier request with this idempotency "
+            "key, and this request differs from it",
             cause.reason if cause is not None else None,
             "A changed request needs a new idempotency key (each Submit makes one); to change "
-            "the cluster, delete it and submit again.",
+            "it, delete it and submit again.",
         )
     return existing
 
 
-def _conflict(namespace: str, name: str, cause: KubeError | None) -> KubeConflict:
+def _conflict(
+    resource: Resource, namespace: str, name: str, cause: KubeError | None
+) -> KubeConflict:
     return KubeConflict(
-        f"A RayCluster named {name!r} already exists in namespace {namespace}",
+        f"A {resource.kind} named {name!r} already exists in namespace {namespace}",
         cause.reason if cause is not None else None,
-        "Choose another name, or delete the existing cluster first.",
+        "Choose another name, or delete the existing one first.",
     )
 
 
-def _outcome_unknown(err: KubeUnreachable, name: str, keyed: bool) -> KubeUnreachable:
-    """``err`` with a hint saying the cluster may exist and how to find out safely."""
+def _outcome_unknown(
+    err: KubeUnreachable, resource: Resource, name: str, keyed: bool
+) -> KubeUnreachable:
+    """``err`` with a hint saying the object may exist and how to find out safely."""
     hint = (
-        f"RayCluster {name!r} may or may not have been created. Retrying with the same "
-        "idempotency key is safe: it answers with that cluster if it exists and never makes "
+        f"{resource.kind} {name!r} may or may not have been created. Retrying with the same "
+        "idempotency key is safe: it answers with that object if it exists and never makes "
         "a second one."
         if keyed
-        else f"RayCluster {name!r} may or may not have been created: look for it (GET "
-        "clusters) before creating it again."
+        else f"{resource.kind} {name!r} may or may not have been created: look for it (GET "
+        f"{_collection(resource)}) before creating it again."
     )
     return type(err)(err.error, err.reason, hint)
 
 
-def delete_raycluster(api: KubeApi, namespace: str, name: str) -> Object:
-    """Delete RayCluster ``name`` with background propagation; return the API's answer.
+def _collection(resource: Resource) -> str:
+    """The REST collection listing ``resource``'s objects (``clusters``, ``rayjobs``)."""
+    return "clusters" if resource == RAY_CLUSTER else resource.plural
 
-    The API server answers at once; the garbage collector then removes what the RayCluster
-    owns (its Workload, pods and Services). Raises :class:`KubeNotFound` when it is absent.
+
+def delete_raycluster(
+    api: KubeApi, namespace: str, name: str, resource: Resource = RAY_CLUSTER
+) -> Object:
+    """Delete ``name`` (a RayCluster unless told) with background propagation; return the
+    API's answer.
+
+    The API server answers at once; the garbage collector then removes what it owns (its
+    Workload, pods and Services; a RayJob's RayCluster). Raises :class:`KubeNotFound` when
+    it is absent.
     """
     try:
-        return api.delete(RAY_CLUSTER.path(namespace, name), query=[BACKGROUND])
+        return api.delete(resource.path(namespace, name), query=[BACKGROUND])
     except KubeApiError as err:
         if err.api_status == 404:
-            raise not_found(namespace, name) from err
+            raise not_found(namespace, name, resource) from err
         raise
 
 
@@ -181,23 +202,26 @@ def patch_raycluster(
         raise
 
 
-def get_raycluster(api: KubeApi, namespace: str, name: str) -> Object:
-    """One RayCluster read from the API server; :class:`KubeNotFound` when absent."""
+def get_raycluster(
+    api: KubeApi, namespace: str, name: str, resource: Resource = RAY_CLUSTER
+) -> Object:
+    """One object (a RayCluster unless told) read from the API server; :class:`KubeNotFound`
+    when absent."""
     try:
-        return api.get(RAY_CLUSTER.path(namespace, name))
+        return api.get(resource.path(namespace, name))
     except KubeApiError as err:
         if err.api_status == 404:
-            raise not_found(namespace, name) from err
+            raise not_found(namespace, name, resource) from err
         raise
 
 
-def not_found(namespace: str, name: str) -> KubeNotFound:
-    """The error for a RayCluster that does not exist."""
-    return KubeNotFound(
-        f"No RayCluster named {name!r} in namespace {namespace}",
-        None,
-        "List the namespace's clusters with GET clusters.",
-    )
+def not_found(namespace: str, name: str, resource: Resource = RAY_CLUSTER) -> KubeNotFound:
+    """The error for an object (a RayCluster unless told) that does not exist."""
+    if resource == RAY_CLUSTER:
+        hint = "List the namespace's clusters with GET clusters."
+    else:
+        hint = f"List the namespace's {resource.plural} with GET {_collection(resource)}."
+    return KubeNotFound(f"No {resource.kind} named {name!r} in namespace {namespace}", None, hint)
 
 
 def pending_workloads(

@@ -21,6 +21,7 @@ from jupyter_dw.names import (
     RAY_GROUP,
     RAY_VERSION,
     RAYCLUSTER_KIND,
+    RAYJOB_KIND,
     RESOURCE_FLAVOR_KIND,
     VISIBILITY_GROUP,
     WORKLOAD_KIND,
@@ -140,6 +141,7 @@ PENDING_WORKLOADS_SUBRESOURCE = "pendingworkloads"
 
 # KubeRay
 RAY_CLUSTER = Resource(RAY_GROUP, RAY_VERSION, "rayclusters", RAYCLUSTER_KIND, namespaced=True)
+RAY_JOB = Resource(RAY_GROUP, RAY_VERSION, "rayjobs", RAYJOB_KIND, namespaced=True)
 
 # Core and authorization/authentication APIs
 POD = Resource("", "v1", "pods", POD_KIND, namespaced=True)

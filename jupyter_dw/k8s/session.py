@@ -79,6 +79,7 @@ from .resources import (
     PENDING_WORKLOADS_SUBRESOURCE,
     POD,
     RAY_CLUSTER,
+    RAY_JOB,
     RESOURCE_FLAVOR,
     SECRET,
     VISIBILITY_CLUSTER_QUEUE,
@@ -393,6 +394,8 @@ class KubeSession:
         if discovery.kuberay_installed:
             if not self._denied(RAY_CLUSTER):
                 wanted[RAY_CLUSTER.plural] = (RAY_CLUSTER, None)
+            if discovery.rayjobs_served and not self._denied(RAY_JOB):
+                wanted[RAY_JOB.plural] = (RAY_JOB, None)
             if not self._denied(POD):
                 # Only Ray's pods: the namespace may hold many others (the workbench itself).
                 wanted[POD.plural] = (POD, RAY_CLUSTER_LABEL)
@@ -458,6 +461,8 @@ class KubeSession:
         discovery = self._discovery
         if discovery is None:
             return False
+        if resource == RAY_JOB:
+            return discovery.rayjobs_served
         if resource.group == RAY_CLUSTER.group or resource.plural in (POD.plural, EVENT.plural):
             return discovery.kuberay_installed
         kind = ResourceKind(resource.group, resource.plural, resource.kind, resource.namespaced)
@@ -943,15 +948,65 @@ class KubeSession:
         :func:`ray.create_raycluster`. Waits briefly until the watch cache holds it, so the
         next read (``GET clusters``, the events socket) already shows it."""
         self.wait_ready()
-        self.discovery.require_kuberay()
-        created = ray.create_raycluster(self.api, self.namespace, obj)
-        cache = self._caches.get(RAY_CLUSTER.plural)
+        return self._create_cached(self.discovery.require_kuberay(), obj)
+
+    def _create_cached(self, resource: Resource, obj: Object) -> Object:
+        created = ray.create_raycluster(self.api, self.namespace, obj, resource)
+        cache = self._caches.get(resource.plural)
         name = str((created.get("metadata") or {}).get("name") or "")
         if cache is not None and cache.started:
             cache.wait_until(
                 lambda _: cache.get(name, self.namespace) is not None, CACHE_CATCH_UP_SECONDS
             )
         return created
+
+    # -- RayJobs ---------------------------------------------------------------------------
+
+    def ray_jobs(self, timeout: float | None = None) -> list[Object]:
+        """The namespace's RayJobs from the watch cache (waits for its first sync, and for the
+        RayCluster and Workload caches, so a job's cluster and Workload answer too).
+
+        Raises ``NotInstalled`` without KubeRay's RayJob CRD and ``KubeForbidden`` when
+        RayJobs cannot be listed and watched."""
+        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
+        self.wait_ready(max(0.0, deadline - time.monotonic()))
+        self.discovery.require_rayjobs()
+        cache = self._synced_cache(RAY_JOB, deadline, required=True)
+        assert cache is not None
+        self._synced_cache(RAY_CLUSTER, deadline)
+        self._synced_cache(WORKLOAD, deadline)
+        return cache.snapshot()
+
+    def ray_job(self, name: str, timeout: float | None = None) -> Object:
+        """One RayJob: from the cache, else (not seen yet) from the API server. Raises
+        ``KubeNotFound`` when it does not exist."""
+        self.ray_jobs(timeout)
+        cached = self.cached_ray_job(name)
+        if cached is not None:
+            return cached
+        try:
+            return ray.get_raycluster(self.api, self.namespace, name, RAY_JOB)
+        except KubeForbidden as err:
+            raise ray.not_found(self.namespace, name, RAY_JOB) from err
+
+    def cached_ray_job(self, name: str) -> Object | None:
+        """RayJob ``name`` as the cache holds it now (no waiting, no I/O)."""
+        cache = self._watching(RAY_JOB.plural)
+        return cache.get(name, self._namespace or "") if cache is not None else None
+
+    def create_rayjob(self, obj: Object) -> Object:
+        """Create RayJob ``obj`` (dry run first, idempotency key honoured, like
+        :meth:`create_raycluster`); waits briefly for the cache to hold it."""
+        self.wait_ready()
+        return self._create_cached(self.discovery.require_rayjobs(), obj)
+
+    def delete_rayjob(self, name: str) -> Object:
+        """Delete RayJob ``name`` (background propagation: its RayCluster, submitter Job and
+        Workload follow). Raises ``KubeNotFound`` when absent."""
+        self.wait_ready()
+        return ray.delete_raycluster(
+            self.api, self.namespace, name, self.discovery.require_rayjobs()
+        )
 
     def wait_for_ray_cluster(self, name: str, resource_version: str) -> None:
         """Wait briefly until the RayCluster cache holds ``name`` at ``resource_version`` or

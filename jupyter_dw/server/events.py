@@ -139,7 +139,9 @@ class EventsHandler(
         self._changes: asyncio.Queue[Change] = asyncio.Queue()
         self._closed = False
         core = self.core
-        self._feed = ChangeFeed(core.session, core.queues, core.clusters, core.workloads)
+        self._feed = ChangeFeed(
+            core.session, core.queues, core.clusters, core.workloads, rayjobs=core.rayjobs
+        )
         # Registered before the snapshot is read, so no change between the two is lost.
         self._remove_listener = self._feed.listen(self._on_change)
         self._pump = asyncio.ensure_future(self._run())

@@ -1,0 +1,365 @@
+"""A RayJob request (KubeRay ``ray.io/v1`` RayJob: a Ray program that brings its own cluster
+and tears it down), validated, as the manifest we create and as the pod sets Kueue counts.
+
+Pure. The job's cluster is a :class:`~jupyter_dw.domain.cluster_spec.ValidatedSpec` made by the
+same parser as a RayCluster's (same fields, defaults, limits and messages); its own ``name``,
+``queue`` and ``priority`` are not used: the job's are. So the RayJob's metadata (queue label,
+priority class, owner) is exactly what a RayCluster of that name would carry.
+
+Checked against KubeRay v1.6.2 (``rayjob_types.go``, ``utils/validation.go``) and Kueue
+v0.19.2 / v0.14.8 (``pkg/controller/jobs/rayjob``):
+
+- a Kueue-managed RayJob must delete its cluster when it finishes
+  (``shutdownAfterJobFinishes``), may not select an existing cluster and may not autoscale;
+- KubeRay names the cluster ``<job>-<5 random characters>``, hence a job name of at most 47
+  characters (a DNS-1035 label);
+- what Kueue counts: the head and worker pod sets; in ``K8sJobMode`` a ``submitter`` pod set
+  (one pod, KubeRay's default submitter: 500m CPU / 200Mi); in ``SidecarMode`` Kueue 0.19 adds
+  the same submitter container to the head pod set, Kueue 0.14 does not count it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Any, Literal
+
+from jupyter_dw.domain.cluster_spec import (
+    REQUEST_ERROR_KEY,
+    SpecError,
+    ValidatedSpec,
+    parse_priority,
+    resolve_queue,
+)
+from jupyter_dw.domain.fit import PodSetRequest, pod_sets_for_spec
+from jupyter_dw.domain.validation import dns1035_label_error
+from jupyter_dw.names import RAY_GROUP, RAY_VERSION, RAYJOB_KIND
+
+SubmissionMode = Literal["K8sJobMode", "SidecarMode"]
+SUBMISSION_MODES: tuple[SubmissionMode, ...] = ("K8sJobMode", "SidecarMode")
+DEFAULT_SUBMISSION_MODE: SubmissionMode = "K8sJobMode"
+
+MAX_RAYJOB_NAME_LENGTH = 47
+"""KubeRay's ``MaxRayJobNameLength``: its cluster's name adds six characters to the job's."""
+
+SUBMITTER_POD_SET = "submitter"
+"""Kueue's name for the K8sJobMode submitter Job's pod set."""
+SUBMITTER_CPU = Decimal("0.5")
+SUBMITTER_MEMORY = Decimal(200 * 2**20)
+"""KubeRay's default submitter container requests (``GetDefaultSubmitterContainer``), which
+Kueue counts in both modes (0.19; 0.14 in K8sJobMode only)."""
+
+MAX_ENTRYPOINT_LENGTH = 32768
+"""A generous bound: the entrypoint is a command line, kept in the object (etcd's limit is
+about 1.5 MB for the whole object)."""
+
+RAYJOB_FIELDS: tuple[str, ...] = (
+    "name",
+    "queue",
+    "priority",
+    "entrypoint",
+    "runtime_env",
+    "submission_mode",
+    "shutdown_after_finish",
+    "ttl_seconds_after_finished",
+    "cluster",
+)
+"""Every field a RayJob request may carry; the same names in REST JSON, Python and ``%dw``."""
+
+CLUSTER_FIELDS_NOT_USED = ("name", "queue", "priority")
+"""Fields of the inner cluster that the job's own fields replace."""
+
+ClusterParser = Callable[[Mapping[str, Any]], ValidatedSpec]
+"""Parses the inner cluster request (the same parser and policy as ``POST clusters``); raises
+``SpecError``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidatedRayJob:
+    """A validated RayJob request, every default applied. ``cluster`` carries the job's name,
+    queue and priority (see the module's docstring)."""
+
+    name: str
+    queue: str
+    priority: str | None
+    entrypoint: str
+    runtime_env: Mapping[str, Any] | None
+    submission_mode: SubmissionMode
+    shutdown_after_finish: bool
+    ttl_seconds_after_finished: int | None
+    cluster: ValidatedSpec
+
+    def __post_init__(self) -> None:
+        if self.runtime_env is not None:
+            object.__setattr__(self, "runtime_env", MappingProxyType(dict(self.runtime_env)))
+
+    @classmethod
+    def from_request(
+        cls,
+        data: Mapping[str, Any],
+        parse_cluster: ClusterParser,
+        known_queues: Collection[str] | None = None,
+        default_queue: str | None = None,
+        known_priorities: Collection[str] | None = None,
+    ) -> ValidatedRayJob:
+        """Parse, default and validate; raise ``SpecError`` listing every bad field (the
+        cluster's as ``cluster.<field>``). ``None`` values count as omitted."""
+        return _RayJobParser(parse_cluster, known_queues, default_queue, known_priorities).parse(
+            data
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready fields; ``from_request`` reads them back."""
+        cluster = self.cluster.to_json()
+        for name in CLUSTER_FIELDS_NOT_USED:
+            cluster.pop(name, None)
+        return {
+            "name": self.name,
+            "queue": self.queue,
+            "priority": self.priority,
+            "entrypoint": self.entrypoint,
+            "runtime_env": dict(self.runtime_env) if self.runtime_env is not None else None,
+            "submission_mode": self.submission_mode,
+            "shutdown_after_finish": self.shutdown_after_finish,
+            "ttl_seconds_after_finished": self.ttl_seconds_after_finished,
+            "cluster": cluster,
+        }
+
+    def to_rayjob(
+        self, namespace: str, owner: str | None = None, *, auth_options_served: bool = True
+    ) -> dict[str, Any]:
+        """The ``ray.io/v1`` RayJob to create in ``namespace``, suspended until Kueue admits it.
+
+        Its metadata is what a RayCluster of this name, queue and priority would carry; its
+        ``rayClusterSpec`` is that RayCluster's spec without ``suspend`` (the RayJob is what
+        Kueue suspends; KubeRay creates the cluster once the job runs)."""
+        raycluster = self.cluster.to_raycluster(
+            namespace, owner, auth_options_served=auth_options_served
+        )
+        cluster_spec = dict(raycluster["spec"])
+        cluster_spec.pop("suspend", None)
+        spec: dict[str, Any] = {
+            "entrypoint": self.entrypoint,
+            "submissionMode": self.submission_mode,
+            "shutdownAfterJobFinishes": self.shutdown_after_finish,
+            # Created suspended: Kueue's webhook would set it; set here, nothing starts early.
+            "suspend": True,
+            "rayClusterSpec": cluster_spec,
+        }
+        if self.runtime_env is not None:
+            # JSON is YAML: KubeRay parses runtimeEnvYAML as YAML.
+            spec["runtimeEnvYAML"] = json.dumps(dict(self.runtime_env), sort_keys=True)
+        if self.ttl_seconds_after_finished is not None:
+            spec["ttlSecondsAfterFinished"] = self.ttl_seconds_after_finished
+        return {
+            "apiVersion": f"{RAY_GROUP}/{RAY_VERSION}",
+            "kind": RAYJOB_KIND,
+            "metadata": raycluster["metadata"],
+            "spec": spec,
+        }
+
+    def pod_sets(self, *, sidecar_counted: bool) -> tuple[PodSetRequest, ...]:
+        """The pod sets Kueue builds for this RayJob: the cluster's head and workers, then the
+        ``submitter`` (K8sJobMode). In SidecarMode the submitter container sits in the head
+        pod, and Kueue counts it there when ``sidecar_counted`` (0.19: the same release that
+        counts KubeRay's autoscaler sidecar; 0.14 counts neither)."""
+        head, *rest = pod_sets_for_spec(self.cluster, sidecar_counted=sidecar_counted)
+        if self.submission_mode == "SidecarMode" and sidecar_counted:
+            per_pod = dict(head.per_pod)
+            per_pod["cpu"] = per_pod.get("cpu", Decimal(0)) + SUBMITTER_CPU
+            per_pod["memory"] = per_pod.get("memory", Decimal(0)) + SUBMITTER_MEMORY
+            head = replace(head, per_pod=per_pod)
+        pod_sets = [head, *rest]
+        if self.submission_mode == "K8sJobMode":
+            # KubeRay's default submitter template: no tolerations or node selector of ours.
+            pod_sets.append(
+                PodSetRequest(
+                    SUBMITTER_POD_SET, 1, {"cpu": SUBMITTER_CPU, "memory": SUBMITTER_MEMORY}
+                )
+            )
+        return tuple(pod_sets)
+
+
+def rayjob_name_error(name: str) -> str | None:
+    """What is wrong with ``name`` as a RayJob's name (None if nothing): a DNS-1035 label of at
+    most 47 characters, KubeRay's rule."""
+    return dns1035_label_error(name, MAX_RAYJOB_NAME_LENGTH)
+
+
+class _RayJobParser:
+    """Turns one request into a :class:`ValidatedRayJob`, collecting every bad field."""
+
+    def __init__(
+        self,
+        parse_cluster: ClusterParser,
+        known_queues: Collection[str] | None,
+        default_queue: str | None,
+        known_priorities: Collection[str] | None,
+    ) -> None:
+        self.parse_cluster = parse_cluster
+        self.known_queues = known_queues
+        self.default_queue = default_queue
+        self.known_priorities = known_priorities
+        self.errors: dict[str, str] = {}
+        self.values: dict[str, Any] = {}
+
+    def parse(self, data: Mapping[str, Any]) -> ValidatedRayJob:
+        if not isinstance(data, Mapping):
+            raise SpecError({REQUEST_ERROR_KEY: f"must be a mapping of fields, got {data!r:.80}"})
+        self.values = {str(k): v for k, v in data.items() if v is not None}
+        for unknown in [k for k in self.values if k not in RAYJOB_FIELDS]:
+            close = difflib.get_close_matches(unknown, RAYJOB_FIELDS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            self.errors[unknown] = f"unknown field{hint}; known fields: {', '.join(RAYJOB_FIELDS)}"
+        name = self._field("name", _parse_name, None)
+        if "name" not in self.values:
+            self.errors["name"] = "required: give the job a name, e.g. 'train-1'"
+        queue = self._field(
+            "queue",
+            lambda v: resolve_queue(v, self.known_queues, self.default_queue),
+            None,
+        )
+        if "queue" not in self.values:
+            try:
+                queue = resolve_queue(None, self.known_queues, self.default_queue)
+            except ValueError as err:
+                self.errors["queue"] = str(err)
+        priority = self._field("priority", lambda v: parse_priority(v, self.known_priorities), None)
+        entrypoint = self._field("entrypoint", _parse_entrypoint, None)
+        if "entrypoint" not in self.values:
+            self.errors["entrypoint"] = (
+                "required: the command that runs the job, e.g. 'python train.py'"
+            )
+        runtime_env = self._field("runtime_env", _parse_runtime_env, None)
+        mode = self._field("submission_mode", _parse_mode, DEFAULT_SUBMISSION_MODE)
+        shutdown = self._field("shutdown_after_finish", _parse_shutdown, True)
+        ttl = self._field("ttl_seconds_after_finished", _parse_ttl, None)
+        cluster = self._cluster(name, queue, priority)
+        if self.errors:
+            raise SpecError(self.errors)
+        assert name is not None and queue is not None and entrypoint is not None
+        assert cluster is not None
+        return ValidatedRayJob(
+            name=name,
+            queue=queue,
+            priority=priority,
+            entrypoint=entrypoint,
+            runtime_env=runtime_env,
+            submission_mode=mode,
+            shutdown_after_finish=shutdown,
+            ttl_seconds_after_finished=ttl,
+            cluster=cluster,
+        )
+
+    def _field(self, name: str, parse: Callable[[Any], Any], default: Any) -> Any:
+        if name not in self.values:
+            return default
+        try:
+            return parse(self.values[name])
+        except ValueError as err:
+            self.errors[name] = str(err)
+            return None
+
+    def _cluster(
+        self, name: str | None, queue: str | None, priority: str | None
+    ) -> ValidatedSpec | None:
+        raw = self.values.get("cluster", {})
+        if not isinstance(raw, Mapping):
+            self.errors["cluster"] = (
+                f"must be a mapping of cluster fields (as for a Ray cluster), got {raw!r:.80}"
+            )
+            return None
+        request = {k: v for k, v in raw.items() if k not in CLUSTER_FIELDS_NOT_USED}
+        # The job's name and queue stand in (a placeholder when the job's own are bad, so the
+        # cluster's other fields are still checked and reported in the same answer).
+        request["name"] = name or "rayjob"
+        if queue is not None:
+            request["queue"] = queue
+        if priority is not None:
+            request["priority"] = priority
+        try:
+            cluster = self.parse_cluster(request)
+        except SpecError as err:
+            for key, message in err.errors.items():
+                if key in ("queue", "priority") and key in self.errors:
+                    continue  # already reported as the job's own field
+                self.errors[f"cluster.{key}"] = message
+            return None
+        if cluster.autoscaling:
+            self.errors["cluster.max_workers"] = (
+                "a RayJob's cluster has a fixed size: Kueue does not admit an autoscaling "
+                "RayJob; give workers only (or min_workers = max_workers = workers)"
+            )
+            return None
+        return cluster
+
+
+def _parse_name(raw: object) -> str:
+    if not isinstance(raw, str):
+        raise ValueError(f"must be a string, got {raw!r:.80}")
+    problem = rayjob_name_error(raw)
+    if problem is not None:
+        raise ValueError(
+            f"{problem} (KubeRay requires a DNS-1035 label of at most "
+            f"{MAX_RAYJOB_NAME_LENGTH} characters: it names the job's cluster '<name>-xxxxx')"
+        )
+    return raw
+
+
+def _parse_entrypoint(raw: object) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError("must be a non-empty command line, e.g. 'python train.py'")
+    if len(raw) > MAX_ENTRYPOINT_LENGTH:
+        raise ValueError(
+            f"is {len(raw)} characters; at most {MAX_ENTRYPOINT_LENGTH}: put the program in "
+            "runtime_env's working_dir and call it"
+        )
+    return raw
+
+
+def _parse_runtime_env(raw: object) -> dict[str, Any]:
+    if not isinstance(raw, Mapping) or not all(isinstance(k, str) for k in raw):
+        raise ValueError(
+            "must be a mapping (Ray's runtime_env: pip, env_vars, working_dir, ...), got "
+            f"{raw!r:.80}"
+        )
+    try:
+        json.dumps(raw)
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"must hold only JSON values (strings, numbers, lists, maps): {err}"
+        ) from None
+    return dict(raw)
+
+
+def _parse_mode(raw: object) -> SubmissionMode:
+    for mode in SUBMISSION_MODES:
+        if raw == mode:
+            return mode
+    raise ValueError(
+        f"must be one of {', '.join(SUBMISSION_MODES)}, got {raw!r:.80} (K8sJobMode submits "
+        "from a Kubernetes Job; SidecarMode from a container in the head pod)"
+    )
+
+
+def _parse_shutdown(raw: object) -> bool:
+    if raw is True:
+        return True
+    if raw is False:
+        raise ValueError(
+            "must be true: Kueue requires a RayJob it admits to delete its cluster when the "
+            "job finishes, or the cluster would keep the queue's quota"
+        )
+    raise ValueError(f"must be true or false, got {raw!r:.80}")
+
+
+def _parse_ttl(raw: object) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise ValueError(f"must be a whole number of seconds, got {raw!r:.80}")
+    if raw < 0 or raw > 2**31 - 1:
+        raise ValueError(f"must be between 0 and {2**31 - 1} seconds, got {raw}")
+    return raw
