@@ -31,6 +31,7 @@ from ..k8s.errors import (
     NotInstalled,
 )
 from .jobs import RayJobHandle, list_jobs, submit_job
+from .kuberay_jobs import RayJobSpec, fit_rayjob, submit_rayjob
 from .ray_connect import (
     image_of,
     installed_ray,
@@ -155,21 +156,24 @@ def workloads(queue: str | None = None, kind: str | None = None) -> WorkloadList
     return runtime().core.workloads.list(queue, kind)
 
 
-def fit(spec: SpecLike | None = None, **fields: Any) -> FitResult:
-    """Would this cluster fit its queue now? ``verdict`` (fits-now, must-wait, never-fits,
-    unknown), ``message``, ``requests``, ``headroom``, ``ahead`` and ``suggestion`` (what would
-    start now, or None). ``name`` may be omitted."""
+def fit(spec: SpecLike | RayJobSpec | None = None, **fields: Any) -> FitResult:
+    """Would this cluster (or ``dw.RayJobSpec``) fit its queue now? ``verdict`` (fits-now,
+    must-wait, never-fits, unknown), ``message``, ``requests``, ``headroom``, ``ahead`` and
+    ``suggestion`` (what would start now, or None). ``name`` may be omitted."""
+    if isinstance(spec, RayJobSpec):
+        return fit_rayjob(spec, **fields)
     return runtime().core.clusters.fit(_request(spec, fields))
 
 
 def submit(
-    spec: SpecLike | None = None,
+    spec: SpecLike | RayJobSpec | None = None,
     *,
     delete_with_kernel: bool = False,
     idempotency_key: str | None = None,
     **fields: Any,
-) -> RayClusterHandle:
-    """Create the cluster through Kueue (suspended until admitted); return its handle.
+) -> Any:
+    """Create the cluster through Kueue (suspended until admitted); return its handle. A
+    ``dw.RayJobSpec`` makes a RayJob instead and returns its :class:`KubeRayJobHandle`.
 
     ``delete_with_kernel``: delete it when this kernel shuts down (quota is shared).
     ``idempotency_key``: the key of this submission (default: a fresh one per call); pass the
@@ -179,6 +183,8 @@ def submit(
     ``PermissionDenied``, ``NotInstalled`` or ``Unreachable`` (its ``idempotency_key`` is
     the one to retry with).
     """
+    if isinstance(spec, RayJobSpec):
+        return submit_rayjob(spec, idempotency_key=idempotency_key, **fields)
     rt = runtime()
     key = idempotency_key or new_idempotency_key()
     try:

@@ -237,6 +237,62 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/rayjobs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Every KubeRay RayJob of the namespace with its Kueue and KubeRay state. */
+    get: operations['listRayJobs'];
+    put?: never;
+    /** Validate, dry-run and create a RayJob (a Ray program with its own cluster), suspended until Kueue admits it. */
+    post: operations['createRayJob'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/rayjobs/fit': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Would this RayJob fit its queue now? Counts what Kueue holds for it on the running version (the K8sJobMode submitter pod set; the SidecarMode submitter in the head on Kueue 0.19). `name` may be omitted. */
+    post: operations['fitRayJob'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/rayjobs/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayJob name: a DNS-1035 label of at most 47 characters (KubeRay's limit); anything else is 400 `invalid_name`. */
+        name: string;
+      };
+      cookie?: never;
+    };
+    /** One RayJob. */
+    get: operations['getRayJob'];
+    put?: never;
+    post?: never;
+    /** Delete a RayJob (its cluster, submitter and Workload follow). */
+    delete: operations['deleteRayJob'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/events': {
     parameters: {
       query?: never;
@@ -362,6 +418,8 @@ export interface components {
       kuberay: {
         installed: boolean;
         api_version: string | null;
+        /** @description Whether RayJobs are served (KubeRay's RayJob CRD). */
+        rayjobs: boolean;
         /** @description Whether the RayCluster schema has `spec.authOptions` (KubeRay 1.6+: clusters get Ray token authentication), read from the API server's OpenAPI v3 document; null when it cannot be read. */
         auth_options: boolean | null;
       };
@@ -819,10 +877,113 @@ export interface components {
       cluster_queue: string | null;
       /** @description AdmissionChecks the ClusterQueue requires of this workload (those whose `onFlavors` match its flavors). Quota is reserved first, then Kueue waits until every one is Ready: a `fits-now` verdict then says "fits the quota; then waits for capacity from admission check X". */
       admission_checks: string[];
-      spec: components['schemas']['ClusterSpec'];
+      /** @description What was judged (a cluster's spec, or a RayJob's for `rayjobs/fit`). */
+      spec: components['schemas']['ClusterSpec'] | components['schemas']['KubeRayJobSpec'];
       /** @description Why this queue, when the request named none. */
       default_queue: string | null;
       suggestion?: null | components['schemas']['Suggestion'];
+    };
+    /** @description A RayJob request. `cluster` takes the fields of a cluster request (its `name`, `queue` and `priority` are the job's); it may not autoscale. */
+    KubeRayJobRequest: {
+      name?: string | null;
+      queue?: string | null;
+      priority?: string | null;
+      /** @description The command that runs the job (required to create). */
+      entrypoint?: string | null;
+      /** @description Ray's runtime_env (pip, env_vars, working_dir, ...). */
+      runtime_env?: Record<string, never> | null;
+      /** @enum {unknown} */
+      submission_mode?: 'K8sJobMode' | 'SidecarMode' | null;
+      /** @description Must be true (Kueue requires it); the default. */
+      shutdown_after_finish?: boolean | null;
+      ttl_seconds_after_finished?: number | null;
+      cluster?: null | components['schemas']['ClusterSpecRequest'];
+    };
+    KubeRayJobCreateRequest: components['schemas']['KubeRayJobRequest'] & {
+      name: string;
+      entrypoint: string;
+    };
+    /** @description A RayJob request after defaults. */
+    KubeRayJobSpec: {
+      name: string | null;
+      queue: string;
+      priority: string | null;
+      entrypoint: string;
+      runtime_env: Record<string, never> | null;
+      /** @enum {unknown} */
+      submission_mode: 'K8sJobMode' | 'SidecarMode';
+      shutdown_after_finish: boolean;
+      ttl_seconds_after_finished: number | null;
+      /** @description The job's cluster (a `ClusterSpec` without name, queue and priority). */
+      cluster: Record<string, never>;
+    };
+    /** @description A KubeRay RayJob: its Workload's state while Kueue decides (the clusters' words), then KubeRay's (`starting`, `running`, `succeeded`, `stopped`, `failed` with KubeRay's `reason` and `message`). */
+    KubeRayJob: {
+      name: string;
+      namespace: string | null;
+      queue: string | null;
+      priority: string | null;
+      submission_mode: string | null;
+      entrypoint: string | null;
+      /** @enum {unknown} */
+      state:
+        | 'queued'
+        | 'waiting-for-capacity'
+        | 'admitted'
+        | 'starting'
+        | 'running'
+        | 'succeeded'
+        | 'stopped'
+        | 'failed'
+        | 'evicted'
+        | 'preempted'
+        | 'suspended'
+        | 'rejected'
+        | 'deleting';
+      reason: string | null;
+      message: string | null;
+      final: boolean;
+      /** @description KubeRay's `jobDeploymentStatus`. */
+      deployment_status: string | null;
+      /** @description Ray's job status (`jobStatus`). */
+      job_status: string | null;
+      job_id: string | null;
+      /** @description The RayCluster KubeRay made for the job (not in `GET clusters`). */
+      cluster: string | null;
+      workload: string | null;
+      position_in_local_queue: number | null;
+      position_in_cluster_queue: number | null;
+      resources: {
+        [key: string]: components['schemas']['Quantities'];
+      };
+      requests: {
+        [key: string]: string;
+      };
+      created: components['schemas']['NullableTime'];
+      start_time: components['schemas']['NullableTime'];
+      end_time: components['schemas']['NullableTime'];
+    };
+    KubeRayJobList: {
+      namespace: string;
+      positions_visible: boolean;
+      rayjobs: components['schemas']['KubeRayJob'][];
+    };
+    /** @description A RayJob changed, or its Workload did. `rayjob` is the record `GET rayjobs` lists; null, with `event` `DELETED`, once it is gone. */
+    KubeRayJobMessage: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'rayjob';
+      event: components['schemas']['ChangeEvent'];
+      name: string;
+      cause: {
+        /** @enum {unknown} */
+        kind: 'RayJob' | 'Workload';
+        name: string;
+        event: components['schemas']['ChangeEvent'];
+      };
+      rayjob: null | components['schemas']['KubeRayJob'];
     };
     /** @description A Ray job as Ray's Jobs API has it (`JobDetails`, Ray 2.60), without its `runtime_env`. Times are milliseconds since the epoch. */
     RayJob: {
@@ -897,6 +1058,7 @@ export interface components {
       | components['schemas']['QueuesMessage']
       | components['schemas']['ClusterMessage']
       | components['schemas']['WorkloadMessage']
+      | components['schemas']['KubeRayJobMessage']
       | components['schemas']['HealthMessage']
       | components['schemas']['JobsMessage']
       | components['schemas']['JobLogsMessage']
@@ -921,6 +1083,9 @@ export interface components {
       /** @description Every Workload of the namespace, as `GET workloads` lists them. */
       workloads: null | components['schemas']['Workload'][];
       workloads_error: components['schemas']['NullableError'];
+      /** @description Every RayJob, as `GET rayjobs` lists them (null when not served). */
+      rayjobs?: null | components['schemas']['KubeRayJob'][];
+      rayjobs_error?: components['schemas']['NullableError'];
       positions_visible: boolean;
     };
     /** @description A LocalQueue, ClusterQueue, Cohort or ResourceFlavor that concerns the namespace changed, and with it the `GET queues` answer. */
@@ -1500,6 +1665,164 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+    };
+  };
+  listRayJobs: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The RayJobs, sorted by name. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['KubeRayJobList'];
+        };
+      };
+      default: components['responses']['Error'];
+    };
+  };
+  createRayJob: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description As for `POST clusters`, for the RayJob. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "name": "train-1",
+         *       "entrypoint": "python train.py",
+         *       "cluster": {
+         *         "workers": 2
+         *       }
+         *     }
+         */
+        'application/json': components['schemas']['KubeRayJobCreateRequest'];
+      };
+    };
+    responses: {
+      /** @description The new RayJob. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['KubeRayJob'];
+        };
+      };
+      /** @description `invalid_spec` (nothing sent to Kubernetes; the cluster's fields as `cluster.<field>`) or `rejected` (the dry run was refused: nothing created). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      /** @description `already_exists`: the name is taken. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      default: components['responses']['Error'];
+    };
+  };
+  fitRayJob: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['KubeRayJobRequest'];
+      };
+    };
+    responses: {
+      /** @description The fit verdict (`spec` is the RayJob after defaults). */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Fit'];
+        };
+      };
+      /** @description `invalid_spec` with per-field `errors`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      default: components['responses']['Error'];
+    };
+  };
+  getRayJob: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayJob name: a DNS-1035 label of at most 47 characters (KubeRay's limit); anything else is 400 `invalid_name`. */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The RayJob. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['KubeRayJob'];
+        };
+      };
+      default: components['responses']['Error'];
+    };
+  };
+  deleteRayJob: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayJob name: a DNS-1035 label of at most 47 characters (KubeRay's limit); anything else is 400 `invalid_name`. */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Deleted'];
+        };
+      };
+      default: components['responses']['Error'];
     };
   };
   events: {

@@ -7,11 +7,12 @@ from typing import Any
 
 KUEUE = "kueue.x-k8s.io"
 RAY_RULE_VERBS = ["get", "list", "watch", "create", "delete", "patch"]
+RAYJOB_VERBS = ["get", "list", "watch", "create", "delete"]
 
 
 def namespace_rules(ray_verbs: Sequence[str] = RAY_RULE_VERBS) -> list[dict[str, Any]]:
     """What a workbench typically may do in its namespace (Kueue's batch-user role, Ray
-    clusters with ``ray_verbs``, reading pods and events, getting Ray's token Secrets)."""
+    clusters with ``ray_verbs``, RayJobs, reading pods and events, getting Ray's token Secrets)."""
     return [
         {
             "apiGroups": [KUEUE],
@@ -24,6 +25,7 @@ def namespace_rules(ray_verbs: Sequence[str] = RAY_RULE_VERBS) -> list[dict[str,
             "verbs": ["get"],
         },
         {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": list(ray_verbs)},
+        {"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": RAYJOB_VERBS},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]},

@@ -1,0 +1,205 @@
+"""KubeRay RayJobs from a kernel: ``dw.RayJobSpec``, ``dw.fit(job)``, ``dw.submit(job)`` →
+a :class:`KubeRayJobHandle`, ``dw.rayjob(name)``, ``dw.rayjobs()``.
+
+A RayJob is a Ray program that brings its own cluster: Kueue queues it like a cluster, KubeRay
+starts the cluster once it is admitted, submits the entrypoint, and deletes the cluster when
+the job ends. Same core, same field names as ``POST dw/api/rayjobs``. Not to be confused with
+:class:`~jupyter_dw.notebook.jobs.RayJobHandle`: a Ray job submitted to a running cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ..core.cluster_results import FitResult
+from ..core.clusters import InvalidSpec, new_idempotency_key
+from ..core.kuberay_jobs import RayJobList
+from ..domain.rayjob_state import RayJobInfo
+from ..k8s.errors import KubeError, KubeUnreachable
+from .runtime import runtime
+
+
+@dataclass
+class RayJobSpec:
+    """What to run; None means the default. ``cluster`` is the job's cluster
+    (a ``dw.ClusterSpec`` or a dict of its fields; its own name, queue and priority are not
+    used). ``shutdown_after_finish`` must stay True under Kueue; ``ttl_seconds_after_finished``
+    keeps the finished RayJob object that long."""
+
+    name: str | None = None
+    queue: str | None = None
+    priority: str | None = None
+    entrypoint: str | None = None
+    runtime_env: dict[str, Any] | None = None
+    submission_mode: str | None = None
+    """``"K8sJobMode"`` (default: a Kubernetes Job submits it) or ``"SidecarMode"``."""
+    shutdown_after_finish: bool | None = None
+    ttl_seconds_after_finished: int | None = None
+    cluster: Any = None
+
+    def to_request(self) -> dict[str, Any]:
+        """The REST request body: the fields that are set."""
+        body = {f.name: getattr(self, f.name) for f in fields(self)}
+        cluster = body.get("cluster")
+        if cluster is not None and hasattr(cluster, "to_request"):
+            body["cluster"] = cluster.to_request()
+        return {k: v for k, v in body.items() if v is not None}
+
+
+def rayjob_request(spec: RayJobSpec | Mapping[str, Any], overrides: Mapping[str, Any]) -> dict:
+    """``spec`` (a :class:`RayJobSpec` or a mapping) with ``overrides`` as a request body."""
+    if isinstance(spec, RayJobSpec):
+        base = spec.to_request()
+    elif isinstance(spec, Mapping):
+        base = dict(spec)
+    else:
+        raise InvalidSpec(
+            "Invalid RayJob spec",
+            f"expected a dw.RayJobSpec or a dict, got {type(spec).__name__}",
+            "Pass dw.RayJobSpec(name=..., entrypoint=..., cluster=dw.ClusterSpec(...)).",
+            {"request": "must be a RayJobSpec or a mapping of fields"},
+        )
+    return {**base, **{k: v for k, v in overrides.items() if v is not None}}
+
+
+def fit_rayjob(spec: RayJobSpec | Mapping[str, Any], **fields: Any) -> FitResult:
+    """Would this RayJob fit its queue now? Counts what Kueue will hold for it (its head,
+    workers and submitter) on the running Kueue."""
+    return runtime().core.rayjobs.fit(rayjob_request(spec, fields))
+
+
+def submit_rayjob(
+    spec: RayJobSpec | Mapping[str, Any], *, idempotency_key: str | None = None, **fields: Any
+) -> KubeRayJobHandle:
+    """Create the RayJob through Kueue (suspended until admitted); return its handle.
+    Raises like ``dw.submit``."""
+    key = idempotency_key or new_idempotency_key()
+    try:
+        info = runtime().core.rayjobs.create(rayjob_request(spec, fields), key)
+    except KubeUnreachable as err:
+        err.idempotency_key = key  # type: ignore[attr-defined]
+        err.hint = f"{err.hint or ''} Retry with dw.submit(..., idempotency_key={key!r}).".strip()
+        raise
+    return KubeRayJobHandle(info.name, _last=info)
+
+
+def rayjob(name: str) -> KubeRayJobHandle:
+    """The handle of an existing RayJob (``NotFound`` when there is none)."""
+    info = runtime().core.rayjobs.get(name)
+    return KubeRayJobHandle(info.name, _last=info)
+
+
+def rayjobs() -> RayJobList:
+    """Every RayJob of the namespace with its state (a sequence; index it by name)."""
+    return runtime().core.rayjobs.list()
+
+
+class RayJobEnded(KubeError):
+    """A wait for a RayJob state ended otherwise: the job failed, stopped or was deleted
+    first; ``state`` is its last state."""
+
+    code = "rayjob_ended"
+
+    def __init__(self, error: str, reason: str | None, hint: str | None, state: str | None):
+        super().__init__(error, reason, hint)
+        self.state = state
+
+
+_ORDER = ("queued", "admitted", "starting", "running")
+"""The way forward: waiting for ``starting`` is over once the job runs or has ended."""
+
+
+@dataclass
+class KubeRayJobHandle:
+    """One RayJob of the namespace, by name; every read is fresh from the watch caches."""
+
+    name: str
+    _last: RayJobInfo | None = field(default=None, repr=False, compare=False)
+
+    def status(self) -> RayJobInfo:
+        """The RayJob now: ``state``, ``reason``, ``message``, ``position_in_local_queue``,
+        ``deployment_status``, ``job_status``, ``cluster``, ``job_id``..."""
+        self._last = runtime().core.rayjobs.get(self.name)
+        return self._last
+
+    def _now(self) -> RayJobInfo | None:
+        info = runtime().core.rayjobs.describe_many([self.name]).get(self.name)
+        if info is not None:
+            self._last = info
+        return info
+
+    def _check(self, info: RayJobInfo | None, state: str) -> RayJobInfo | None:
+        if info is None:
+            raise RayJobEnded(f"RayJob {self.name!r} is gone", None, "It was deleted.", None)
+        if (state == "final" and info.final) or info.state == state:
+            return info
+        passed = state in _ORDER and info.state in _ORDER[_ORDER.index(state) + 1 :]
+        if passed:
+            return info
+        if info.final or info.state in ("evicted", "preempted", "rejected", "deleting"):
+            raise RayJobEnded(
+                f"RayJob {self.name!r} is {info.state}",
+                f"{info.reason}: {info.message}" if info.message else info.reason,
+                "See the reason (KubeRay's words); dw.rayjob(name).logs() while the head runs.",
+                info.state,
+            )
+        return None
+
+    def _timeout(self, state: str, timeout: float) -> TimeoutError:
+        last = self._last
+        where = f"it is {last.state}: {last.reason or ''} {last.message or ''}" if last else ""
+        return TimeoutError(f"RayJob {self.name!r} was not {state} after {timeout:g}s; {where}")
+
+    def wait(self, state: str = "final", timeout: float = 600.0) -> RayJobInfo:
+        """Block until the job is in ``state`` (``"final"``: succeeded, stopped or failed),
+        woken by the watches. Raises :class:`RayJobEnded` when it can no longer get there and
+        ``TimeoutError`` after ``timeout`` seconds."""
+        self.status()
+        changed = threading.Event()
+        remove = runtime().core.session.add_listener(lambda *_: changed.set())
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                changed.clear()
+                done = self._check(self._now(), state)
+                if done is not None:
+                    return done
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not changed.wait(remaining):
+                    raise self._timeout(state, timeout)
+        finally:
+            remove()
+
+    async def wait_async(self, state: str = "final", timeout: float = 600.0) -> RayJobInfo:
+        """:meth:`wait` without blocking the kernel (its widgets stay live)."""
+        return await asyncio.to_thread(self.wait, state, timeout)
+
+    def logs(self) -> str:
+        """The job's log so far, from its cluster's head (Ray's Jobs API, token added by
+        jupyter_dw); only while KubeRay's cluster for it runs."""
+        from .jobs import RayJobHandle
+
+        info = self.status()
+        if not info.cluster or not info.job_id:
+            raise RayJobEnded(
+                f"RayJob {self.name!r} has no running Ray job yet",
+                f"it is {info.state}",
+                "Logs are there once the job runs (await h.wait_async('running')).",
+                info.state,
+            )
+        return RayJobHandle(info.cluster, info.job_id).logs()
+
+    def delete(self) -> None:
+        """Delete the RayJob; its cluster, submitter and Workload follow."""
+        runtime().core.rayjobs.delete(self.name)
+
+    def _repr_html_(self) -> str:
+        info = self._last or self.status()
+        said = f" — {info.reason}: {info.message}" if info.message else ""
+        return f"<b>RayJob {html.escape(info.name)}</b>: {html.escape(info.state + said)}"
