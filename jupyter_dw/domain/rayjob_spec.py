@@ -274,6 +274,9 @@ class _RayJobParser:
             )
             return None
         request = {k: v for k, v in raw.items() if k not in CLUSTER_FIELDS_NOT_USED}
+        # A RayJob's cluster never autoscales: the range is checked here, not by the cluster
+        # parser (whose refusal would speak of elastic RayClusters).
+        scaling = {k: request.pop(k) for k in ("min_workers", "max_workers") if k in request}
         # The job's name and queue stand in (a placeholder when the job's own are bad, so the
         # cluster's other fields are still checked and reported in the same answer).
         request["name"] = name or "rayjob"
@@ -289,13 +292,13 @@ class _RayJobParser:
                     continue  # already reported as the job's own field
                 self.errors[f"cluster.{key}"] = message
             return None
-        if cluster.autoscaling:
-            self.errors["cluster.max_workers"] = (
-                "a RayJob's cluster has a fixed size: Kueue does not admit an autoscaling "
-                "RayJob; give workers only (or min_workers = max_workers = workers)"
-            )
-            return None
-        return cluster
+        for key, value in scaling.items():
+            if value != cluster.workers:
+                self.errors[f"cluster.{key}"] = (
+                    f"must equal workers ({cluster.workers}), got {value!r:.40}: a RayJob's "
+                    "cluster has a fixed size (Kueue does not admit an autoscaling RayJob)"
+                )
+        return None if any(k.startswith("cluster.") for k in self.errors) else cluster
 
 
 def _parse_name(raw: object) -> str:

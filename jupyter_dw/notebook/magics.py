@@ -37,6 +37,10 @@ HELP = """%dw queues                      LocalQueues with quota and headroom
 %dw job NAME [--working-dir DIR] -- COMMAND...
                                  run COMMAND on cluster NAME as a Ray job; a live view
 %dw jobs NAME                    the Ray jobs of cluster NAME
+%dw rayjob fit|submit NAME [size options] [--mode K8sJobMode|SidecarMode] -- COMMAND...
+                                 a RayJob: COMMAND on a cluster of its own, through Kueue
+%dw rayjob status [NAME]         one RayJob's state (Kueue's, then KubeRay's), or all
+%dw rayjob delete NAME           delete a RayJob (its cluster follows)
 %dw help                         this text"""
 
 
@@ -95,6 +99,10 @@ def _parser() -> argparse.ArgumentParser:
     job.add_argument("--working-dir", dest="working_dir")
     job.add_argument("entrypoint", nargs=argparse.REMAINDER)
     commands.add_parser("jobs", add_help=False).add_argument("name")
+    rayjob = commands.add_parser("rayjob", add_help=False)
+    rayjob.add_argument("action", choices=("fit", "submit", "status", "delete"))
+    rayjob.add_argument("name", nargs="?")
+    rayjob.add_argument("rest", nargs=argparse.REMAINDER)
     commands.add_parser("help", add_help=False)
     return parser
 
@@ -221,6 +229,46 @@ def _jobs(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
     return _api().RayClusterHandle(args.name).list_jobs()
 
 
+def _rayjob_options() -> argparse.ArgumentParser:
+    options = _Parser(prog="%dw rayjob", add_help=False)
+    _size_options(options)
+    options.add_argument("--image")
+    options.add_argument("--ray-version", dest="ray_version")
+    options.add_argument("--mode", dest="submission_mode")
+    return options
+
+
+def _rayjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    from . import kuberay_jobs
+
+    if args.action == "status":
+        if args.name:
+            return kuberay_jobs.rayjob(args.name).status()
+        return kuberay_jobs.rayjobs()
+    if not args.name:
+        raise UsageError(f"usage: %dw rayjob {args.action} NAME ...: no NAME")
+    if args.action == "delete":
+        kuberay_jobs.KubeRayJobHandle(args.name).delete()
+        out(f"Deleted RayJob {args.name}; its cluster and Workload follow.")
+        return None
+    words = list(args.rest)
+    split = words.index("--") if "--" in words else len(words)
+    options = _rayjob_options().parse_args(words[:split])
+    command = words[split + 1 :]
+    cluster = _fields(options, (*SIZE_FIELDS, "image", "ray_version"))
+    top: dict[str, Any] = {k: cluster.pop(k) for k in ("queue", "priority") if k in cluster}
+    request: dict[str, Any] = {
+        "name": args.name,
+        "entrypoint": shlex.join(command) if command else None,
+        "submission_mode": options.submission_mode,
+        "cluster": cluster,
+        **top,
+    }
+    if args.action == "fit":
+        return kuberay_jobs.fit_rayjob(request)
+    return kuberay_jobs.submit_rayjob(request)
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]] = {
     "queues": _queues,
     "workloads": _workloads,
@@ -233,6 +281,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]]
     "list": _list,
     "job": _job,
     "jobs": _jobs,
+    "rayjob": _rayjob,
 }
 
 

@@ -257,6 +257,20 @@ async def headroom_becomes(events: Events, jp_fetch: Any, queue: Queue, amount: 
         await events.until(lambda m: m["type"] == "queues", f"headroom {amount} CPU")
 
 
+async def queues_listing(jp_fetch: Any, jp_ws_fetch: Any, queue: Queue) -> dict[str, Any]:
+    """The ``GET queues`` answer once the server's watch has seen ``queue`` (created a moment
+    ago: the cache may lag the write); asked again after each ``queues`` message."""
+    events, _ = await open_events(jp_ws_fetch)
+    try:
+        while True:
+            _, queues = await call(jp_fetch, "GET", "queues")
+            if queue.local_queue in [q["name"] for q in queues.get("queues") or []]:
+                return queues
+            await events.until(lambda m: m["type"] == "queues", f"queue {queue.local_queue}")
+    finally:
+        events.close()
+
+
 def small_cluster(name: str, workers: int = 2, **extra: Any) -> dict[str, Any]:
     """A request for a cluster of ``1 + workers`` pods of 1 CPU and 1Gi each."""
     return {

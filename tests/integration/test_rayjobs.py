@@ -20,6 +20,7 @@ from kubernetes import client
 
 import jupyter_dw as dw
 from jupyter_dw.domain.quantity import parse_quantity
+from jupyter_dw.notebook.magics import run as magic
 from tests.cluster.fixtures import KueueObjects, condition, watch_until
 from tests.integration.clusters_support import KUEUE, call, make_queue, open_events
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
@@ -169,6 +170,20 @@ async def test_rayjob_fit_at_the_exact_quota_boundary_matches_kueue(kueue, kerne
     assert reserved(workload) is False
     assert "insufficient" in (condition(workload, "QuotaReserved") or {})["message"]
 
+    # The same through %dw: the fit's verdict, the states, a delete.
+    printed: list[str] = []
+    line = "rayjob fit edge-3 --workers 1 --worker-cpu 1 --worker-memory 1Gi --head-cpu 1001m"
+    result = await asyncio.to_thread(magic, f"{line} --head-memory 1Gi -- python x.py")
+    assert result.verdict == "never-fits", result.message
+    assert result.spec.entrypoint == "python x.py" and result.spec.cluster.workers == 1
+    listing = await asyncio.to_thread(magic, "rayjob status")
+    assert {j.name: j.state for j in listing}["edge-2"] == "queued"
+    assert listing["edge-2"].position_in_local_queue == 0
+    await asyncio.to_thread(magic, "rayjob delete edge-2", printed.append)
+    assert printed == ["Deleted RayJob edge-2; its cluster and Workload follow."]
+    await asyncio.to_thread(magic, "rayjob delete", printed.append)
+    assert "no NAME" in printed[-1]
+
 
 async def test_bad_rayjob_input_is_refused_and_changes_nothing(kueue, jp_fetch):
     make_queue(kueue)
@@ -199,6 +214,7 @@ async def test_bad_rayjob_input_is_refused_and_changes_nothing(kueue, jp_fetch):
         body=rayjob_request("elastic", cluster={**CLUSTER, "min_workers": 1, "max_workers": 3}),
     )
     assert code == 400 and list(error["errors"]) == ["cluster.max_workers"], error
+    assert "fixed size" in error["errors"]["cluster.max_workers"]
     code, error = await call(jp_fetch, "GET", "rayjobs", "Bad_Name")
     assert code == 400 and error["code"] == "invalid_name", error
     code, listing = await call(jp_fetch, "GET", "rayjobs")

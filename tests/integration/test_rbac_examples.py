@@ -16,6 +16,7 @@ from tests.integration.clusters_support import (
     headroom_becomes,
     make_queue,
     open_events,
+    queues_listing,
     small_cluster,
     state_is,
 )
@@ -104,11 +105,11 @@ async def test_every_feature_works_with_exactly_the_example_rbac(
 
 
 @pytest.mark.parametrize("example_files", [(ROLE_FILE,)], indirect=True)
-async def test_without_the_cluster_role_quota_is_hidden_with_the_fix(kueue, jp_fetch):
+async def test_without_the_cluster_role_quota_is_hidden_with_the_fix(kueue, jp_fetch, jp_ws_fetch):
     queue = make_queue(kueue)
 
-    code, queues = await call(jp_fetch, "GET", "queues")
-    assert code == 200 and queues["quota_visible"] is False
+    queues = await queues_listing(jp_fetch, jp_ws_fetch, queue)
+    assert queues["quota_visible"] is False
     [team] = queues["queues"]
     assert team["name"] == queue.local_queue and team["quota_visible"] is False
     assert team["hint"] == HIDDEN_QUOTA_HINT
