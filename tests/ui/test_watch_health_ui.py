@@ -52,7 +52,7 @@ def test_a_removed_role_shows_a_stale_banner(
     expect(banner).to_contain_text("forbidden: this identity may no longer")
     expect(banner).to_contain_text("last known state")
     expect(banner.locator(".jp-dw-freshness-affected")).to_have_text(
-        "Affected: events, localqueues, pods, rayclusters, workloads"
+        "Affected: events, localqueues, pods, rayclusters, rayjobs, workloads"
     )
     health = lab.api("GET", "context")["health"]
     assert health["freshness"]["state"] == "stale"
