@@ -70,6 +70,8 @@ refusals. Measured: 17 and 36 of 100 (the rest: names taken by earlier cases, Lo
 do not exist, sizes over the limits). Operations on a named cluster or job get generated names
 that do not exist (404 is right), and the events socket needs a WebSocket upgrade: no floor."""
 """Where :func:`namespace_objects` puts an object's controller UID."""
+COLLECTIONS = {"clusters": "rayclusters", "rayjobs": "rayjobs"}
+"""REST collection → the Kubernetes plural of what it creates."""
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -85,8 +87,9 @@ class Tally:
     requests: int = 0
     by_operation: Counter[str] = field(default_factory=Counter)
     statuses: Counter[int] = field(default_factory=Counter)
-    created: set[str] = field(default_factory=set)
-    deleted: set[str] = field(default_factory=set)
+    created: set[tuple[str, str]] = field(default_factory=set)
+    """``(plural, name)`` of each RayCluster and RayJob made with a 201."""
+    deleted: set[tuple[str, str]] = field(default_factory=set)
     failures: list[str] = field(default_factory=list)
     seconds: Counter[str] = field(default_factory=Counter)
     """Time spent waiting for answers, per operation (the rest is generation)."""
@@ -135,11 +138,13 @@ def _fuzz_operation(
         if mode is GenerationMode.POSITIVE:
             tally.valid[operation.label] += 1
             tally.accepted[operation.label] += 200 <= response.status_code < 300
-        created = case.method == "POST" and case.path == "/clusters"
-        if created and response.status_code == 201:
-            tally.created.add(response.json()["name"])
-        if case.method == "DELETE" and response.status_code == 200:
-            tally.deleted.add(response.json()["name"])
+        collection = case.path.strip("/").split("/")[0]
+        plural = COLLECTIONS.get(collection)
+        created = case.method == "POST" and case.path in ("/clusters", "/rayjobs")
+        if created and plural and response.status_code == 201:
+            tally.created.add((plural, response.json()["name"]))
+        if case.method == "DELETE" and plural and response.status_code == 200:
+            tally.deleted.add((plural, response.json()["name"]))
         try:
             case.validate_response(response, checks=CHECKS, headers=target.headers)
         except (AssertionError, FailureGroup) as err:
@@ -211,20 +216,19 @@ async def test_fuzzed_requests_get_documented_answers_and_change_nothing_else(
     ours = tally.created - tally.deleted
     added = {key for key in after if key not in before}
     removed = {key for key in before if key not in after}
-    assert removed <= {("rayclusters", name) for name in tally.deleted}, removed
-    assert {("rayclusters", name) for name in ours} <= added
+    assert removed <= tally.deleted, removed
+    assert ours <= added
     # Anything else new (Workloads, KubeRay's token Secrets) is controlled by one of them.
-    uids = {after[("rayclusters", name)][0] for name in ours}
-    strays = {
-        key for key in added if key[0] != "rayclusters" and after[key][CONTROLLER] not in uids
-    }
+    uids = {after[key][0] for key in ours}
+    strays = {key for key in added if key not in ours and after[key][CONTROLLER] not in uids}
     assert not strays, strays
     assert {k: v for k, v in after.items() if k in before} == {
         k: v for k, v in before.items() if k not in removed
     }
 
-    for name in sorted(ours):  # the valid creations go
+    routes = {plural: collection for collection, plural in COLLECTIONS.items()}
+    for plural, name in sorted(ours):  # the valid creations go
         response = await jp_fetch(
-            "dw", "api", "clusters", name, method="DELETE", request_timeout=60
+            "dw", "api", routes[plural], name, method="DELETE", request_timeout=60
         )
         assert json.loads(response.body)["deleted"] is True

@@ -64,7 +64,12 @@ async def test_context_names_identity_apis_and_permissions(
     assert context["kueue"]["visibility_api_version"] is not None
     # KubeRay 1.6.2's RayCluster schema has spec.authOptions (read from OpenAPI v3, which
     # needs no grant): clusters get Ray's token authentication.
-    assert context["kuberay"] == {"installed": True, "api_version": "v1", "auth_options": True}
+    assert context["kuberay"] == {
+        "installed": True,
+        "api_version": "v1",
+        "auth_options": True,
+        "rayjobs": True,
+    }
     allowed = {p["permission"]: p["allowed"] for p in context["permissions"]}
     assert allowed["list localqueues.kueue.x-k8s.io"] is True
     assert allowed["watch workloads.kueue.x-k8s.io"] is True

@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 
 WORKBENCH_RULES = namespace_rules()
 WORKBENCH_CLUSTER_RULES = CLUSTER_READ_RULES
-NAMESPACED_CACHES = {"localqueues", "workloads", "rayclusters", "pods", "events"}
+NAMESPACED_CACHES = {"localqueues", "workloads", "rayclusters", "rayjobs", "pods", "events"}
 CLUSTER_CACHES = {"clusterqueues", "cohorts", "resourceflavors"}
 RECOVERY_BOUND = 60.0
 """A generous bound on recovering after a fault is undone (the time is measured in
