@@ -167,7 +167,7 @@ class ClusterService:
         queues = {lq.name: lq for lq in state.local_queues}
         choice = default_local_queue(state.local_queues, self.session.namespace)
         spec = self.validate_spec(
-            request, queues, choice.queue.name if choice else None, _names(state)
+            request, queues, choice.queue.name if choice else None, priority_names(state)
         )
         scene = self.fit_scene(state, spec.queue, spec.priority, ask_positions)
         counted = self.elastic.autoscaler_quota().counted
@@ -260,7 +260,7 @@ class ClusterService:
             known = {lq.name: lq for lq in state.local_queues}
             choice = default_local_queue(state.local_queues, namespace)
             default = choice.queue.name if choice else None
-            priorities = _names(state)
+            priorities = priority_names(state)
         spec = self.validate_spec(data, known, default, priorities)
         # Unknown (no OpenAPI v3 document): sent; a KubeRay without it prunes the field and
         # the cluster then reads as ray_auth "none", with its warning.
@@ -474,7 +474,7 @@ def require_mapping(data: Any) -> None:
         )
 
 
-def _names(state: QueueState) -> list[str] | None:
+def priority_names(state: QueueState) -> list[str] | None:
     """The WorkloadPriorityClass names, None when they cannot be read."""
     classes: list[PriorityClass] | None = state.priority_classes
     return [c.name for c in classes] if classes is not None else None

@@ -31,6 +31,7 @@ from .clusters import (
     InvalidSpec,
     check_idempotency_key,
     new_idempotency_key,
+    priority_names,
     require_mapping,
 )
 from .listing import ByName
@@ -101,7 +102,7 @@ class KubeRayJobService:
             request,
             [lq.name for lq in state.local_queues],
             choice.queue.name if choice else None,
-            [c.name for c in state.priority_classes] if state.priority_classes else None,
+            priority_names(state),
         )
         scene = self.clusters.fit_scene(state, job.queue, job.priority, ask_positions)
         counted = self.clusters.elastic.autoscaler_quota().counted
@@ -152,11 +153,7 @@ class KubeRayJobService:
             known = [lq.name for lq in state.local_queues]
             choice = default_local_queue(state.local_queues, self.session.namespace)
             default = choice.queue.name if choice else None
-            priorities = (
-                [c.name for c in state.priority_classes]
-                if state.priority_classes is not None
-                else None
-            )
+            priorities = priority_names(state)
         job = self._job(data, known, default, priorities)
         served = self.session.discovery.ray_auth_options is not False
         obj = job.to_rayjob(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..core.cluster_results import ClusterInfo, FitResult
-from ..core.clusters import InvalidSpec, new_idempotency_key
+from ..core.clusters import InvalidSpec
 from ..core.queues import QueueList
 from ..core.scaling import InvalidScale, NotElastic, ScaleResult
 from ..core.workloads import WorkloadList
@@ -39,6 +39,7 @@ from .ray_connect import (
     ray_init,
     version_mismatches,
 )
+from .requests import create_with_key, request_body
 from .runtime import runtime
 
 # -- errors: one small hierarchy, each with ``error``, ``reason`` and ``hint`` ----------------
@@ -123,20 +124,9 @@ SpecLike = ClusterSpec | Mapping[str, Any]
 
 
 def _request(spec: SpecLike | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
-    if spec is None:
-        base: dict[str, Any] = {}
-    elif isinstance(spec, ClusterSpec):
-        base = spec.to_request()
-    elif isinstance(spec, Mapping):
-        base = dict(spec)
-    else:
-        raise InvalidSpec(
-            "Invalid cluster spec",
-            f"expected a dw.ClusterSpec or a dict, got {type(spec).__name__}",
-            "Pass dw.ClusterSpec(name=..., workers=...).",
-            {"request": "must be a ClusterSpec or a mapping of fields"},
-        )
-    return {**base, **{k: v for k, v in overrides.items() if v is not None}}
+    return request_body(
+        spec, overrides, ClusterSpec, "cluster", "dw.ClusterSpec(name=..., workers=...)"
+    )
 
 
 # -- answers ----------------------------------------------------------------------------------
@@ -186,13 +176,8 @@ def submit(
     if isinstance(spec, RayJobSpec):
         return submit_rayjob(spec, idempotency_key=idempotency_key, **fields)
     rt = runtime()
-    key = idempotency_key or new_idempotency_key()
-    try:
-        info = rt.core.clusters.create(_request(spec, fields), key)
-    except KubeUnreachable as err:  # the answer may be lost: say how to retry safely
-        err.idempotency_key = key  # type: ignore[attr-defined]
-        err.hint = f"{err.hint or ''} Retry with dw.submit(..., idempotency_key={key!r}).".strip()
-        raise
+    request = _request(spec, fields)
+    info = create_with_key(lambda key: rt.core.clusters.create(request, key), idempotency_key)
     if delete_with_kernel:
         rt.delete_at_shutdown(info.status.name)
     return RayClusterHandle(info.status.name, _last=info)

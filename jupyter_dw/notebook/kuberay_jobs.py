@@ -18,10 +18,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..core.cluster_results import FitResult
-from ..core.clusters import InvalidSpec, new_idempotency_key
 from ..core.kuberay_jobs import RayJobList
 from ..domain.rayjob_state import RayJobInfo
-from ..k8s.errors import KubeError, KubeUnreachable
+from ..k8s.errors import KubeError
+from .requests import create_with_key, request_body
 from .runtime import runtime
 
 
@@ -54,18 +54,8 @@ class RayJobSpec:
 
 def rayjob_request(spec: RayJobSpec | Mapping[str, Any], overrides: Mapping[str, Any]) -> dict:
     """``spec`` (a :class:`RayJobSpec` or a mapping) with ``overrides`` as a request body."""
-    if isinstance(spec, RayJobSpec):
-        base = spec.to_request()
-    elif isinstance(spec, Mapping):
-        base = dict(spec)
-    else:
-        raise InvalidSpec(
-            "Invalid RayJob spec",
-            f"expected a dw.RayJobSpec or a dict, got {type(spec).__name__}",
-            "Pass dw.RayJobSpec(name=..., entrypoint=..., cluster=dw.ClusterSpec(...)).",
-            {"request": "must be a RayJobSpec or a mapping of fields"},
-        )
-    return {**base, **{k: v for k, v in overrides.items() if v is not None}}
+    example = "dw.RayJobSpec(name=..., entrypoint=..., cluster=dw.ClusterSpec(...))"
+    return request_body(spec, overrides, RayJobSpec, "RayJob", example)
 
 
 def fit_rayjob(spec: RayJobSpec | Mapping[str, Any], **fields: Any) -> FitResult:
@@ -79,13 +69,8 @@ def submit_rayjob(
 ) -> KubeRayJobHandle:
     """Create the RayJob through Kueue (suspended until admitted); return its handle.
     Raises like ``dw.submit``."""
-    key = idempotency_key or new_idempotency_key()
-    try:
-        info = runtime().core.rayjobs.create(rayjob_request(spec, fields), key)
-    except KubeUnreachable as err:
-        err.idempotency_key = key  # type: ignore[attr-defined]
-        err.hint = f"{err.hint or ''} Retry with dw.submit(..., idempotency_key={key!r}).".strip()
-        raise
+    request = rayjob_request(spec, fields)
+    info = create_with_key(lambda key: runtime().core.rayjobs.create(request, key), idempotency_key)
     return KubeRayJobHandle(info.name, _last=info)
 
 
