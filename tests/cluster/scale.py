@@ -303,7 +303,7 @@ def _create(
     # Kueue's own word that it holds them all: each LocalQueue's pending + reserving counts.
     _follow(
         lambda **kw: custom.list_namespaced_custom_object(GROUP, version, ns, "localqueues", **kw),
-        lambda objects: sum(_counted(o) for o in objects) == shape.workloads,
+        lambda objects: sum(counted_workloads(o) for o in objects) == shape.workloads,
         deadline,
         f"Kueue counting {shape.workloads} Workloads in LocalQueue status",
     )
@@ -411,7 +411,8 @@ def _active(obj: Object) -> bool:
     )
 
 
-def _counted(local_queue: Object) -> int:
+def counted_workloads(local_queue: Object) -> int:
+    """The Workloads Kueue counts in a LocalQueue's status: pending plus reserving quota."""
     status = local_queue.get("status") or {}
     return int(status.get("pendingWorkloads") or 0) + int(status.get("reservingWorkloads") or 0)
 
