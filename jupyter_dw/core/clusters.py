@@ -46,7 +46,7 @@ from ..domain.priorities import (
     ahead_in_local_queue,
     priority_value,
 )
-from ..domain.quota import QuotaTree, format_amount
+from ..domain.quota import format_amount
 from ..domain.ray_auth import Refusal, kuberay_refusal, ray_auth_of
 from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable
 from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
@@ -159,11 +159,7 @@ class ClusterService:
         choice = default_local_queue(state.local_queues, self.session.namespace)
         spec = self._spec(request, queues, choice.queue.name if choice else None, _names(state))
         local_queue = queues[spec.queue]
-        tree = (
-            QuotaTree(state.cluster_queues, state.cohorts or ())
-            if state.cluster_queues is not None
-            else None
-        )
+        tree = state.quota_tree
         cluster_queue = tree.cluster_queue(local_queue.cluster_queue) if tree else None
         priority = priority_value(spec.priority, state.priority_classes)
         ahead = self._ahead(local_queue, cluster_queue, priority, ask_positions)
@@ -430,7 +426,7 @@ def _require_mapping(data: Any) -> None:
 
 def _names(state: QueueState) -> list[str] | None:
     """The WorkloadPriorityClass names, None when they cannot be read."""
-    classes: list[PriorityClass] | None = state.priority_classes
+    classes: tuple[PriorityClass, ...] | None = state.priority_classes
     return [c.name for c in classes] if classes is not None else None
 
 
