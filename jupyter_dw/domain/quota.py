@@ -575,6 +575,8 @@ def queue_summaries(
     local_queues: Iterable[LocalQueueInfo],
     cluster_queues: Iterable[ClusterQueueQuota] | None,
     cohorts: Iterable[CohortQuota] | None = None,
+    *,
+    tree: QuotaTree | None = None,
 ) -> list[QueueSummary]:
     """One summary per LocalQueue, sorted by namespace and name.
 
@@ -582,9 +584,14 @@ def queue_summaries(
     the numbers come from LocalQueue status. ``cohorts`` None means Cohort objects could not
     be read (the summary says so); pass an empty list when there are none or the Cohort API
     is not served — implicit cohorts from ClusterQueue cohort names are always built.
+    ``tree``: the :class:`QuotaTree` of exactly these ClusterQueues and Cohorts, when the
+    caller has built it already (it is built here otherwise).
     """
     queues = sorted(local_queues, key=lambda q: (q.namespace or "", q.name))
-    tree = QuotaTree(cluster_queues, cohorts or ()) if cluster_queues is not None else None
+    if cluster_queues is None:
+        tree = None
+    elif tree is None:
+        tree = QuotaTree(cluster_queues, cohorts or ())
     conventions: dict[tuple[str | None, str], str] = {}
     for namespace in dict.fromkeys(q.namespace for q in queues):
         choice = default_local_queue([q for q in queues if q.namespace == namespace])
