@@ -160,18 +160,20 @@ def delete_scale(
     start = time.monotonic()
     core = client.CoreV1Api(kube)
     custom = client.CustomObjectsApi(kube)
+    plurals = ["clusterqueues", "cohorts", "resourceflavors"]
+    if testbed.api_version != "v1beta2":
+        plurals.remove("cohorts")
+    # ClusterQueues first: a terminating one admits nothing, so Kueue does not admit the
+    # pending Workloads one by one as the namespace's deletion frees quota.
+    for plural in plurals:
+        custom.delete_collection_cluster_custom_object(
+            GROUP, testbed.api_version, plural, label_selector=testbed.selector
+        )
     try:
         core.delete_namespace(testbed.namespace, propagation_policy="Background")
     except client.ApiException as err:
         if err.status != 404:
             raise
-    plurals = ["clusterqueues", "cohorts", "resourceflavors"]
-    if testbed.api_version != "v1beta2":
-        plurals.remove("cohorts")
-    for plural in plurals:
-        custom.delete_collection_cluster_custom_object(
-            GROUP, testbed.api_version, plural, label_selector=testbed.selector
-        )
     if wait:
         deadline = time.monotonic() + timeout
         for plural in plurals:
