@@ -265,7 +265,7 @@ class KubeSession:
         self._elastic: ElasticJobs = NOT_PROBED
         # The last queue_state() answer and its inputs. Replaced whole (one assignment, atomic),
         # never mutated, so readers on any thread see a matching pair without a lock.
-        self._queue_memo: tuple[QueueInputs, QueueState] | None = None
+        self._queue_memo: tuple[QueueInputs, QueueState, _Parsed] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -793,10 +793,11 @@ class KubeSession:
         current = (cohorts_served, tuple((c, c.generation) if c else None for c in caches))
         if memo is not None and memo[0] == current:
             return memo[1]
-        inputs, state = _parse_queue_state(cohorts_served, caches)
-        # Two threads may both parse after a change; each pair stored is consistent, and an
+        parser = _Parser(memo[2] if memo is not None else {})
+        inputs, state = _parse_queue_state(cohorts_served, caches, parser)
+        # Two threads may both parse after a change; each triple stored is consistent, and an
         # older one stored last is only parsed again on the next call.
-        self._queue_memo = (inputs, state)
+        self._queue_memo = (inputs, state, parser.parsed)
         return state
 
     # -- Ray clusters --------------------------------------------------------------------
@@ -1067,12 +1068,12 @@ class KubeSession:
 
 
 def _parse_queue_state(
-    cohorts_served: bool, caches: tuple[WatchCache | None, ...]
+    cohorts_served: bool, caches: tuple[WatchCache | None, ...], parse: _Parser
 ) -> tuple[QueueInputs, QueueState]:
     """Parse the queue caches' snapshots (LocalQueues, ClusterQueues, Cohorts,
     ResourceFlavors, WorkloadPriorityClasses; None: not read). Each snapshot is read with its
     generation, so the inputs returned name exactly what was parsed even while the caches
-    move on."""
+    move on; ``parse`` reuses what the previous parse made of objects that did not change."""
     snapshots = [c.versioned_snapshot() if c is not None else None for c in caches]
     inputs: QueueInputs = (
         cohorts_served,
@@ -1086,24 +1087,24 @@ def _parse_queue_state(
     )
     assert local_queues is not None
     if cohorts is not None:
-        parsed_cohorts: tuple[CohortQuota, ...] | None = _parse(cohorts, CohortQuota.from_object)
+        parsed_cohorts: tuple[CohortQuota, ...] | None = parse(cohorts, CohortQuota.from_object)
     else:
         # Not served: there are no Cohort objects to count. Served but unreadable: None,
         # and the summaries say headroom may miss quota set on Cohort objects.
         parsed_cohorts = None if cohorts_served else ()
     by_value = sorted(
-        _parse(priorities or [], PriorityClass.from_object), key=lambda c: (-c.value, c.name)
+        parse(priorities or [], PriorityClass.from_object), key=lambda c: (-c.value, c.name)
     )
     state = QueueState(
-        local_queues=_parse(local_queues, LocalQueueInfo.from_object),
+        local_queues=parse(local_queues, LocalQueueInfo.from_object),
         cluster_queues=(
-            _parse(cluster_queues, ClusterQueueQuota.from_object)
+            parse(cluster_queues, ClusterQueueQuota.from_object)
             if cluster_queues is not None
             else None
         ),
         cohorts=parsed_cohorts,
         flavors=(
-            MappingProxyType({f.name: f for f in _parse(flavors, FlavorTraits.from_object)})
+            MappingProxyType({f.name: f for f in parse(flavors, FlavorTraits.from_object)})
             if flavors is not None
             else None
         ),
@@ -1146,11 +1147,31 @@ def _bind(listener: SessionListener, plural: str) -> Callable[[str, Object], Non
     return lambda event_type, obj: listener(plural, event_type, obj)
 
 
-def _parse(objects: list[Object], parse: Callable[[Object], Any]) -> tuple[Any, ...]:
-    parsed = []
-    for obj in objects:
-        try:
-            parsed.append(parse(obj))
-        except KueueObjectError as err:  # one malformed object must not hide the others
-            log.warning("skipping an unreadable Kueue object: %s", err)
-    return tuple(parsed)
+_Parsed = dict[int, tuple[Object, Any]]
+"""``id(object dict) -> (that dict, what it parsed to)``; the dict is held so its id stays its."""
+
+
+class _Parser:
+    """Parses cache objects, reusing what the previous parse made of the very same dict: a
+    cache replaces an object's dict when the object changes, so after one change one object
+    is parsed again, not every one. :attr:`parsed` holds what this parser saw, for the next."""
+
+    def __init__(self, earlier: _Parsed) -> None:
+        self._earlier = earlier
+        self.parsed: _Parsed = {}
+
+    def __call__(self, objects: list[Object], parse: Callable[[Object], Any]) -> tuple[Any, ...]:
+        values = []
+        for obj in objects:
+            held = self._earlier.get(id(obj))
+            if held is not None and held[0] is obj:
+                value = held[1]
+            else:
+                try:
+                    value = parse(obj)
+                except KueueObjectError as err:  # one malformed object must not hide the others
+                    log.warning("skipping an unreadable Kueue object: %s", err)
+                    continue
+            self.parsed[id(obj)] = (obj, value)
+            values.append(value)
+        return tuple(values)
