@@ -226,6 +226,9 @@ class QuotaTree:
         self._cq_nodes: dict[str, _Node] = {
             name: self._cq_node(cq) for name, cq in self._queues.items()
         }
+        # rows() per ClusterQueue, filled as asked: every LocalQueue of a ClusterQueue shows
+        # the same rows, and nothing changes a tree once built.
+        self._rows: dict[str, tuple[QuotaRow, ...]] = {}
         self._link()
         self._mark_cycles()
         for node in self._cohorts.values():
@@ -339,6 +342,12 @@ class QuotaTree:
 
     def rows(self, cluster_queue: str) -> tuple[QuotaRow, ...]:
         """One row per ``(flavor, resource)`` in the ClusterQueue's spec, in spec order."""
+        rows = self._rows.get(cluster_queue)
+        if rows is None:
+            rows = self._rows[cluster_queue] = self._compute_rows(cluster_queue)
+        return rows
+
+    def _compute_rows(self, cluster_queue: str) -> tuple[QuotaRow, ...]:
         node = self._node(cluster_queue)
         cq = self._queues[cluster_queue]
         return tuple(
