@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -21,7 +22,8 @@ class QueueList(ByName["QueueSummary"]):
     ``hint`` names the permission). ``cohorts_visible`` False: Cohort objects exist but cannot
     be read, so headroom may miss quota set on them. ``priority_classes``: the
     WorkloadPriorityClasses a cluster's ``priority`` may name, highest value first; None when
-    this identity may not read them.
+    this identity may not read them. ``formatted``: JSON already made for some of ``queues``
+    (by an equal summary of an earlier answer), so a change formats only what it changed.
     """
 
     namespace: str
@@ -30,6 +32,9 @@ class QueueList(ByName["QueueSummary"]):
     cohorts_visible: bool
     queues: tuple[QueueSummary, ...]
     priority_classes: tuple[PriorityClass, ...] | None = None
+    formatted: Mapping[QueueSummary, dict[str, Any]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def _entries(self) -> tuple[QueueSummary, ...]:
         return self.queues
@@ -60,7 +65,7 @@ class QueueList(ByName["QueueSummary"]):
 
     @cached_property
     def _queues_json(self) -> tuple[dict[str, Any], ...]:
-        return tuple(q.to_json() for q in self.queues)
+        return tuple(self.formatted.get(q) or q.to_json() for q in self.queues)
 
     def get(self, name: str) -> QueueSummary | None:
         """The queue called ``name``, if there is one."""
@@ -106,17 +111,20 @@ class QueueService:
         last = self._last.entry
         if last is not None and last[0] is state and last[1] == about:
             return last[2]
+        summaries = queue_summaries(
+            state.local_queues, state.cluster_queues, state.cohorts, tree=state.quota_tree
+        )
+        # Formatting is most of the cost after a change: reuse the JSON of every summary
+        # equal to one of the last answer (a frozen value: equal summaries, equal JSON).
+        earlier = last[2].formatted if last is not None else {}
         answer = QueueList(
             namespace=about[0],
             kueue_api=about[1],
             quota_visible=state.cluster_queues is not None,
             cohorts_visible=state.cohorts is not None,
-            queues=tuple(
-                queue_summaries(
-                    state.local_queues, state.cluster_queues, state.cohorts, tree=state.quota_tree
-                )
-            ),
+            queues=tuple(summaries),
             priority_classes=state.priority_classes,
+            formatted={q: earlier.get(q) or q.to_json() for q in summaries},
         )
         self._last.entry = (state, about, answer)
         return answer

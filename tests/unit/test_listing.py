@@ -60,3 +60,18 @@ def test_queues_json_is_formatted_once_yet_every_call_gets_its_own_containers():
     assert not mine & {id(c) for c in containers(list(queues._queues_json))}
     first["queues"][0]["resources"][0]["headroom"] = "changed"
     assert queues.to_json() == second
+
+
+def test_queues_json_reuses_what_was_formatted_for_an_equal_summary():
+    from jupyter_dw.core.queues import QueueList
+    from jupyter_dw.domain.quota import queue_summaries
+    from tests.unit.test_quota import CPU, cq, lq
+
+    cluster_queues = [cq("cq", {CPU: (4, None, None)})]
+    changed, kept = queue_summaries([lq("kept", "cq"), lq("changed", "other")], cluster_queues)
+    made_before = {**kept.to_json(), "hint": "formatted earlier"}
+    queues = QueueList("ns", "v1beta2", True, True, (changed, kept), formatted={kept: made_before})
+
+    by_name = {q["name"]: q for q in queues.to_json()["queues"]}
+    assert by_name["kept"] == made_before  # reused, not formatted again
+    assert by_name["changed"] == changed.to_json()
