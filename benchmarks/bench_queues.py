@@ -9,6 +9,8 @@ root Cohort) and ``--workloads`` Workloads that Kueue queues or admits
   caches do not change between calls: the product's path (watch caches, no API call);
 - **changed**: the same, each call right after a change reached the caches (a LocalQueue or
   a ClusterQueue annotated, alternately): what an answer costs when it must be derived again;
+- **per call**: what ``GET queues`` cost before issue 19's memo: every call parses every
+  cached queue object and derives and formats every summary again (same caches, no API call);
 - **baseline**: what a polling implementation does per request: list LocalQueues,
   ClusterQueues and Cohorts from the API server, then the same ``queue_summaries`` call;
 - **propagation**: from creating a Workload to Kueue's count of it visible in
@@ -27,14 +29,24 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kubernetes import client
 
 from benchmarks.testbed import GROUP, connect
 from jupyter_dw.core.queues import QueueService
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota, CohortQuota, LocalQueueInfo
+from jupyter_dw.domain.priorities import PriorityClass
 from jupyter_dw.domain.quota import queue_summaries
-from jupyter_dw.k8s.resources import CLUSTER_QUEUE, LOCAL_QUEUE
+from jupyter_dw.domain.scheduling import FlavorTraits
+from jupyter_dw.k8s.resources import (
+    CLUSTER_QUEUE,
+    COHORT,
+    LOCAL_QUEUE,
+    RESOURCE_FLAVOR,
+    WORKLOAD_PRIORITY_CLASS,
+    ResourceKind,
+)
 from jupyter_dw.k8s.session import KubeSession
 from jupyter_dw.k8s.watch_cache import WatchCache
 from tests.cluster.fixtures import plain_workload
@@ -152,12 +164,27 @@ def main() -> None:
         def answer() -> object:
             return queues.list().to_json()
 
+        def per_call() -> object:
+            def parsed(kind: ResourceKind, parse: Callable[[dict], Any]) -> list[Any]:
+                cache = session.cache(kind)
+                return [parse(o) for o in cache.snapshot()] if cache is not None else []
+
+            parsed(RESOURCE_FLAVOR, FlavorTraits.from_object)
+            parsed(WORKLOAD_PRIORITY_CLASS, PriorityClass.from_object)
+            summaries = queue_summaries(
+                parsed(LOCAL_QUEUE, LocalQueueInfo.from_object),
+                parsed(CLUSTER_QUEUE, ClusterQueueQuota.from_object),
+                parsed(COHORT, CohortQuota.from_object),
+            )
+            return [s.to_json() for s in summaries]
+
         generations = _generations(session)
         unchanged_samples = timed(answer, args.rounds)
         # Kueue still writes status (pending Workloads' reasons) a while after a bulk create:
         # a change between two calls makes the second one derive its answer again.
         changed_meanwhile = _generations(session) - generations
         changed_samples = after_changes(session, custom, testbed, answer, args.changes)
+        per_call_samples = timed(per_call, max(10, args.rounds // 4))
         baseline_samples = timed(baseline, max(10, args.rounds // 4))
 
         # Propagation: a new Workload shows up in Kueue's counts in queues() via the watches.
@@ -193,11 +220,13 @@ def main() -> None:
     print(f"setup: {testbed.describe()}; teardown {testbed.timings['teardown']:.1f} s")
     print(describe("unchanged", unchanged_samples))
     print(describe("changed", changed_samples))
+    print(describe("per call", per_call_samples))
     print(describe("baseline", baseline_samples))
-    ratio = statistics.median(baseline_samples) / statistics.median(unchanged_samples)
+    base = statistics.median(baseline_samples)
     print(
-        f"speed-up  median {ratio:.0f}x unchanged, "
-        f"{statistics.median(baseline_samples) / statistics.median(changed_samples):.0f}x changed"
+        f"speed-up  median {base / statistics.median(unchanged_samples):.0f}x unchanged, "
+        f"{base / statistics.median(changed_samples):.0f}x changed, "
+        f"{base / statistics.median(per_call_samples):.0f}x per call"
         " (baseline = list LocalQueues, ClusterQueues, Cohorts per request)"
     )
     print(
@@ -206,7 +235,7 @@ def main() -> None:
         f"Workload created -> counted in queues() via watch {propagation_ms:.0f} ms"
     )
     if args.smoke:
-        figures = [unchanged_samples, changed_samples, baseline_samples]
+        figures = [unchanged_samples, changed_samples, per_call_samples, baseline_samples]
         assert all(figures) and propagation_ms > 0, "a figure is missing"
         print("smoke: ok", file=sys.stderr)
 
