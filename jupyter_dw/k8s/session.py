@@ -263,8 +263,9 @@ class KubeSession:
         self._last_kueue_probe = 0.0
         self._last_refresh = 0.0
         self._elastic: ElasticJobs = NOT_PROBED
-        # The last queue_state() answer and its inputs. Replaced whole (one assignment, atomic),
-        # never mutated, so readers on any thread see a matching pair without a lock.
+        # The last queue_state() answer, its inputs and its parsed objects. Replaced whole
+        # (one assignment, atomic), never mutated: readers on any thread see a matching triple
+        # without a lock.
         self._queue_memo: tuple[QueueInputs, QueueState, _Parsed] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
