@@ -203,11 +203,7 @@ class ClusterService:
         judged against: its ClusterQueue in the quota tree, the flavors and what is ahead. The
         one place every kind of workload (RayCluster, RayJob) is fitted from."""
         local_queue = next(lq for lq in state.local_queues if lq.name == queue)
-        tree = (
-            QuotaTree(state.cluster_queues, state.cohorts or ())
-            if state.cluster_queues is not None
-            else None
-        )
+        tree = state.quota_tree
         cluster_queue = tree.cluster_queue(local_queue.cluster_queue) if tree else None
         value = priority_value(priority, state.priority_classes)
         ahead = self._ahead(local_queue, cluster_queue, value, ask_positions)
@@ -476,7 +472,7 @@ def require_mapping(data: Any) -> None:
 
 def priority_names(state: QueueState) -> list[str] | None:
     """The WorkloadPriorityClass names, None when they cannot be read."""
-    classes: list[PriorityClass] | None = state.priority_classes
+    classes: tuple[PriorityClass, ...] | None = state.priority_classes
     return [c.name for c in classes] if classes is not None else None
 
 

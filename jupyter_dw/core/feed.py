@@ -30,7 +30,6 @@ from typing import Any, TypeVar
 
 from ..domain.cluster_state import ClusterSnapshot, transition
 from ..domain.freshness import FRESH, Freshness, WatchHealth
-from ..domain.quota import QuotaTree
 from ..domain.rayjob_state import RayJobInfo, owning_rayjob
 from ..domain.workloads import WorkloadInfo, owner_of
 from ..k8s.errors import KubeError
@@ -541,9 +540,9 @@ def _concerns_namespace(session: KubeSession, plural: str, event_type: str, obj:
     used = {lq.cluster_queue for lq in state.local_queues}
     if name in used:
         return True
-    if state.cluster_queues is None:
+    tree = state.quota_tree
+    if tree is None:
         return False
-    tree = QuotaTree(state.cluster_queues, state.cohorts or ())
     path = tree.cohort_path(name) if tree.cluster_queue(name) is not None else ()
     roots = {p[-1] for cq in used if tree.cluster_queue(cq) and (p := tree.cohort_path(cq))}
     return bool(path) and path[-1] in roots

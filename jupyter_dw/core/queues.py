@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..domain.priorities import PriorityClass
@@ -20,7 +22,8 @@ class QueueList(ByName["QueueSummary"]):
     ``hint`` names the permission). ``cohorts_visible`` False: Cohort objects exist but cannot
     be read, so headroom may miss quota set on them. ``priority_classes``: the
     WorkloadPriorityClasses a cluster's ``priority`` may name, highest value first; None when
-    this identity may not read them.
+    this identity may not read them. ``formatted``: JSON already made for some of ``queues``
+    (by an equal summary of an earlier answer), so a change formats only what it changed.
     """
 
     namespace: str
@@ -29,24 +32,40 @@ class QueueList(ByName["QueueSummary"]):
     cohorts_visible: bool
     queues: tuple[QueueSummary, ...]
     priority_classes: tuple[PriorityClass, ...] | None = None
+    formatted: Mapping[QueueSummary, dict[str, Any]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def _entries(self) -> tuple[QueueSummary, ...]:
         return self.queues
 
     def to_json(self) -> dict[str, Any]:
-        """The REST shape (quantities as Kubernetes quantity strings)."""
+        """The REST shape (quantities as Kubernetes quantity strings).
+
+        Formatted once per answer (a few thousand quantities at 200 queues: most of what an
+        unchanged ``GET queues`` would cost); each call still returns its own dicts and
+        lists, so a caller may keep or change them.
+        """
         return {
             "namespace": self.namespace,
             "kueue_api": self.kueue_api,
             "quota_visible": self.quota_visible,
             "cohorts_visible": self.cohorts_visible,
-            "queues": [q.to_json() for q in self.queues],
+            # A queue's only containers are itself and its resource rows; the rest are
+            # strings, numbers and None: copying those two levels copies everything mutable.
+            "queues": [
+                {**q, "resources": [dict(r) for r in q["resources"]]} for q in self._queues_json
+            ],
             "priority_classes": (
                 [c.to_json() for c in self.priority_classes]
                 if self.priority_classes is not None
                 else None
             ),
         }
+
+    @cached_property
+    def _queues_json(self) -> tuple[dict[str, Any], ...]:
+        return tuple(self.formatted.get(q) or q.to_json() for q in self.queues)
 
     def get(self, name: str) -> QueueSummary | None:
         """The queue called ``name``, if there is one."""
@@ -58,11 +77,20 @@ class QueueList(ByName["QueueSummary"]):
         return next((q for q in self.queues if q.default), None)
 
 
+@dataclass
+class _LastList:
+    """The last :class:`QueueList` and what it was built from. ``entry`` is replaced whole
+    (one assignment, atomic), never mutated: readers on any thread see a matching triple."""
+
+    entry: tuple[QueueState, tuple[str, str | None], QueueList] | None = None
+
+
 @dataclass(frozen=True)
 class QueueService:
     """Queues for one session: answers come from its watch caches."""
 
     session: KubeSession
+    _last: _LastList = field(default_factory=_LastList, init=False, repr=False, compare=False)
 
     def state(self, timeout: float | None = None) -> QueueState:
         """The parsed Kueue objects (waits for the caches' first sync)."""
@@ -72,16 +100,31 @@ class QueueService:
         """Every LocalQueue of the namespace with its quota and headroom.
 
         Raises ``NotInstalled`` without Kueue and ``KubeForbidden`` when LocalQueues cannot
-        be listed and watched; hidden quota is not an error.
+        be listed and watched; hidden quota is not an error. Derived once per change of the
+        caches: until one changes, every caller gets the same (immutable) answer.
         """
         state = self.state(timeout)
-        return QueueList(
-            namespace=self.session.namespace,
-            kueue_api=self.session.discovery.kueue_version,
+        # The session hands out one QueueState per change of its caches: the same object
+        # means the same inputs. The namespace and Kueue's version are read from discovery,
+        # which a re-check may change without any cache changing.
+        about = (self.session.namespace, self.session.discovery.kueue_version)
+        last = self._last.entry
+        if last is not None and last[0] is state and last[1] == about:
+            return last[2]
+        summaries = queue_summaries(
+            state.local_queues, state.cluster_queues, state.cohorts, tree=state.quota_tree
+        )
+        # Formatting is most of the cost after a change: reuse the JSON of every summary
+        # equal to one of the last answer (a frozen value: equal summaries, equal JSON).
+        earlier = last[2].formatted if last is not None else {}
+        answer = QueueList(
+            namespace=about[0],
+            kueue_api=about[1],
             quota_visible=state.cluster_queues is not None,
             cohorts_visible=state.cohorts is not None,
-            queues=tuple(queue_summaries(state.local_queues, state.cluster_queues, state.cohorts)),
-            priority_classes=(
-                tuple(state.priority_classes) if state.priority_classes is not None else None
-            ),
+            queues=tuple(summaries),
+            priority_classes=state.priority_classes,
+            formatted={q: earlier.get(q) or q.to_json() for q in summaries},
         )
+        self._last.entry = (state, about, answer)
+        return answer

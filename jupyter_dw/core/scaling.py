@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from ..domain.cluster_state import ClusterSnapshot, live_worker_pods
 from ..domain.kueue_model import LocalQueueInfo
 from ..domain.priorities import priority_value
-from ..domain.quota import QuotaTree
 from ..domain.scale_fit import ScaleFit, assess_scale_up, held_flavors, worker_pod_set
 from ..k8s.elastic import FEATURE_GATE
 from ..k8s.errors import InvalidRequest
@@ -254,11 +253,7 @@ def _fit_scale_up(
     state = service.session.queue_state()
     queues = {lq.name: lq for lq in state.local_queues}
     local_queue: LocalQueueInfo | None = queues.get(status.queue or "")
-    tree = (
-        QuotaTree(state.cluster_queues, state.cohorts or ())
-        if state.cluster_queues is not None
-        else None
-    )
+    tree = state.quota_tree
     cluster_queue = (
         tree.cluster_queue(status.cluster_queue or local_queue.cluster_queue)
         if tree is not None and local_queue is not None

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import cached_property
 from typing import Any, Literal
 
 from jupyter_dw.domain.quantity import QuantityError, parse_quantity
@@ -258,10 +259,6 @@ def amounts_by_key(amounts: Iterable[FlavorResourceAmount]) -> dict[FlavorResour
     return out
 
 
-def _total(amounts: tuple[FlavorResourceAmount, ...], flavor: str, resource: str) -> Decimal:
-    return sum((a.total for a in amounts if a.flavor == flavor and a.resource == resource), _ZERO)
-
-
 # --------------------------------------------------------------------------------------------
 # What LocalQueues and ClusterQueues both report
 # --------------------------------------------------------------------------------------------
@@ -300,11 +297,21 @@ class QueueStatus:
 
     def reserved(self, flavor: str, resource: str) -> Decimal:
         """Quota reserved for ``(flavor, resource)`` (0 if not reported)."""
-        return _total(self.reservation, flavor, resource)
+        return self._reserved_by_key.get((flavor, resource), _ZERO)
 
     def used(self, flavor: str, resource: str) -> Decimal:
         """Quota used by admitted workloads for ``(flavor, resource)`` (0 if not reported)."""
-        return _total(self.usage, flavor, resource)
+        return self._used_by_key.get((flavor, resource), _ZERO)
+
+    # Summed once: a queue's summary asks for every flavor and resource, and one parsed
+    # status answers every summary until its object changes.
+    @cached_property
+    def _reserved_by_key(self) -> dict[FlavorResource, Decimal]:
+        return amounts_by_key(self.reservation)
+
+    @cached_property
+    def _used_by_key(self) -> dict[FlavorResource, Decimal]:
+        return amounts_by_key(self.usage)
 
 
 # --------------------------------------------------------------------------------------------

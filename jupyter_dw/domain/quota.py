@@ -226,6 +226,9 @@ class QuotaTree:
         self._cq_nodes: dict[str, _Node] = {
             name: self._cq_node(cq) for name, cq in self._queues.items()
         }
+        # rows() per ClusterQueue, filled as asked: every LocalQueue of a ClusterQueue shows
+        # the same rows, and nothing changes a tree once built.
+        self._rows: dict[str, tuple[QuotaRow, ...]] = {}
         self._link()
         self._mark_cycles()
         for node in self._cohorts.values():
@@ -339,6 +342,12 @@ class QuotaTree:
 
     def rows(self, cluster_queue: str) -> tuple[QuotaRow, ...]:
         """One row per ``(flavor, resource)`` in the ClusterQueue's spec, in spec order."""
+        rows = self._rows.get(cluster_queue)
+        if rows is None:
+            rows = self._rows[cluster_queue] = self._compute_rows(cluster_queue)
+        return rows
+
+    def _compute_rows(self, cluster_queue: str) -> tuple[QuotaRow, ...]:
         node = self._node(cluster_queue)
         cq = self._queues[cluster_queue]
         return tuple(
@@ -575,6 +584,8 @@ def queue_summaries(
     local_queues: Iterable[LocalQueueInfo],
     cluster_queues: Iterable[ClusterQueueQuota] | None,
     cohorts: Iterable[CohortQuota] | None = None,
+    *,
+    tree: QuotaTree | None = None,
 ) -> list[QueueSummary]:
     """One summary per LocalQueue, sorted by namespace and name.
 
@@ -582,9 +593,14 @@ def queue_summaries(
     the numbers come from LocalQueue status. ``cohorts`` None means Cohort objects could not
     be read (the summary says so); pass an empty list when there are none or the Cohort API
     is not served — implicit cohorts from ClusterQueue cohort names are always built.
+    ``tree``: the :class:`QuotaTree` of exactly these ClusterQueues and Cohorts, when the
+    caller has built it already (it is built here otherwise).
     """
     queues = sorted(local_queues, key=lambda q: (q.namespace or "", q.name))
-    tree = QuotaTree(cluster_queues, cohorts or ()) if cluster_queues is not None else None
+    if cluster_queues is None:
+        tree = None
+    elif tree is None:
+        tree = QuotaTree(cluster_queues, cohorts or ())
     conventions: dict[tuple[str | None, str], str] = {}
     for namespace in dict.fromkeys(q.namespace for q in queues):
         choice = default_local_queue([q for q in queues if q.namespace == namespace])

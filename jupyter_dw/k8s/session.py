@@ -31,6 +31,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
 from typing import Any
 
 from jupyter_dw.domain.freshness import LIVE, STALE, Freshness, WatchHealth
@@ -41,6 +43,7 @@ from jupyter_dw.domain.kueue_model import (
     LocalQueueInfo,
 )
 from jupyter_dw.domain.priorities import PriorityClass
+from jupyter_dw.domain.quota import QuotaTree
 from jupyter_dw.domain.ray_auth import (
     RayToken,
     TokenUnavailable,
@@ -164,13 +167,31 @@ class QueueState:
     ``cohorts`` None: Cohort objects are served but not readable; empty when there are none.
     ``flavors`` None: ResourceFlavors are not readable (every flavor is assumed usable).
     ``priority_classes`` None: WorkloadPriorityClasses are not readable (names not checked).
+
+    One instance answers every caller until a cache changes (:meth:`KubeSession.queue_state`),
+    so it is immutable: tuples and a read-only mapping.
     """
 
-    local_queues: list[LocalQueueInfo]
-    cluster_queues: list[ClusterQueueQuota] | None
-    cohorts: list[CohortQuota] | None
-    flavors: dict[str, FlavorTraits] | None = None
-    priority_classes: list[PriorityClass] | None = None
+    local_queues: tuple[LocalQueueInfo, ...]
+    cluster_queues: tuple[ClusterQueueQuota, ...] | None
+    cohorts: tuple[CohortQuota, ...] | None
+    flavors: Mapping[str, FlavorTraits] | None = None
+    priority_classes: tuple[PriorityClass, ...] | None = None
+
+    @cached_property
+    def quota_tree(self) -> QuotaTree | None:
+        """The ClusterQueues and Cohorts linked as Kueue links them (headroom, limits); None
+        when ClusterQueues are not readable. Built once per state: the queue summaries, a fit
+        and the change feed share it."""
+        if self.cluster_queues is None:
+            return None
+        return QuotaTree(self.cluster_queues, self.cohorts or ())
+
+
+QueueInputs = tuple[bool, tuple[tuple["WatchCache", int] | None, ...]]
+"""What a :class:`QueueState` is parsed from: whether Cohorts are served, then per cache
+(LocalQueues, ClusterQueues, Cohorts, ResourceFlavors, WorkloadPriorityClasses) the cache
+object and its generation, or None when it is not read."""
 
 
 class KubeSession:
@@ -243,6 +264,10 @@ class KubeSession:
         self._last_kueue_probe = 0.0
         self._last_refresh = 0.0
         self._elastic: ElasticJobs = NOT_PROBED
+        # The last queue_state() answer, its inputs and its parsed objects. Replaced whole
+        # (one assignment, atomic), never mutated: readers on any thread see a matching triple
+        # without a lock.
+        self._queue_memo: tuple[QueueInputs, QueueState, _Parsed] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -751,48 +776,35 @@ class KubeSession:
         service builds its answers from, :mod:`jupyter_dw.core.queues`).
 
         Waits up to ``timeout`` (the request timeout) for the caches to be ready, and raises
-        what :meth:`wait_ready` raises.
+        what :meth:`wait_ready` raises. Parsed once per change: until a cache changes, every
+        caller gets the same (immutable) :class:`QueueState`.
         """
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         self.wait_ready(max(0.0, deadline - time.monotonic()))
         self.discovery.require_kueue()
-        local_queues = self._synced_cache(LOCAL_QUEUE, deadline, required=True)
-        cq_cache = self._synced_cache(CLUSTER_QUEUE, deadline)
-        cohort_cache = self._synced_cache(COHORT, deadline)
-        flavor_cache = self._synced_cache(RESOURCE_FLAVOR, deadline)
-        priority_cache = self._synced_cache(WORKLOAD_PRIORITY_CLASS, deadline)
-        assert local_queues is not None
-        cluster_queues = (
-            _parse(cq_cache.snapshot(), ClusterQueueQuota.from_object) if cq_cache else None
+        # Waiting and raising stay per call: only parsing is shared between calls.
+        caches = (
+            self._synced_cache(LOCAL_QUEUE, deadline, required=True),
+            self._synced_cache(CLUSTER_QUEUE, deadline),
+            self._synced_cache(COHORT, deadline),
+            self._synced_cache(RESOURCE_FLAVOR, deadline),
+            self._synced_cache(WORKLOAD_PRIORITY_CLASS, deadline),
         )
-        if cohort_cache is not None:
-            cohorts: list[CohortQuota] | None = _parse(
-                cohort_cache.snapshot(), CohortQuota.from_object
-            )
-        else:
-            # Not served: there are no Cohort objects to count. Served but unreadable: None,
-            # and the summaries say headroom may miss quota set on Cohort objects.
-            cohorts = [] if self.discovery.cohort_version is None else None
-        flavors = (
-            {f.name: f for f in _parse(flavor_cache.snapshot(), FlavorTraits.from_object)}
-            if flavor_cache is not None
-            else None
-        )
-        priority_classes = (
-            sorted(
-                _parse(priority_cache.snapshot(), PriorityClass.from_object),
-                key=lambda c: (-c.value, c.name),
-            )
-            if priority_cache is not None
-            else None
-        )
-        return QueueState(
-            _parse(local_queues.snapshot(), LocalQueueInfo.from_object),
-            cluster_queues,
-            cohorts,
-            flavors,
-            priority_classes,
-        )
+        cohorts_served = self.discovery.cohort_version is not None
+        # The key holds the cache objects themselves: a permission revoked or granted, or an
+        # API version changed, replaces or drops a cache (a new one restarts at generation 0).
+        # A cache gone stale keeps its objects and generation; it answers as it would without
+        # the memo, and watch_health() says it is stale.
+        memo = self._queue_memo
+        current = (cohorts_served, tuple((c, c.generation) if c else None for c in caches))
+        if memo is not None and memo[0] == current:
+            return memo[1]
+        parser = _Parser(memo[2] if memo is not None else {})
+        inputs, state = _parse_queue_state(cohorts_served, caches, parser)
+        # Two threads may both parse after a change; each triple stored is consistent, and an
+        # older one stored last is only parsed again on the next call.
+        self._queue_memo = (inputs, state, parser.parsed)
+        return state
 
     # -- Ray clusters --------------------------------------------------------------------
 
@@ -1111,6 +1123,52 @@ class KubeSession:
         )
 
 
+def _parse_queue_state(
+    cohorts_served: bool, caches: tuple[WatchCache | None, ...], parse: _Parser
+) -> tuple[QueueInputs, QueueState]:
+    """Parse the queue caches' snapshots (LocalQueues, ClusterQueues, Cohorts,
+    ResourceFlavors, WorkloadPriorityClasses; None: not read). Each snapshot is read with its
+    generation, so the inputs returned name exactly what was parsed even while the caches
+    move on; ``parse`` reuses what the previous parse made of objects that did not change."""
+    snapshots = [c.versioned_snapshot() if c is not None else None for c in caches]
+    inputs: QueueInputs = (
+        cohorts_served,
+        tuple(
+            (cache, snapshot[0]) if cache is not None and snapshot is not None else None
+            for cache, snapshot in zip(caches, snapshots, strict=True)
+        ),
+    )
+    local_queues, cluster_queues, cohorts, flavors, priorities = (
+        snapshot[1] if snapshot is not None else None for snapshot in snapshots
+    )
+    assert local_queues is not None
+    if cohorts is not None:
+        parsed_cohorts: tuple[CohortQuota, ...] | None = parse(cohorts, CohortQuota.from_object)
+    else:
+        # Not served: there are no Cohort objects to count. Served but unreadable: None,
+        # and the summaries say headroom may miss quota set on Cohort objects.
+        parsed_cohorts = None if cohorts_served else ()
+    by_value = sorted(
+        parse(priorities or [], PriorityClass.from_object), key=lambda c: (-c.value, c.name)
+    )
+    state = QueueState(
+        local_queues=parse(local_queues, LocalQueueInfo.from_object),
+        cluster_queues=(
+            parse(cluster_queues, ClusterQueueQuota.from_object)
+            if cluster_queues is not None
+            else None
+        ),
+        cohorts=parsed_cohorts,
+        flavors=(
+            MappingProxyType({f.name: f for f in parse(flavors, FlavorTraits.from_object)})
+            if flavors is not None
+            else None
+        ),
+        priority_classes=tuple(by_value) if priorities is not None else None,
+    )
+    return inputs, state
+
+
 @dataclass(eq=False)
 class _Registration:
     """One :meth:`KubeSession.add_listener` call and how to unbind it from every cache."""
@@ -1145,11 +1203,31 @@ def _bind(listener: SessionListener, plural: str) -> Callable[[str, Object], Non
     return lambda event_type, obj: listener(plural, event_type, obj)
 
 
-def _parse(objects: list[Object], parse: Callable[[Object], Any]) -> list[Any]:
-    parsed = []
-    for obj in objects:
-        try:
-            parsed.append(parse(obj))
-        except KueueObjectError as err:  # one malformed object must not hide the others
-            log.warning("skipping an unreadable Kueue object: %s", err)
-    return parsed
+_Parsed = dict[int, tuple[Object, Any]]
+"""``id(object dict) -> (that dict, what it parsed to)``; the dict is held so its id stays its."""
+
+
+class _Parser:
+    """Parses cache objects, reusing what the previous parse made of the very same dict: a
+    cache replaces an object's dict when the object changes, so after one change one object
+    is parsed again, not every one. :attr:`parsed` holds what this parser saw, for the next."""
+
+    def __init__(self, earlier: _Parsed) -> None:
+        self._earlier = earlier
+        self.parsed: _Parsed = {}
+
+    def __call__(self, objects: list[Object], parse: Callable[[Object], Any]) -> tuple[Any, ...]:
+        values = []
+        for obj in objects:
+            held = self._earlier.get(id(obj))
+            if held is not None and held[0] is obj:
+                value = held[1]
+            else:
+                try:
+                    value = parse(obj)
+                except KueueObjectError as err:  # one malformed object must not hide the others
+                    log.warning("skipping an unreadable Kueue object: %s", err)
+                    continue
+            self.parsed[id(obj)] = (obj, value)
+            values.append(value)
+        return tuple(values)

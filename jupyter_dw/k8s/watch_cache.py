@@ -285,6 +285,12 @@ class WatchCache:
         with self._lock:
             return [self._objects[k] for k in sorted(self._objects)]
 
+    def versioned_snapshot(self) -> tuple[int, list[Object]]:
+        """:attr:`generation` and :meth:`snapshot` read under one lock: the generation names
+        exactly these objects, so what is derived from them can be keyed on it."""
+        with self._lock:
+            return self._generation, [self._objects[k] for k in sorted(self._objects)]
+
     def get(self, name: str, namespace: str = "") -> Object | None:
         """One object by name (and namespace for namespaced resources)."""
         with self._lock:

@@ -445,6 +445,17 @@ def visible_setup(version: str = "v1beta2"):
     return local_queues, cluster_queues
 
 
+def test_summaries_from_a_tree_built_once_are_the_same_summaries():
+    local_queues, cluster_queues = visible_setup()
+    tree = QuotaTree(cluster_queues, [])
+    shared = queue_summaries(local_queues, cluster_queues, [], tree=tree)
+    assert shared == queue_summaries(local_queues, cluster_queues, [])
+    name = tree.cluster_queue_names[0]
+    assert tree.rows(name) is tree.rows(name)  # a built tree never changes: asked once
+    # Hidden quota stays hidden whatever tree is passed.
+    assert queue_summaries(local_queues, None, [], tree=tree) == queue_summaries(local_queues, None)
+
+
 def test_visible_summary_json_shape_and_numbers():
     local_queues, cluster_queues = visible_setup()
     summaries = queue_summaries(local_queues, cluster_queues, [])

@@ -280,6 +280,18 @@ def test_wait_for_change_returns_a_newer_generation(fake, make_cache):
     assert cache.wait_for_change(0, WAIT) >= 2  # the list and the event
 
 
+def test_versioned_snapshot_names_the_generation_of_its_objects(fake, make_cache):
+    fake.lists.append(([obj("a", "5")], "10"))
+    fake.watches.append(Block(event(ADDED, obj("b", "11"))))
+    cache = make_cache()
+    cache.start()
+
+    assert cache.wait_until(lambda objs: len(objs) == 2, WAIT)
+    generation, objects = cache.versioned_snapshot()
+    assert generation == cache.generation == 2  # the list and the event
+    assert [o["metadata"]["name"] for o in objects] == names(cache) == ["a", "b"]
+
+
 def test_lines_are_split_across_chunks():
     chunks = [b'{"type":"ADD', b'ED"}\n{"type":', b'"BOOKMARK"}\n\n', "tail"]
     assert list(_lines(chunks)) == ['{"type":"ADDED"}', '{"type":"BOOKMARK"}', "", "tail"]
