@@ -34,10 +34,18 @@ LEGACY_VISIBILITY_PORT = 8082
 FAKE_NODES = 4
 
 
-def default_state_dir() -> Path:
-    """Where a cluster keeps its state (certificates, etcd data, logs, PIDs, kubeconfig)."""
+def default_state_dir(versions: Versions | None = None) -> Path:
+    """Where a cluster keeps its state (certificates, etcd data, logs, PIDs, kubeconfig).
+
+    One directory per Kueue version: ``make test`` and ``make test-legacy`` may run at the same
+    time, and a cluster of other versions in the same directory would be replaced (stopped)
+    under the other run's feet."""
     override = os.environ.get("DW_CLUSTER_DIR")
-    return Path(override) if override else Path(tempfile.gettempdir()) / "jupyter-dw-cluster"
+    if override:
+        return Path(override)
+    selected = versions or Versions.selected()
+    suffix = "" if selected.kueue_is_pinned else f"-kueue-{selected.kueue}"
+    return Path(tempfile.gettempdir()) / f"jupyter-dw-cluster{suffix}"
 
 
 def testbed_fingerprint() -> str:
@@ -207,8 +215,8 @@ class LocalCluster:
         apiserver_flags: Sequence[str] = (),
         kueue_config: dict[str, Any] | None = None,
     ) -> None:
-        self.state_dir = state_dir or default_state_dir()
         self.versions = versions or Versions.selected()
+        self.state_dir = state_dir or default_state_dir(self.versions)
         self.state_file = self.state_dir / "state.json"
         self.logs = self.state_dir / "logs"
         self.apiserver_flags = tuple(apiserver_flags)

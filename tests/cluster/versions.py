@@ -74,6 +74,11 @@ class Versions:
             kwok=env["KWOK_VERSION"],
         )
 
+    @property
+    def kueue_is_pinned(self) -> bool:
+        """Whether Kueue is the pinned release (not the legacy one or another chosen one)."""
+        return self.kueue == _versions_env()["KUEUE_VERSION"]
+
     def binary(self, component: str) -> Path:
         """Path of a built binary (``kube-apiserver``, ``kueue``, ``ray-operator``, ``kwok``)."""
         where = {

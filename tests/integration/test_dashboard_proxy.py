@@ -40,12 +40,9 @@ from traitlets import TraitError
 
 from jupyter_dw.server.app import JupyterDW
 from jupyter_dw.server.dashboard_capability import IDLE_TTL, READ, Target
-from jupyter_dw.server.dashboard_proxy import (
-    DASHBOARD_SETTING,
-    SANDBOX_POLICY,
-    STORAGE_SHIM,
-    DashboardProxy,
-)
+from jupyter_dw.server.dashboard_proxy import DASHBOARD_SETTING, DashboardProxy
+from jupyter_dw.server.dashboard_proxy.paths import SANDBOX_POLICY
+from jupyter_dw.server.dashboard_proxy.rules import STORAGE_SHIM
 from jupyter_dw.server.handlers import AUTH_RESOURCE
 from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import WAIT_TIMEOUT
