@@ -220,6 +220,12 @@ class ClusterService:
         own = [rc for rc in self.session.ray_clusters() if owning_rayjob(rc) is None]
         return self._infos(self._statuses(own))
 
+    def raycluster(self, name: str) -> dict[str, Any] | None:
+        """RayCluster ``name`` as Kubernetes holds it, None when there is none: what the
+        dashboard proxy reaches (it needs only ``get rayclusters``, no list or watch)."""
+        found = self.session.find_ray_cluster(check_cluster_name(name))
+        return dict(found) if found is not None else None
+
     def get(self, name: str) -> ClusterInfo:
         """Cluster ``name`` (``KubeNotFound`` when there is none)."""
         raycluster = self.session.ray_cluster(check_cluster_name(name))

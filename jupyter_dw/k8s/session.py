@@ -47,6 +47,7 @@ from jupyter_dw.domain.quota import QuotaTree
 from jupyter_dw.domain.ray_auth import (
     RayToken,
     TokenUnavailable,
+    ray_auth_of,
     token_from_secret,
     token_secret_name,
 )
@@ -71,6 +72,7 @@ from .errors import (
     KubeConfigError,
     KubeError,
     KubeForbidden,
+    KubeNotFound,
     KubeUnauthorized,
     NotReady,
 )
@@ -842,6 +844,22 @@ class KubeSession:
             # May list and watch but not get: the synced cache's answer stands.
             raise ray.not_found(self.namespace, name) from err
 
+    def find_ray_cluster(self, name: str) -> Object | None:
+        """RayCluster ``name``, or None when there is none: from a synced cache, else one
+        ``get`` (a miss in the cache may be a create not seen yet). Needs only ``get
+        rayclusters`` (the dashboard proxy's least privilege; a 403 names that). Blocking."""
+        self.wait_ready()
+        self.discovery.require_kuberay()
+        cache = self._watching(RAY_CLUSTER.plural)
+        if cache is not None and cache.synced:
+            cached = cache.get(name, self.namespace)
+            if cached is not None:
+                return cached
+        try:
+            return ray.get_raycluster(self.api, self.namespace, name)
+        except KubeNotFound:
+            return None
+
     def cached_ray_cluster(self, name: str) -> Object | None:
         """RayCluster ``name`` as the cache holds it now (no waiting, no I/O)."""
         cache = self._watching(RAY_CLUSTER.plural)
@@ -913,8 +931,22 @@ class KubeSession:
         made for it: one ``get`` (never a list or watch of Secrets), used only when its
         controller owner is this RayCluster's UID. Raises :class:`TokenUnavailable` (no such
         Secret yet, owned by something else, no token in it) or ``KubeForbidden`` naming
-        ``get secrets``. Blocking."""
+        ``get secrets``. Blocking.
+
+        A cluster with Kubernetes-delegated auth (``enableK8sTokenAuth``) has no Secret: Ray
+        asks the API server about the caller's own Kubernetes token, so the token is this
+        session's bearer token (the workbench's identity, whose RBAC Ray then checks)."""
         name = str((raycluster.get("metadata") or {}).get("name") or "")
+        if ray_auth_of(raycluster).mode == "k8s":
+            own = self.api.bearer_token()
+            if own is None:
+                raise TokenUnavailable(
+                    "no_bearer_token",
+                    f"RayCluster {name} delegates Ray authentication to Kubernetes, which "
+                    "checks a bearer token; this server authenticates to Kubernetes otherwise "
+                    "(a client certificate)",
+                )
+            return RayToken(own)
         secret_name = token_secret_name(name)
         try:
             secret = self.api.get(SECRET.path(self.namespace, secret_name))

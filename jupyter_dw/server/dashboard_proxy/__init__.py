@@ -38,6 +38,8 @@ Jupyter user, and the design is:
   :mod:`jupyter_dw.domain.ray_auth`) and kept in memory for :data:`EXISTS_TTL` seconds. It
   never reaches the browser: Ray's ``/api/authenticate`` answers with a ``Set-Cookie``
   holding it, which the allow-list drops like every cookie, and it is in no URL, no log line.
+  A cluster with Kubernetes-delegated auth (``enableK8sTokenAuth``) gets this server's own
+  Kubernetes bearer token instead, the same way.
 
 Where requests go: by default to what KubeRay reports for the cluster, its head Service
 (``status.head.serviceName``) on the dashboard port (``status.endpoints.dashboard``), as

@@ -123,7 +123,7 @@ class RayDashboardEntryHandler(
                 raise capability_refused(name, CapabilityError("malformed capability path"))
             check_path(raw_path)
             located = await self.dashboard.locate(
-                self.core.session, self.settings.get(EXECUTOR_SETTING), name
+                self.core, self.settings.get(EXECUTOR_SETTING), name
             )
         except (DashboardError, KubeError) as err:
             self._send_error_json(err)

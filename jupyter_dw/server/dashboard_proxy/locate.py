@@ -11,13 +11,11 @@ from typing import Any
 
 from tornado import httputil
 
+from ...core.services import DWCore
 from ...domain.cluster_state import cluster_status
-from ...domain.ray_auth import RayToken, TokenUnavailable, ray_auth_of
+from ...domain.ray_auth import RayToken
 from ...domain.ray_endpoints import validate_url_template
 from ...domain.validation import dns1035_label_error
-from ...k8s.errors import KubeApiError
-from ...k8s.resources import RAY_CLUSTER, RAY_GROUP, ResourceKind
-from ...k8s.session import KubeSession
 from ...names import DASHBOARD_PORT
 from ..dashboard_capability import (
     Capabilities,
@@ -38,8 +36,6 @@ EXISTS_TTL = 5.0
 """Seconds a found RayCluster is remembered, so a dashboard page (dozens of requests, then a
 poll every few seconds) costs one Kubernetes GET per few seconds. Misses are never remembered:
 a cluster created a moment ago is reachable at once."""
-
-RAY_CLUSTER_KIND = ResourceKind(RAY_GROUP, RAY_CLUSTER.plural, RAY_CLUSTER.kind, namespaced=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,18 +100,18 @@ class DashboardProxy:
             service=dashboard.service, namespace=namespace, port=dashboard.port
         )
 
-    async def locate(self, session: KubeSession, executor: Executor | None, name: str) -> Located:
+    async def locate(self, core: DWCore, executor: Executor | None, name: str) -> Located:
         """RayCluster ``name`` of the session's namespace and its dashboard's address; raise
-        :class:`DashboardError` (404) if there is no such cluster, or the session's
-        :class:`KubeError`."""
+        :class:`DashboardError` (404) if there is no such cluster, or the core's
+        :class:`KubeError` (``ray_token_unavailable``: its token cannot be used)."""
         loop = asyncio.get_running_loop()
-        known = session.namespace if session.ready else None
+        known = core.session.namespace if core.session.ready else None
         # Only touched on the IO loop: no lock needed.
         if known is not None:
             until, located = self._found.get((known, name), (0.0, None))
             if located is not None and until > time.monotonic():
                 return located
-        namespace, raycluster, token = await loop.run_in_executor(executor, _look_up, session, name)
+        namespace, raycluster, token = await loop.run_in_executor(executor, _look_up, core, name)
         if raycluster is None:
             raise DashboardError(
                 404,
@@ -131,42 +127,9 @@ class DashboardProxy:
         return located
 
 
-def _look_up(session: KubeSession, name: str) -> tuple[str, dict[str, Any] | None, RayToken | None]:
-    """``(namespace, RayCluster or None, its Ray token or None)`` for ``name`` (blocking: run
-    in the executor)."""
-    namespace, raycluster = _find(session, name)
-    if raycluster is None or not ray_auth_of(raycluster).uses_secret:
-        return namespace, raycluster, None
-    try:
-        token = session.ray_token(raycluster)
-    except TokenUnavailable as err:
-        raise DashboardError(
-            502,
-            f"The Ray token of {name} cannot be used",
-            str(err),
-            "The cluster uses Ray token authentication; KubeRay makes its Secret when it "
-            "accepts the cluster (check its state). A Secret of that name owned by anything "
-            "else is never used: delete it and the cluster to start over.",
-            "ray_token_unavailable",
-        ) from None
-    return namespace, raycluster, token
-
-
-def _find(session: KubeSession, name: str) -> tuple[str, dict[str, Any] | None]:
-    """``(namespace, RayCluster or None)`` for ``name`` (blocking)."""
-    session.wait_ready()
-    session.discovery.require_kuberay()
-    namespace = session.namespace
-    # A RayCluster watch cache, if the session keeps one, answers without a request; a miss
-    # may just be an event not seen yet, so it is confirmed with a GET.
-    cache = session.cache(RAY_CLUSTER_KIND)
-    if cache is not None and cache.synced:
-        cached = cache.get(name, namespace)
-        if cached is not None:
-            return namespace, dict(cached)
-    try:
-        return namespace, dict(session.api.get(RAY_CLUSTER.path(namespace, name)))
-    except KubeApiError as err:
-        if err.api_status == 404:
-            return namespace, None
-        raise
+def _look_up(core: DWCore, name: str) -> tuple[str, dict[str, Any] | None, RayToken | None]:
+    """``(namespace, RayCluster or None, what its Ray checks or None)`` for ``name``, through
+    the core's cluster and Ray services (blocking: run in the executor)."""
+    raycluster = core.clusters.raycluster(name)
+    token = core.jobs.token(raycluster) if raycluster is not None else None
+    return core.session.namespace, raycluster, token

@@ -164,7 +164,7 @@ class RayDashboardHandler(
                 return
             self._require_action(name, grant)
             located = await self.dashboard.locate(
-                self.core.session, self.settings.get(EXECUTOR_SETTING), name
+                self.core, self.settings.get(EXECUTOR_SETTING), name
             )
             if located.uid != grant.uid:
                 raise capability_refused(
