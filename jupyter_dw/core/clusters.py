@@ -71,7 +71,7 @@ from .positions import pending_entries
 from .settings import refuse_writes
 
 Object = dict[str, Any]
-_Found = tuple[Object, list[Object], ClusterSnapshot]
+Found = tuple[Object, list[Object], ClusterSnapshot]
 """A RayCluster, its Workloads (slices) and its status."""
 
 CLUSTER_SOURCES = (RAY_CLUSTER.plural, WORKLOAD.plural, POD.plural)
@@ -157,7 +157,7 @@ class ClusterService:
 
         ``ask_positions`` False answers from the caches alone (no visibility API call: the
         workloads ahead are the ClusterQueue's pending count, an upper bound), for a form
-        judged as it is typed in. See :meth:`_ahead` for what counts as ahead."""
+        judged as it is typed in. See :meth:`ahead` for what counts as ahead."""
         require_mapping(data)
         request = dict(data)
         named = request.get("name") is not None
@@ -206,7 +206,7 @@ class ClusterService:
         tree = state.quota_tree
         cluster_queue = tree.cluster_queue(local_queue.cluster_queue) if tree else None
         value = priority_value(priority, state.priority_classes)
-        ahead = self._ahead(local_queue, cluster_queue, value, ask_positions)
+        ahead = self.ahead(local_queue, cluster_queue, value, ask_positions)
         return FitScene(local_queue, cluster_queue, tree, ahead, state.flavors)
 
     def list(self) -> ClusterList:
@@ -218,7 +218,7 @@ class ClusterService:
         """Every RayCluster of the namespace, sorted by name; a RayJob's own cluster is shown
         under its RayJob (``GET rayjobs``), not here."""
         own = [rc for rc in self.session.ray_clusters() if owning_rayjob(rc) is None]
-        return self._infos(self._statuses(own))
+        return self.infos(self.snapshots(own))
 
     def raycluster(self, name: str) -> dict[str, Any] | None:
         """RayCluster ``name`` as Kubernetes holds it, None when there is none: what the
@@ -229,7 +229,7 @@ class ClusterService:
     def get(self, name: str) -> ClusterInfo:
         """Cluster ``name`` (``KubeNotFound`` when there is none)."""
         raycluster = self.session.ray_cluster(check_cluster_name(name))
-        [info] = self._infos(self._statuses([raycluster]))
+        [info] = self.infos(self.snapshots([raycluster]))
         return info
 
     def create(self, data: Any, idempotency_key: str | None = None) -> ClusterInfo:
@@ -279,7 +279,7 @@ class ClusterService:
             raise
         current = self.session.cached_ray_cluster(spec.name) or created
         # Just created: no positions to ask for yet.
-        [info] = self._infos([self._status_of(current)])
+        [info] = self.infos([self._status_of(current)])
         return info
 
     def delete(self, name: str) -> Deleted:
@@ -311,7 +311,7 @@ class ClusterService:
             for name in names
             if (rc := self.session.cached_ray_cluster(name)) and owning_rayjob(rc) is None
         ]
-        return {info.status.name: info for info in self._infos(self._statuses(found))}
+        return {info.status.name: info for info in self.infos(self.snapshots(found))}
 
     def dashboard_url(self, name: str) -> str | None:
         """``{base_url}dw/ray/<name>/``: the Ray dashboard through the Jupyter server; None
@@ -320,9 +320,9 @@ class ClusterService:
             return None
         return f"{self.dashboard_base.rstrip('/')}/{quote(name, safe='')}/"
 
-    # -- internals -----------------------------------------------------------------------
+    # -- the seam the scaling module shares (a cluster's status, what is ahead) ----------
 
-    def _infos(self, statuses: Iterable[_Found]) -> builtins.list[ClusterInfo]:
+    def infos(self, statuses: Iterable[Found]) -> builtins.list[ClusterInfo]:
         """:class:`ClusterInfo` of each ``(raycluster, slices, status)``, the watches'
         health read once for all of them."""
         health = self.session.watch_health()
@@ -383,7 +383,7 @@ class ClusterService:
                 err.errors,
             ) from err
 
-    def _status_of(self, raycluster: Object, pending: Object | None = None) -> _Found:
+    def _status_of(self, raycluster: Object, pending: Object | None = None) -> Found:
         """The RayCluster with its Workloads (slices) and its status from the caches;
         ``pending`` is the visibility API's entry of whichever of them waits (positions)."""
         slices = self.session.slices_of(raycluster)
@@ -398,7 +398,7 @@ class ClusterService:
         """KubeRay's refusal of ``raycluster``'s spec, from the cached Warning events."""
         return kuberay_refusal(self.session.kuberay_warnings(raycluster), raycluster)
 
-    def _statuses(self, rayclusters: Iterable[Object]) -> builtins.list[_Found]:
+    def snapshots(self, rayclusters: Iterable[Object]) -> builtins.list[Found]:
         """Each RayCluster with its Workloads and status; the ones whose Workload waits for
         quota (or whose scale-up's slice does) get their positions, asking the visibility API
         once per LocalQueue involved."""
@@ -412,7 +412,7 @@ class ClusterService:
             for rc, slices, status in found
         ]
 
-    def _ahead(
+    def ahead(
         self,
         local_queue: LocalQueueInfo,
         cluster_queue: ClusterQueueQuota | None,
