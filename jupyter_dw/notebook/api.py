@@ -19,10 +19,7 @@ from typing import Any
 
 from ..core.cluster_results import ClusterInfo, FitResult
 from ..core.clusters import InvalidSpec
-from ..core.queues import QueueList
-from ..core.scaling import InvalidScale, NotElastic, ScaleResult
-from ..core.workloads import WorkloadList
-from ..k8s.errors import (
+from ..core.errors import (
     KubeConflict,
     KubeError,
     KubeForbidden,
@@ -30,6 +27,9 @@ from ..k8s.errors import (
     KubeUnreachable,
     NotInstalled,
 )
+from ..core.queues import QueueList
+from ..core.scaling import InvalidScale, NotElastic, ScaleResult
+from ..core.workloads import WorkloadList
 from .jobs import RayJobHandle, list_jobs, submit_job
 from .kuberay_jobs import RayJobSpec, fit_rayjob, submit_rayjob
 from .ray_connect import (

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..core.cluster_results import FitResult
+from ..core.errors import KubeError
 from ..core.kuberay_jobs import RayJobList
 from ..domain.rayjob_state import RayJobInfo
-from ..k8s.errors import KubeError
 from .requests import create_with_key, request_body
 from .runtime import runtime
 

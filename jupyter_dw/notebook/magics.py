@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..k8s.errors import InvalidRequest, KubeError
+from ..core.errors import InvalidRequest, KubeError
 from .formatters import register as register_html
 
 HELP = """%dw queues                      LocalQueues with quota and headroom

@@ -26,7 +26,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from .._version import __version__
-from ..k8s.errors import InvalidRequest, KubeError
+from ..core.errors import InvalidRequest, KubeError
 
 if TYPE_CHECKING:
     from ..core.services import DWCore

@@ -14,7 +14,7 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from jupyter_server.utils import url_path_join
 from tornado import httputil, web
 
-from ...k8s.errors import KubeError
+from ...core.errors import KubeError
 from ..dashboard_capability import (
     ACTIONS,
     CapabilityError,

@@ -34,7 +34,7 @@ from tornado.websocket import (
     websocket_connect,
 )
 
-from ...k8s.errors import KubeError
+from ...core.errors import KubeError
 from ..dashboard_capability import (
     EXECUTE,
     READ,
