@@ -89,8 +89,9 @@ class KubeRayJobService:
 
     def fit(self, data: Any, ask_positions: bool = True) -> FitResult:
         """Would this RayJob fit its queue now? Counts what Kueue will hold for it on the
-        running version (the submitter included; see :meth:`ValidatedRayJob.pod_sets`).
-        ``name`` may be omitted here."""
+        running version (the submitter included; see :meth:`ValidatedRayJob.pod_sets`), and
+        when it does not fit now, the most workers that would (:meth:`FitScene.suggest`, as
+        for clusters). ``name`` may be omitted here."""
         require_mapping(data)
         request = dict(data)
         named = request.get("name") is not None
@@ -107,13 +108,19 @@ class KubeRayJobService:
         scene = self.clusters.fit_scene(state, job.queue, job.priority, ask_positions)
         counted = self.clusters.elastic.autoscaler_quota().counted
         verdict = scene.assess(job.pod_sets(sidecar_counted=counted))
+        # As for a cluster, with the submitter counted as Kueue counts it.
+        suggestion = scene.suggest(
+            verdict,
+            job.cluster.workers,
+            lambda n: job.with_workers(n).pod_sets(sidecar_counted=counted),
+        )
         omitted_queue = not (isinstance(data.get("queue"), str) and data["queue"].strip())
         return FitResult(
             assessment=verdict,
             spec=job,
             named=named,
             default_queue=choice.reason if choice and omitted_queue else None,
-            suggestion=None,
+            suggestion=suggestion,
         )
 
     def list(self) -> RayJobList:
