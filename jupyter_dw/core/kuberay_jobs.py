@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..domain.cluster_spec import SpecError
@@ -91,12 +91,17 @@ class KubeRayJobService:
         """Would this RayJob fit its queue now? Counts what Kueue will hold for it on the
         running version (the submitter included; see :meth:`ValidatedRayJob.pod_sets`), and
         when it does not fit now, the most workers that would (:meth:`FitScene.suggest`, as
-        for clusters). ``name`` may be omitted here."""
+        for clusters). ``name`` and ``entrypoint`` may be omitted here (``spec.entrypoint`` is
+        then empty)."""
         require_mapping(data)
         request = dict(data)
         named = request.get("name") is not None
         if not named:
             request["name"] = "fit-check"
+        # The command asks no quota: a form is judged before it has one.
+        given_entrypoint = request.get("entrypoint") is not None
+        if not given_entrypoint:
+            request["entrypoint"] = "fit-check"
         state = self.session.queue_state()
         choice = default_local_queue(state.local_queues, self.session.namespace)
         job = self._job(
@@ -117,7 +122,7 @@ class KubeRayJobService:
         omitted_queue = not (isinstance(data.get("queue"), str) and data["queue"].strip())
         return FitResult(
             assessment=verdict,
-            spec=job,
+            spec=job if given_entrypoint else replace(job, entrypoint=""),
             named=named,
             default_queue=choice.reason if choice and omitted_queue else None,
             suggestion=suggestion,

@@ -84,6 +84,10 @@ async def test_a_rayjob_runs_through_kueue_and_ends_in_kuberays_words(
     }
     assert set(fit["assignment"]) == {"head", "workers", "submitter"}
     assert fit["spec"]["submission_mode"] == "K8sJobMode" and fit["spec"]["queue"] == "team"
+    # A form is judged before it has a name or a command: the same requests.
+    code, bare = await call(jp_fetch, "POST", "rayjobs", "fit", body={"cluster": CLUSTER})
+    assert code == 200 and bare["requests"] == fit["requests"], bare
+    assert (bare["spec"]["name"], bare["spec"]["entrypoint"]) == (None, "")
 
     code, created = await call(jp_fetch, "POST", "rayjobs", body=rayjob_request("job-1"))
     assert code == 201, created
