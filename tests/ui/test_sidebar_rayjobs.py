@@ -187,6 +187,14 @@ def test_sidebar_rayjob_mode_end_to_end(
     assert json.loads(stored["spec"]["runtimeEnvYAML"]) == {"env_vars": {"A": "1"}}
     assert stored["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["replicas"] == 2
 
+    # Kueue admits it; the form's fit is judged as typed, so the next one is typed once the
+    # queue shows the quota held (the ClusterQueue's status follows the Workload's).
+    expect(first).to_have_attribute(
+        "data-state", re.compile("admitted|starting|running"), timeout=ADMIT_TIMEOUT
+    )
+    headroom = sidebar.locator('[data-queue="team"] [data-resource="cpu"] .jp-dw-headroom')
+    expect(headroom).to_have_text("500m", timeout=ADMIT_TIMEOUT)
+
     # -- a second one must wait: Kueue's reason and its position on its card ----------------
     fill(sidebar, name="ui-job-2")
     expect(verdict).to_have_attribute("data-verdict", "must-wait")
@@ -197,7 +205,9 @@ def test_sidebar_rayjob_mode_end_to_end(
     waiting = lab.api("GET", "rayjobs/ui-job-2")
     assert waiting["state"] == "queued" and waiting["position_in_local_queue"] == 0, waiting
     expect(second).to_have_attribute("data-state", "queued")
-    expect(second.locator(".jp-dw-position")).to_have_text("position 1 in queue team")
+    expect(second.locator(".jp-dw-position")).to_have_text(
+        "position 1 in queue team (1 in its ClusterQueue)"
+    )
     expect(second.locator(".jp-dw-reason")).to_have_text(waiting["reason"])
     sidebar.screenshot(path=str(artifacts / "rayjob-waiting.png"))
 
