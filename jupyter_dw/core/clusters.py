@@ -1,11 +1,11 @@
 """Ray clusters as every surface shows them: validated, fitted, created, listed with their
 Kueue and KubeRay state and milestones, deleted.
 
-:class:`ClusterService` joins the pure domain (``ValidatedSpec``, ``assess_fit``, ``suggest``,
-``cluster_status``, ``milestones``) with :class:`KubeSession` (caches, writes, visibility API).
-It holds no state of its own, returns typed objects (:mod:`.cluster_results`; JSON is made by
-the surfaces through their ``to_json``) and every method blocks: the server runs them on its
-thread pool, a kernel on a worker thread.
+:class:`ClusterService` joins the pure domain (``ValidatedSpec``, ``assess_fit``,
+``suggest_workers``, ``cluster_status``, ``milestones``) with :class:`KubeSession` (caches,
+writes, visibility API). It holds no state of its own, returns typed objects
+(:mod:`.cluster_results`; JSON is made by the surfaces through their ``to_json``) and every
+method blocks: the server runs them on its thread pool, a kernel on a worker thread.
 
 Per-request cost: listing reads only the watch caches (RayClusters, their Workloads by the
 ``kueue.x-k8s.io/job-uid`` index, their pods by ``ray.io/cluster``), plus one visibility API
@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins  # in ClusterService, `list` is its method: the type is `builtins.list`
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -38,9 +38,10 @@ from ..domain.fit import (
     FITS_NOW,
     FitVerdict,
     PodSetRequest,
+    Suggestion,
     assess_fit,
     pod_sets_for_spec,
-    suggest,
+    suggest_workers,
 )
 from ..domain.freshness import WatchHealth
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
@@ -174,18 +175,10 @@ class ClusterService:
         verdict = scene.assess(pod_sets_for_spec(spec, sidecar_counted=counted))
         if spec.autoscaling:
             verdict = replace(verdict, message=f"{verdict.message} {_sidecar_note(spec, counted)}")
-        suggestion = (
-            suggest(
-                spec,
-                scene.cluster_queue,
-                scene.tree,
-                scene.ahead,
-                local_queue=scene.local_queue,
-                flavors=scene.flavors,
-                sidecar_counted=counted,
-            )
-            if verdict.verdict != FITS_NOW
-            else None
+        suggestion = scene.suggest(
+            verdict,
+            spec.workers,
+            lambda n: pod_sets_for_spec(spec.with_workers(n), sidecar_counted=counted),
         )
         omitted_queue = not (isinstance(data.get("queue"), str) and data["queue"].strip())
         return FitResult(
@@ -458,6 +451,27 @@ class FitScene:
         """The fit verdict of ``pod_sets`` (as Kueue builds them) in this queue now."""
         return assess_fit(
             pod_sets,
+            self.cluster_queue,
+            self.tree,
+            self.ahead,
+            local_queue=self.local_queue,
+            flavors=self.flavors,
+        )
+
+    def suggest(
+        self,
+        verdict: FitVerdict,
+        workers: int,
+        pod_sets_with: Callable[[int], Sequence[PodSetRequest]],
+    ) -> Suggestion | None:
+        """What would fit now when ``verdict`` does not: the largest count below ``workers``
+        whose pod sets, ``pod_sets_with(count)``, fit now (one binary search,
+        :func:`suggest_workers`); None when ``verdict`` fits now or nothing smaller does."""
+        if verdict.verdict == FITS_NOW:
+            return None
+        return suggest_workers(
+            workers,
+            pod_sets_with,
             self.cluster_queue,
             self.tree,
             self.ahead,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..domain.cluster_spec import SpecError
@@ -89,13 +89,19 @@ class KubeRayJobService:
 
     def fit(self, data: Any, ask_positions: bool = True) -> FitResult:
         """Would this RayJob fit its queue now? Counts what Kueue will hold for it on the
-        running version (the submitter included; see :meth:`ValidatedRayJob.pod_sets`).
-        ``name`` may be omitted here."""
+        running version (the submitter included; see :meth:`ValidatedRayJob.pod_sets`), and
+        when it does not fit now, the most workers that would (:meth:`FitScene.suggest`, as
+        for clusters). ``name`` and ``entrypoint`` may be omitted here (``spec.entrypoint`` is
+        then empty)."""
         require_mapping(data)
         request = dict(data)
         named = request.get("name") is not None
         if not named:
             request["name"] = "fit-check"
+        # The command asks no quota: a form is judged before it has one.
+        given_entrypoint = request.get("entrypoint") is not None
+        if not given_entrypoint:
+            request["entrypoint"] = "fit-check"
         state = self.session.queue_state()
         choice = default_local_queue(state.local_queues, self.session.namespace)
         job = self._job(
@@ -107,13 +113,19 @@ class KubeRayJobService:
         scene = self.clusters.fit_scene(state, job.queue, job.priority, ask_positions)
         counted = self.clusters.elastic.autoscaler_quota().counted
         verdict = scene.assess(job.pod_sets(sidecar_counted=counted))
+        # As for a cluster, with the submitter counted as Kueue counts it.
+        suggestion = scene.suggest(
+            verdict,
+            job.cluster.workers,
+            lambda n: job.with_workers(n).pod_sets(sidecar_counted=counted),
+        )
         omitted_queue = not (isinstance(data.get("queue"), str) and data["queue"].strip())
         return FitResult(
             assessment=verdict,
-            spec=job,
+            spec=job if given_entrypoint else replace(job, entrypoint=""),
             named=named,
             default_queue=choice.reason if choice and omitted_queue else None,
-            suggestion=None,
+            suggestion=suggestion,
         )
 
     def list(self) -> RayJobList:

@@ -162,6 +162,10 @@ class ValidatedRayJob:
             "spec": spec,
         }
 
+    def with_workers(self, workers: int) -> ValidatedRayJob:
+        """The same job on a cluster of ``workers`` workers (for a fit suggestion)."""
+        return replace(self, cluster=self.cluster.with_workers(workers))
+
     def pod_sets(self, *, sidecar_counted: bool) -> tuple[PodSetRequest, ...]:
         """The pod sets Kueue builds for this RayJob: the cluster's head and workers, then the
         ``submitter`` (K8sJobMode). In SidecarMode the submitter container sits in the head

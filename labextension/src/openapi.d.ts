@@ -264,7 +264,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Would this RayJob fit its queue now? Counts what Kueue holds for it on the running version (the K8sJobMode submitter pod set; the SidecarMode submitter in the head on Kueue 0.19). `name` may be omitted. */
+    /** Would this RayJob fit its queue now? Counts what Kueue holds for it on the running version (the K8sJobMode submitter pod set; the SidecarMode submitter in the head on Kueue 0.19); when it does not fit now, `suggestion` is the most workers that would, counted the same way. `name` and `entrypoint` may be omitted (a form is judged before it has a command; `spec.entrypoint` is then empty). */
     post: operations['fitRayJob'];
     delete?: never;
     options?: never;
@@ -840,7 +840,7 @@ export interface components {
     UnknownQuantities: {
       [key: string]: components['schemas']['Quantity'] | null;
     };
-    /** @description What would fit now instead (fewer workers), as a one-click fix. */
+    /** @description What would fit now instead (fewer workers; a RayJob's cluster with fewer workers, its submitter counted as Kueue counts it), as a one-click fix. */
     Suggestion: {
       workers: number;
       requests: components['schemas']['Quantities'];
