@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import KubeError, KubeForbidden
 from .resources import (
     CLUSTER_QUEUE,
+    CLUSTER_TRAINING_RUNTIME,
     COHORT,
     EVENT,
     LOCAL_QUEUE,
@@ -24,6 +25,7 @@ from .resources import (
     POD,
     RAY_CLUSTER,
     RAY_JOB,
+    TRAIN_JOB,
     RESOURCE_FLAVOR,
     SECRET,
     SELF_SUBJECT_ACCESS_REVIEW,
@@ -115,6 +117,8 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
     *_perms(RAY_CLUSTER, ("patch",), "scale elastic Ray clusters"),
     *_perms(RAY_JOB, ("create", "delete", "get"), "run RayJobs (a job with its own cluster)"),
     *_perms(RAY_JOB, ("list", "watch"), "list RayJobs and follow their state"),
+    *_perms(TRAIN_JOB, ("create", "delete", "get"), "run TrainJobs (Kubeflow Trainer)"),
+    *_perms(TRAIN_JOB, ("list", "watch"), "list TrainJobs and follow their state"),
     *_perms(POD, ("list", "watch"), "show Ray cluster pods and ready workers"),
     *_perms(
         SECRET,
@@ -127,6 +131,12 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
         "show a Ray cluster KubeRay refused as stalled, with KubeRay's words",
     ),
     # Cluster-wide (an optional ClusterRole; examples/rbac/clusterrole.yaml).
+    *_perms(
+        CLUSTER_TRAINING_RUNTIME,
+        ("get",),
+        "fit a TrainJob to its queue (its ClusterTrainingRuntime's pod shape)",
+        required=False,
+    ),
     *_perms(CLUSTER_QUEUE, ("list", "watch"), "show quota, borrowing and headroom", required=False),
     *_perms(
         COHORT, ("list", "watch"), "count quota set on Cohort objects in headroom", required=False
