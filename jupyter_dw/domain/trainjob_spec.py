@@ -31,10 +31,11 @@ from jupyter_dw.domain.cluster_spec import (
     parse_memory,
 )
 from jupyter_dw.domain.fit import PodSetRequest
-from jupyter_dw.domain.quantity import QuantityError, format_quantity, parse_quantity
+from jupyter_dw.domain.quantity import format_quantity
 from jupyter_dw.domain.request_fields import RequestFields
 from jupyter_dw.domain.scheduling import Toleration
 from jupyter_dw.domain.validation import dns1035_label_error, dns1123_subdomain_error
+from jupyter_dw.domain.workloads import pod_requests
 from jupyter_dw.names import (
     CLUSTER_TRAINING_RUNTIME_KIND,
     GPU_RESOURCE,
@@ -254,31 +255,18 @@ def runtime_pod_sets(
 def _pod_requests(
     pod_spec: Mapping[str, Any], trainer_resources: Mapping[str, Decimal] | None
 ) -> dict[str, Decimal]:
-    total: dict[str, Decimal] = {}
-    for container in pod_spec.get("containers") or []:
-        container = _map(container)
-        if trainer_resources is not None and container.get("name") == TRAINER_CONTAINER:
-            requests: Mapping[str, Decimal] = trainer_resources
-        else:
-            requests = _container_requests(container)
-        for name, amount in requests.items():
-            total[name] = total.get(name, Decimal(0)) + amount
-    for init in pod_spec.get("initContainers") or []:
-        for name, amount in _container_requests(_map(init)).items():
-            total[name] = max(total.get(name, Decimal(0)), amount)
-    return {name: amount for name, amount in total.items() if amount}
-
-
-def _container_requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
-    resources = _map(container.get("resources"))
-    merged = {**_map(resources.get("limits")), **_map(resources.get("requests"))}
-    found = {}
-    for name, raw in merged.items():
-        try:
-            found[str(name)] = parse_quantity(raw)
-        except (QuantityError, TypeError, ValueError):
-            continue
-    return found
+    """One pod's requests by Kubernetes' rule (:func:`~.workloads.pod_requests`), the
+    ``node`` container's replaced by ``trainer_resources`` when given (Trainer's builder)."""
+    if trainer_resources is None:
+        return dict(pod_requests(pod_spec))
+    amounts = {name: str(amount) for name, amount in trainer_resources.items()}
+    containers = [
+        {**_map(c), "resources": {"requests": amounts}}
+        if _map(c).get("name") == TRAINER_CONTAINER
+        else c
+        for c in pod_spec.get("containers") or []
+    ]
+    return dict(pod_requests({**pod_spec, "containers": containers}))
 
 
 def _map(value: Any) -> Mapping[str, Any]:

@@ -25,11 +25,11 @@ from .resources import (
     POD,
     RAY_CLUSTER,
     RAY_JOB,
-    TRAIN_JOB,
     RESOURCE_FLAVOR,
     SECRET,
     SELF_SUBJECT_ACCESS_REVIEW,
     SELF_SUBJECT_REVIEW,
+    TRAIN_JOB,
     VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
@@ -131,12 +131,6 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
         "show a Ray cluster KubeRay refused as stalled, with KubeRay's words",
     ),
     # Cluster-wide (an optional ClusterRole; examples/rbac/clusterrole.yaml).
-    *_perms(
-        CLUSTER_TRAINING_RUNTIME,
-        ("get",),
-        "fit a TrainJob to its queue (its ClusterTrainingRuntime's pod shape)",
-        required=False,
-    ),
     *_perms(CLUSTER_QUEUE, ("list", "watch"), "show quota, borrowing and headroom", required=False),
     *_perms(
         COHORT, ("list", "watch"), "count quota set on Cohort objects in headroom", required=False
@@ -153,6 +147,12 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
         ("get",),
         "count the pending workloads of every namespace ahead of a new cluster, by priority",
         PENDING_WORKLOADS_SUBRESOURCE,
+        required=False,
+    ),
+    *_perms(
+        CLUSTER_TRAINING_RUNTIME,
+        ("get",),
+        "fit a TrainJob to its queue (its ClusterTrainingRuntime's pod shape)",
         required=False,
     ),
 )

@@ -41,6 +41,7 @@ from .ray_connect import (
 )
 from .requests import create_with_key, request_body
 from .runtime import runtime
+from .trainjobs import TrainJobSpec, fit_trainjob, submit_trainjob
 
 # -- errors: one small hierarchy, each with ``error``, ``reason`` and ``hint`` ----------------
 
@@ -146,24 +147,28 @@ def workloads(queue: str | None = None, kind: str | None = None) -> WorkloadList
     return runtime().core.workloads.list(queue, kind)
 
 
-def fit(spec: SpecLike | RayJobSpec | None = None, **fields: Any) -> FitResult:
-    """Would this cluster (or ``dw.RayJobSpec``) fit its queue now? ``verdict`` (fits-now,
+def fit(spec: SpecLike | RayJobSpec | TrainJobSpec | None = None, **fields: Any) -> FitResult:
+    """Would this cluster (or ``dw.RayJobSpec``, ``dw.TrainJobSpec``) fit its queue now?
+    ``verdict`` (fits-now,
     must-wait, never-fits, unknown), ``message``, ``requests``, ``headroom``, ``ahead`` and
     ``suggestion`` (what would start now, or None). ``name`` may be omitted."""
     if isinstance(spec, RayJobSpec):
         return fit_rayjob(spec, **fields)
+    if isinstance(spec, TrainJobSpec):
+        return fit_trainjob(spec, **fields)
     return runtime().core.clusters.fit(_request(spec, fields))
 
 
 def submit(
-    spec: SpecLike | RayJobSpec | None = None,
+    spec: SpecLike | RayJobSpec | TrainJobSpec | None = None,
     *,
     delete_with_kernel: bool = False,
     idempotency_key: str | None = None,
     **fields: Any,
 ) -> Any:
     """Create the cluster through Kueue (suspended until admitted); return its handle. A
-    ``dw.RayJobSpec`` makes a RayJob instead and returns its :class:`KubeRayJobHandle`.
+    ``dw.RayJobSpec`` makes a RayJob instead and returns its :class:`KubeRayJobHandle`; a
+    ``dw.TrainJobSpec`` a TrainJob, returning its :class:`TrainJobHandle`.
 
     ``delete_with_kernel``: delete it when this kernel shuts down (quota is shared).
     ``idempotency_key``: the key of this submission (default: a fresh one per call); pass the
@@ -175,6 +180,8 @@ def submit(
     """
     if isinstance(spec, RayJobSpec):
         return submit_rayjob(spec, idempotency_key=idempotency_key, **fields)
+    if isinstance(spec, TrainJobSpec):
+        return submit_trainjob(spec, idempotency_key=idempotency_key, **fields)
     rt = runtime()
     request = _request(spec, fields)
     info = create_with_key(lambda key: rt.core.clusters.create(request, key), idempotency_key)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -20,7 +18,7 @@ from typing import Any
 from ..core.cluster_results import FitResult
 from ..core.kuberay_jobs import RayJobList
 from ..domain.rayjob_state import RayJobInfo
-from ..k8s.errors import KubeError
+from .job_waiting import JobEnded, reached, wait_until
 from .requests import create_with_key, request_body
 from .runtime import runtime
 
@@ -85,19 +83,11 @@ def rayjobs() -> RayJobList:
     return runtime().core.rayjobs.list()
 
 
-class RayJobEnded(KubeError):
+class RayJobEnded(JobEnded):
     """A wait for a RayJob state ended otherwise: the job failed, stopped or was deleted
     first; ``state`` is its last state."""
 
     code = "rayjob_ended"
-
-    def __init__(self, error: str, reason: str | None, hint: str | None, state: str | None):
-        super().__init__(error, reason, hint)
-        self.state = state
-
-
-_ORDER = ("queued", "admitted", "starting", "running")
-"""The way forward: waiting for ``starting`` is over once the job runs or has ended."""
 
 
 @dataclass
@@ -119,23 +109,6 @@ class KubeRayJobHandle:
             self._last = info
         return info
 
-    def _check(self, info: RayJobInfo | None, state: str) -> RayJobInfo | None:
-        if info is None:
-            raise RayJobEnded(f"RayJob {self.name!r} is gone", None, "It was deleted.", None)
-        if (state == "final" and info.final) or info.state == state:
-            return info
-        passed = state in _ORDER and info.state in _ORDER[_ORDER.index(state) + 1 :]
-        if passed:
-            return info
-        if info.final or info.state in ("evicted", "preempted", "rejected", "deleting"):
-            raise RayJobEnded(
-                f"RayJob {self.name!r} is {info.state}",
-                f"{info.reason}: {info.message}" if info.message else info.reason,
-                "See the reason (KubeRay's words); dw.rayjob(name).logs() while the head runs.",
-                info.state,
-            )
-        return None
-
     def _timeout(self, state: str, timeout: float) -> TimeoutError:
         last = self._last
         where = f"it is {last.state}: {last.reason or ''} {last.message or ''}" if last else ""
@@ -146,20 +119,12 @@ class KubeRayJobHandle:
         woken by the watches. Raises :class:`RayJobEnded` when it can no longer get there and
         ``TimeoutError`` after ``timeout`` seconds."""
         self.status()
-        changed = threading.Event()
-        remove = runtime().core.session.add_listener(lambda *_: changed.set())
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                changed.clear()
-                done = self._check(self._now(), state)
-                if done is not None:
-                    return done
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not changed.wait(remaining):
-                    raise self._timeout(state, timeout)
-        finally:
-            remove()
+        hint = "See the reason (KubeRay's words); dw.rayjob(name).logs() while the head runs."
+        return wait_until(  # type: ignore[no-any-return]
+            lambda: reached("RayJob", self.name, self._now(), state, hint, RayJobEnded),
+            lambda: self._timeout(state, timeout),
+            timeout,
+        )
 
     async def wait_async(self, state: str = "final", timeout: float = 600.0) -> RayJobInfo:
         """:meth:`wait` without blocking the kernel (its widgets stay live)."""

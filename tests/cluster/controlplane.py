@@ -690,8 +690,8 @@ class LocalCluster:
             _log(f"trainer and jobset ready after {time.monotonic() - t0:.1f}s")
         _wait_visibility_api(api, v)
         _log(f"wait_visibility_api done after {time.monotonic() - t0:.1f}s")
-        _wait_nodes_ready(api)
-        _log(f"wait_nodes_ready done after {time.monotonic() - t0:.1f}s")
+        _wait_jobs_ready(api)
+        _log(f"wait_jobs_ready done after {time.monotonic() - t0:.1f}s")
         _wait_default_service_account(api)
         _log(f"wait_default_service_account done after {time.monotonic() - t0:.1f}s")
         _log(f"all components ready after {time.monotonic() - t0:.1f}s")
@@ -843,7 +843,7 @@ def _wait_visibility_api(api: AdminApi, versions: Versions) -> None:
     wait_for(available, timeout=STARTUP_TIMEOUT, what="Kueue visibility APIService available")
 
 
-def _wait_nodes_ready(api: AdminApi) -> None:
+def _wait_jobs_ready(api: AdminApi) -> None:
     def ready() -> bool:
         nodes = api.request("GET", "/api/v1/nodes")["items"]
         return len(nodes) >= FAKE_NODES and all(
