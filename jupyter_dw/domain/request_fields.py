@@ -68,7 +68,7 @@ class RequestFields:
     def priority(self, known_priorities: Collection[str] | None) -> str | None:
         """The ``priority`` field: a WorkloadPriorityClass name, checked when the classes are
         readable."""
-        return self.field("priority", lambda v: parse_priority(v, known_priorities), None)  # type: ignore[no-any-return]
+        return self.field("priority", lambda v: parse_priority(v, known_priorities), None)
 
     def done(self) -> None:
         """Raise the ``SpecError`` listing every bad field, if any."""

@@ -17,7 +17,7 @@ jobset/builder.go`` and ``torch/torch.go``) and Kueue v0.19.2 (``pkg/controller/
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from types import MappingProxyType
@@ -330,7 +330,11 @@ def _parse_resources(raw: object) -> dict[str, Decimal]:
         raise ValueError(
             f"unknown resource {', '.join(map(repr, unknown))}; known: {', '.join(RESOURCE_KEYS)}"
         )
-    parsers = {"cpu": parse_cpu, "memory": parse_memory, "gpu": parse_gpu}
+    parsers: dict[str, Callable[[object], Decimal | int]] = {
+        "cpu": parse_cpu,
+        "memory": parse_memory,
+        "gpu": parse_gpu,
+    }
     found: dict[str, Decimal] = {}
     for key, value in raw.items():
         try:

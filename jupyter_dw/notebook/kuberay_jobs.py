@@ -120,7 +120,7 @@ class KubeRayJobHandle:
         ``TimeoutError`` after ``timeout`` seconds."""
         self.status()
         hint = "See the reason (KubeRay's words); dw.rayjob(name).logs() while the head runs."
-        return wait_until(  # type: ignore[no-any-return]
+        return wait_until(
             lambda: reached("RayJob", self.name, self._now(), state, hint, RayJobEnded),
             lambda: self._timeout(state, timeout),
             timeout,

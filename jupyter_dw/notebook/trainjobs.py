@@ -116,7 +116,7 @@ class TrainJobHandle:
         ``TimeoutError`` after ``timeout`` seconds."""
         self.status()
         hint = "See the reason (Kueue's or Trainer's words)."
-        return wait_until(  # type: ignore[no-any-return]
+        return wait_until(
             lambda: reached("TrainJob", self.name, self._now(), state, hint, TrainJobEnded),
             lambda: self._timeout(state, timeout),
             timeout,
