@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import threading
-import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -30,6 +28,7 @@ from ..k8s.errors import (
     KubeUnreachable,
     NotInstalled,
 )
+from .job_waiting import wait_until
 from .jobs import RayJobHandle, list_jobs, submit_job
 from .kuberay_jobs import RayJobSpec, fit_rayjob, submit_rayjob
 from .ray_connect import (
@@ -271,27 +270,18 @@ class RayClusterHandle:
         :class:`WaitTimeout` after ``timeout`` seconds, with the last state and reason.
         """
         self.status()  # the caches this needs are open and synced
-        changed = threading.Event()
-        remove = runtime().core.session.add_listener(lambda *_: changed.set())
-        deadline = time.monotonic() + timeout
-        shown: tuple[Any, ...] | None = None
-        try:
-            while True:
-                changed.clear()
-                info = self._now()
-                if progress is not None and info is not None:
-                    seen = (info.state, info.workers_ready, info.position_in_local_queue)
-                    if seen != shown:
-                        shown = seen
-                        progress(info)
-                done = self._check(info, state, condition)
-                if done is not None:
-                    return done
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not changed.wait(remaining):
-                    raise self._timeout(state, timeout)
-        finally:
-            remove()
+        shown: list[tuple[Any, ...]] = []
+
+        def check() -> ClusterInfo | None:
+            info = self._now()
+            if progress is not None and info is not None:
+                seen = (info.state, info.workers_ready, info.position_in_local_queue)
+                if seen not in shown[-1:]:
+                    shown.append(seen)
+                    progress(info)
+            return self._check(info, state, condition)
+
+        return wait_until(check, lambda: self._timeout(state, timeout), timeout)
 
     async def wait_async(
         self,
