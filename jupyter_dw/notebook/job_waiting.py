@@ -4,6 +4,8 @@ there"."""
 
 from __future__ import annotations
 
+import asyncio
+import html
 import threading
 import time
 from collections.abc import Callable
@@ -81,3 +83,63 @@ def wait_until(check: Callable[[], Any], timed_out: Callable[[], Exception], tim
                 raise timed_out()
     finally:
         remove()
+
+
+class JobHandle:
+    """One Kueue-managed job of the namespace, by name (a RayJob's, a TrainJob's handle):
+    every read is fresh from the watch caches. A subclass names its ``kind``, the core
+    service (``service``: a :class:`~jupyter_dw.core.services.DWCore` attribute), its
+    ``ended`` error and the ``hint`` an ended wait gives."""
+
+    kind = "job"
+    service = ""
+    ended: type[JobEnded] = JobEnded
+    hint = "See the reason."
+
+    name: str
+    _last: Any
+
+    def _jobs(self) -> Any:
+        return getattr(runtime().core, self.service)
+
+    def status(self) -> Any:
+        """The job now: ``state``, ``reason``, ``message``, ``position_in_local_queue``..."""
+        self._last = self._jobs().get(self.name)
+        return self._last
+
+    def _now(self) -> Any:
+        info = self._jobs().describe_many([self.name]).get(self.name)
+        if info is not None:
+            self._last = info
+        return info
+
+    def _timeout(self, state: str, timeout: float) -> TimeoutError:
+        last = self._last
+        where = f"it is {last.state}: {last.reason or ''} {last.message or ''}" if last else ""
+        return TimeoutError(
+            f"{self.kind} {self.name!r} was not {state} after {timeout:g}s; {where}"
+        )
+
+    def wait(self, state: str = "final", timeout: float = 600.0) -> Any:
+        """Block until the job is in ``state`` (``"final"``: it ended), woken by the
+        watches. Raises the kind's ``JobEnded`` when it can no longer get there and
+        ``TimeoutError`` after ``timeout`` seconds."""
+        self.status()
+        return wait_until(
+            lambda: reached(self.kind, self.name, self._now(), state, self.hint, self.ended),
+            lambda: self._timeout(state, timeout),
+            timeout,
+        )
+
+    async def wait_async(self, state: str = "final", timeout: float = 600.0) -> Any:
+        """:meth:`wait` without blocking the kernel (its widgets stay live)."""
+        return await asyncio.to_thread(self.wait, state, timeout)
+
+    def delete(self) -> None:
+        """Delete the job; what it made and its Workload follow."""
+        self._jobs().delete(self.name)
+
+    def _repr_html_(self) -> str:
+        info = self._last or self.status()
+        said = f" — {info.reason}: {info.message}" if info.message else ""
+        return f"<b>{self.kind} {html.escape(info.name)}</b>: {html.escape(info.state + said)}"

@@ -7,8 +7,6 @@ a JobSet once it is admitted. Same core and field names as ``POST dw/api/trainjo
 
 from __future__ import annotations
 
-import asyncio
-import html
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -16,7 +14,7 @@ from typing import Any
 from ..core.cluster_results import FitResult
 from ..core.trainjobs import TrainJobList
 from ..domain.trainjob_state import TrainJobInfo
-from .job_waiting import JobEnded, reached, wait_until
+from .job_waiting import JobEnded, JobHandle
 from .requests import create_with_key, request_body
 from .runtime import runtime
 
@@ -87,50 +85,15 @@ class TrainJobEnded(JobEnded):
 
 
 @dataclass
-class TrainJobHandle:
-    """One TrainJob of the namespace, by name; every read is fresh from the watch caches."""
+class TrainJobHandle(JobHandle):
+    """One TrainJob of the namespace, by name (``status()``, ``wait()``/``wait_async()``
+    until ``running`` or ``final``, ``delete()``); every read is fresh from the watch
+    caches."""
 
     name: str
     _last: TrainJobInfo | None = field(default=None, repr=False, compare=False)
 
-    def status(self) -> TrainJobInfo:
-        """The TrainJob now: ``state``, ``reason``, ``message``, ``position_in_local_queue``,
-        ``jobs_ready``..."""
-        self._last = runtime().core.trainjobs.get(self.name)
-        return self._last
-
-    def _now(self) -> TrainJobInfo | None:
-        info = runtime().core.trainjobs.describe_many([self.name]).get(self.name)
-        if info is not None:
-            self._last = info
-        return info
-
-    def _timeout(self, state: str, timeout: float) -> TimeoutError:
-        last = self._last
-        where = f"it is {last.state}: {last.reason or ''} {last.message or ''}" if last else ""
-        return TimeoutError(f"TrainJob {self.name!r} was not {state} after {timeout:g}s; {where}")
-
-    def wait(self, state: str = "final", timeout: float = 600.0) -> TrainJobInfo:
-        """Block until the job is in ``state`` (``"final"``: succeeded or failed), woken by
-        the watches. Raises :class:`TrainJobEnded` when it can no longer get there and
-        ``TimeoutError`` after ``timeout`` seconds."""
-        self.status()
-        hint = "See the reason (Kueue's or Trainer's words)."
-        return wait_until(
-            lambda: reached("TrainJob", self.name, self._now(), state, hint, TrainJobEnded),
-            lambda: self._timeout(state, timeout),
-            timeout,
-        )
-
-    async def wait_async(self, state: str = "final", timeout: float = 600.0) -> TrainJobInfo:
-        """:meth:`wait` without blocking the kernel (its widgets stay live)."""
-        return await asyncio.to_thread(self.wait, state, timeout)
-
-    def delete(self) -> None:
-        """Delete the TrainJob; its JobSet, pods and Workload follow."""
-        runtime().core.trainjobs.delete(self.name)
-
-    def _repr_html_(self) -> str:
-        info = self._last or self.status()
-        said = f" — {info.reason}: {info.message}" if info.message else ""
-        return f"<b>TrainJob {html.escape(info.name)}</b>: {html.escape(info.state + said)}"
+    kind = "TrainJob"
+    service = "trainjobs"
+    ended = TrainJobEnded
+    hint = "See the reason (Kueue's or Trainer's words)."

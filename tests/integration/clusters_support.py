@@ -377,7 +377,11 @@ NAMESPACED_KINDS: tuple[tuple[str, str, str], ...] = (
 """What a leaked request could create, change or delete in a namespace (``""`` version:
 Kueue's, which the test cluster serves); TrainJobs too where the test bed runs Trainer."""
 if Versions.selected().trainjobs:
-    NAMESPACED_KINDS = (*NAMESPACED_KINDS, ("trainer.kubeflow.org", "v1alpha1", "trainjobs"))
+    NAMESPACED_KINDS = (
+        *NAMESPACED_KINDS,
+        ("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
+        ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
+    )
 
 
 def namespace_objects(
