@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jupyter_dw.domain.workloads import WorkloadInfo
+from jupyter_dw.domain.workloads import KUEUE_HELD, WorkloadInfo, workload_fields
 from jupyter_dw.names import PRIORITY_CLASS_LABEL, QUEUE_LABEL
 
 TrainJobState = Literal[
@@ -38,12 +38,6 @@ TrainJobState = Literal[
 ]
 FINAL_STATES = frozenset({"succeeded", "failed"})
 
-KUEUE_HELD = frozenset(
-    {"queued", "waiting-for-capacity", "evicted", "preempted", "suspended", "rejected"}
-)
-"""Workload states in which a job waits on Kueue (its controller keeps it suspended); the
-same set for RayJobs (:mod:`.rayjob_state`)."""
-
 
 def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
@@ -55,19 +49,6 @@ def _text(value: Any) -> str | None:
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def workload_fields(workload: WorkloadInfo | None) -> dict[str, Any]:
-    """The Kueue part of a job's JSON (RayJob, TrainJob): its Workload's name, positions and
-    what it asks for and holds."""
-    shown = workload.to_json() if workload else {}
-    return {
-        "workload": workload.name if workload else None,
-        "position_in_local_queue": workload.position_in_local_queue if workload else None,
-        "position_in_cluster_queue": workload.position_in_cluster_queue if workload else None,
-        "resources": shown.get("resources", {}),
-        "requests": shown.get("requests", {}),
-    }
 
 
 @dataclass(frozen=True)
