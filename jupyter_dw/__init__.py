@@ -48,6 +48,11 @@ _LAZY = {
     "RayTokenUnavailable": ".core.errors",
     "RayNotInstalled": ".core.errors",
     "RayVersionMismatch": ".core.errors",
+    "TrainJobSpec": ".notebook.trainjobs",
+    "TrainJobHandle": ".notebook.trainjobs",
+    "TrainJobEnded": ".notebook.trainjobs",
+    "trainjob": ".notebook.trainjobs",
+    "trainjobs": ".notebook.trainjobs",
 }
 
 __all__ = ["__version__", *_LAZY]

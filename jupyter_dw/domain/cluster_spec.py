@@ -1094,3 +1094,15 @@ __all__ = [
     "owner_label_value",
     "ray_cluster_name_error",
 ]
+
+
+# The per-field parsers other job requests share (a TrainJob's ``resources_per_node`` and
+# ``image``): the same rules and words as a cluster's.
+parse_cpu = _parse_cpu
+parse_memory = _parse_memory
+parse_gpu = _parse_gpu
+
+
+def parse_allowed_image(raw: object, allowed: tuple[str, ...]) -> str:
+    """An image name, checked against the server's ``allowed_images`` (when any)."""
+    return _check_image(_parse_image(raw), allowed)

@@ -87,6 +87,7 @@ from .resources import (
     RAY_JOB,
     RESOURCE_FLAVOR,
     SECRET,
+    TRAIN_JOB,
     VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_GROUP,
     VISIBILITY_LOCAL_QUEUE,
@@ -428,6 +429,8 @@ class KubeSession:
                 wanted[POD.plural] = (POD, RAY_CLUSTER_LABEL)
             if not self._denied(EVENT):
                 wanted[EVENT.plural] = (EVENT, None)  # field selector: _FIELD_SELECTORS
+        if discovery.trainjobs_served and not self._denied(TRAIN_JOB):
+            wanted[TRAIN_JOB.plural] = (TRAIN_JOB, None)
         return wanted
 
     def _sync_caches(self, api: KubeApi) -> None:
@@ -490,6 +493,8 @@ class KubeSession:
             return False
         if resource == RAY_JOB:
             return discovery.rayjobs_served
+        if resource == TRAIN_JOB:
+            return discovery.trainjobs_served
         if resource.group == RAY_CLUSTER.group or resource.plural in (POD.plural, EVENT.plural):
             return discovery.kuberay_installed
         kind = ResourceKind(resource.group, resource.plural, resource.kind, resource.namespaced)
@@ -1051,6 +1056,30 @@ class KubeSession:
         return ray.delete_raycluster(
             self.api, self.namespace, name, self.discovery.require_rayjobs()
         )
+
+    # -- any watched job kind (TrainJobs: jupyter_dw.k8s.trainer) ---------------------------
+
+    def watched_jobs(self, resource: Resource, timeout: float | None = None) -> list[Object]:
+        """The namespace's ``resource`` objects from their watch cache (waits for its first
+        sync and the Workload cache's). ``KubeForbidden`` names the list/watch missing; the
+        caller checks that the resource is served."""
+        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
+        self.wait_ready(max(0.0, deadline - time.monotonic()))
+        cache = self._synced_cache(resource, deadline, required=True)
+        assert cache is not None
+        self._synced_cache(WORKLOAD, deadline)
+        return cache.snapshot()
+
+    def cached_job(self, resource: Resource, name: str) -> Object | None:
+        """``resource`` object ``name`` as its cache holds it now (no waiting, no I/O)."""
+        cache = self._watching(resource.plural)
+        return cache.get(name, self._namespace or "") if cache is not None else None
+
+    def create_job(self, resource: Resource, obj: Object) -> Object:
+        """Create ``obj`` of ``resource`` (dry run first, idempotency key honoured, like
+        :meth:`create_raycluster`); waits briefly for its cache to hold it."""
+        self.wait_ready()
+        return self._create_cached(resource, obj)
 
     def wait_for_ray_cluster(self, name: str, resource_version: str) -> None:
         """Wait briefly until the RayCluster cache holds ``name`` at ``resource_version`` or

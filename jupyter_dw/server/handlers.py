@@ -247,7 +247,7 @@ def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHan
     # Imported here: those modules import this one's base class and settings names.
     from .events import EventsHandler
     from .jobs_handlers import JobLogsHandler, JobsHandler, JobStopHandler
-    from .rayjob_handlers import RayJobHandler, RayJobsHandler
+    from .rayjob_handlers import RayJobHandler, RayJobsHandler, TrainJobHandler, TrainJobsHandler
 
     job = url_path_join(prefix, "clusters", "([^/]+)", "jobs", "([^/]+)")
 
@@ -264,5 +264,7 @@ def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHan
         (url_path_join(job, "stop"), JobStopHandler),
         (url_path_join(prefix, "rayjobs"), RayJobsHandler),
         (url_path_join(prefix, "rayjobs", "([^/]+)"), RayJobHandler),
+        (url_path_join(prefix, "trainjobs"), TrainJobsHandler),
+        (url_path_join(prefix, "trainjobs", "([^/]+)"), TrainJobHandler),
         (url_path_join(prefix, "events"), EventsHandler),
     ]
