@@ -164,7 +164,7 @@ class ClusterService:
         named = request.get("name") is not None
         if not named:
             request["name"] = FIT_NAME
-        state = self.session.queue_state()
+        state = self.session.queue_state(naming=requested_queue(data))
         queues = {lq.name: lq for lq in state.local_queues}
         choice = default_local_queue(state.local_queues, self.session.namespace)
         spec = self.validate_spec(
@@ -247,7 +247,7 @@ class ClusterService:
         self.session.wait_ready()
         namespace = self.session.namespace
         try:
-            state = self.session.queue_state()
+            state = self.session.queue_state(naming=requested_queue(data))
         except KubeForbidden:
             # LocalQueues unreadable: the queue cannot be checked here, Kueue will judge it.
             known, default, priorities = None, None, None
@@ -488,6 +488,12 @@ def require_mapping(data: Any) -> None:
             'Send e.g. {"name": "my-ray", "workers": 2}.',
             {REQUEST_ERROR_KEY: "must be a JSON object of fields"},
         )
+
+
+def requested_queue(data: Mapping[str, Any]) -> str | None:
+    """The LocalQueue a request names, if it names one (checked later, with the rest)."""
+    queue = data.get("queue")
+    return queue.strip() if isinstance(queue, str) and queue.strip() else None
 
 
 def priority_names(state: QueueState) -> list[str] | None:

@@ -30,6 +30,7 @@ from .clusters import (
     check_idempotency_key,
     new_idempotency_key,
     priority_names,
+    requested_queue,
     require_mapping,
 )
 from .settings import refuse_writes
@@ -68,11 +69,12 @@ class PodSetJobService(Generic[Spec]):
     def _workloads(self) -> WorkloadService:
         return WorkloadService(self.session)
 
-    def choices(self, *, unreadable_ok: bool) -> QueueChoices:
-        """The namespace's queues and priority classes; all None when LocalQueues cannot be
-        read and ``unreadable_ok`` (a create: Kueue judges the queue), else the 403."""
+    def choices(self, data: Mapping[str, Any], *, unreadable_ok: bool) -> QueueChoices:
+        """The namespace's queues and priority classes (the queue ``data`` names looked for
+        if just made); all None when LocalQueues cannot be read and ``unreadable_ok`` (a
+        create: Kueue judges the queue), else the 403."""
         try:
-            state = self.session.queue_state()
+            state = self.session.queue_state(naming=requested_queue(data))
         except KubeForbidden:
             if not unreadable_ok:
                 raise
@@ -127,7 +129,7 @@ class PodSetJobService(Generic[Spec]):
         omitted = [f for f, value in (placeholders or {}).items() if request.get(f) is None]
         for field_name in omitted:
             request[field_name] = (placeholders or {})[field_name]
-        state = self.session.queue_state()
+        state = self.session.queue_state(naming=requested_queue(data))
         choices = self.choices_in(state)
         job = self.parsed(parse, request, choices)
         queue, priority = job.queue, job.priority  # type: ignore[attr-defined]
@@ -158,7 +160,7 @@ class PodSetJobService(Generic[Spec]):
         key = check_idempotency_key(idempotency_key) or new_idempotency_key()
         require_mapping(data)
         self.session.wait_ready()
-        job = self.parsed(parse, data, self.choices(unreadable_ok=True))
+        job = self.parsed(parse, data, self.choices(data, unreadable_ok=True))
         obj = manifest(job)
         obj["metadata"].setdefault("annotations", {})[IDEMPOTENCY_KEY_ANNOTATION] = key
         try:

@@ -68,6 +68,7 @@ from .client import DEFAULT_TIMEOUT, FailedCall, KubeApi
 from .discovery import Discovery, discover
 from .elastic import NOT_PROBED, ElasticJobs, probe_elastic_jobs
 from .errors import (
+    InvalidRequest,
     KubeApiError,
     KubeConfigError,
     KubeError,
@@ -778,14 +779,36 @@ class KubeSession:
 
     # -- answers -------------------------------------------------------------------------
 
-    def queue_state(self, timeout: float | None = None) -> QueueState:
+    def queue_state(self, timeout: float | None = None, *, naming: str | None = None) -> QueueState:
         """The parsed LocalQueues, ClusterQueues and Cohorts from the caches (what the queue
         service builds its answers from, :mod:`jupyter_dw.core.queues`).
 
         Waits up to ``timeout`` (the request timeout) for the caches to be ready, and raises
         what :meth:`wait_ready` raises. Parsed once per change: until a cache changes, every
         caller gets the same (immutable) :class:`QueueState`.
+
+        ``naming``: a LocalQueue a request names. When the cache does not hold it, one
+        ``get`` asks whether it exists (made a moment ago, its watch event still on the way:
+        a queue made and used at once must not be refused), and the cache is waited for.
         """
+        state = self._queue_state(timeout)
+        if naming is None or any(lq.name == naming for lq in state.local_queues):
+            return state
+        resource = self.discovery.kueue(LOCAL_QUEUE)
+        if resource is None:
+            return state
+        try:
+            found = self.api.get(resource.path(self.namespace, naming))
+        except (KubeForbidden, InvalidRequest):
+            return state  # not ours to read, or no name at all: the caller's check answers
+        except KubeApiError as err:
+            if err.api_status != 404:
+                raise
+            return state  # there is none: the caller's check says so
+        self._catch_up(LOCAL_QUEUE.plural, naming, str(found["metadata"]["resourceVersion"]))
+        return self._queue_state(timeout)
+
+    def _queue_state(self, timeout: float | None) -> QueueState:
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         self.wait_ready(max(0.0, deadline - time.monotonic()))
         self.discovery.require_kueue()
@@ -1084,7 +1107,12 @@ class KubeSession:
     def wait_for_ray_cluster(self, name: str, resource_version: str) -> None:
         """Wait briefly until the RayCluster cache holds ``name`` at ``resource_version`` or
         later (a write's own watch event), so the next read shows the write."""
-        cache = self._caches.get(RAY_CLUSTER.plural)
+        self._catch_up(RAY_CLUSTER.plural, name, resource_version)
+
+    def _catch_up(self, plural: str, name: str, resource_version: str) -> None:
+        """Wait briefly until the cache of ``plural`` holds ``name`` at ``resource_version``
+        or later (an object the API server already has, which the watch has yet to bring)."""
+        cache = self._caches.get(plural)
         if cache is None or not cache.started:
             return
 
