@@ -247,23 +247,55 @@ def _rayjob_options() -> argparse.ArgumentParser:
     return options
 
 
+_CREATE = object()
+"""What :func:`_job_lifecycle` answers for ``fit`` and ``submit``: the kind's own request."""
+
+
+def _job_lifecycle(
+    args: argparse.Namespace,
+    out: Callable[[str], None],
+    kind: str,
+    status: Callable[[str], Any],
+    every: Callable[[], Any],
+    delete: Callable[[str], None],
+    follows: str,
+) -> Any:
+    """``status [NAME]`` and ``delete NAME`` of a Kueue-managed job, alike for every kind;
+    :data:`_CREATE` for ``fit`` and ``submit`` (after checking that a NAME is given)."""
+    if args.action == "status":
+        return status(args.name) if args.name else every()
+    if not args.name:
+        raise UsageError(f"usage: %dw {kind.lower()} {args.action} NAME ...: no NAME")
+    if args.action == "delete":
+        delete(args.name)
+        out(f"Deleted {kind} {args.name}; {follows}.")
+        return None
+    return _CREATE
+
+
+def _options_and_command(
+    words: list[str], parser: argparse.ArgumentParser
+) -> tuple[argparse.Namespace, list[str]]:
+    """``[options] [-- command ...]``: the parsed options and the command's words."""
+    split = words.index("--") if "--" in words else len(words)
+    return parser.parse_args(words[:split]), words[split + 1 :]
+
+
 def _rayjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
     from . import kuberay_jobs
 
-    if args.action == "status":
-        if args.name:
-            return kuberay_jobs.rayjob(args.name).status()
-        return kuberay_jobs.rayjobs()
-    if not args.name:
-        raise UsageError(f"usage: %dw rayjob {args.action} NAME ...: no NAME")
-    if args.action == "delete":
-        kuberay_jobs.KubeRayJobHandle(args.name).delete()
-        out(f"Deleted RayJob {args.name}; its cluster and Workload follow.")
-        return None
-    words = list(args.rest)
-    split = words.index("--") if "--" in words else len(words)
-    options = _rayjob_options().parse_args(words[:split])
-    command = words[split + 1 :]
+    done = _job_lifecycle(
+        args,
+        out,
+        "RayJob",
+        lambda name: kuberay_jobs.rayjob(name).status(),
+        kuberay_jobs.rayjobs,
+        lambda name: kuberay_jobs.KubeRayJobHandle(name).delete(),
+        "its cluster and Workload follow",
+    )
+    if done is not _CREATE:
+        return done
+    options, command = _options_and_command(list(args.rest), _rayjob_options())
     cluster = _fields(options, (*SIZE_FIELDS, "image", "ray_version"))
     top: dict[str, Any] = {k: cluster.pop(k) for k in ("queue", "priority") if k in cluster}
     request: dict[str, Any] = {
@@ -289,19 +321,18 @@ def _trainjob_options() -> argparse.ArgumentParser:
 def _trainjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
     from . import trainjobs
 
-    if args.action == "status":
-        if args.name:
-            return trainjobs.trainjob(args.name).status()
-        return trainjobs.trainjobs()
-    if not args.name:
-        raise UsageError(f"usage: %dw trainjob {args.action} NAME ...: no NAME")
-    if args.action == "delete":
-        trainjobs.TrainJobHandle(args.name).delete()
-        out(f"Deleted TrainJob {args.name}; its JobSet, pods and Workload follow.")
-        return None
-    words = list(args.rest)
-    split = words.index("--") if "--" in words else len(words)
-    options = _trainjob_options().parse_args(words[:split])
+    done = _job_lifecycle(
+        args,
+        out,
+        "TrainJob",
+        lambda name: trainjobs.trainjob(name).status(),
+        trainjobs.trainjobs,
+        lambda name: trainjobs.TrainJobHandle(name).delete(),
+        "its JobSet, pods and Workload follow",
+    )
+    if done is not _CREATE:
+        return done
+    options, command = _options_and_command(list(args.rest), _trainjob_options())
     resources = {k: getattr(options, k) for k in ("cpu", "memory", "gpu")}
     request: dict[str, Any] = {
         "name": args.name,
@@ -310,7 +341,7 @@ def _trainjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
         "priority": options.priority,
         "num_nodes": options.num_nodes,
         "resources_per_node": {k: v for k, v in resources.items() if v is not None} or None,
-        "command": words[split + 1 :] or None,
+        "command": command or None,
         "image": options.image,
     }
     if args.action == "fit":
