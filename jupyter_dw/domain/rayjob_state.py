@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jupyter_dw.domain.workloads import KUEUE_HELD, WorkloadInfo, workload_fields
+from jupyter_dw.domain.workloads import WorkloadInfo, held_by_kueue, workload_fields
 from jupyter_dw.names import PRIORITY_CLASS_LABEL, QUEUE_LABEL, RAYJOB_KIND
 
 RayJobState = Literal[
@@ -45,9 +45,6 @@ RayJobState = Literal[
 ]
 FINAL_STATES = frozenset({"succeeded", "stopped", "failed"})
 """States a RayJob does not leave (KubeRay's ``IsJobDeploymentTerminal``)."""
-
-_KUEUE_HELD = KUEUE_HELD
-"""Workload states in which the job waits on Kueue (KubeRay keeps it suspended)."""
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -173,10 +170,10 @@ def _state(
         return "succeeded", kuberay_reason, kuberay_message
     if deployment in ("Failed", "ValidationFailed"):
         return "failed", kuberay_reason or deployment, kuberay_message
-    if workload is None:
-        return "queued", None, "waiting for Kueue to make the job's Workload"
-    if workload.state in _KUEUE_HELD:
-        return workload.state, workload.reason, workload.message  # type: ignore[return-value]
+    held = held_by_kueue(workload)
+    if held is not None:
+        return held  # type: ignore[return-value]
+    assert workload is not None  # held_by_kueue answers for a missing Workload
     if deployment == "Running" and job_status == "RUNNING":
         return "running", None, None
     if deployment in (None, "Suspended", "Suspending"):

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jupyter_dw.domain.workloads import KUEUE_HELD, WorkloadInfo, workload_fields
+from jupyter_dw.domain.workloads import WorkloadInfo, held_by_kueue, workload_fields
 from jupyter_dw.names import PRIORITY_CLASS_LABEL, QUEUE_LABEL
 
 TrainJobState = Literal[
@@ -157,10 +157,10 @@ def _state(
         if _true(condition):
             assert condition is not None
             return state, _text(condition.get("reason")), _text(condition.get("message"))  # type: ignore[return-value]
-    if workload is None:
-        return "queued", None, "waiting for Kueue to make the job's Workload"
-    if workload.state in KUEUE_HELD:
-        return workload.state, workload.reason, workload.message  # type: ignore[return-value]
+    held = held_by_kueue(workload)
+    if held is not None:
+        return held  # type: ignore[return-value]
+    assert workload is not None  # held_by_kueue answers for a missing Workload
     if spec.get("suspend") is True:
         return "admitted", workload.reason, workload.message
     if ready > 0:

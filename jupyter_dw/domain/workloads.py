@@ -458,6 +458,17 @@ KUEUE_HELD = frozenset(
 TrainJobs alike."""
 
 
+def held_by_kueue(workload: WorkloadInfo | None) -> tuple[str, str | None, str | None] | None:
+    """``(state, reason, message)`` while Kueue decides a job (no Workload yet, or one that
+    waits, was evicted, preempted, ...: its own words), else None (the job's controller
+    speaks). One reading for RayJobs and TrainJobs."""
+    if workload is None:
+        return "queued", None, "waiting for Kueue to make the job's Workload"
+    if workload.state in KUEUE_HELD:
+        return workload.state, workload.reason, workload.message
+    return None
+
+
 def workload_fields(workload: WorkloadInfo | None) -> dict[str, Any]:
     """The Kueue part of a job's JSON (RayJob, TrainJob): its Workload's name, positions and
     what it asks for and holds."""
