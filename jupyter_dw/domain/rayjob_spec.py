@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from jupyter_dw.domain.cluster_spec import SpecError, ValidatedSpec
 from jupyter_dw.domain.fit import PodSetRequest, pod_sets_for_spec
-from jupyter_dw.domain.request_fields import RequestFields
+from jupyter_dw.domain.request_fields import RequestFields, name_parser
 from jupyter_dw.domain.validation import dns1035_label_error
 from jupyter_dw.names import RAY_GROUP, RAY_VERSION, RAYJOB_KIND
 
@@ -273,16 +273,11 @@ class _RayJobParser:
         return None if any(k.startswith("cluster.") for k in self.errors) else cluster
 
 
-def _parse_name(raw: object) -> str:
-    if not isinstance(raw, str):
-        raise ValueError(f"must be a string, got {raw!r:.80}")
-    problem = rayjob_name_error(raw)
-    if problem is not None:
-        raise ValueError(
-            f"{problem} (KubeRay requires a DNS-1035 label of at most "
-            f"{MAX_RAYJOB_NAME_LENGTH} characters: it names the job's cluster '<name>-xxxxx')"
-        )
-    return raw
+_parse_name = name_parser(
+    rayjob_name_error,
+    f"KubeRay requires a DNS-1035 label of at most {MAX_RAYJOB_NAME_LENGTH} characters: "
+    "it names the job's cluster '<name>-xxxxx'",
+)
 
 
 def _parse_entrypoint(raw: object) -> str:

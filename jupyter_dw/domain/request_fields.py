@@ -74,3 +74,18 @@ class RequestFields:
         """Raise the ``SpecError`` listing every bad field, if any."""
         if self.errors:
             raise SpecError(self.errors)
+
+
+def name_parser(error_of: Callable[[str], str | None], rule: str) -> Callable[[object], str]:
+    """The parser of a job's ``name``: a string in which ``error_of`` finds nothing wrong;
+    a bad one's message ends with ``rule`` (the limit and why it is there)."""
+
+    def parse(raw: object) -> str:
+        if not isinstance(raw, str):
+            raise ValueError(f"must be a string, got {raw!r:.80}")
+        problem = error_of(raw)
+        if problem is not None:
+            raise ValueError(f"{problem} ({rule})")
+        return raw
+
+    return parse

@@ -32,7 +32,7 @@ from jupyter_dw.domain.cluster_spec import (
 )
 from jupyter_dw.domain.fit import PodSetRequest
 from jupyter_dw.domain.quantity import format_quantity
-from jupyter_dw.domain.request_fields import RequestFields
+from jupyter_dw.domain.request_fields import RequestFields, name_parser
 from jupyter_dw.domain.scheduling import Toleration
 from jupyter_dw.domain.validation import dns1035_label_error, dns1123_subdomain_error
 from jupyter_dw.domain.workloads import pod_requests
@@ -290,16 +290,11 @@ def trainjob_name_error(name: str) -> str | None:
     return dns1035_label_error(name, MAX_TRAINJOB_NAME_LENGTH)
 
 
-def _parse_name(raw: object) -> str:
-    if not isinstance(raw, str):
-        raise ValueError(f"must be a string, got {raw!r:.80}")
-    problem = trainjob_name_error(raw)
-    if problem is not None:
-        raise ValueError(
-            f"{problem} (a DNS-1035 label of at most {MAX_TRAINJOB_NAME_LENGTH} characters: "
-            "JobSet names the job's pods '<name>-<step>-<index>-<index>-xxxxx')"
-        )
-    return raw
+_parse_name = name_parser(
+    trainjob_name_error,
+    f"a DNS-1035 label of at most {MAX_TRAINJOB_NAME_LENGTH} characters: "
+    "JobSet names the job's pods '<name>-<step>-<index>-<index>-xxxxx'",
+)
 
 
 def _parse_runtime(raw: object) -> str:
