@@ -1186,8 +1186,53 @@ export interface components {
     };
   };
   responses: {
-    /** @description An error: 400 invalid request or refused by Kubernetes (with `errors`), 401 rejected credentials, 403 Kubernetes denied a needed permission (with `denied`), 404 no such cluster (`not_found`), 405 wrong method, 409 name taken, 502 another API server failure, 503 Kueue/KubeRay not installed, API server unreachable, no credentials or still starting. */
-    Error: {
+    /** @description `unauthorized`: the API server rejected the server's Kubernetes credentials (the workbench's service account token), even after re-reading the token. */
+    Unauthorized: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'];
+      };
+    };
+    /** @description jupyter_server refused the request: no or wrong credentials, an identity not authorized for the `jupyter_dw` resource, a write without its XSRF token or from another origin (`error` and `reason` only, or `code` `cross_origin_refused`). Or `forbidden`: Kubernetes denied a permission the answer needs (`denied` names it). */
+    Forbidden: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'];
+      };
+    };
+    /** @description jupyter_server's answer to an API request from another origin (`error` and `reason` only, no `code`): it does not say the route exists. */
+    CrossOrigin: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'];
+      };
+    };
+    /** @description `api_error`: the API server answered with a server error (5xx), or another answer the server cannot use. */
+    BadGateway: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'];
+      };
+    };
+    /** @description `not_ready` (the server is still starting: discovery and the first list of each watch), `unreachable` (the API server did not answer), `no_credentials`, `kueue_not_installed` / `kuberay_not_installed` (the API is not served), `kueue_webhook_unavailable` / `webhook_unavailable` (a write refused because an admission webhook cannot be called; `webhook` names it). Nothing was changed. */
+    Unavailable: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'];
+      };
+    };
+    /** @description `timeout`: the API server did not answer within `request_timeout` (a write may have been stored: retry a create with the same `Idempotency-Key`). */
+    GatewayTimeout: {
       headers: {
         [name: string]: unknown;
       };
@@ -1221,7 +1266,8 @@ export interface operations {
           'application/json': components['schemas']['Version'];
         };
       };
-      default: components['responses']['Error'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
     };
   };
   getContext: {
@@ -1242,7 +1288,12 @@ export interface operations {
           'application/json': components['schemas']['Context'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   getQueues: {
@@ -1263,7 +1314,12 @@ export interface operations {
           'application/json': components['schemas']['Queues'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   listWorkloads: {
@@ -1298,7 +1354,12 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   listClusters: {
@@ -1319,7 +1380,12 @@ export interface operations {
           'application/json': components['schemas']['ClusterList'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   createCluster: {
@@ -1364,6 +1430,9 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
       /** @description `already_exists`: the name is taken (by another idempotency key). */
       409: {
         headers: {
@@ -1373,6 +1442,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      502: components['responses']['BadGateway'];
       /** @description `kueue_webhook_unavailable`: Kueue's admission webhook cannot be called (Kueue is down), so the API server refuses RayClusters; `webhook` names it; nothing was created. Also `webhook_unavailable` (another webhook), `unreachable` (for a lost answer, `hint` says to retry with the same key), `not_ready`, ... */
       503: {
         headers: {
@@ -1391,7 +1461,6 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      default: components['responses']['Error'];
     };
   };
   fitCluster: {
@@ -1425,7 +1494,12 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   getCluster: {
@@ -1449,7 +1523,29 @@ export interface operations {
           'application/json': components['schemas']['Cluster'];
         };
       };
-      default: components['responses']['Error'];
+      /** @description `invalid_name`: the name is no RayCluster name; nothing reached Kubernetes. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such RayCluster; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   deleteCluster: {
@@ -1473,7 +1569,29 @@ export interface operations {
           'application/json': components['schemas']['Deleted'];
         };
       };
-      default: components['responses']['Error'];
+      /** @description `invalid_name`: the name is no RayCluster name; nothing reached Kubernetes. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such RayCluster; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   scaleCluster: {
@@ -1510,7 +1628,20 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such RayCluster; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   listJobs: {
@@ -1534,7 +1665,26 @@ export interface operations {
           'application/json': components['schemas']['JobList'];
         };
       };
-      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job). */
+      /** @description `invalid_name` (the cluster's name) or `invalid_request` (the job's id). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      /** @description jupyter_server refused the request (see `Forbidden`), or `forbidden` with `denied: get secrets`: the cluster's Ray token cannot be read. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job); or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -1552,8 +1702,8 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description 400 `invalid_name`/`invalid_request`; 403 `forbidden` (`denied: get secrets`: the cluster's token cannot be read); 502 `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error`; 503 `ray_unreachable` (the head did not answer). */
-      default: {
+      /** @description `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error` (another answer from Ray), or another API server failure (`api_error`). */
+      502: {
         headers: {
           [name: string]: unknown;
         };
@@ -1561,6 +1711,16 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `ray_unreachable` (the head did not answer), or what `Unavailable` lists. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      504: components['responses']['GatewayTimeout'];
     };
   };
   getJobLogs: {
@@ -1586,7 +1746,26 @@ export interface operations {
           'application/json': components['schemas']['JobLogs'];
         };
       };
-      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job). */
+      /** @description `invalid_name` (the cluster's name) or `invalid_request` (the job's id). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      /** @description jupyter_server refused the request (see `Forbidden`), or `forbidden` with `denied: get secrets`: the cluster's Ray token cannot be read. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job); or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -1604,8 +1783,8 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description 400 `invalid_name`/`invalid_request`; 403 `forbidden` (`denied: get secrets`: the cluster's token cannot be read); 502 `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error`; 503 `ray_unreachable` (the head did not answer). */
-      default: {
+      /** @description `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error` (another answer from Ray), or another API server failure (`api_error`). */
+      502: {
         headers: {
           [name: string]: unknown;
         };
@@ -1613,6 +1792,16 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `ray_unreachable` (the head did not answer), or what `Unavailable` lists. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      504: components['responses']['GatewayTimeout'];
     };
   };
   stopJob: {
@@ -1638,7 +1827,26 @@ export interface operations {
           'application/json': components['schemas']['JobStopped'];
         };
       };
-      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job). */
+      /** @description `invalid_name` (the cluster's name), `invalid_request` (the job's id) or `ray_rejected` (Ray refused the request). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      /** @description jupyter_server refused the request (see `Forbidden`), or `forbidden` with `denied: get secrets`: the cluster's Ray token cannot be read. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job); or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -1656,8 +1864,8 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description 400 `invalid_name`/`invalid_request`; 403 `forbidden` (`denied: get secrets`: the cluster's token cannot be read); 502 `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error`; 503 `ray_unreachable` (the head did not answer). */
-      default: {
+      /** @description `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error` (another answer from Ray), or another API server failure (`api_error`). */
+      502: {
         headers: {
           [name: string]: unknown;
         };
@@ -1665,6 +1873,16 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `ray_unreachable` (the head did not answer), or what `Unavailable` lists. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      504: components['responses']['GatewayTimeout'];
     };
   };
   listRayJobs: {
@@ -1685,7 +1903,12 @@ export interface operations {
           'application/json': components['schemas']['KubeRayJobList'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   createRayJob: {
@@ -1731,6 +1954,9 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
       /** @description `already_exists`: the name is taken. */
       409: {
         headers: {
@@ -1740,7 +1966,9 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      default: components['responses']['Error'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   fitRayJob: {
@@ -1774,7 +2002,12 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   getRayJob: {
@@ -1798,7 +2031,29 @@ export interface operations {
           'application/json': components['schemas']['KubeRayJob'];
         };
       };
-      default: components['responses']['Error'];
+      /** @description `invalid_name`: the name is no RayJob name; nothing reached Kubernetes. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such RayJob; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   deleteRayJob: {
@@ -1822,7 +2077,29 @@ export interface operations {
           'application/json': components['schemas']['Deleted'];
         };
       };
-      default: components['responses']['Error'];
+      /** @description `invalid_name`: the name is no RayJob name; nothing reached Kubernetes. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such RayJob; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   events: {
@@ -1845,7 +2122,24 @@ export interface operations {
           'application/json': components['schemas']['EventMessage'];
         };
       };
-      default: components['responses']['Error'];
+      /** @description `websocket_required`: the request is no WebSocket handshake. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `cross_origin_refused` (a page of another site), or jupyter_server refused the request (see `Forbidden`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
 }
