@@ -10,10 +10,10 @@ checks both directions against ``resource.ParseQuantity`` itself.
 Kubernetes accepts a few spellings that are refused here, on purpose:
 
 - an amount larger than ``2**63 - 1``: Kubernetes caps a binary-suffixed one to that
-  (``9Ei``) and keeps a decimal one whole (``1e30``), which its int64 consumers (the
-  scheduler, Kueue) then cap or wrap. So every parsed value has at most 19 integer and 9
-  decimal digits: it fits ``Decimal``'s default context, and arithmetic on it never overflows
-  however the number was written;
+  (``9Ei``) and keeps a decimal one whole (``1e30``), beyond what its int64 readings
+  (``Quantity.Value``, ``MilliValue``) can hold. So every parsed value has at most 19
+  integer and 9 decimal digits: it fits ``Decimal``'s default context, and arithmetic on it
+  never overflows however the number was written;
 - a number without digits (``"."``, ``"+"``, ``"M"``, ``"e5"``), which Kubernetes reads as 0;
 - an exponent of ten digits or more: Kubernetes wraps it to 32 bits (``1e-4294967296`` is 1
   for it) or overflows its scale near ``-2**31``. Nine digits are plenty (``1e-999999999``
