@@ -42,12 +42,17 @@ _LAZY = {
     "RayJobEnded": ".notebook.kuberay_jobs",
     "rayjob": ".notebook.kuberay_jobs",
     "rayjobs": ".notebook.kuberay_jobs",
-    "JobFailed": ".ray.errors",
-    "ClusterNotReady": ".ray.errors",
-    "RayUnreachable": ".ray.errors",
-    "RayTokenUnavailable": ".ray.errors",
-    "RayNotInstalled": ".ray.errors",
-    "RayVersionMismatch": ".ray.errors",
+    "JobFailed": ".core.errors",
+    "ClusterNotReady": ".core.errors",
+    "RayUnreachable": ".core.errors",
+    "RayTokenUnavailable": ".core.errors",
+    "RayNotInstalled": ".core.errors",
+    "RayVersionMismatch": ".core.errors",
+    "TrainJobSpec": ".notebook.trainjobs",
+    "TrainJobHandle": ".notebook.trainjobs",
+    "TrainJobEnded": ".notebook.trainjobs",
+    "trainjob": ".notebook.trainjobs",
+    "trainjobs": ".notebook.trainjobs",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -7,7 +7,7 @@
 - ``jupyter dw rbac [--namespace NS] [--service-account SA] [--required-only]``: the
   least-privilege Role (and the optional ClusterRole) with their bindings, as YAML.
 
-A thin surface over :mod:`jupyter_dw.core.doctor` and :mod:`jupyter_dw.k8s.rbac`: no tornado
+A thin surface over :mod:`jupyter_dw.core.doctor` (and the RBAC it renders): no tornado
 or jupyter_server import, so it runs wherever the package is installed.
 """
 
@@ -21,9 +21,8 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from ._version import __version__
-from .core.doctor import Check, DoctorReport, run_doctor
-from .k8s.access import NEEDED_PERMISSIONS
-from .k8s.rbac import Subject, render_rbac
+from .core.doctor import Check, DoctorReport, Subject, render_rbac, run_doctor
+from .core.errors import NEEDED_PERMISSIONS
 
 PROG = "jupyter dw"
 EXAMPLE_ROLE = "jupyter-dw"

@@ -14,11 +14,18 @@ VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 RAY_GROUP = "ray.io"
 RAY_VERSION = "v1"
 RAYCLUSTER_API_VERSION = f"{RAY_GROUP}/{RAY_VERSION}"
+TRAINER_GROUP = "trainer.kubeflow.org"
+TRAINER_VERSION = "v1alpha1"
+"""Kubeflow Trainer v2's API (TrainJob, ClusterTrainingRuntime, TrainingRuntime), checked
+against Trainer v2.2.1, the version Kueue v0.19.2 integrates."""
 
 # -- kinds ---------------------------------------------------------------------------------
 
 RAYCLUSTER_KIND = "RayCluster"
 RAYJOB_KIND = "RayJob"
+TRAINJOB_KIND = "TrainJob"
+CLUSTER_TRAINING_RUNTIME_KIND = "ClusterTrainingRuntime"
+TRAINING_RUNTIME_KIND = "TrainingRuntime"
 WORKLOAD_KIND = "Workload"
 LOCAL_QUEUE_KIND = "LocalQueue"
 CLUSTER_QUEUE_KIND = "ClusterQueue"

@@ -1,11 +1,11 @@
 """Ray clusters as every surface shows them: validated, fitted, created, listed with their
 Kueue and KubeRay state and milestones, deleted.
 
-:class:`ClusterService` joins the pure domain (``ValidatedSpec``, ``assess_fit``, ``suggest``,
-``cluster_status``, ``milestones``) with :class:`KubeSession` (caches, writes, visibility API).
-It holds no state of its own, returns typed objects (:mod:`.cluster_results`; JSON is made by
-the surfaces through their ``to_json``) and every method blocks: the server runs them on its
-thread pool, a kernel on a worker thread.
+:class:`ClusterService` joins the pure domain (``ValidatedSpec``, ``assess_fit``,
+``suggest_workers``, ``cluster_status``, ``milestones``) with :class:`KubeSession` (caches,
+writes, visibility API). It holds no state of its own, returns typed objects
+(:mod:`.cluster_results`; JSON is made by the surfaces through their ``to_json``) and every
+method blocks: the server runs them on its thread pool, a kernel on a worker thread.
 
 Per-request cost: listing reads only the watch caches (RayClusters, their Workloads by the
 ``kueue.x-k8s.io/job-uid`` index, their pods by ``ray.io/cluster``), plus one visibility API
@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins  # in ClusterService, `list` is its method: the type is `builtins.list`
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -38,9 +38,10 @@ from ..domain.fit import (
     FITS_NOW,
     FitVerdict,
     PodSetRequest,
+    Suggestion,
     assess_fit,
     pod_sets_for_spec,
-    suggest,
+    suggest_workers,
 )
 from ..domain.freshness import WatchHealth
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
@@ -71,7 +72,7 @@ from .positions import pending_entries
 from .settings import refuse_writes
 
 Object = dict[str, Any]
-_Found = tuple[Object, list[Object], ClusterSnapshot]
+Found = tuple[Object, list[Object], ClusterSnapshot]
 """A RayCluster, its Workloads (slices) and its status."""
 
 CLUSTER_SOURCES = (RAY_CLUSTER.plural, WORKLOAD.plural, POD.plural)
@@ -157,7 +158,7 @@ class ClusterService:
 
         ``ask_positions`` False answers from the caches alone (no visibility API call: the
         workloads ahead are the ClusterQueue's pending count, an upper bound), for a form
-        judged as it is typed in. See :meth:`_ahead` for what counts as ahead."""
+        judged as it is typed in. See :meth:`ahead` for what counts as ahead."""
         require_mapping(data)
         request = dict(data)
         named = request.get("name") is not None
@@ -174,18 +175,10 @@ class ClusterService:
         verdict = scene.assess(pod_sets_for_spec(spec, sidecar_counted=counted))
         if spec.autoscaling:
             verdict = replace(verdict, message=f"{verdict.message} {_sidecar_note(spec, counted)}")
-        suggestion = (
-            suggest(
-                spec,
-                scene.cluster_queue,
-                scene.tree,
-                scene.ahead,
-                local_queue=scene.local_queue,
-                flavors=scene.flavors,
-                sidecar_counted=counted,
-            )
-            if verdict.verdict != FITS_NOW
-            else None
+        suggestion = scene.suggest(
+            verdict,
+            spec.workers,
+            lambda n: pod_sets_for_spec(spec.with_workers(n), sidecar_counted=counted),
         )
         omitted_queue = not (isinstance(data.get("queue"), str) and data["queue"].strip())
         return FitResult(
@@ -206,7 +199,7 @@ class ClusterService:
         tree = state.quota_tree
         cluster_queue = tree.cluster_queue(local_queue.cluster_queue) if tree else None
         value = priority_value(priority, state.priority_classes)
-        ahead = self._ahead(local_queue, cluster_queue, value, ask_positions)
+        ahead = self.ahead(local_queue, cluster_queue, value, ask_positions)
         return FitScene(local_queue, cluster_queue, tree, ahead, state.flavors)
 
     def list(self) -> ClusterList:
@@ -218,12 +211,18 @@ class ClusterService:
         """Every RayCluster of the namespace, sorted by name; a RayJob's own cluster is shown
         under its RayJob (``GET rayjobs``), not here."""
         own = [rc for rc in self.session.ray_clusters() if owning_rayjob(rc) is None]
-        return self._infos(self._statuses(own))
+        return self.infos(self.snapshots(own))
+
+    def raycluster(self, name: str) -> dict[str, Any] | None:
+        """RayCluster ``name`` as Kubernetes holds it, None when there is none: what the
+        dashboard proxy reaches (it needs only ``get rayclusters``, no list or watch)."""
+        found = self.session.find_ray_cluster(check_cluster_name(name))
+        return dict(found) if found is not None else None
 
     def get(self, name: str) -> ClusterInfo:
         """Cluster ``name`` (``KubeNotFound`` when there is none)."""
         raycluster = self.session.ray_cluster(check_cluster_name(name))
-        [info] = self._infos(self._statuses([raycluster]))
+        [info] = self.infos(self.snapshots([raycluster]))
         return info
 
     def create(self, data: Any, idempotency_key: str | None = None) -> ClusterInfo:
@@ -273,7 +272,7 @@ class ClusterService:
             raise
         current = self.session.cached_ray_cluster(spec.name) or created
         # Just created: no positions to ask for yet.
-        [info] = self._infos([self._status_of(current)])
+        [info] = self.infos([self._status_of(current)])
         return info
 
     def delete(self, name: str) -> Deleted:
@@ -305,7 +304,7 @@ class ClusterService:
             for name in names
             if (rc := self.session.cached_ray_cluster(name)) and owning_rayjob(rc) is None
         ]
-        return {info.status.name: info for info in self._infos(self._statuses(found))}
+        return {info.status.name: info for info in self.infos(self.snapshots(found))}
 
     def dashboard_url(self, name: str) -> str | None:
         """``{base_url}dw/ray/<name>/``: the Ray dashboard through the Jupyter server; None
@@ -314,9 +313,9 @@ class ClusterService:
             return None
         return f"{self.dashboard_base.rstrip('/')}/{quote(name, safe='')}/"
 
-    # -- internals -----------------------------------------------------------------------
+    # -- the seam the scaling module shares (a cluster's status, what is ahead) ----------
 
-    def _infos(self, statuses: Iterable[_Found]) -> builtins.list[ClusterInfo]:
+    def infos(self, statuses: Iterable[Found]) -> builtins.list[ClusterInfo]:
         """:class:`ClusterInfo` of each ``(raycluster, slices, status)``, the watches'
         health read once for all of them."""
         health = self.session.watch_health()
@@ -377,7 +376,7 @@ class ClusterService:
                 err.errors,
             ) from err
 
-    def _status_of(self, raycluster: Object, pending: Object | None = None) -> _Found:
+    def _status_of(self, raycluster: Object, pending: Object | None = None) -> Found:
         """The RayCluster with its Workloads (slices) and its status from the caches;
         ``pending`` is the visibility API's entry of whichever of them waits (positions)."""
         slices = self.session.slices_of(raycluster)
@@ -392,7 +391,7 @@ class ClusterService:
         """KubeRay's refusal of ``raycluster``'s spec, from the cached Warning events."""
         return kuberay_refusal(self.session.kuberay_warnings(raycluster), raycluster)
 
-    def _statuses(self, rayclusters: Iterable[Object]) -> builtins.list[_Found]:
+    def snapshots(self, rayclusters: Iterable[Object]) -> builtins.list[Found]:
         """Each RayCluster with its Workloads and status; the ones whose Workload waits for
         quota (or whose scale-up's slice does) get their positions, asking the visibility API
         once per LocalQueue involved."""
@@ -406,7 +405,7 @@ class ClusterService:
             for rc, slices, status in found
         ]
 
-    def _ahead(
+    def ahead(
         self,
         local_queue: LocalQueueInfo,
         cluster_queue: ClusterQueueQuota | None,
@@ -452,6 +451,27 @@ class FitScene:
         """The fit verdict of ``pod_sets`` (as Kueue builds them) in this queue now."""
         return assess_fit(
             pod_sets,
+            self.cluster_queue,
+            self.tree,
+            self.ahead,
+            local_queue=self.local_queue,
+            flavors=self.flavors,
+        )
+
+    def suggest(
+        self,
+        verdict: FitVerdict,
+        workers: int,
+        pod_sets_with: Callable[[int], Sequence[PodSetRequest]],
+    ) -> Suggestion | None:
+        """What would fit now when ``verdict`` does not: the largest count below ``workers``
+        whose pod sets, ``pod_sets_with(count)``, fit now (one binary search,
+        :func:`suggest_workers`); None when ``verdict`` fits now or nothing smaller does."""
+        if verdict.verdict == FITS_NOW:
+            return None
+        return suggest_workers(
+            workers,
+            pod_sets_with,
             self.cluster_queue,
             self.tree,
             self.ahead,

@@ -17,26 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..domain.cluster_spec import SpecError
-from ..domain.kueue_model import default_local_queue
 from ..domain.rayjob_spec import ValidatedRayJob, rayjob_name_error
 from ..domain.rayjob_state import RayJobInfo, rayjob_info
-from ..domain.workloads import WorkloadInfo, is_replaced_slice
-from ..k8s.errors import KubeForbidden, KubeRejected
-from ..k8s.session import KubeSession
-from ..names import IDEMPOTENCY_KEY_ANNOTATION
 from .cluster_results import Deleted, FitResult
-from .clusters import (
-    ClusterService,
-    InvalidName,
-    InvalidSpec,
-    check_idempotency_key,
-    new_idempotency_key,
-    priority_names,
-    require_mapping,
-)
+from .clusters import InvalidName, InvalidSpec
 from .listing import ByName
-from .settings import refuse_writes
-from .workloads import WorkloadService
+from .podset_jobs import PodSetJobService, QueueChoices
 
 Object = dict[str, Any]
 
@@ -75,45 +61,32 @@ class RayJobList(ByName["RayJobInfo"]):
 
 
 @dataclass(frozen=True)
-class KubeRayJobService:
+class KubeRayJobService(PodSetJobService[ValidatedRayJob]):
     """The namespace's RayJobs for one session (answers from its watch caches)."""
 
-    session: KubeSession
-    clusters: ClusterService
-
-    @property
-    def _workloads(self) -> WorkloadService:
-        return WorkloadService(self.session)
+    what = "RayJob"
 
     # -- answers -------------------------------------------------------------------------
 
     def fit(self, data: Any, ask_positions: bool = True) -> FitResult:
         """Would this RayJob fit its queue now? Counts what Kueue will hold for it on the
-        running version (the submitter included; see :meth:`ValidatedRayJob.pod_sets`).
-        ``name`` may be omitted here."""
-        require_mapping(data)
-        request = dict(data)
-        named = request.get("name") is not None
-        if not named:
-            request["name"] = "fit-check"
-        state = self.session.queue_state()
-        choice = default_local_queue(state.local_queues, self.session.namespace)
-        job = self._job(
-            request,
-            [lq.name for lq in state.local_queues],
-            choice.queue.name if choice else None,
-            priority_names(state),
-        )
-        scene = self.clusters.fit_scene(state, job.queue, job.priority, ask_positions)
+        running version (the submitter included; see :meth:`ValidatedRayJob.pod_sets`), and
+        when it does not fit now, the most workers that would (:meth:`FitScene.suggest`, as
+        for clusters). ``name`` and ``entrypoint`` may be omitted here (``spec.entrypoint`` is
+        then empty): the command asks no quota, so a form is judged before it has one."""
         counted = self.clusters.elastic.autoscaler_quota().counted
-        verdict = scene.assess(job.pod_sets(sidecar_counted=counted))
-        omitted_queue = not (isinstance(data.get("queue"), str) and data["queue"].strip())
-        return FitResult(
-            assessment=verdict,
-            spec=job,
-            named=named,
-            default_queue=choice.reason if choice and omitted_queue else None,
-            suggestion=None,
+        return self.fit_job(
+            data,
+            self._parse,
+            lambda job: job.pod_sets(sidecar_counted=counted),
+            ask_positions,
+            placeholders={"entrypoint": "fit-check"},
+            # As for a cluster, with the submitter counted as Kueue counts it.
+            suggest=lambda scene, verdict, job: scene.suggest(
+                verdict,
+                job.cluster.workers,
+                lambda n: job.with_workers(n).pod_sets(sidecar_counted=counted),
+            ),
         )
 
     def list(self) -> RayJobList:
@@ -140,34 +113,20 @@ class KubeRayJobService:
     def create(self, data: Any, idempotency_key: str | None = None) -> RayJobInfo:
         """Validate, dry-run and create a RayJob (suspended until Kueue admits it). Raises
         what :meth:`ClusterService.create` raises, for a RayJob."""
-        refuse_writes(self.clusters.config_errors)
-        key = check_idempotency_key(idempotency_key) or new_idempotency_key()
-        require_mapping(data)
         self.session.wait_ready()
         self.session.discovery.require_rayjobs()
-        try:
-            state = self.session.queue_state()
-        except KubeForbidden:
-            known, default, priorities = None, None, None
-        else:
-            known = [lq.name for lq in state.local_queues]
-            choice = default_local_queue(state.local_queues, self.session.namespace)
-            default = choice.queue.name if choice else None
-            priorities = priority_names(state)
-        job = self._job(data, known, default, priorities)
         served = self.session.discovery.ray_auth_options is not False
-        obj = job.to_rayjob(
-            self.session.namespace,
-            owner=self.session.identity.username,
-            auth_options_served=served,
+        job, created = self.create_job(
+            data,
+            idempotency_key,
+            self._parse,
+            lambda job: job.to_rayjob(
+                self.session.namespace,
+                owner=self.session.identity.username,
+                auth_options_served=served,
+            ),
+            self.session.create_rayjob,
         )
-        obj["metadata"].setdefault("annotations", {})[IDEMPOTENCY_KEY_ANNOTATION] = key
-        try:
-            created = self.session.create_rayjob(obj)
-        except KubeRejected as err:
-            if not err.errors:
-                err.errors = {"request": err.reason or err.error}
-            raise
         [info] = self._infos([self.session.cached_ray_job(job.name) or created])
         return info
 
@@ -179,45 +138,17 @@ class KubeRayJobService:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _job(
-        self,
-        data: Mapping[str, Any],
-        queues: builtins.list[str] | None,
-        default_queue: str | None,
-        priorities: builtins.list[str] | None,
-    ) -> ValidatedRayJob:
+    def _parse(self, data: Mapping[str, Any], choices: QueueChoices) -> ValidatedRayJob:
         def parse_cluster(request: Mapping[str, Any]) -> Any:
             try:
                 return self.clusters.validate_spec(request, None, None, None)
             except InvalidSpec as err:
                 raise SpecError(err.errors or {}) from err
 
-        try:
-            return ValidatedRayJob.from_request(
-                data, parse_cluster, queues, default_queue, priorities
-            )
-        except SpecError as err:
-            details = "; ".join(f"{field}: {message}" for field, message in err.errors.items())
-            raise InvalidSpec(
-                "Invalid RayJob spec",
-                details,
-                "Fix the fields listed in 'errors'; nothing was created.",
-                err.errors,
-            ) from err
+        return ValidatedRayJob.from_request(
+            data, parse_cluster, choices.queues, choices.default_queue, choices.priorities
+        )
 
     def _infos(self, rayjobs: Iterable[Object]) -> builtins.list[RayJobInfo]:
         """Each RayJob with its Workload's record (positions asked once per queue)."""
-        jobs = builtins.list(rayjobs)
-        names: dict[str, str] = {}
-        for job in jobs:
-            uid = str((job.get("metadata") or {}).get("uid") or "")
-            current = [w for w in self.session.workloads_of_job(uid) if not is_replaced_slice(w)]
-            if current:
-                names[uid] = str(current[-1]["metadata"]["name"])
-        records: dict[str, WorkloadInfo] = self._workloads.describe_many(names.values())
-        return [
-            rayjob_info(
-                job, records.get(names.get(str((job.get("metadata") or {}).get("uid")), ""))
-            )
-            for job in jobs
-        ]
+        return [rayjob_info(job, record) for job, record in self.with_workloads(rayjobs)]

@@ -111,8 +111,10 @@ class RayJobService:
             raise _no_address(name, err) from None
 
     def token(self, raycluster: Mapping[str, Any]) -> RayToken | None:
-        """The cluster's Ray token (None when it does not use KubeRay's token)."""
-        if not ray_auth_of(raycluster).uses_secret:
+        """What the cluster's Ray checks in ``Authorization: Bearer``: the token from its
+        Secret, or with Kubernetes-delegated auth this identity's own Kubernetes token (see
+        :meth:`KubeSession.ray_token`); None when it has no auth."""
+        if not ray_auth_of(raycluster).sends_token:
             return None
         name = str((raycluster.get("metadata") or {}).get("name") or "")
         try:
@@ -122,8 +124,8 @@ class RayJobService:
                 f"The Ray token of cluster {name} cannot be used",
                 str(err),
                 "The cluster uses Ray token authentication; KubeRay makes its Secret when it "
-                "accepts the cluster. A Secret of that name owned by anything else is never "
-                "used: delete it and the cluster to start over.",
+                "accepts the cluster (check its state). A Secret of that name owned by anything "
+                "else is never used: delete it and the cluster to start over.",
             ) from None
 
     def _ready_cluster(self, name: str) -> dict[str, Any]:

@@ -166,7 +166,7 @@ def scale_cluster(
 
     target = parse_workers(workers)
     raycluster = service.session.ray_cluster(check_cluster_name(name))
-    found = service._statuses([raycluster])[0]
+    found = service.snapshots([raycluster])[0]
     status = found[2]
     if (raycluster.get("metadata") or {}).get("deletionTimestamp"):
         problem = "the cluster is being deleted"
@@ -197,12 +197,12 @@ def scale_cluster(
         fit = _fit_scale_up(service, raycluster, status, held, target)
     operations = _operations(raycluster, status, target, service.session.ray_pods(name))
     if dry_run or not operations:
-        [info] = service._infos([found])
+        [info] = service.infos([found])
         return ScaleResult(info, fit, dry_run, False)
     patched = service.session.patch_raycluster(name, operations)
     service.session.wait_for_ray_cluster(name, str(patched["metadata"]["resourceVersion"]))
     current = service.session.cached_ray_cluster(name) or patched
-    [info] = service._infos(service._statuses([current]))
+    [info] = service.infos(service.snapshots([current]))
     return ScaleResult(info, fit, False, True)
 
 
@@ -261,9 +261,7 @@ def _fit_scale_up(
     )
     labels = (raycluster.get("metadata") or {}).get("labels") or {}
     priority = priority_value(labels.get(PRIORITY_CLASS_LABEL), state.priority_classes)
-    ahead = (
-        service._ahead(local_queue, cluster_queue, priority) if local_queue is not None else None
-    )
+    ahead = service.ahead(local_queue, cluster_queue, priority) if local_queue is not None else None
     return assess_scale_up(
         workers,
         held,

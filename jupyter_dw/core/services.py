@@ -12,12 +12,14 @@ from .kuberay_jobs import KubeRayJobService
 from .queues import QueueService
 from .ray_jobs import RayJobService
 from .settings import DWSettings
+from .trainjobs import TrainJobService
 from .workloads import WorkloadService
 
 
 @dataclass(frozen=True)
 class DWCore:
-    """One Kubernetes session with its queue, cluster, workload, Ray job and RayJob services.
+    """One Kubernetes session with its queue, cluster, workload, Ray job, RayJob and TrainJob
+    services.
 
     The server builds one per process; so does a kernel (lazily, on first use). Nothing here
     knows HTTP, tornado or widgets: the surfaces turn these answers into JSON or views.
@@ -30,6 +32,8 @@ class DWCore:
     workloads: WorkloadService
     rayjobs: KubeRayJobService
     """KubeRay RayJobs (``jobs`` are Ray's jobs on a running cluster)."""
+    trainjobs: TrainJobService
+    """Kubeflow Trainer TrainJobs."""
 
     @classmethod
     def from_settings(
@@ -60,6 +64,7 @@ class DWCore:
             jobs=jobs,
             workloads=WorkloadService(session),
             rayjobs=KubeRayJobService(session, clusters),
+            trainjobs=TrainJobService(session, clusters),
         )
 
     def context(self, timeout: float | None = None) -> SessionContext:

@@ -27,7 +27,7 @@ import hashlib
 import math
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import partial
 from types import MappingProxyType
@@ -322,6 +322,17 @@ class ValidatedSpec:
     def autoscaling(self) -> bool:
         """Whether the Ray autoscaler may change the worker count (needs Kueue elastic jobs)."""
         return self.min_workers != self.max_workers
+
+    def with_workers(self, workers: int) -> ValidatedSpec:
+        """The same cluster started with ``workers`` workers (fewer, for a fit suggestion): a
+        fixed size stays fixed; an autoscaling range keeps its maximum and lowers its minimum
+        to ``workers`` when needed."""
+        return replace(
+            self,
+            workers=workers,
+            min_workers=min(self.min_workers, workers),
+            max_workers=workers if self.max_workers == self.workers else self.max_workers,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready fields with canonical quantity strings; ``from_request`` reads them back."""
@@ -1083,3 +1094,15 @@ __all__ = [
     "owner_label_value",
     "ray_cluster_name_error",
 ]
+
+
+# The per-field parsers other job requests share (a TrainJob's ``resources_per_node`` and
+# ``image``): the same rules and words as a cluster's.
+parse_cpu = _parse_cpu
+parse_memory = _parse_memory
+parse_gpu = _parse_gpu
+
+
+def parse_allowed_image(raw: object, allowed: tuple[str, ...]) -> str:
+    """An image name, checked against the server's ``allowed_images`` (when any)."""
+    return _check_image(_parse_image(raw), allowed)

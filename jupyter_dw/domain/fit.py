@@ -849,8 +849,9 @@ def _flavor_phrase(flavors: Mapping[str, str | None]) -> str:
 
 @dataclass(frozen=True)
 class Suggestion:
-    """A smaller cluster that would be admitted now: the same head and per-worker sizes with
-    ``workers`` workers (``requests``: its totals in Kueue's units, head included)."""
+    """A smaller cluster (or a RayJob's smaller cluster) that would be admitted now: the same
+    head and per-worker sizes with ``workers`` workers (``requests``: its totals in Kueue's
+    units, the head and a RayJob's submitter included)."""
 
     workers: int
     requests: Mapping[str, Decimal]
@@ -889,34 +890,54 @@ def suggest(
     sidecar_counted: bool = True,
 ) -> Suggestion | None:
     """The largest worker count N >= 1 (below ``spec.workers``) for which the same cluster
-    would fit now, or None when none does, quota is hidden, or the queue is ``StrictFIFO``
-    with pending workloads ahead (there nothing starts before them, whatever its size).
+    would fit now (see :func:`suggest_workers`)."""
+    return suggest_workers(
+        spec.workers,
+        lambda n: pod_sets_for_spec(spec.with_workers(n), sidecar_counted=sidecar_counted),
+        cluster_queue,
+        tree,
+        ahead,
+        local_queue=local_queue,
+        flavors=flavors,
+    )
+
+
+def suggest_workers(
+    workers: int,
+    pod_sets_with: Callable[[int], Sequence[PodSetRequest]],
+    cluster_queue: ClusterQueueQuota | None,
+    tree: QuotaTree | None,
+    ahead: int | Ahead | None = None,
+    *,
+    local_queue: LocalQueueInfo | None = None,
+    flavors: Mapping[str, FlavorTraits] | None = None,
+) -> Suggestion | None:
+    """The largest worker count N >= 1 (below ``workers``) for which the pod sets Kueue would
+    count with N workers, ``pod_sets_with(N)`` (a cluster's head and workers; a RayJob's also
+    its submitter), would fit now; None when none does, quota is hidden, or the queue is
+    ``StrictFIFO`` with pending workloads ahead (there nothing starts before them, whatever
+    its size). The message names the other pod sets counted ("with the head and the
+    submitter").
 
     Fitting only gets easier with fewer workers, so a binary search over N asks
     :func:`assess_fit` O(log N) times.
     """
-    if tree is None or cluster_queue is None or spec.workers <= 1:
+    if tree is None or cluster_queue is None or workers <= 1:
         return None
     if cluster_queue.strict_fifo and (ahead.count if isinstance(ahead, Ahead) else ahead):
         return None
 
-    def verdict(workers: int) -> FitVerdict:
-        smaller = replace(
-            spec,
-            workers=workers,
-            min_workers=min(spec.min_workers, workers),
-            max_workers=workers if spec.max_workers == spec.workers else spec.max_workers,
-        )
-        pod_sets = pod_sets_for_spec(smaller, sidecar_counted=sidecar_counted)
+    def verdict(n: int) -> FitVerdict:
         return assess_fit(
-            pod_sets, cluster_queue, tree, ahead, local_queue=local_queue, flavors=flavors
+            pod_sets_with(n), cluster_queue, tree, ahead, local_queue=local_queue, flavors=flavors
         )
 
-    low = largest_fitting(0, spec.workers - 1, lambda n: verdict(n).verdict == FITS_NOW)
+    low = largest_fitting(0, workers - 1, lambda n: verdict(n).verdict == FITS_NOW)
     if low == 0:
         return None
     found = verdict(low)
-    workers = f"{low} worker{'s' if low != 1 else ''}"
+    counted = " and the ".join(p.name for p in pod_sets_with(low) if p.name != WORKER_GROUP_NAME)
+    started = f"{low} worker{'s' if low != 1 else ''}"
     totals = ", ".join(_human(r, q) for r, q in found.requests.items())
-    message = f"{workers} would start now ({totals} with the head)"
+    message = f"{started} would start now ({totals} with the {counted})"
     return Suggestion(low, dict(found.requests), message)

@@ -127,9 +127,10 @@ class RayAuth:
     warning: str | None = None
 
     @property
-    def uses_secret(self) -> bool:
-        """Whether clients need the token from the cluster's KubeRay-made Secret."""
-        return self.mode == "token"
+    def sends_token(self) -> bool:
+        """Whether clients must send a bearer token: the one in the cluster's KubeRay-made
+        Secret (``token``), or their own Kubernetes token (``k8s``)."""
+        return self.mode in ("token", "k8s")
 
     def to_json(self) -> dict[str, Any]:
         """``{"mode", "warning"}``."""

@@ -20,7 +20,6 @@ v0.19.2 / v0.14.8 (``pkg/controller/jobs/rayjob``):
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
@@ -28,14 +27,9 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any, Literal
 
-from jupyter_dw.domain.cluster_spec import (
-    REQUEST_ERROR_KEY,
-    SpecError,
-    ValidatedSpec,
-    parse_priority,
-    resolve_queue,
-)
+from jupyter_dw.domain.cluster_spec import SpecError, ValidatedSpec
 from jupyter_dw.domain.fit import PodSetRequest, pod_sets_for_spec
+from jupyter_dw.domain.request_fields import RequestFields
 from jupyter_dw.domain.validation import dns1035_label_error
 from jupyter_dw.names import RAY_GROUP, RAY_VERSION, RAYJOB_KIND
 
@@ -162,6 +156,10 @@ class ValidatedRayJob:
             "spec": spec,
         }
 
+    def with_workers(self, workers: int) -> ValidatedRayJob:
+        """The same job on a cluster of ``workers`` workers (for a fit suggestion)."""
+        return replace(self, cluster=self.cluster.with_workers(workers))
+
     def pod_sets(self, *, sidecar_counted: bool) -> tuple[PodSetRequest, ...]:
         """The pod sets Kueue builds for this RayJob: the cluster's head and workers, then the
         ``submitter`` (K8sJobMode). In SidecarMode the submitter container sits in the head
@@ -208,39 +206,22 @@ class _RayJobParser:
         self.values: dict[str, Any] = {}
 
     def parse(self, data: Mapping[str, Any]) -> ValidatedRayJob:
-        if not isinstance(data, Mapping):
-            raise SpecError({REQUEST_ERROR_KEY: f"must be a mapping of fields, got {data!r:.80}"})
-        self.values = {str(k): v for k, v in data.items() if v is not None}
-        for unknown in [k for k in self.values if k not in RAYJOB_FIELDS]:
-            close = difflib.get_close_matches(unknown, RAYJOB_FIELDS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            self.errors[unknown] = f"unknown field{hint}; known fields: {', '.join(RAYJOB_FIELDS)}"
-        name = self._field("name", _parse_name, None)
-        if "name" not in self.values:
-            self.errors["name"] = "required: give the job a name, e.g. 'train-1'"
-        queue = self._field(
-            "queue",
-            lambda v: resolve_queue(v, self.known_queues, self.default_queue),
-            None,
+        fields = self.fields = RequestFields(data, RAYJOB_FIELDS)
+        self.values, self.errors = fields.values, fields.errors
+        name = fields.required("name", _parse_name, "required: give the job a name, e.g. 'train-1'")
+        queue = fields.queue(self.known_queues, self.default_queue)
+        priority = fields.priority(self.known_priorities)
+        entrypoint = fields.required(
+            "entrypoint",
+            _parse_entrypoint,
+            "required: the command that runs the job, e.g. 'python train.py'",
         )
-        if "queue" not in self.values:
-            try:
-                queue = resolve_queue(None, self.known_queues, self.default_queue)
-            except ValueError as err:
-                self.errors["queue"] = str(err)
-        priority = self._field("priority", lambda v: parse_priority(v, self.known_priorities), None)
-        entrypoint = self._field("entrypoint", _parse_entrypoint, None)
-        if "entrypoint" not in self.values:
-            self.errors["entrypoint"] = (
-                "required: the command that runs the job, e.g. 'python train.py'"
-            )
-        runtime_env = self._field("runtime_env", _parse_runtime_env, None)
-        mode = self._field("submission_mode", _parse_mode, DEFAULT_SUBMISSION_MODE)
-        shutdown = self._field("shutdown_after_finish", _parse_shutdown, True)
-        ttl = self._field("ttl_seconds_after_finished", _parse_ttl, None)
+        runtime_env = fields.field("runtime_env", _parse_runtime_env)
+        mode = fields.field("submission_mode", _parse_mode, DEFAULT_SUBMISSION_MODE)
+        shutdown = fields.field("shutdown_after_finish", _parse_shutdown, True)
+        ttl = fields.field("ttl_seconds_after_finished", _parse_ttl)
         cluster = self._cluster(name, queue, priority)
-        if self.errors:
-            raise SpecError(self.errors)
+        fields.done()
         assert name is not None and queue is not None and entrypoint is not None
         assert cluster is not None
         return ValidatedRayJob(
@@ -254,15 +235,6 @@ class _RayJobParser:
             ttl_seconds_after_finished=ttl,
             cluster=cluster,
         )
-
-    def _field(self, name: str, parse: Callable[[Any], Any], default: Any) -> Any:
-        if name not in self.values:
-            return default
-        try:
-            return parse(self.values[name])
-        except ValueError as err:
-            self.errors[name] = str(err)
-            return None
 
     def _cluster(
         self, name: str | None, queue: str | None, priority: str | None

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jupyter_dw.domain.workloads import WorkloadInfo
+from jupyter_dw.domain.workloads import KUEUE_HELD, WorkloadInfo, workload_fields
 from jupyter_dw.names import PRIORITY_CLASS_LABEL, QUEUE_LABEL, RAYJOB_KIND
 
 RayJobState = Literal[
@@ -46,9 +46,7 @@ RayJobState = Literal[
 FINAL_STATES = frozenset({"succeeded", "stopped", "failed"})
 """States a RayJob does not leave (KubeRay's ``IsJobDeploymentTerminal``)."""
 
-_KUEUE_HELD = frozenset(
-    {"queued", "waiting-for-capacity", "evicted", "preempted", "suspended", "rejected"}
-)
+_KUEUE_HELD = KUEUE_HELD
 """Workload states in which the job waits on Kueue (KubeRay keeps it suspended)."""
 
 
@@ -111,11 +109,7 @@ class RayJobInfo:
             "job_status": self.job_status,
             "job_id": self.job_id,
             "cluster": self.cluster,
-            "workload": workload.name if workload else None,
-            "position_in_local_queue": self.position_in_local_queue,
-            "position_in_cluster_queue": (workload.position_in_cluster_queue if workload else None),
-            "resources": workload.to_json()["resources"] if workload else {},
-            "requests": workload.to_json()["requests"] if workload else {},
+            **workload_fields(workload),
             "created": self.created,
             "start_time": self.start_time,
             "end_time": self.end_time,

@@ -449,3 +449,23 @@ def matches(info: WorkloadInfo, queue: str | None = None, kind: str | None = Non
         if (info.owner.kind, info.owner.api_group.lower()) != (want_kind, want_group.lower()):
             return False
     return True
+
+
+KUEUE_HELD = frozenset(
+    {"queued", "waiting-for-capacity", "evicted", "preempted", "suspended", "rejected"}
+)
+"""Workload states in which a job waits on Kueue (its controller keeps it suspended): RayJobs and
+TrainJobs alike."""
+
+
+def workload_fields(workload: WorkloadInfo | None) -> dict[str, Any]:
+    """The Kueue part of a job's JSON (RayJob, TrainJob): its Workload's name, positions and
+    what it asks for and holds."""
+    shown = workload.to_json() if workload else {}
+    return {
+        "workload": workload.name if workload else None,
+        "position_in_local_queue": workload.position_in_local_queue if workload else None,
+        "position_in_cluster_queue": workload.position_in_cluster_queue if workload else None,
+        "resources": shown.get("resources", {}),
+        "requests": shown.get("requests", {}),
+    }

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import KubeError, KubeForbidden
 from .resources import (
     CLUSTER_QUEUE,
+    CLUSTER_TRAINING_RUNTIME,
     COHORT,
     EVENT,
     LOCAL_QUEUE,
@@ -28,6 +29,7 @@ from .resources import (
     SECRET,
     SELF_SUBJECT_ACCESS_REVIEW,
     SELF_SUBJECT_REVIEW,
+    TRAIN_JOB,
     VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
@@ -115,6 +117,8 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
     *_perms(RAY_CLUSTER, ("patch",), "scale elastic Ray clusters"),
     *_perms(RAY_JOB, ("create", "delete", "get"), "run RayJobs (a job with its own cluster)"),
     *_perms(RAY_JOB, ("list", "watch"), "list RayJobs and follow their state"),
+    *_perms(TRAIN_JOB, ("create", "delete", "get"), "run TrainJobs (Kubeflow Trainer)"),
+    *_perms(TRAIN_JOB, ("list", "watch"), "list TrainJobs and follow their state"),
     *_perms(POD, ("list", "watch"), "show Ray cluster pods and ready workers"),
     *_perms(
         SECRET,
@@ -143,6 +147,12 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
         ("get",),
         "count the pending workloads of every namespace ahead of a new cluster, by priority",
         PENDING_WORKLOADS_SUBRESOURCE,
+        required=False,
+    ),
+    *_perms(
+        CLUSTER_TRAINING_RUNTIME,
+        ("get",),
+        "fit a TrainJob to its queue (its ClusterTrainingRuntime's pod shape)",
         required=False,
     ),
 )

@@ -145,6 +145,16 @@ class KubeApi:
         """The API server URL."""
         return str(self._client.configuration.host)
 
+    def bearer_token(self) -> str | None:
+        """The bearer token this client sends now (re-read first where its source rotates,
+        as a pod's projected token does); None when it authenticates otherwise (a client
+        certificate). Never logged: for an ``Authorization`` header only."""
+        cfg = self._client.configuration
+        if cfg.refresh_api_key_hook is not None:
+            cfg.refresh_api_key_hook(cfg)
+        scheme, _, token = (cfg.api_key.get("authorization") or "").partition(" ")
+        return token.strip() or None if scheme.lower() == "bearer" else None
+
     def redact(self, text: str) -> str:
         """``text`` without the current token or anything that looks like a bearer token."""
         key = self._client.configuration.api_key.get("authorization") or ""

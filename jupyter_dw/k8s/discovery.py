@@ -22,6 +22,7 @@ from .resources import (
     RAY_CLUSTER,
     RAY_GROUP,
     RAY_JOB,
+    TRAIN_JOB,
     VISIBILITY_GROUP,
     VISIBILITY_VERSIONS,
     Resource,
@@ -61,6 +62,8 @@ class Discovery:
     ray_version: str | None = None
     rayjobs_served: bool = False
     """Whether ``ray.io/v1`` RayJobs are served (KubeRay's RayJob CRD is installed)."""
+    trainjobs_served: bool = False
+    """Whether Kubeflow Trainer's ``trainer.kubeflow.org/v1alpha1`` TrainJobs are served."""
     ray_auth_options: bool | None = None
     """Whether the RayCluster schema has ``spec.authOptions`` (KubeRay 1.6 and newer), read from
     the API server's OpenAPI v3 document of ``ray.io/v1``; None when it cannot be told."""
@@ -120,8 +123,21 @@ class Discovery:
             )
         return RAY_JOB
 
+    def require_trainjobs(self) -> Resource:
+        """The TrainJob resource, or raise ``NotInstalled`` (Kubeflow Trainer absent)."""
+        if not self.trainjobs_served:
+            raise NotInstalled(
+                "Kubeflow Trainer",
+                f"the API server serves no trainjobs in {TRAIN_JOB.group}/{TRAIN_JOB.version}",
+                "Ask a cluster administrator to install Kubeflow Trainer v2 (its CRDs and "
+                "controller, with JobSet) and enable Kueue's trainer.kubeflow.org/trainjob "
+                "integration.",
+                code="trainer_not_installed",
+            )
+        return TRAIN_JOB
+
     def to_json(self) -> dict[str, Any]:
-        """The ``kueue`` and ``kuberay`` parts of ``GET context``."""
+        """The ``kueue``, ``kuberay`` and ``trainer`` parts of ``GET context``."""
         return {
             "kueue": {
                 "installed": self.kueue_installed,
@@ -136,6 +152,10 @@ class Discovery:
                 "api_version": self.ray_version,
                 "auth_options": self.ray_auth_options,
                 "rayjobs": self.rayjobs_served,
+            },
+            "trainer": {
+                "installed": self.trainjobs_served,
+                "api_version": TRAIN_JOB.version if self.trainjobs_served else None,
             },
         }
 
@@ -166,6 +186,9 @@ def discover(api: KubeApi) -> Discovery:
         if RAY_CLUSTER.plural in ray_resources:
             ray_version = RAY_CLUSTER.version
     ray_auth_options = ray_auth_options_served(api) if ray_version else None
+    trainjobs_served = TRAIN_JOB.version in _versions(
+        groups.get(TRAIN_JOB.group)
+    ) and TRAIN_JOB.plural in _resources(api, TRAIN_JOB.group, TRAIN_JOB.version)
     return Discovery(
         kueue_served=tuple(kueue_served),
         kueue_version=kueue_version,
@@ -174,6 +197,7 @@ def discover(api: KubeApi) -> Discovery:
         visibility_version=visibility,
         ray_version=ray_version,
         rayjobs_served=ray_version is not None and RAY_JOB.plural in ray_resources,
+        trainjobs_served=trainjobs_served,
         ray_auth_options=ray_auth_options,
     )
 

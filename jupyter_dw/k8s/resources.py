@@ -14,6 +14,7 @@ from urllib.parse import quote
 from jupyter_dw.names import (
     ADMISSION_CHECK_KIND,
     CLUSTER_QUEUE_KIND,
+    CLUSTER_TRAINING_RUNTIME_KIND,
     COHORT_KIND,
     KUEUE_GROUP,
     LOCAL_QUEUE_KIND,
@@ -23,6 +24,10 @@ from jupyter_dw.names import (
     RAYCLUSTER_KIND,
     RAYJOB_KIND,
     RESOURCE_FLAVOR_KIND,
+    TRAINER_GROUP,
+    TRAINER_VERSION,
+    TRAINING_RUNTIME_KIND,
+    TRAINJOB_KIND,
     VISIBILITY_GROUP,
     WORKLOAD_KIND,
     WORKLOAD_PRIORITY_CLASS_KIND,
@@ -142,6 +147,19 @@ PENDING_WORKLOADS_SUBRESOURCE = "pendingworkloads"
 # KubeRay
 RAY_CLUSTER = Resource(RAY_GROUP, RAY_VERSION, "rayclusters", RAYCLUSTER_KIND, namespaced=True)
 RAY_JOB = Resource(RAY_GROUP, RAY_VERSION, "rayjobs", RAYJOB_KIND, namespaced=True)
+
+# Kubeflow Trainer v2
+TRAIN_JOB = Resource(TRAINER_GROUP, TRAINER_VERSION, "trainjobs", TRAINJOB_KIND, namespaced=True)
+CLUSTER_TRAINING_RUNTIME = Resource(
+    TRAINER_GROUP,
+    TRAINER_VERSION,
+    "clustertrainingruntimes",
+    CLUSTER_TRAINING_RUNTIME_KIND,
+    namespaced=False,
+)
+TRAINING_RUNTIME = Resource(
+    TRAINER_GROUP, TRAINER_VERSION, "trainingruntimes", TRAINING_RUNTIME_KIND, namespaced=True
+)
 
 # Core and authorization/authentication APIs
 POD = Resource("", "v1", "pods", POD_KIND, namespaced=True)

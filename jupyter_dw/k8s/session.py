@@ -47,6 +47,7 @@ from jupyter_dw.domain.quota import QuotaTree
 from jupyter_dw.domain.ray_auth import (
     RayToken,
     TokenUnavailable,
+    ray_auth_of,
     token_from_secret,
     token_secret_name,
 )
@@ -71,6 +72,7 @@ from .errors import (
     KubeConfigError,
     KubeError,
     KubeForbidden,
+    KubeNotFound,
     KubeUnauthorized,
     NotReady,
 )
@@ -85,6 +87,7 @@ from .resources import (
     RAY_JOB,
     RESOURCE_FLAVOR,
     SECRET,
+    TRAIN_JOB,
     VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_GROUP,
     VISIBILITY_LOCAL_QUEUE,
@@ -426,6 +429,8 @@ class KubeSession:
                 wanted[POD.plural] = (POD, RAY_CLUSTER_LABEL)
             if not self._denied(EVENT):
                 wanted[EVENT.plural] = (EVENT, None)  # field selector: _FIELD_SELECTORS
+        if discovery.trainjobs_served and not self._denied(TRAIN_JOB):
+            wanted[TRAIN_JOB.plural] = (TRAIN_JOB, None)
         return wanted
 
     def _sync_caches(self, api: KubeApi) -> None:
@@ -488,6 +493,8 @@ class KubeSession:
             return False
         if resource == RAY_JOB:
             return discovery.rayjobs_served
+        if resource == TRAIN_JOB:
+            return discovery.trainjobs_served
         if resource.group == RAY_CLUSTER.group or resource.plural in (POD.plural, EVENT.plural):
             return discovery.kuberay_installed
         kind = ResourceKind(resource.group, resource.plural, resource.kind, resource.namespaced)
@@ -842,6 +849,22 @@ class KubeSession:
             # May list and watch but not get: the synced cache's answer stands.
             raise ray.not_found(self.namespace, name) from err
 
+    def find_ray_cluster(self, name: str) -> Object | None:
+        """RayCluster ``name``, or None when there is none: from a synced cache, else one
+        ``get`` (a miss in the cache may be a create not seen yet). Needs only ``get
+        rayclusters`` (the dashboard proxy's least privilege; a 403 names that). Blocking."""
+        self.wait_ready()
+        self.discovery.require_kuberay()
+        cache = self._watching(RAY_CLUSTER.plural)
+        if cache is not None and cache.synced:
+            cached = cache.get(name, self.namespace)
+            if cached is not None:
+                return cached
+        try:
+            return ray.get_raycluster(self.api, self.namespace, name)
+        except KubeNotFound:
+            return None
+
     def cached_ray_cluster(self, name: str) -> Object | None:
         """RayCluster ``name`` as the cache holds it now (no waiting, no I/O)."""
         cache = self._watching(RAY_CLUSTER.plural)
@@ -913,8 +936,22 @@ class KubeSession:
         made for it: one ``get`` (never a list or watch of Secrets), used only when its
         controller owner is this RayCluster's UID. Raises :class:`TokenUnavailable` (no such
         Secret yet, owned by something else, no token in it) or ``KubeForbidden`` naming
-        ``get secrets``. Blocking."""
+        ``get secrets``. Blocking.
+
+        A cluster with Kubernetes-delegated auth (``enableK8sTokenAuth``) has no Secret: Ray
+        asks the API server about the caller's own Kubernetes token, so the token is this
+        session's bearer token (the workbench's identity, whose RBAC Ray then checks)."""
         name = str((raycluster.get("metadata") or {}).get("name") or "")
+        if ray_auth_of(raycluster).mode == "k8s":
+            own = self.api.bearer_token()
+            if own is None:
+                raise TokenUnavailable(
+                    "no_bearer_token",
+                    f"RayCluster {name} delegates Ray authentication to Kubernetes, which "
+                    "checks a bearer token; this server authenticates to Kubernetes otherwise "
+                    "(a client certificate)",
+                )
+            return RayToken(own)
         secret_name = token_secret_name(name)
         try:
             secret = self.api.get(SECRET.path(self.namespace, secret_name))
@@ -1019,6 +1056,30 @@ class KubeSession:
         return ray.delete_raycluster(
             self.api, self.namespace, name, self.discovery.require_rayjobs()
         )
+
+    # -- any watched job kind (TrainJobs: jupyter_dw.k8s.trainer) ---------------------------
+
+    def watched_jobs(self, resource: Resource, timeout: float | None = None) -> list[Object]:
+        """The namespace's ``resource`` objects from their watch cache (waits for its first
+        sync and the Workload cache's). ``KubeForbidden`` names the list/watch missing; the
+        caller checks that the resource is served."""
+        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
+        self.wait_ready(max(0.0, deadline - time.monotonic()))
+        cache = self._synced_cache(resource, deadline, required=True)
+        assert cache is not None
+        self._synced_cache(WORKLOAD, deadline)
+        return cache.snapshot()
+
+    def cached_job(self, resource: Resource, name: str) -> Object | None:
+        """``resource`` object ``name`` as its cache holds it now (no waiting, no I/O)."""
+        cache = self._watching(resource.plural)
+        return cache.get(name, self._namespace or "") if cache is not None else None
+
+    def create_job(self, resource: Resource, obj: Object) -> Object:
+        """Create ``obj`` of ``resource`` (dry run first, idempotency key honoured, like
+        :meth:`create_raycluster`); waits briefly for its cache to hold it."""
+        self.wait_ready()
+        return self._create_cached(resource, obj)
 
     def wait_for_ray_cluster(self, name: str, resource_version: str) -> None:
         """Wait briefly until the RayCluster cache holds ``name`` at ``resource_version`` or

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import threading
-import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -19,10 +17,7 @@ from typing import Any
 
 from ..core.cluster_results import ClusterInfo, FitResult
 from ..core.clusters import InvalidSpec
-from ..core.queues import QueueList
-from ..core.scaling import InvalidScale, NotElastic, ScaleResult
-from ..core.workloads import WorkloadList
-from ..k8s.errors import (
+from ..core.errors import (
     KubeConflict,
     KubeError,
     KubeForbidden,
@@ -30,6 +25,10 @@ from ..k8s.errors import (
     KubeUnreachable,
     NotInstalled,
 )
+from ..core.queues import QueueList
+from ..core.scaling import InvalidScale, NotElastic, ScaleResult
+from ..core.workloads import WorkloadList
+from .job_waiting import wait_until
 from .jobs import RayJobHandle, list_jobs, submit_job
 from .kuberay_jobs import RayJobSpec, fit_rayjob, submit_rayjob
 from .ray_connect import (
@@ -41,6 +40,7 @@ from .ray_connect import (
 )
 from .requests import create_with_key, request_body
 from .runtime import runtime
+from .trainjobs import TrainJobSpec, fit_trainjob, submit_trainjob
 
 # -- errors: one small hierarchy, each with ``error``, ``reason`` and ``hint`` ----------------
 
@@ -146,24 +146,28 @@ def workloads(queue: str | None = None, kind: str | None = None) -> WorkloadList
     return runtime().core.workloads.list(queue, kind)
 
 
-def fit(spec: SpecLike | RayJobSpec | None = None, **fields: Any) -> FitResult:
-    """Would this cluster (or ``dw.RayJobSpec``) fit its queue now? ``verdict`` (fits-now,
+def fit(spec: SpecLike | RayJobSpec | TrainJobSpec | None = None, **fields: Any) -> FitResult:
+    """Would this cluster (or ``dw.RayJobSpec``, ``dw.TrainJobSpec``) fit its queue now?
+    ``verdict`` (fits-now,
     must-wait, never-fits, unknown), ``message``, ``requests``, ``headroom``, ``ahead`` and
     ``suggestion`` (what would start now, or None). ``name`` may be omitted."""
     if isinstance(spec, RayJobSpec):
         return fit_rayjob(spec, **fields)
+    if isinstance(spec, TrainJobSpec):
+        return fit_trainjob(spec, **fields)
     return runtime().core.clusters.fit(_request(spec, fields))
 
 
 def submit(
-    spec: SpecLike | RayJobSpec | None = None,
+    spec: SpecLike | RayJobSpec | TrainJobSpec | None = None,
     *,
     delete_with_kernel: bool = False,
     idempotency_key: str | None = None,
     **fields: Any,
 ) -> Any:
     """Create the cluster through Kueue (suspended until admitted); return its handle. A
-    ``dw.RayJobSpec`` makes a RayJob instead and returns its :class:`KubeRayJobHandle`.
+    ``dw.RayJobSpec`` makes a RayJob instead and returns its :class:`KubeRayJobHandle`; a
+    ``dw.TrainJobSpec`` a TrainJob, returning its :class:`TrainJobHandle`.
 
     ``delete_with_kernel``: delete it when this kernel shuts down (quota is shared).
     ``idempotency_key``: the key of this submission (default: a fresh one per call); pass the
@@ -175,6 +179,8 @@ def submit(
     """
     if isinstance(spec, RayJobSpec):
         return submit_rayjob(spec, idempotency_key=idempotency_key, **fields)
+    if isinstance(spec, TrainJobSpec):
+        return submit_trainjob(spec, idempotency_key=idempotency_key, **fields)
     rt = runtime()
     request = _request(spec, fields)
     info = create_with_key(lambda key: rt.core.clusters.create(request, key), idempotency_key)
@@ -264,27 +270,18 @@ class RayClusterHandle:
         :class:`WaitTimeout` after ``timeout`` seconds, with the last state and reason.
         """
         self.status()  # the caches this needs are open and synced
-        changed = threading.Event()
-        remove = runtime().core.session.add_listener(lambda *_: changed.set())
-        deadline = time.monotonic() + timeout
-        shown: tuple[Any, ...] | None = None
-        try:
-            while True:
-                changed.clear()
-                info = self._now()
-                if progress is not None and info is not None:
-                    seen = (info.state, info.workers_ready, info.position_in_local_queue)
-                    if seen != shown:
-                        shown = seen
-                        progress(info)
-                done = self._check(info, state, condition)
-                if done is not None:
-                    return done
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not changed.wait(remaining):
-                    raise self._timeout(state, timeout)
-        finally:
-            remove()
+        shown: list[tuple[Any, ...]] = []
+
+        def check() -> ClusterInfo | None:
+            info = self._now()
+            if progress is not None and info is not None:
+                seen = (info.state, info.workers_ready, info.position_in_local_queue)
+                if seen not in shown[-1:]:
+                    shown.append(seen)
+                    progress(info)
+            return self._check(info, state, condition)
+
+        return wait_until(check, lambda: self._timeout(state, timeout), timeout)
 
     async def wait_async(
         self,

@@ -18,8 +18,8 @@ from typing import Any
 import anywidget
 from traitlets import Bool, Dict, Int, Unicode
 
+from ..core.errors import KubeError
 from ..domain.ray_jobs import RayJob, clip_log, failure_reason
-from ..k8s.errors import KubeError
 from .jobs import STATUS_POLL_SECONDS, RayJobHandle
 from .runtime import _current_loop
 from .widgets import esm

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.errors import JobFailed
 from ..domain.ray_jobs import JobList, RayJob, failure_reason
-from ..ray.errors import JobFailed
 from .runtime import runtime
 
 WAIT_TIMEOUT = 3600.0

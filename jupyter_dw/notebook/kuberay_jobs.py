@@ -9,10 +9,6 @@ the job ends. Same core, same field names as ``POST dw/api/rayjobs``. Not to be 
 
 from __future__ import annotations
 
-import asyncio
-import html
-import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -20,7 +16,7 @@ from typing import Any
 from ..core.cluster_results import FitResult
 from ..core.kuberay_jobs import RayJobList
 from ..domain.rayjob_state import RayJobInfo
-from ..k8s.errors import KubeError
+from .job_waiting import JobEnded, JobHandle
 from .requests import create_with_key, request_body
 from .runtime import runtime
 
@@ -85,85 +81,25 @@ def rayjobs() -> RayJobList:
     return runtime().core.rayjobs.list()
 
 
-class RayJobEnded(KubeError):
+class RayJobEnded(JobEnded):
     """A wait for a RayJob state ended otherwise: the job failed, stopped or was deleted
     first; ``state`` is its last state."""
 
     code = "rayjob_ended"
 
-    def __init__(self, error: str, reason: str | None, hint: str | None, state: str | None):
-        super().__init__(error, reason, hint)
-        self.state = state
-
-
-_ORDER = ("queued", "admitted", "starting", "running")
-"""The way forward: waiting for ``starting`` is over once the job runs or has ended."""
-
 
 @dataclass
-class KubeRayJobHandle:
-    """One RayJob of the namespace, by name; every read is fresh from the watch caches."""
+class KubeRayJobHandle(JobHandle):
+    """One RayJob of the namespace, by name (``status()``, ``wait()``/``wait_async()``,
+    ``logs()``, ``delete()``); every read is fresh from the watch caches."""
 
     name: str
     _last: RayJobInfo | None = field(default=None, repr=False, compare=False)
 
-    def status(self) -> RayJobInfo:
-        """The RayJob now: ``state``, ``reason``, ``message``, ``position_in_local_queue``,
-        ``deployment_status``, ``job_status``, ``cluster``, ``job_id``..."""
-        self._last = runtime().core.rayjobs.get(self.name)
-        return self._last
-
-    def _now(self) -> RayJobInfo | None:
-        info = runtime().core.rayjobs.describe_many([self.name]).get(self.name)
-        if info is not None:
-            self._last = info
-        return info
-
-    def _check(self, info: RayJobInfo | None, state: str) -> RayJobInfo | None:
-        if info is None:
-            raise RayJobEnded(f"RayJob {self.name!r} is gone", None, "It was deleted.", None)
-        if (state == "final" and info.final) or info.state == state:
-            return info
-        passed = state in _ORDER and info.state in _ORDER[_ORDER.index(state) + 1 :]
-        if passed:
-            return info
-        if info.final or info.state in ("evicted", "preempted", "rejected", "deleting"):
-            raise RayJobEnded(
-                f"RayJob {self.name!r} is {info.state}",
-                f"{info.reason}: {info.message}" if info.message else info.reason,
-                "See the reason (KubeRay's words); dw.rayjob(name).logs() while the head runs.",
-                info.state,
-            )
-        return None
-
-    def _timeout(self, state: str, timeout: float) -> TimeoutError:
-        last = self._last
-        where = f"it is {last.state}: {last.reason or ''} {last.message or ''}" if last else ""
-        return TimeoutError(f"RayJob {self.name!r} was not {state} after {timeout:g}s; {where}")
-
-    def wait(self, state: str = "final", timeout: float = 600.0) -> RayJobInfo:
-        """Block until the job is in ``state`` (``"final"``: succeeded, stopped or failed),
-        woken by the watches. Raises :class:`RayJobEnded` when it can no longer get there and
-        ``TimeoutError`` after ``timeout`` seconds."""
-        self.status()
-        changed = threading.Event()
-        remove = runtime().core.session.add_listener(lambda *_: changed.set())
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                changed.clear()
-                done = self._check(self._now(), state)
-                if done is not None:
-                    return done
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not changed.wait(remaining):
-                    raise self._timeout(state, timeout)
-        finally:
-            remove()
-
-    async def wait_async(self, state: str = "final", timeout: float = 600.0) -> RayJobInfo:
-        """:meth:`wait` without blocking the kernel (its widgets stay live)."""
-        return await asyncio.to_thread(self.wait, state, timeout)
+    kind = "RayJob"
+    service = "rayjobs"
+    ended = RayJobEnded
+    hint = "See the reason (KubeRay's words); dw.rayjob(name).logs() while the head runs."
 
     def logs(self) -> str:
         """The job's log so far, from its cluster's head (Ray's Jobs API, token added by
@@ -179,12 +115,3 @@ class KubeRayJobHandle:
                 info.state,
             )
         return RayJobHandle(info.cluster, info.job_id).logs()
-
-    def delete(self) -> None:
-        """Delete the RayJob; its cluster, submitter and Workload follow."""
-        runtime().core.rayjobs.delete(self.name)
-
-    def _repr_html_(self) -> str:
-        info = self._last or self.status()
-        said = f" — {info.reason}: {info.message}" if info.message else ""
-        return f"<b>RayJob {html.escape(info.name)}</b>: {html.escape(info.state + said)}"

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..k8s.errors import InvalidRequest, KubeError
+from ..core.errors import InvalidRequest, KubeError
 from .formatters import register as register_html
 
 HELP = """%dw queues                      LocalQueues with quota and headroom
@@ -41,6 +41,11 @@ HELP = """%dw queues                      LocalQueues with quota and headroom
                                  a RayJob: COMMAND on a cluster of its own, through Kueue
 %dw rayjob status [NAME]         one RayJob's state (Kueue's, then KubeRay's), or all
 %dw rayjob delete NAME           delete a RayJob (its cluster follows)
+%dw trainjob fit|submit NAME --runtime R [--queue Q] [--priority P] [--nodes N]
+        [--cpu C] [--memory M] [--gpu G] [--image I] [-- COMMAND...]
+                                 a TrainJob (Kubeflow Trainer) on runtime R, through Kueue
+%dw trainjob status [NAME]       one TrainJob's state (Kueue's, then Trainer's), or all
+%dw trainjob delete NAME         delete a TrainJob (its JobSet and pods follow)
 %dw help                         this text"""
 
 
@@ -103,6 +108,10 @@ def _parser() -> argparse.ArgumentParser:
     rayjob.add_argument("action", choices=("fit", "submit", "status", "delete"))
     rayjob.add_argument("name", nargs="?")
     rayjob.add_argument("rest", nargs=argparse.REMAINDER)
+    trainjob = commands.add_parser("trainjob", add_help=False)
+    trainjob.add_argument("action", choices=("fit", "submit", "status", "delete"))
+    trainjob.add_argument("name", nargs="?")
+    trainjob.add_argument("rest", nargs=argparse.REMAINDER)
     commands.add_parser("help", add_help=False)
     return parser
 
@@ -269,6 +278,46 @@ def _rayjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
     return kuberay_jobs.submit_rayjob(request)
 
 
+def _trainjob_options() -> argparse.ArgumentParser:
+    options = _Parser(prog="%dw trainjob", add_help=False)
+    for flag in ("--runtime", "--queue", "--priority", "--cpu", "--memory", "--gpu", "--image"):
+        options.add_argument(flag)
+    options.add_argument("--nodes", dest="num_nodes", type=int)
+    return options
+
+
+def _trainjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    from . import trainjobs
+
+    if args.action == "status":
+        if args.name:
+            return trainjobs.trainjob(args.name).status()
+        return trainjobs.trainjobs()
+    if not args.name:
+        raise UsageError(f"usage: %dw trainjob {args.action} NAME ...: no NAME")
+    if args.action == "delete":
+        trainjobs.TrainJobHandle(args.name).delete()
+        out(f"Deleted TrainJob {args.name}; its JobSet, pods and Workload follow.")
+        return None
+    words = list(args.rest)
+    split = words.index("--") if "--" in words else len(words)
+    options = _trainjob_options().parse_args(words[:split])
+    resources = {k: getattr(options, k) for k in ("cpu", "memory", "gpu")}
+    request: dict[str, Any] = {
+        "name": args.name,
+        "runtime": options.runtime,
+        "queue": options.queue,
+        "priority": options.priority,
+        "num_nodes": options.num_nodes,
+        "resources_per_node": {k: v for k, v in resources.items() if v is not None} or None,
+        "command": words[split + 1 :] or None,
+        "image": options.image,
+    }
+    if args.action == "fit":
+        return trainjobs.fit_trainjob(request)
+    return trainjobs.submit_trainjob(request)
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]] = {
     "queues": _queues,
     "workloads": _workloads,
@@ -282,6 +331,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]]
     "job": _job,
     "jobs": _jobs,
     "rayjob": _rayjob,
+    "trainjob": _trainjob,
 }
 
 

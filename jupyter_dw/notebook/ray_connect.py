@@ -19,8 +19,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.errors import RayNotInstalled, RayVersionMismatch
 from ..domain.ray_auth import RAY_AUTH_MODE_ENV, RAY_AUTH_TOKEN_ENV
-from ..ray.errors import RayNotInstalled, RayVersionMismatch
 from .runtime import runtime
 
 INSTALL_HINT = "pip install 'jupyter-dw[ray]' (or ray[client]=={version}), then restart the kernel."

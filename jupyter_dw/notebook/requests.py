@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ..core.clusters import InvalidSpec, new_idempotency_key
-from ..k8s.errors import KubeUnreachable
+from ..core.errors import KubeUnreachable
 
 T = TypeVar("T")
 

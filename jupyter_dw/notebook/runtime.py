@@ -24,10 +24,10 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..core.errors import KubeError
 from ..core.feed import Change, ChangeFeed, Message
 from ..core.services import DWCore
 from ..core.settings import DWSettings, load_settings
-from ..k8s.errors import KubeError
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ from traitlets import Bool, Dict, Instance, Int, List, TraitType, Unicode
 
 from ..core.cluster_results import ClusterInfo, FitResult
 from ..core.clusters import new_idempotency_key
+from ..core.errors import InvalidRequest, KubeError
 from ..core.feed import ClusterChanged, HealthChanged, Message, QueuesChanged, WorkloadChanged
 from ..domain.freshness import FRESH
 from ..domain.workloads import WorkloadInfo, sorted_workloads
-from ..k8s.errors import InvalidRequest, KubeError
 from .display import fit_html
 from .runtime import KernelRuntime, runtime
 

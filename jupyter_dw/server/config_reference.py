@@ -24,8 +24,8 @@ from typing import Any
 
 from traitlets import Bool, Float, Int, List, TraitType, Unicode
 
+from ..core.errors import NEEDED_PERMISSIONS
 from ..core.settings import ENV_PREFIX, SECTION, DWSettings
-from ..k8s.access import NEEDED_PERMISSIONS
 from .app import JupyterDW
 
 START = "<!-- config-reference:start -->"

@@ -68,8 +68,8 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado.ioloop import IOLoop
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
+from ..core.errors import KubeError
 from ..core.feed import Change, ChangeFeed
-from ..k8s.errors import KubeError
 from .handlers import AUTH_RESOURCE, ExtensionObjectsMixin
 from .job_stream import JobWatches
 

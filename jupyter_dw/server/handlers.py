@@ -26,7 +26,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from .._version import __version__
-from ..k8s.errors import InvalidRequest, KubeError
+from ..core.errors import InvalidRequest, KubeError
 
 if TYPE_CHECKING:
     from ..core.services import DWCore
@@ -247,7 +247,7 @@ def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHan
     # Imported here: those modules import this one's base class and settings names.
     from .events import EventsHandler
     from .jobs_handlers import JobLogsHandler, JobsHandler, JobStopHandler
-    from .rayjob_handlers import RayJobHandler, RayJobsHandler
+    from .rayjob_handlers import RayJobHandler, RayJobsHandler, TrainJobHandler, TrainJobsHandler
 
     job = url_path_join(prefix, "clusters", "([^/]+)", "jobs", "([^/]+)")
 
@@ -264,5 +264,7 @@ def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHan
         (url_path_join(job, "stop"), JobStopHandler),
         (url_path_join(prefix, "rayjobs"), RayJobsHandler),
         (url_path_join(prefix, "rayjobs", "([^/]+)"), RayJobHandler),
+        (url_path_join(prefix, "trainjobs"), TrainJobsHandler),
+        (url_path_join(prefix, "trainjobs", "([^/]+)"), TrainJobHandler),
         (url_path_join(prefix, "events"), EventsHandler),
     ]

@@ -26,8 +26,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..core.errors import KubeError
 from ..domain.ray_jobs import MAX_LOG_CHARS
-from ..k8s.errors import KubeError
 
 log = logging.getLogger(__name__)
 

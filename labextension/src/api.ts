@@ -41,9 +41,14 @@ export type JobStopped = Schemas['JobStopped'];
 export type JobsMessage = Schemas['JobsMessage'];
 export type JobLogsMessage = Schemas['JobLogsMessage'];
 export type WatchJobsRequest = Schemas['WatchJobsRequest'];
+/** A KubeRay RayJob (a Ray program with its own cluster); `RayJob` above is Ray's own job. */
+export type KubeRayJob = Schemas['KubeRayJob'];
+export type KubeRayJobRequest = Schemas['KubeRayJobRequest'];
+export type KubeRayJobCreateRequest = Schemas['KubeRayJobCreateRequest'];
+export type KubeRayJobMessage = Schemas['KubeRayJobMessage'];
 
 export const API_PATH = 'dw/api';
-/** `POST clusters`: the header that makes a create safe to retry (see openapi.yaml). */
+/** `POST clusters` and `POST rayjobs`: the header that makes a create safe to retry. */
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
 /** An answer with an error status from the server extension (or from jupyter_server). */
@@ -101,7 +106,17 @@ export interface IDWApi {
   scale(name: string, workers: number | null, dryRun?: boolean): Promise<ScaleResult>;
   /** `POST clusters/{name}/jobs/{job}/stop`: the server adds the cluster's Ray token. */
   stopJob(name: string, job: string): Promise<JobStopped>;
+  /** `POST rayjobs/fit`: the RayJob's fit (its submitter counted as Kueue counts it). */
+  fitRayJob(spec: KubeRayJobRequest, signal?: AbortSignal): Promise<Fit>;
+  /** `POST rayjobs`, with an `Idempotency-Key` as for `create`. */
+  createRayJob(spec: KubeRayJobCreateRequest, idempotencyKey?: string): Promise<KubeRayJob>;
+  /** `DELETE rayjobs/{name}`: its cluster, submitter and Workload follow. */
+  removeRayJob(name: string): Promise<Deleted>;
   openEvents(): ISocket;
+}
+
+function keyHeader(idempotencyKey: string | undefined): Record<string, string> {
+  return idempotencyKey ? { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey } : {};
 }
 
 /** The API on a Jupyter server (`ServerConnection.makeSettings()` by default). */
@@ -129,11 +144,20 @@ export class DWApi implements IDWApi {
   }
 
   create(spec: ClusterSpecRequest, idempotencyKey?: string): Promise<Cluster> {
-    const headers: Record<string, string> = {};
-    if (idempotencyKey) {
-      headers[IDEMPOTENCY_KEY_HEADER] = idempotencyKey;
-    }
-    return this.request<Cluster>('POST', 'clusters', spec, undefined, headers);
+    return this.request<Cluster>('POST', 'clusters', spec, undefined, keyHeader(idempotencyKey));
+  }
+
+  fitRayJob(spec: KubeRayJobRequest, signal?: AbortSignal): Promise<Fit> {
+    return this.request<Fit>('POST', 'rayjobs/fit', spec, signal);
+  }
+
+  createRayJob(spec: KubeRayJobCreateRequest, idempotencyKey?: string): Promise<KubeRayJob> {
+    const headers = keyHeader(idempotencyKey);
+    return this.request<KubeRayJob>('POST', 'rayjobs', spec, undefined, headers);
+  }
+
+  removeRayJob(name: string): Promise<Deleted> {
+    return this.request<Deleted>('DELETE', `rayjobs/${encodeURIComponent(name)}`);
   }
 
   remove(name: string): Promise<Deleted> {

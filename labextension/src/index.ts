@@ -7,11 +7,11 @@ import { Dialog, IFrame, MainAreaWidget, showDialog, showErrorMessage } from '@j
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
-import { Cluster, DWApi } from './api';
-import { IClusterActions } from './components/clusters';
+import { Cluster, DWApi, KubeRayJob } from './api';
 import {
   DEFAULT_SETTINGS,
   DWSidebar,
+  ISidebarActions,
   ISidebarSettings,
   SIDEBAR_ID,
   dwIcon
@@ -52,7 +52,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     notebooks: INotebookTracker | null
   ) => {
     const model = new DWModel(new DWApi(), FRONTEND_VERSION);
-    const actions: IClusterActions = {
+    const actions: ISidebarActions = {
       openDashboard: (cluster: Cluster) => {
         if (cluster.dashboard_url === null) {
           void showErrorMessage('No dashboard proxy', dashboardOffHint(cluster));
@@ -95,26 +95,45 @@ const plugin: JupyterFrontEndPlugin<void> = {
         cell?.model.sharedModel.setSource(connectionCode(cluster));
         app.shell.activateById(panel.id);
       },
-      remove: async (cluster: Cluster) => {
-        if (sidebar.settings.confirmDelete) {
-          const answer = await showDialog({
-            title: `Delete ${cluster.name}?`,
-            body: `The Ray cluster ${cluster.name}, its pods and its place in queue ${
-              cluster.queue ?? ''
-            } are removed. Work running on it is lost.`,
-            buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Delete' })]
-          });
-          if (!answer.button.accept) {
-            return;
-          }
-        }
-        try {
-          await model.remove(cluster.name);
-        } catch (error) {
-          void showErrorMessage(`Could not delete ${cluster.name}`, String(error));
+      remove: (cluster: Cluster) =>
+        confirmedDelete(
+          cluster.name,
+          `The Ray cluster ${cluster.name}, its pods and its place in queue ${
+            cluster.queue ?? ''
+          } are removed. Work running on it is lost.`,
+          () => model.remove(cluster.name)
+        ),
+      removeRayJob: (job: KubeRayJob) =>
+        confirmedDelete(
+          job.name,
+          `The RayJob ${job.name}, its cluster${job.cluster ? ` ${job.cluster}` : ''}, its ` +
+            `submitter and its place in queue ${job.queue ?? ''} are removed. A running job is lost.`,
+          () => model.removeRayJob(job.name)
+        )
+    };
+
+    /** Delete `name` after the user confirms (when the setting asks for it). */
+    async function confirmedDelete(
+      name: string,
+      body: string,
+      remove: () => Promise<void>
+    ): Promise<void> {
+      if (sidebar.settings.confirmDelete) {
+        const answer = await showDialog({
+          title: `Delete ${name}?`,
+          body,
+          buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Delete' })]
+        });
+        if (!answer.button.accept) {
+          return;
         }
       }
-    };
+      try {
+        await remove();
+      } catch (error) {
+        void showErrorMessage(`Could not delete ${name}`, String(error));
+      }
+    }
 
     const sidebar = new DWSidebar(model, actions);
     app.shell.add(sidebar, 'left', { rank: 850, type: 'Distributed Workloads' });

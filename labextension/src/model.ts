@@ -1,6 +1,6 @@
 /**
- * The sidebar's state: the version handshake, then queues, clusters and Workloads from the `events`
- * socket (a snapshot, then one message per change), with reconnection (backoff, then a fresh
+ * The sidebar's state: the version handshake, then queues, clusters, RayJobs and Workloads from
+ * the `events` socket (a snapshot, then one message per change), with reconnection (backoff, then a fresh
  * snapshot). Views listen to `changed` and read; they never fetch on their own.
  */
 import { ISignal, Signal } from '@lumino/signaling';
@@ -14,6 +14,9 @@ import {
   Fit,
   IDWApi,
   ISocket,
+  KubeRayJob,
+  KubeRayJobCreateRequest,
+  KubeRayJobRequest,
   Milestone,
   Queues,
   ScaleResult,
@@ -54,7 +57,6 @@ export interface IBackoff {
 
 export const DEFAULT_BACKOFF: IBackoff = { initial: 500, max: 10000 };
 
-/** The delay before reconnect attempt `attempt` (0-based): doubling from `initial`. */
 /**
  * A fresh idempotency key (a random UUID v4) for one user action. `crypto.getRandomValues`
  * works in every page; `crypto.randomUUID` only in secure contexts (HTTPS or localhost).
@@ -67,6 +69,31 @@ export function newIdempotencyKey(): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+/**
+ * The idempotency key of one kind of create: each new request gets a fresh key; a request
+ * that repeats the last failed one (the same body) sends its key again, so if that try made
+ * the object after all (its answer was lost), the server answers with it instead of 409 or a
+ * second object.
+ */
+export class RetryKey {
+  /** The key to send with `body`. */
+  keyFor(body: unknown): string {
+    const signature = JSON.stringify(body);
+    if (this._last?.body !== signature) {
+      this._last = { body: signature, key: newIdempotencyKey() };
+    }
+    return this._last.key;
+  }
+
+  /** The request succeeded: the next one is a new action. */
+  succeeded(): void {
+    this._last = null;
+  }
+
+  private _last: { body: string; key: string } | null = null;
+}
+
+/** The delay before reconnect attempt `attempt` (0-based): doubling from `initial`. */
 export function backoffDelay(attempt: number, backoff: IBackoff = DEFAULT_BACKOFF): number {
   return Math.min(backoff.max, backoff.initial * 2 ** Math.max(0, attempt));
 }
@@ -174,6 +201,27 @@ export class DWModel {
     return this._clusters.get(name);
   }
 
+  /**
+   * Every KubeRay RayJob of the namespace, by name (the snapshot's `rayjobs`, then `rayjob`
+   * messages).
+   */
+  get rayjobs(): KubeRayJob[] {
+    return [...this._rayjobs.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  rayjob(name: string): KubeRayJob | undefined {
+    return this._rayjobs.get(name);
+  }
+
+  /** Whether the server serves RayJobs (KubeRay's RayJob CRD is installed). */
+  get rayjobsServed(): boolean {
+    return this._rayjobsServed;
+  }
+
+  get rayjobsError(): ErrorBody | null {
+    return this._rayjobsError;
+  }
+
   /** Clusters to show: all of the namespace, or those whose `owner` is this identity. */
   visibleClusters(scope: 'mine' | 'all'): Cluster[] {
     if (scope === 'all' || this._username === null) {
@@ -271,6 +319,11 @@ export class DWModel {
         this._clustersError = message.clusters_error;
         this._workloads = new Map((message.workloads ?? []).map(w => [w.name, w]));
         this._workloadsError = message.workloads_error;
+        this._rayjobs = new Map((message.rayjobs ?? []).map(j => [j.name, j]));
+        this._rayjobsError = message.rayjobs_error ?? null;
+        this._rayjobsServed =
+          (message.rayjobs !== null && message.rayjobs !== undefined) ||
+          this._rayjobsError !== null;
         this._positionsVisible = message.positions_visible;
         this._health = message.health ?? null;
         this._watchJobs(true);
@@ -299,6 +352,13 @@ export class DWModel {
       case 'job_logs':
         this.jobs.apply(message);
         break;
+      case 'rayjob':
+        if (message.rayjob === null) {
+          this._rayjobs.delete(message.name);
+        } else {
+          this._rayjobs.set(message.name, message.rayjob);
+        }
+        break;
       case 'workload':
         if (message.workload === null) {
           this._workloads.delete(message.name);
@@ -326,17 +386,11 @@ export class DWModel {
 
   /**
    * Create a cluster; rejects with `DWRequestError` (see `fieldErrors`). Each call sends an
-   * idempotency key; a call that repeats the last failed one (same spec) sends its key again,
-   * so if that try made the cluster after all (its answer was lost), the server answers with
-   * it instead of 409 or a second cluster.
+   * idempotency key, the same for a repeat of the last failed one (see `RetryKey`).
    */
   async create(spec: ClusterSpecRequest): Promise<Cluster> {
-    const signature = JSON.stringify(spec);
-    if (this._createAttempt?.spec !== signature) {
-      this._createAttempt = { spec: signature, key: newIdempotencyKey() };
-    }
-    const cluster = await this.api.create(spec, this._createAttempt.key);
-    this._createAttempt = null;
+    const cluster = await this.api.create(spec, this._clusterKey.keyFor(spec));
+    this._clusterKey.succeeded();
     // The socket brings it too; showing it now makes the form's result visible at once.
     if (!this._clusters.has(cluster.name)) {
       this._clusters.set(cluster.name, cluster);
@@ -347,6 +401,25 @@ export class DWModel {
 
   async remove(name: string): Promise<void> {
     await this.api.remove(name);
+  }
+
+  /**
+   * Create a RayJob, as `create` does a cluster (an idempotency key of its own); the card
+   * shows it at once, then follows its `rayjob` messages.
+   */
+  async createRayJob(spec: KubeRayJobCreateRequest): Promise<KubeRayJob> {
+    const job = await this.api.createRayJob(spec, this._rayjobKey.keyFor(spec));
+    this._rayjobKey.succeeded();
+    if (!this._rayjobs.has(job.name)) {
+      this._rayjobs.set(job.name, job);
+      this._emit();
+    }
+    return job;
+  }
+
+  /** Delete a RayJob; its card goes with the `rayjob` message that says it is gone. */
+  async removeRayJob(name: string): Promise<void> {
+    await this.api.removeRayJob(name);
   }
 
   /**
@@ -444,6 +517,9 @@ export class DWModel {
   private _clustersError: ErrorBody | null = null;
   private _workloads = new Map<string, Workload>();
   private _workloadsError: ErrorBody | null = null;
+  private _rayjobs = new Map<string, KubeRayJob>();
+  private _rayjobsError: ErrorBody | null = null;
+  private _rayjobsServed = false;
   private _positionsVisible = false;
   private _socketError: ErrorBody | null = null;
   private _socket: ISocket | null = null;
@@ -454,8 +530,8 @@ export class DWModel {
   private _started = false;
   private _disposed = false;
   private _lastMessageAt = 0;
-  /** The last create that failed (its spec as JSON) and its idempotency key. */
-  private _createAttempt: { spec: string; key: string } | null = null;
+  private _clusterKey = new RetryKey();
+  private _rayjobKey = new RetryKey();
 }
 
 /**
@@ -501,6 +577,10 @@ export type FitState =
   | { kind: 'invalid'; errors: Record<string, string>; message: string }
   | { kind: 'error'; message: string };
 
+/** What a fit check judges: a Ray cluster's spec or a RayJob's (`POST rayjobs/fit`). */
+export type FitRequest =
+  { kind: 'cluster'; spec: ClusterSpecRequest } | { kind: 'rayjob'; spec: KubeRayJobRequest };
+
 export class FitChecker {
   constructor(
     private readonly api: IDWApi,
@@ -521,15 +601,24 @@ export class FitChecker {
     return this._requests;
   }
 
-  /** Check `spec` after `delay` ms unless another spec comes first. */
-  request(spec: ClusterSpecRequest): void {
+  /**
+   * Check `spec` (a cluster's, or a RayJob's with `kind` `rayjob`) after `delay` ms unless
+   * another spec comes first; an answer to an earlier one is dropped.
+   */
+  request(spec: ClusterSpecRequest, kind?: 'cluster'): void;
+  request(spec: KubeRayJobRequest, kind: 'rayjob'): void;
+  request(
+    spec: ClusterSpecRequest | KubeRayJobRequest,
+    kind: FitRequest['kind'] = 'cluster'
+  ): void {
+    const fit = { kind, spec } as FitRequest;
     if (this._timer !== null) {
       this.clock.clearTimeout(this._timer);
     }
     this._set({ kind: 'checking' });
     this._timer = this.clock.setTimeout(() => {
       this._timer = null;
-      void this._check(spec);
+      void this._check(fit);
     }, this.delay);
   }
 
@@ -542,11 +631,14 @@ export class FitChecker {
     Signal.clearData(this);
   }
 
-  private async _check(spec: ClusterSpecRequest): Promise<void> {
+  private async _check(request: FitRequest): Promise<void> {
     const sequence = ++this._sequence;
     this._requests += 1;
     try {
-      const fit = await this.api.fit(spec);
+      const fit =
+        request.kind === 'rayjob'
+          ? await this.api.fitRayJob(request.spec)
+          : await this.api.fit(request.spec);
       if (sequence === this._sequence) {
         this._set({ kind: 'verdict', fit });
       }

@@ -264,7 +264,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Would this RayJob fit its queue now? Counts what Kueue holds for it on the running version (the K8sJobMode submitter pod set; the SidecarMode submitter in the head on Kueue 0.19). `name` may be omitted. */
+    /** Would this RayJob fit its queue now? Counts what Kueue holds for it on the running version (the K8sJobMode submitter pod set; the SidecarMode submitter in the head on Kueue 0.19); when it does not fit now, `suggestion` is the most workers that would, counted the same way. `name` and `entrypoint` may be omitted (a form is judged before it has a command; `spec.entrypoint` is then empty). */
     post: operations['fitRayJob'];
     delete?: never;
     options?: never;
@@ -288,6 +288,62 @@ export interface paths {
     post?: never;
     /** Delete a RayJob (its cluster, submitter and Workload follow). */
     delete: operations['deleteRayJob'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/trainjobs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Every Kubeflow Trainer TrainJob of the namespace with its Kueue and Trainer state (503 `trainer_not_installed` where Trainer is not installed). */
+    get: operations['listTrainJobs'];
+    put?: never;
+    /** Validate, dry-run and create a TrainJob on a ClusterTrainingRuntime, suspended until Kueue admits it. */
+    post: operations['createTrainJob'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/trainjobs/fit': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Would this TrainJob fit its queue now? Counts the pod sets Kueue builds from its ClusterTrainingRuntime (read with `get clustertrainingruntimes`). `name` may be omitted. */
+    post: operations['fitTrainJob'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/trainjobs/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A TrainJob name: a DNS-1035 label of at most 40 characters; anything else is 400 `invalid_name`. */
+        name: string;
+      };
+      cookie?: never;
+    };
+    /** One TrainJob. */
+    get: operations['getTrainJob'];
+    put?: never;
+    post?: never;
+    /** Delete a TrainJob (its JobSet, pods and Workload follow). */
+    delete: operations['deleteTrainJob'];
     options?: never;
     head?: never;
     patch?: never;
@@ -344,7 +400,7 @@ export interface components {
       reason: string | null;
       /** @description What to do about it. */
       hint: string | null;
-      /** @description Machine-readable: `invalid_spec`, `invalid_request`, `rejected`, `forbidden`, `unauthorized`, `not_found`, `already_exists`, `api_error`, `unreachable`, `no_credentials`, `not_ready`, `kueue_not_installed`, `kuberay_not_installed`, `timeout` (504: the API server did not answer within `request_timeout`), `kueue_webhook_unavailable`, `webhook_unavailable` (503: an admission webhook could not be called), ... Absent for errors of jupyter_server's own checks. */
+      /** @description Machine-readable: `invalid_spec`, `invalid_request`, `rejected`, `forbidden`, `unauthorized`, `not_found`, `already_exists`, `api_error`, `unreachable`, `no_credentials`, `not_ready`, `kueue_not_installed`, `kuberay_not_installed`, `trainer_not_installed`, `timeout` (504: the API server did not answer within `request_timeout`), `kueue_webhook_unavailable`, `webhook_unavailable` (503: an admission webhook could not be called), ... Absent for errors of jupyter_server's own checks. */
       code?: string | null;
       /** @description 403: the permission Kubernetes denied, `<verb> <resource>.<group>`. */
       denied?: string | null;
@@ -422,6 +478,11 @@ export interface components {
         rayjobs: boolean;
         /** @description Whether the RayCluster schema has `spec.authOptions` (KubeRay 1.6+: clusters get Ray token authentication), read from the API server's OpenAPI v3 document; null when it cannot be read. */
         auth_options: boolean | null;
+      };
+      /** @description Kubeflow Trainer: whether `trainer.kubeflow.org/v1alpha1` TrainJobs are served (without, every `trainjobs` operation answers 503 `trainer_not_installed`). */
+      trainer: {
+        installed: boolean;
+        api_version: string | null;
       };
       permissions: components['schemas']['Permission'][];
       /** @description Per watch cache (resource plural). */
@@ -840,7 +901,7 @@ export interface components {
     UnknownQuantities: {
       [key: string]: components['schemas']['Quantity'] | null;
     };
-    /** @description What would fit now instead (fewer workers), as a one-click fix. */
+    /** @description What would fit now instead (fewer workers; a RayJob's cluster with fewer workers, its submitter counted as Kueue counts it), as a one-click fix. */
     Suggestion: {
       workers: number;
       requests: components['schemas']['Quantities'];
@@ -877,8 +938,11 @@ export interface components {
       cluster_queue: string | null;
       /** @description AdmissionChecks the ClusterQueue requires of this workload (those whose `onFlavors` match its flavors). Quota is reserved first, then Kueue waits until every one is Ready: a `fits-now` verdict then says "fits the quota; then waits for capacity from admission check X". */
       admission_checks: string[];
-      /** @description What was judged (a cluster's spec, or a RayJob's for `rayjobs/fit`). */
-      spec: components['schemas']['ClusterSpec'] | components['schemas']['KubeRayJobSpec'];
+      /** @description What was judged (a cluster's spec, a RayJob's for `rayjobs/fit`, a TrainJob's for `trainjobs/fit`). */
+      spec:
+        | components['schemas']['ClusterSpec']
+        | components['schemas']['KubeRayJobSpec']
+        | components['schemas']['TrainJobSpec'];
       /** @description Why this queue, when the request named none. */
       default_queue: string | null;
       suggestion?: null | components['schemas']['Suggestion'];
@@ -967,6 +1031,86 @@ export interface components {
       namespace: string;
       positions_visible: boolean;
       rayjobs: components['schemas']['KubeRayJob'][];
+    };
+    /** @description A TrainJob request: a training run on a ClusterTrainingRuntime. `num_nodes`, `resources_per_node`, `command` and `image` override the runtime's. */
+    TrainJobRequest: {
+      name?: string | null;
+      queue?: string | null;
+      priority?: string | null;
+      /** @description The ClusterTrainingRuntime's name (required). */
+      runtime?: string | null;
+      num_nodes?: number | null;
+      /** @description What each node's training container requests. */
+      resources_per_node?: {
+        cpu?: string | number;
+        memory?: string | number;
+        gpu?: string | number;
+      } | null;
+      command?: string[] | null;
+      image?: string | null;
+    };
+    TrainJobCreateRequest: components['schemas']['TrainJobRequest'] & {
+      name: string;
+      runtime: string;
+    };
+    /** @description A TrainJob request after defaults (null overrides mean the runtime's). */
+    TrainJobSpec: {
+      name: string | null;
+      queue: string;
+      priority: string | null;
+      runtime: string;
+      num_nodes: number | null;
+      resources_per_node: {
+        [key: string]: string;
+      } | null;
+      command: string[] | null;
+      image: string | null;
+    };
+    /** @description A Kubeflow Trainer TrainJob: its Workload's state while Kueue decides (the clusters' and RayJobs' words), then Trainer's (`admitted` while still suspended, `starting`, `running` once a child Job is ready, `succeeded`, `failed` with Trainer's `reason` and `message`). */
+    TrainJob: {
+      name: string;
+      namespace: string | null;
+      queue: string | null;
+      priority: string | null;
+      runtime: string | null;
+      num_nodes: number | null;
+      /** @enum {unknown} */
+      state:
+        | 'queued'
+        | 'waiting-for-capacity'
+        | 'admitted'
+        | 'starting'
+        | 'running'
+        | 'succeeded'
+        | 'failed'
+        | 'evicted'
+        | 'preempted'
+        | 'suspended'
+        | 'rejected'
+        | 'deleting';
+      reason: string | null;
+      message: string | null;
+      final: boolean;
+      /** @description The JobSet's child Jobs that are ready (Trainer's `jobsStatus`; a step of N nodes is one Job of N pods); likewise `jobs_succeeded` and `jobs_failed`. */
+      jobs_ready: number;
+      jobs_succeeded: number;
+      jobs_failed: number;
+      workload: string | null;
+      position_in_local_queue: number | null;
+      position_in_cluster_queue: number | null;
+      resources: {
+        [key: string]: components['schemas']['Quantities'];
+      };
+      requests: {
+        [key: string]: string;
+      };
+      created: components['schemas']['NullableTime'];
+      end_time: components['schemas']['NullableTime'];
+    };
+    TrainJobList: {
+      namespace: string;
+      positions_visible: boolean;
+      trainjobs: components['schemas']['TrainJob'][];
     };
     /** @description A RayJob changed, or its Workload did. `rayjob` is the record `GET rayjobs` lists; null, with `event` `DELETED`, once it is gone. */
     KubeRayJobMessage: {
@@ -2089,6 +2233,225 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       /** @description `not_found`: no such RayJob; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
+    };
+  };
+  listTrainJobs: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The TrainJobs, sorted by name. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TrainJobList'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
+    };
+  };
+  createTrainJob: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description As for `POST clusters`, for the TrainJob. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "name": "train-1",
+         *       "runtime": "torch-distributed",
+         *       "num_nodes": 2,
+         *       "resources_per_node": {
+         *         "cpu": "4",
+         *         "memory": "16Gi"
+         *       }
+         *     }
+         */
+        'application/json': components['schemas']['TrainJobCreateRequest'];
+      };
+    };
+    responses: {
+      /** @description The new TrainJob. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TrainJob'];
+        };
+      };
+      /** @description `invalid_spec` (nothing sent to Kubernetes) or `rejected` (the dry run was refused by Kueue's or Trainer's webhooks: nothing created). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      /** @description `already_exists`: the name is taken. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
+    };
+  };
+  fitTrainJob: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['TrainJobRequest'];
+      };
+    };
+    responses: {
+      /** @description The fit verdict (`spec` is the TrainJob after defaults). */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Fit'];
+        };
+      };
+      /** @description `invalid_spec` with per-field `errors`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
+    };
+  };
+  getTrainJob: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A TrainJob name: a DNS-1035 label of at most 40 characters; anything else is 400 `invalid_name`. */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The TrainJob. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TrainJob'];
+        };
+      };
+      /** @description `invalid_name`: the name is no TrainJob name; nothing reached Kubernetes. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such TrainJob; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
+    };
+  };
+  deleteTrainJob: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A TrainJob name: a DNS-1035 label of at most 40 characters; anything else is 400 `invalid_name`. */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Deleted'];
+        };
+      };
+      /** @description `invalid_name`: the name is no TrainJob name; nothing reached Kubernetes. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such TrainJob; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
       404: {
         headers: {
           [name: string]: unknown;

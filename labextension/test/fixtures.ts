@@ -1,5 +1,5 @@
 /** Stand-ins shared by the sidebar's unit tests: a socket, a clock and a cluster. */
-import type { Cluster, EventMessage, ISocket, Workload } from '../src/api';
+import type { Cluster, EventMessage, ISocket, KubeRayJob, Workload } from '../src/api';
 import type { IClock } from '../src/model';
 
 export class FakeSocket implements ISocket {
@@ -111,6 +111,34 @@ export function workload(name: string, extra: Partial<Workload> = {}): Workload 
     position_in_local_queue: null,
     position_in_cluster_queue: null,
     preempted_by: null,
+    ...extra
+  };
+}
+
+export function rayjob(name: string, extra: Partial<KubeRayJob> = {}): KubeRayJob {
+  return {
+    name,
+    namespace: 'ns',
+    queue: 'team',
+    priority: null,
+    submission_mode: 'K8sJobMode',
+    entrypoint: 'python train.py',
+    state: 'queued',
+    reason: 'Pending',
+    message: 'insufficient unused quota',
+    final: false,
+    deployment_status: null,
+    job_status: null,
+    job_id: null,
+    cluster: null,
+    workload: `rayjob-${name}-abcde`,
+    position_in_local_queue: 0,
+    position_in_cluster_queue: 0,
+    resources: {},
+    requests: { cpu: '2500m' },
+    created: '2026-11-24T10:00:00Z',
+    start_time: null,
+    end_time: null,
     ...extra
   };
 }

@@ -1,6 +1,16 @@
 import { describe, expect, it, vi } from 'vitest';
 
-import type { Cluster, ClusterSpecRequest, EventMessage, Fit, IDWApi, Queues } from '../src/api';
+import type {
+  Cluster,
+  ClusterSpecRequest,
+  EventMessage,
+  Fit,
+  IDWApi,
+  KubeRayJob,
+  KubeRayJobCreateRequest,
+  KubeRayJobRequest,
+  Queues
+} from '../src/api';
 import { DWRequestError } from '../src/api';
 import {
   DWModel,
@@ -15,7 +25,7 @@ import {
   quotaHeldFor,
   timeline
 } from '../src/model';
-import { FakeClock, FakeSocket, LIVE, cluster, workload } from './fixtures';
+import { FakeClock, FakeSocket, LIVE, cluster, rayjob, workload } from './fixtures';
 
 const QUEUES: Queues = {
   namespace: 'ns',
@@ -25,8 +35,14 @@ const QUEUES: Queues = {
   queues: []
 };
 
-function snapshot(clusters: Cluster[], queues: Queues = QUEUES): EventMessage {
+function snapshot(
+  clusters: Cluster[],
+  queues: Queues = QUEUES,
+  rayjobs: KubeRayJob[] | null = []
+): EventMessage {
   return {
+    rayjobs,
+    rayjobs_error: null,
     type: 'snapshot',
     namespace: 'ns',
     queues,
@@ -57,6 +73,9 @@ function fakeApi(overrides: Partial<IDWApi> = {}) {
       dry_run: dryRun,
       changed: !dryRun
     }),
+    fitRayJob: async () => ({}) as Fit,
+    createRayJob: async (spec: KubeRayJobCreateRequest) => rayjob(spec.name),
+    removeRayJob: async (name: string) => ({ name, namespace: 'ns', deleted: true as const }),
     stopJob: async (name: string, job: string) => ({
       cluster: name,
       submission_id: job,
@@ -446,5 +465,92 @@ describe('idempotency keys on create', () => {
   it('makes version 4 UUIDs', () => {
     expect(newIdempotencyKey()).toMatch(UUID);
     expect(newIdempotencyKey()).not.toBe(newIdempotencyKey());
+  });
+});
+
+describe('RayJobs', () => {
+  it("lists the snapshot's RayJobs, then follows rayjob messages to the end", async () => {
+    const { model, sockets } = await started();
+    sockets[0].deliver(snapshot([], QUEUES, [rayjob('b'), rayjob('a')]));
+    expect(model.rayjobsServed).toBe(true);
+    expect(model.rayjobs.map(j => j.name)).toEqual(['a', 'b']);
+    const failed = rayjob('a', {
+      state: 'failed',
+      final: true,
+      reason: 'JobDeploymentStatusTransitionGracePeriodExceeded',
+      message: 'the Ray head did not answer',
+      cluster: 'a-x7k2p',
+      position_in_local_queue: null
+    });
+    sockets[0].deliver({
+      type: 'rayjob',
+      event: 'MODIFIED',
+      name: 'a',
+      cause: { kind: 'RayJob', name: 'a', event: 'MODIFIED' },
+      rayjob: failed
+    });
+    expect(model.rayjob('a')).toEqual(failed);
+    sockets[0].deliver({
+      type: 'rayjob',
+      event: 'DELETED',
+      name: 'b',
+      cause: { kind: 'RayJob', name: 'b', event: 'DELETED' },
+      rayjob: null
+    });
+    expect(model.rayjobs.map(j => j.name)).toEqual(['a']);
+  });
+
+  it('knows when the server does not serve RayJobs', async () => {
+    const { model, sockets } = await started();
+    sockets[0].deliver(snapshot([], QUEUES, null));
+    expect(model.rayjobsServed).toBe(false);
+    expect(model.rayjobs).toEqual([]);
+  });
+
+  it('shows a submitted RayJob at once and retries with the same key', async () => {
+    const keys: (string | undefined)[] = [];
+    let fail = true;
+    const { model, sockets } = await started({
+      createRayJob: async (spec: KubeRayJobCreateRequest, key?: string) => {
+        keys.push(key);
+        if (fail) {
+          throw new DWRequestError(504, { error: 'timeout', reason: null, hint: null });
+        }
+        return rayjob(spec.name);
+      }
+    });
+    sockets[0].deliver(snapshot([]));
+    const spec: KubeRayJobCreateRequest = { name: 'train', entrypoint: 'python t.py' };
+    await expect(model.createRayJob(spec)).rejects.toBeInstanceOf(DWRequestError);
+    fail = false;
+    await model.createRayJob(spec);
+    expect(keys[1]).toBe(keys[0]);
+    expect(model.rayjob('train')?.state).toBe('queued');
+    // A cluster's create keeps its own key: another kind, another action.
+    const clusterKeys: (string | undefined)[] = [];
+    const other = await started({
+      create: async (s: ClusterSpecRequest, key?: string) => {
+        clusterKeys.push(key);
+        return cluster(String(s.name));
+      }
+    });
+    await other.model.create({ name: 'train' });
+    expect(clusterKeys[0]).not.toBe(keys[0]);
+  });
+
+  it("checks a RayJob's fit through rayjobs/fit", async () => {
+    const clock = new FakeClock();
+    const fit = vi.fn(async () => ({ verdict: 'must-wait' }) as Fit);
+    const fitRayJob = vi.fn(
+      async (spec: KubeRayJobRequest) => ({ verdict: 'fits-now', spec }) as never
+    );
+    const { api } = fakeApi({ fit, fitRayJob });
+    const checker = new FitChecker(api, 300, clock);
+    checker.request({ cluster: { workers: 2 } }, 'rayjob');
+    clock.advance(300);
+    await new Promise(resolve => setTimeout(resolve, 0));
+    expect(fit).not.toHaveBeenCalled();
+    expect(fitRayJob).toHaveBeenCalledWith({ cluster: { workers: 2 } });
+    expect(checker.state).toMatchObject({ kind: 'verdict', fit: { verdict: 'fits-now' } });
   });
 });

@@ -79,6 +79,13 @@ autoscaler_version="$(sed -n "s#^[[:space:]]*\(require[[:space:]]\+\)\?$autoscal
 go mod download "$autoscaler_apis@$autoscaler_version"
 build_module kuberay "$KUBERAY_VERSION" github.com/ray-project/kuberay/ray-operator . ray-operator
 build_module kwok "$KWOK_VERSION" sigs.k8s.io/kwok ./cmd/kwok kwok
+# Trainer and JobSet only beside a Kueue whose TrainJob integration targets this Trainer
+# (its go.mod requires it); measured cold: about 96 s + 72 s on 2 cores.
+if grep -q "github.com/kubeflow/trainer/v2 $TRAINER_VERSION" "$kueue_src/go.mod"; then
+  build_module trainer "$TRAINER_VERSION" github.com/kubeflow/trainer/v2 \
+    ./cmd/trainer-controller-manager trainer-controller-manager
+  build_module jobset "$JOBSET_VERSION" sigs.k8s.io/jobset . jobset-controller-manager
+fi
 
 if ! command -v etcd >/dev/null; then
   echo "etcd not found: install Debian's etcd-server (make deps does)" >&2

@@ -34,10 +34,18 @@ LEGACY_VISIBILITY_PORT = 8082
 FAKE_NODES = 4
 
 
-def default_state_dir() -> Path:
-    """Where a cluster keeps its state (certificates, etcd data, logs, PIDs, kubeconfig)."""
+def default_state_dir(versions: Versions | None = None) -> Path:
+    """Where a cluster keeps its state (certificates, etcd data, logs, PIDs, kubeconfig).
+
+    One directory per Kueue version: ``make test`` and ``make test-legacy`` may run at the same
+    time, and a cluster of other versions in the same directory would be replaced (stopped)
+    under the other run's feet."""
     override = os.environ.get("DW_CLUSTER_DIR")
-    return Path(override) if override else Path(tempfile.gettempdir()) / "jupyter-dw-cluster"
+    if override:
+        return Path(override)
+    selected = versions or Versions.selected()
+    suffix = "" if selected.kueue_is_pinned else f"-kueue-{selected.kueue}"
+    return Path(tempfile.gettempdir()) / f"jupyter-dw-cluster{suffix}"
 
 
 def testbed_fingerprint() -> str:
@@ -207,8 +215,8 @@ class LocalCluster:
         apiserver_flags: Sequence[str] = (),
         kueue_config: dict[str, Any] | None = None,
     ) -> None:
-        self.state_dir = state_dir or default_state_dir()
         self.versions = versions or Versions.selected()
+        self.state_dir = state_dir or default_state_dir(self.versions)
         self.state_file = self.state_dir / "state.json"
         self.logs = self.state_dir / "logs"
         self.apiserver_flags = tuple(apiserver_flags)
@@ -302,6 +310,9 @@ class LocalCluster:
                 "kwok",
             )
         }
+        if self.versions.trainjobs:
+            for name in ("trainer-webhook", "trainer-health", "jobset-webhook", "jobset-health"):
+                ports[name] = free_port()
         ports["kueue-visibility"] = (
             free_port() if self.versions.kueue_serves_v1beta2 else LEGACY_VISIBILITY_PORT
         )
@@ -330,6 +341,16 @@ class LocalCluster:
         kueue_cert = ca.issue("kueue-webhook", "kueue-webhook", hosts=loopback)
         (self.state_dir / "kueue-certs" / "tls.crt").write_bytes(kueue_cert.cert.read_bytes())
         (self.state_dir / "kueue-certs" / "tls.key").write_bytes(kueue_cert.key.read_bytes())
+        if self.versions.trainjobs:
+            # Trainer's webhook server reads its certificate from controller-runtime's default
+            # directory under $TMPDIR (its configuration has no field for it); JobSet's reads
+            # kueue-certs. The same loopback serving certificate for all three.
+            trainer_certs = self.state_dir / "trainer-tmp" / "k8s-webhook-server" / "serving-certs"
+            trainer_certs.mkdir(parents=True)
+            for name in ("tls.crt", "tls.key"):
+                (trainer_certs / name).write_bytes(
+                    (self.state_dir / "kueue-certs" / name).read_bytes()
+                )
         sa_keys = write_service_account_keys(pki)
 
         apiserver = f"https://127.0.0.1:{ports['apiserver']}"
@@ -471,6 +492,48 @@ class LocalCluster:
         path.write_text(yaml.safe_dump({**config, **self.kueue_config}))
         return path
 
+    def _start_trainer_and_jobset(self, state: ClusterState) -> None:
+        """Kubeflow Trainer's controller and the JobSet controller it runs TrainJobs with, each
+        with its webhooks on loopback and our certificate (their own cert management off)."""
+        v, ports = self.versions, state.ports
+        jobset_cfg = self.state_dir / "jobset-config.yaml"
+        jobset_cfg.write_text(
+            yaml.safe_dump(
+                manifests.jobset_config(
+                    webhook_port=ports["jobset-webhook"],
+                    health_port=ports["jobset-health"],
+                    cert_dir=self.state_dir / "kueue-certs",
+                )
+            )
+        )
+        self._spawn(
+            state,
+            "jobset",
+            [
+                str(v.binary("jobset-controller-manager")),
+                f"--config={jobset_cfg}",
+                "--zap-log-level=info",
+            ],
+        )
+        trainer_cfg = self.state_dir / "trainer-config.yaml"
+        trainer_cfg.write_text(
+            yaml.safe_dump(
+                manifests.trainer_config(
+                    webhook_port=ports["trainer-webhook"], health_port=ports["trainer-health"]
+                )
+            )
+        )
+        self._spawn(
+            state,
+            "trainer",
+            [
+                str(v.binary("trainer-controller-manager")),
+                f"--config={trainer_cfg}",
+                "--zap-log-level=info",
+            ],
+            env={"TMPDIR": str(self.state_dir / "trainer-tmp")},
+        )
+
     def _wait_healthy(self, state: ClusterState, name: str, url: str, ca_file: str | None) -> None:
         pid = state.pids[name]
 
@@ -508,6 +571,8 @@ class LocalCluster:
             *manifests.kuberay_crds(v),
             # Before Kueue starts: it enables its provisioning controller only if this is served.
             manifests.provisioning_request_crd(v),
+            # Before Kueue starts too: its TrainJob reconciler reads runtimes and owns JobSets.
+            *(manifests.trainer_crds(v) + manifests.jobset_crds(v) if v.trainjobs else []),
         ]
         for crd in crds:
             api.create(crd)
@@ -515,6 +580,14 @@ class LocalCluster:
             api.apply(obj)
         for obj in manifests.kueue_webhooks(v, webhook_url, pki.ca.pem):
             api.apply(obj)
+        if v.trainjobs:
+            trainer_url = f"https://127.0.0.1:{ports['trainer-webhook']}"
+            jobset_url = f"https://127.0.0.1:{ports['jobset-webhook']}"
+            for obj in [
+                *manifests.trainer_webhooks(v, trainer_url, pki.ca.pem),
+                *manifests.jobset_webhooks(v, jobset_url, pki.ca.pem),
+            ]:
+                api.apply(obj)
         for crd in crds:
             _wait_crd_established(api, crd["metadata"]["name"])
         _log(f"CRDs established after {time.monotonic() - t0:.1f}s")
@@ -577,6 +650,8 @@ class LocalCluster:
                 "--log-stdout-encoder=console",
             ],
         )
+        if v.trainjobs:
+            self._start_trainer_and_jobset(state)
         stages = self.state_dir / "kwok-stages.yaml"
         stages.write_text(manifests.kwok_stages(v))
         self._spawn(
@@ -612,10 +687,19 @@ class LocalCluster:
         )
         _wait_kueue_webhooks(api, v)
         _log(f"wait_kueue_webhooks done after {time.monotonic() - t0:.1f}s")
+        if v.trainjobs:
+            for name in ("jobset", "trainer"):
+                self._wait_healthy(
+                    state, name, f"http://127.0.0.1:{ports[name + '-health']}/readyz", None
+                )
+            # Through Trainer's validating webhook: proves it answers.
+            runtime = manifests.torch_runtime(v)
+            wait_for(lambda: api.apply(runtime), timeout=STARTUP_TIMEOUT, what="the runtime")
+            _log(f"trainer and jobset ready after {time.monotonic() - t0:.1f}s")
         _wait_visibility_api(api, v)
         _log(f"wait_visibility_api done after {time.monotonic() - t0:.1f}s")
-        _wait_nodes_ready(api)
-        _log(f"wait_nodes_ready done after {time.monotonic() - t0:.1f}s")
+        _wait_jobs_ready(api)
+        _log(f"wait_jobs_ready done after {time.monotonic() - t0:.1f}s")
         _wait_default_service_account(api)
         _log(f"wait_default_service_account done after {time.monotonic() - t0:.1f}s")
         _log(f"all components ready after {time.monotonic() - t0:.1f}s")
@@ -767,7 +851,7 @@ def _wait_visibility_api(api: AdminApi, versions: Versions) -> None:
     wait_for(available, timeout=STARTUP_TIMEOUT, what="Kueue visibility APIService available")
 
 
-def _wait_nodes_ready(api: AdminApi) -> None:
+def _wait_jobs_ready(api: AdminApi) -> None:
     def ready() -> bool:
         nodes = api.request("GET", "/api/v1/nodes")["items"]
         return len(nodes) >= FAKE_NODES and all(

@@ -37,6 +37,8 @@ _KINDS: dict[str, tuple[str, bool]] = {
     "WorkloadPriorityClass": ("workloadpriorityclasses", False),
     "Workload": ("workloads", True),
     "RayCluster": ("rayclusters", True),
+    "ClusterTrainingRuntime": ("clustertrainingruntimes", False),
+    "TrainJob": ("trainjobs", True),
     "PriorityClass": ("priorityclasses", False),
 }
 

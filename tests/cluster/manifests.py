@@ -1,5 +1,6 @@
 """Objects the test bed installs: CRDs, webhooks and the visibility APIService of Kueue,
-KubeRay's CRDs, KWOK's stages and fake nodes.
+KubeRay's CRDs, Kubeflow Trainer's and JobSet's CRDs, webhooks and configuration, the PyTorch
+ClusterTrainingRuntime, KWOK's stages and fake nodes.
 
 Everything is read from the Go module cache of the pinned versions and adapted for processes
 on 127.0.0.1: webhook ``service`` references become ``url`` references with our CA bundle.
@@ -18,6 +19,16 @@ from .versions import Versions
 # Only webhooks for these API groups are registered: Kueue serves many integrations, and a
 # webhook whose CRD is absent (or that intercepts core pods) only adds ways to fail.
 _WEBHOOK_GROUPS = {"kueue.x-k8s.io", "ray.io", "batch"}
+TRAINER_GROUP = "trainer.kubeflow.org"
+JOBSET_GROUP = "jobset.x-k8s.io"
+TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
+TORCH_RUNTIME = "torch-distributed"
+"""The test bed's one ClusterTrainingRuntime (PyTorch), named as Trainer's own manifests do."""
+POD_COMPLETE_DELAY_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
+"""KWOK's annotation for how long a Job's pod runs before it completes (KWOK's 'general'
+pod-complete stage reads it; the test bed adds the same delay to the 'fast' stage it uses)."""
+TRAINING_POD_RUNS_FOR = "20s"
+"""How long the PyTorch runtime's pods run on KWOK: "running" is observable, then completion."""
 KUEUE_NAMESPACE = "kueue-system"
 FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 
@@ -73,7 +84,8 @@ def kueue_webhooks(versions: Versions, webhook_url: str, ca_pem: bytes) -> list[
         hooks = []
         for hook in doc["webhooks"]:
             groups = {g for rule in hook.get("rules", []) for g in rule.get("apiGroups", [])}
-            if not groups or not groups <= _WEBHOOK_GROUPS:
+            wanted = _WEBHOOK_GROUPS | ({TRAINER_GROUP} if versions.trainjobs else set())
+            if not groups or not groups <= wanted:
                 continue
             path = hook["clientConfig"]["service"]["path"]
             hook["clientConfig"] = {"url": webhook_url + path, "caBundle": _ca_bundle(ca_pem)}
@@ -148,7 +160,16 @@ def kueue_config(
         "leaderElection": {"leaderElect": False},
         "internalCertManagement": {"enable": False},
         "manageJobsWithoutQueueName": False,
-        "integrations": {"frameworks": ["batch/job", "ray.io/raycluster", "ray.io/rayjob"]},
+        "integrations": {
+            "frameworks": [
+                "batch/job",
+                "ray.io/raycluster",
+                "ray.io/rayjob",
+                # Only where Trainer's and JobSet's CRDs are installed (Kueue's TrainJob
+                # reconciler reads the runtimes at start-up).
+                *([TRAINJOB_FRAMEWORK] if versions.trainjobs else []),
+            ]
+        },
     }
     if versions.kueue_serves_v1beta2:
         cfg["visibilityServer"] = {"bindPort": visibility_port, "bindAddress": "127.0.0.1"}
@@ -175,14 +196,119 @@ def kuberay_crds(versions: Versions) -> list[dict[str, Any]]:
 
 
 def kwok_stages(versions: Versions) -> str:
-    """KWOK's 'fast' node and pod lifecycle stages, as one multi-document YAML."""
+    """KWOK's 'fast' node and pod lifecycle stages, as one multi-document YAML.
+
+    The fast ``pod-complete`` stage (a Job's running pod succeeds) gets the delay KWOK's
+    'general' stage reads from :data:`POD_COMPLETE_DELAY_ANNOTATION`, default none: a pod
+    without the annotation completes at once, as before."""
     stage_dir = versions.source("kwok") / "kustomize" / "stage"
     files = [
         stage_dir / "node" / "fast" / "node-initialize.yaml",
         stage_dir / "node" / "heartbeat" / "node-heartbeat.yaml",
         *sorted((stage_dir / "pod" / "fast").glob("pod-*.yaml")),
     ]
-    return "\n---\n".join(path.read_text() for path in files)
+    documents = []
+    for path in files:
+        stage = _load(path)
+        if stage["metadata"]["name"] == "pod-complete":
+            stage["spec"]["delay"] = {
+                "durationMilliseconds": 0,
+                "durationFrom": {
+                    "expressionFrom": f'.metadata.annotations["{POD_COMPLETE_DELAY_ANNOTATION}"]'
+                },
+            }
+        documents.append(yaml.safe_dump(stage, sort_keys=False))
+    return "\n---\n".join(documents)
+
+
+def trainer_crds(versions: Versions) -> list[dict[str, Any]]:
+    """Kubeflow Trainer's CRDs: TrainJob, TrainingRuntime, ClusterTrainingRuntime."""
+    crd_dir = versions.source("trainer") / "manifests" / "base" / "crds"
+    return [_load(crd_dir / name) for name in _load(crd_dir / "kustomization.yaml")["resources"]]
+
+
+def jobset_crds(versions: Versions) -> list[dict[str, Any]]:
+    """JobSet's CRD. It serves one version (v1alpha2), so its conversion webhook is left out."""
+    crd_dir = versions.source("jobset") / "config" / "components" / "crd"
+    return [_load(crd_dir / name) for name in _load(crd_dir / "kustomization.yaml")["resources"]]
+
+
+def _by_url(
+    manifests: Path, prefix: str, group: str, webhook_url: str, ca_pem: bytes
+) -> list[dict[str, Any]]:
+    """The webhooks in ``manifests`` for API ``group`` only (JobSet's pod webhooks, which
+    would see every pod of the cluster, are left out), reached by URL."""
+    configs = []
+    for doc in _load_all(manifests):
+        hooks = []
+        for hook in doc["webhooks"]:
+            groups = {g for rule in hook.get("rules", []) for g in rule.get("apiGroups", [])}
+            if groups != {group}:
+                continue
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": webhook_url + path, "caBundle": _ca_bundle(ca_pem)}
+            hooks.append(hook)
+        doc["metadata"]["name"] = f"{prefix}-{doc['metadata']['name']}"
+        doc["webhooks"] = hooks
+        configs.append(doc)
+    return configs
+
+
+def trainer_webhooks(versions: Versions, webhook_url: str, ca_pem: bytes) -> list[dict[str, Any]]:
+    """Trainer's defaulting and validating webhooks (TrainJobs and runtimes), by URL."""
+    manifests = versions.source("trainer") / "manifests" / "base" / "webhook" / "manifests.yaml"
+    return _by_url(manifests, "trainer", TRAINER_GROUP, webhook_url, ca_pem)
+
+
+def jobset_webhooks(versions: Versions, webhook_url: str, ca_pem: bytes) -> list[dict[str, Any]]:
+    """JobSet's defaulting and validating webhooks for JobSets, by URL."""
+    manifests = versions.source("jobset") / "config" / "components" / "webhook" / "manifests.yaml"
+    return _by_url(manifests, "jobset", JOBSET_GROUP, webhook_url, ca_pem)
+
+
+def trainer_config(*, webhook_port: int, health_port: int) -> dict[str, Any]:
+    """Trainer's manager configuration on loopback: its own certificate management off (the
+    webhook serves ours from ``$TMPDIR/k8s-webhook-server/serving-certs``), metrics off."""
+    return {
+        "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+        "kind": "Configuration",
+        "health": {
+            "healthProbeBindAddress": f"127.0.0.1:{health_port}",
+            "readinessEndpointName": "readyz",
+            "livenessEndpointName": "healthz",
+        },
+        "metrics": {"bindAddress": "0"},
+        "webhook": {"port": webhook_port, "host": "127.0.0.1"},
+        "leaderElection": {"leaderElect": False},
+        "certManagement": {"enable": False},
+    }
+
+
+def jobset_config(*, webhook_port: int, health_port: int, cert_dir: Path) -> dict[str, Any]:
+    """JobSet's manager configuration on loopback with our certificates, metrics off."""
+    return {
+        "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "metrics": {"bindAddress": "0"},
+        "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(cert_dir)},
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+    }
+
+
+def torch_runtime(versions: Versions) -> dict[str, Any]:
+    """Trainer's own ``torch-distributed`` ClusterTrainingRuntime, its pods annotated to run
+    for :data:`TRAINING_POD_RUNS_FOR` on KWOK before they complete."""
+    path = versions.source("trainer") / "manifests" / "base" / "runtimes" / "torch_distributed.yaml"
+    runtime = _load(path)
+    assert runtime["metadata"]["name"] == TORCH_RUNTIME, runtime["metadata"]
+    for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        pod = job["template"]["spec"]["template"]
+        pod.setdefault("metadata", {}).setdefault("annotations", {})[
+            POD_COMPLETE_DELAY_ANNOTATION
+        ] = TRAINING_POD_RUNS_FOR
+    return runtime
 
 
 def fake_node(name: str, *, cpu: str, memory: str, gpus: int) -> dict[str, Any]:

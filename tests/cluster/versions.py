@@ -56,6 +56,8 @@ class Versions:
     kueue: str
     kuberay: str
     kwok: str
+    trainer: str
+    jobset: str
 
     @classmethod
     def selected(cls, kueue: str | None = None) -> Versions:
@@ -72,10 +74,18 @@ class Versions:
             kueue=wanted,
             kuberay=env["KUBERAY_VERSION"],
             kwok=env["KWOK_VERSION"],
+            trainer=env["TRAINER_VERSION"],
+            jobset=env["JOBSET_VERSION"],
         )
 
+    @property
+    def kueue_is_pinned(self) -> bool:
+        """Whether Kueue is the pinned release (not the legacy one or another chosen one)."""
+        return self.kueue == _versions_env()["KUEUE_VERSION"]
+
     def binary(self, component: str) -> Path:
-        """Path of a built binary (``kube-apiserver``, ``kueue``, ``ray-operator``, ``kwok``)."""
+        """Path of a built binary (``kube-apiserver``, ``kueue``, ``ray-operator``, ``kwok``,
+        ``trainer-controller-manager``, ``jobset-controller-manager``)."""
         where = {
             "kube-apiserver": f"kubernetes-{self.kubernetes}",
             "kube-controller-manager": f"kubernetes-{self.kubernetes}",
@@ -83,6 +93,8 @@ class Versions:
             "kueue": f"kueue-{self.kueue}",
             "ray-operator": f"kuberay-{self.kuberay}",
             "kwok": f"kwok-{self.kwok}",
+            "trainer-controller-manager": f"trainer-{self.trainer}",
+            "jobset-controller-manager": f"jobset-{self.jobset}",
         }[component]
         return cache_dir() / where / component
 
@@ -99,6 +111,8 @@ class Versions:
                 "kueue": ("sigs.k8s.io/kueue", self.kueue),
                 "kuberay": ("github.com/ray-project/kuberay/ray-operator", self.kuberay),
                 "kwok": ("sigs.k8s.io/kwok", self.kwok),
+                "trainer": ("github.com/kubeflow/trainer/v2", self.trainer),
+                "jobset": ("sigs.k8s.io/jobset", self.jobset),
             }[module]
         return Path(_go_env("GOMODCACHE")) / f"{path}@{version}"
 
@@ -109,6 +123,13 @@ class Versions:
         if match is None:
             raise RuntimeError(f"Kueue {self.kueue}'s go.mod does not require {module}")
         return match[1]
+
+    @property
+    def trainjobs(self) -> bool:
+        """Whether this bed runs Kubeflow Trainer and JobSet: only beside a Kueue whose TrainJob
+        integration is built against the pinned Trainer (0.19.2 requires v2.2.1; 0.14.8
+        requires v2.1.0, whose API differs), as build.sh decides."""
+        return self.kueue_requires("github.com/kubeflow/trainer/v2") == self.trainer
 
     @property
     def kueue_serves_v1beta2(self) -> bool:

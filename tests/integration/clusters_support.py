@@ -19,6 +19,7 @@ from tornado.websocket import WebSocketClientConnection
 
 from jupyter_dw.domain.quantity import parse_quantity
 from tests.cluster.fixtures import WAIT_TIMEOUT, KueueObjects, watch_until
+from tests.cluster.versions import Versions
 from tests.integration.workbench_rbac import KUEUE
 
 # --------------------------------------------------------------------------------------------
@@ -374,7 +375,13 @@ NAMESPACED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("rbac.authorization.k8s.io", "v1", "rolebindings"),
 )
 """What a leaked request could create, change or delete in a namespace (``""`` version:
-Kueue's, which the test cluster serves)."""
+Kueue's, which the test cluster serves); TrainJobs too where the test bed runs Trainer."""
+if Versions.selected().trainjobs:
+    NAMESPACED_KINDS = (
+        *NAMESPACED_KINDS,
+        ("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
+        ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
+    )
 
 
 def namespace_objects(

@@ -40,16 +40,13 @@ from traitlets import TraitError
 
 from jupyter_dw.server.app import JupyterDW
 from jupyter_dw.server.dashboard_capability import IDLE_TTL, READ, Target
-from jupyter_dw.server.dashboard_proxy import (
-    DASHBOARD_SETTING,
-    SANDBOX_POLICY,
-    STORAGE_SHIM,
-    DashboardProxy,
-)
+from jupyter_dw.server.dashboard_proxy import DASHBOARD_SETTING, DashboardProxy
+from jupyter_dw.server.dashboard_proxy.paths import SANDBOX_POLICY
+from jupyter_dw.server.dashboard_proxy.rules import STORAGE_SHIM
 from jupyter_dw.server.handlers import AUTH_RESOURCE
 from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import WAIT_TIMEOUT
-from tests.integration.clusters_support import create_suspended_raycluster
+from tests.integration.clusters_support import create_suspended_raycluster, suspended_raycluster
 from tests.integration.log_capture import server_log
 
 pytestmark = pytest.mark.cluster
@@ -496,6 +493,25 @@ async def test_path_and_query_pass_through_and_credentials_do_not(
     assert seen.headers["X-Ray-Test"] == "kept"
     assert seen.headers["Accept"] == "application/json"
     assert seen.headers["Host"] == f"127.0.0.1:{stand_in.port}"
+
+
+async def test_a_k8s_auth_cluster_gets_the_workbench_token_upstream_only(
+    proxy, kube, namespace, stand_in, identity
+):
+    """``enableK8sTokenAuth``: Ray asks the API server about the caller's own Kubernetes
+    token, so the proxy sends the identity this server acts as (the workbench's service
+    account token), added upstream and never shown to the page."""
+    body = suspended_raycluster("k8sauth")
+    body["spec"]["authOptions"] = {"mode": "token", "enableK8sTokenAuth": True}
+    client.CustomObjectsApi(kube).create_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters", body
+    )
+    response = await proxy("k8sauth/api/jobs/", headers={"Authorization": "Bearer from-page"})
+
+    assert echo(response)["uri"] == f"/{namespace}/k8sauth/api/jobs/"
+    [seen] = stand_in.seen
+    assert seen.headers["Authorization"] == f"Bearer {identity.token}"
+    assert identity.token not in str(response.headers) + response.body.decode()
 
 
 async def test_the_entry_route_issues_a_capability_and_keeps_path_and_query(

@@ -70,7 +70,7 @@ refusals. Measured: 17 and 36 of 100 (the rest: names taken by earlier cases, Lo
 do not exist, sizes over the limits). Operations on a named cluster or job get generated names
 that do not exist (404 is right), and the events socket needs a WebSocket upgrade: no floor."""
 """Where :func:`namespace_objects` puts an object's controller UID."""
-COLLECTIONS = {"clusters": "rayclusters", "rayjobs": "rayjobs"}
+COLLECTIONS = {"clusters": "rayclusters", "rayjobs": "rayjobs", "trainjobs": "trainjobs"}
 """REST collection → the Kubernetes plural of what it creates."""
 CHECKS = [
     not_a_server_error,
@@ -140,7 +140,7 @@ def _fuzz_operation(
             tally.accepted[operation.label] += 200 <= response.status_code < 300
         collection = case.path.strip("/").split("/")[0]
         plural = COLLECTIONS.get(collection)
-        created = case.method == "POST" and case.path in ("/clusters", "/rayjobs")
+        created = case.method == "POST" and case.path in ("/clusters", "/rayjobs", "/trainjobs")
         if created and plural and response.status_code == 201:
             tally.created.add((plural, response.json()["name"]))
         if case.method == "DELETE" and plural and response.status_code == 200:
@@ -218,8 +218,11 @@ async def test_fuzzed_requests_get_documented_answers_and_change_nothing_else(
     removed = {key for key in before if key not in after}
     assert removed <= tally.deleted, removed
     assert ours <= added
-    # Anything else new (Workloads, KubeRay's token Secrets) is controlled by one of them.
+    # Anything else new (Workloads, KubeRay's token Secrets, a TrainJob's JobSet and the
+    # JobSet's Service) is controlled by one of them, or by what one of them controls.
     uids = {after[key][0] for key in ours}
+    while grown := {after[k][0] for k in added if after[k][CONTROLLER] in uids} - uids:
+        uids |= grown
     strays = {key for key in added if key not in ours and after[key][CONTROLLER] not in uids}
     assert not strays, strays
     assert {k: v for k, v in after.items() if k in before} == {

@@ -84,6 +84,10 @@ async def test_a_rayjob_runs_through_kueue_and_ends_in_kuberays_words(
     }
     assert set(fit["assignment"]) == {"head", "workers", "submitter"}
     assert fit["spec"]["submission_mode"] == "K8sJobMode" and fit["spec"]["queue"] == "team"
+    # A form is judged before it has a name or a command: the same requests.
+    code, bare = await call(jp_fetch, "POST", "rayjobs", "fit", body={"cluster": CLUSTER})
+    assert code == 200 and bare["requests"] == fit["requests"], bare
+    assert (bare["spec"]["name"], bare["spec"]["entrypoint"]) == (None, "")
 
     code, created = await call(jp_fetch, "POST", "rayjobs", body=rayjob_request("job-1"))
     assert code == 201, created
@@ -150,6 +154,14 @@ async def test_rayjob_fit_at_the_exact_quota_boundary_matches_kueue(kueue, kerne
     # Exactly what the job needs (2.5 CPU with the submitter) fits and Kueue admits it; a
     # job a millicore bigger than the whole queue can never fit, and Kueue keeps it waiting.
     make_queue(kueue, cpu="2500m", memory="8Gi")
+    # Three workers (4.5 CPU) never fit; one (2.5 with the submitter) would, as clusters say.
+    three = dw.RayJobSpec(
+        name="edge", entrypoint="python x.py", cluster=dw.ClusterSpec(**{**CLUSTER, "workers": 3})
+    )
+    fit = await asyncio.to_thread(dw.fit, three)
+    assert fit.verdict == "never-fits" and fit.suggestion is not None, fit.message
+    assert fit.suggestion.workers == 1, fit.suggestion
+    assert fit.suggestion.message.endswith("with the head and the submitter)"), fit.suggestion
     spec = dw.RayJobSpec(name="edge", entrypoint="python x.py", cluster=dw.ClusterSpec(**CLUSTER))
     fit = await asyncio.to_thread(dw.fit, spec)
     assert fit.verdict == "fits-now", fit.message

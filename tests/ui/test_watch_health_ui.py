@@ -12,6 +12,7 @@ from kubernetes import client
 from playwright.sync_api import Page, expect
 
 from tests.cluster.fixtures import KueueObjects
+from tests.cluster.versions import Versions
 from tests.ui.lab import LabServer, StandInDashboard, workbench_lab
 from tests.ui.test_sidebar import make_queues, open_panel
 
@@ -51,8 +52,10 @@ def test_a_removed_role_shows_a_stale_banner(
     expect(banner).to_contain_text("Stale since")
     expect(banner).to_contain_text("forbidden: this identity may no longer")
     expect(banner).to_contain_text("last known state")
+    # TrainJobs are watched too where the test bed runs Kubeflow Trainer (Kueue 0.19).
+    trainjobs = " trainjobs," if Versions.selected().trainjobs else ""
     expect(banner.locator(".jp-dw-freshness-affected")).to_have_text(
-        "Affected: events, localqueues, pods, rayclusters, rayjobs, workloads"
+        f"Affected: events, localqueues, pods, rayclusters, rayjobs,{trainjobs} workloads"
     )
     health = lab.api("GET", "context")["health"]
     assert health["freshness"]["state"] == "stale"

@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 
 from jupyter_dw.domain.cluster_spec import SpecError, ValidatedSpec
+from jupyter_dw.domain.fit import FITS_NOW, MUST_WAIT, assess_fit, suggest, suggest_workers
+from jupyter_dw.domain.kueue_model import ClusterQueueQuota
+from jupyter_dw.domain.quota import QuotaTree
 from jupyter_dw.domain.rayjob_spec import (
     MAX_RAYJOB_NAME_LENGTH,
     SUBMITTER_CPU,
@@ -18,6 +21,7 @@ from jupyter_dw.domain.rayjob_spec import (
 )
 from jupyter_dw.domain.rayjob_state import owning_rayjob, rayjob_info
 from jupyter_dw.domain.workloads import workload_info
+from tests.unit.test_fit import cpu_mem, cq_obj
 
 QUEUES = ["team", "other"]
 CLUSTER = {"workers": 2, "worker_cpu": "1", "worker_memory": "1Gi", "head_cpu": "1"}
@@ -141,6 +145,64 @@ def test_pod_sets_as_each_kueue_builds_them(mode, counted, head_cpu, sets):
         submitter = pod_sets[2]
         assert submitter.count == 1 and submitter.tolerations == ()
         assert dict(submitter.per_pod) == {"cpu": SUBMITTER_CPU, "memory": SUBMITTER_MEMORY}
+
+
+# -- what would fit now -------------------------------------------------------------------------
+
+
+def queue_with_free_cpu(free: str) -> tuple[Any, QuotaTree]:
+    """ClusterQueue ``x``: 8 CPU and 64Gi, all but ``free`` CPU in use."""
+    used = Decimal(8) - Decimal(free)
+    cq = ClusterQueueQuota.from_object(
+        cq_obj("x", [cpu_mem("f", "8", "64Gi")], reserved={("f", "cpu"): str(used)})
+    )
+    tree = QuotaTree([cq], [])
+    return tree.cluster_queue("x"), tree
+
+
+@pytest.mark.parametrize(
+    "mode, counted, workers, counting",
+    [
+        # 4.2 CPU free; head 1 + submitter 0.5 + N workers of 1 CPU: N = 2 (5.5 would not fit).
+        ("K8sJobMode", True, 2, "the head and the submitter"),
+        ("K8sJobMode", False, 2, "the head and the submitter"),
+        # Kueue 0.19 counts the submitter in the head pod set: the same N.
+        ("SidecarMode", True, 2, "the head"),
+        # Kueue 0.14 does not count it: head 1 + N <= 4.2 gives N = 3.
+        ("SidecarMode", False, 3, "the head"),
+    ],
+)
+def test_the_suggestion_counts_the_submitter_as_the_fit_does(mode, counted, workers, counting):
+    parsed = parse(job(submission_mode=mode, cluster={**CLUSTER, "workers": 6}))
+    cluster_queue, tree = queue_with_free_cpu("4.2")
+
+    def pod_sets(n: int) -> Any:
+        return parsed.with_workers(n).pod_sets(sidecar_counted=counted)
+
+    found = suggest_workers(parsed.cluster.workers, pod_sets, cluster_queue, tree)
+    assert found is not None and found.workers == workers
+    expected = assess_fit(pod_sets(workers), cluster_queue, tree)
+    assert expected.verdict == FITS_NOW and found.requests == expected.requests
+    assert assess_fit(pod_sets(workers + 1), cluster_queue, tree).verdict == MUST_WAIT
+    assert found.message.endswith(f"with {counting})"), found.message
+    # The job is unchanged but for its cluster's worker count.
+    smaller = parsed.with_workers(workers)
+    assert smaller.cluster.workers == workers and smaller.entrypoint == parsed.entrypoint
+    assert (smaller.cluster.min_workers, smaller.cluster.max_workers) == (workers, workers)
+
+
+def test_the_submitter_can_take_the_last_worker():
+    # 3 CPU free: a cluster of head 1 + 1 worker of 1.5 would fit (2.5), but a K8sJobMode
+    # RayJob also needs its submitter's 500m (3.0 for one worker, 4.5 for two).
+    parsed = parse(job(cluster={**CLUSTER, "workers": 4, "worker_cpu": "1500m"}))
+    cluster_queue, tree = queue_with_free_cpu("2.9")
+
+    def pod_sets(n: int) -> Any:
+        return parsed.with_workers(n).pod_sets(sidecar_counted=True)
+
+    assert suggest_workers(4, pod_sets, cluster_queue, tree) is None
+    as_cluster = suggest(parsed.cluster, cluster_queue, tree)
+    assert as_cluster is not None and as_cluster.workers == 1
 
 
 # -- state -------------------------------------------------------------------------------------

@@ -80,8 +80,12 @@ def test_the_example_cluster_role_grants_exactly_the_optional_permissions():
     assert "workloadpriorityclasses" in names
     # A queue's admission checks are read from its ClusterQueue: AdmissionChecks need no grant.
     assert "admissionchecks" not in names
-    # Read only: list and watch objects, get the pending workloads of ClusterQueues.
-    assert {verb for _, r, verb in grants(role) if "/" not in r} == {"list", "watch"}
+    # Read only: list and watch objects, get the pending workloads of ClusterQueues and the
+    # ClusterTrainingRuntime a TrainJob is fitted on.
+    assert {verb for _, r, verb in grants(role) if "/" not in r} == {"list", "watch", "get"}
+    assert {r for _, r, verb in grants(role) if verb == "get" and "/" not in r} == {
+        "clustertrainingruntimes"
+    }
     assert {(r, verb) for _, r, verb in grants(role) if "/" in r} == {
         ("clusterqueues/pendingworkloads", "get")
     }

@@ -4,6 +4,7 @@ import type { Cluster } from '../api';
 import { DWModel, dashboardOffHint, formatDuration, quotaHeldFor, timeline } from '../model';
 import { canScale } from '../../../jupyter_dw/notebook/static/workers_bar.js';
 import type { IScaler } from '../scale';
+import { CardHead, CardReason, DeleteButton, QueuePosition } from './card';
 import { JobsView } from './jobs';
 import { ErrorNote } from './status';
 import { ScaleControl, WorkersView } from './workers';
@@ -61,26 +62,9 @@ function ClusterCard(props: {
   const { actions } = props;
   const titleId = `jp-dw-cluster-${c.name}`;
   const queued = c.state === 'queued';
-  const position = c.position_in_local_queue;
   return (
     <li className="jp-dw-card" data-cluster={c.name} data-state={c.state} aria-labelledby={titleId}>
-      <div className="jp-dw-card-head">
-        <span className="jp-dw-card-name" id={titleId}>
-          {c.name}
-        </span>
-        <span className={`jp-dw-badge jp-dw-state-${c.state}`} data-badge={c.state}>
-          {c.state}
-        </span>
-        {c.freshness.state !== 'live' ? (
-          <span
-            className="jp-dw-badge jp-dw-stale"
-            data-freshness={c.freshness.state}
-            title={c.freshness.reason ?? undefined}
-          >
-            {c.freshness.state === 'reconnecting' ? 'reconnecting…' : 'stale'}
-          </span>
-        ) : null}
-      </div>
+      <CardHead name={c.name} titleId={titleId} state={c.state} freshness={c.freshness} />
       {c.ray_auth?.warning ? (
         <div className="jp-dw-auth-warning" role="alert" data-ray-auth={c.ray_auth.mode}>
           ⚠ {c.ray_auth.warning}
@@ -90,25 +74,14 @@ function ClusterCard(props: {
         queue {c.queue ?? '?'}
         {c.owner ? <> · by {c.owner === props.me ? 'you' : c.owner}</> : null}
       </div>
-      {queued || c.reason || c.message ? (
-        <div className="jp-dw-card-reason">
-          {c.reason ? <span className="jp-dw-reason">{c.reason}</span> : null}
-          {c.message ? (
-            <span className="jp-dw-message">
-              {c.reason ? ': ' : ''}
-              {c.message}
-            </span>
-          ) : null}
-        </div>
-      ) : null}
-      {queued && position !== null && position !== undefined ? (
-        <div className="jp-dw-position" data-position={position}>
-          position {position + 1} in queue {c.queue}
-          {c.position_in_cluster_queue !== null && c.position_in_cluster_queue !== undefined
-            ? ` (${c.position_in_cluster_queue + 1} in ${c.cluster_queue ?? 'its ClusterQueue'})`
-            : null}
-        </div>
-      ) : null}
+      <CardReason reason={c.reason} message={c.message} always={queued} />
+      <QueuePosition
+        queued={queued}
+        queue={c.queue}
+        position={c.position_in_local_queue}
+        positionInClusterQueue={c.position_in_cluster_queue}
+        clusterQueue={c.cluster_queue}
+      />
       {c.admission_checks.length > 0 ? (
         <ul className="jp-dw-checks" aria-label={`Admission checks of ${c.name}`}>
           {c.admission_checks.map(check => (
@@ -148,15 +121,11 @@ function ClusterCard(props: {
         >
           Insert ray.init
         </button>
-        <button
-          type="button"
-          className="jp-mod-styled jp-mod-warn jp-dw-button"
-          aria-label={`Delete ${c.name}`}
+        <DeleteButton
+          name={c.name}
           disabled={c.state === 'deleting'}
-          onClick={() => void actions.remove(c)}
-        >
-          Delete
-        </button>
+          onDelete={() => void actions.remove(c)}
+        />
       </div>
     </li>
   );

@@ -1,22 +1,29 @@
 import * as React from 'react';
 
-import { ClusterSpecRequest, DWRequestError, Queue } from '../api';
+import { DWRequestError, KubeRayJobCreateRequest } from '../api';
+import {
+  FieldName,
+  FormFields,
+  FormKind,
+  INITIAL_FIELDS,
+  REQUEST_ERROR,
+  SUBMISSION_MODES,
+  clusterRequest,
+  formErrors,
+  preselectedQueue,
+  rayJobRequest
+} from '../formspec';
 import { DWModel, FitChecker, FitState } from '../model';
 
-type FieldName =
-  | 'name'
-  | 'queue'
-  | 'workers'
-  | 'worker_cpu'
-  | 'worker_memory'
-  | 'worker_gpu'
-  | 'head_cpu'
-  | 'head_memory'
-  | 'image'
-  | 'priority';
+export { preselectedQueue };
 
-const FIELDS: { name: FieldName; label: string; placeholder?: string; inputMode?: 'numeric' }[] = [
-  { name: 'name', label: 'Name', placeholder: 'my-ray' },
+/** The cluster's sizing fields: the same in both kinds (a RayJob sends them as `cluster`). */
+const SIZE_FIELDS: {
+  name: FieldName;
+  label: string;
+  placeholder?: string;
+  inputMode?: 'numeric';
+}[] = [
   { name: 'workers', label: 'Workers', inputMode: 'numeric' },
   { name: 'worker_cpu', label: 'Worker CPU' },
   { name: 'worker_memory', label: 'Worker memory' },
@@ -26,42 +33,10 @@ const FIELDS: { name: FieldName; label: string; placeholder?: string; inputMode?
   { name: 'image', label: 'Image', placeholder: 'server default' }
 ];
 
-const INITIAL: Record<FieldName, string> = {
-  name: '',
-  queue: '',
-  workers: '1',
-  worker_cpu: '1',
-  worker_memory: '2Gi',
-  worker_gpu: '0',
-  head_cpu: '1',
-  head_memory: '2Gi',
-  image: '',
-  priority: ''
+const KIND_TEXT: Record<FormKind, { title: string; submit: string; submitting: string }> = {
+  cluster: { title: 'New cluster', submit: 'Create cluster', submitting: 'Creating…' },
+  rayjob: { title: 'New RayJob', submit: 'Submit RayJob', submitting: 'Submitting…' }
 };
-
-const INTEGER_FIELDS: FieldName[] = ['workers', 'worker_gpu'];
-
-/** The queue to preselect: the setting's if it exists, else the namespace's default. */
-export function preselectedQueue(queues: Queue[], preferred: string): string {
-  if (preferred && queues.some(q => q.name === preferred)) {
-    return preferred;
-  }
-  return (queues.find(q => q.default) ?? queues[0])?.name ?? '';
-}
-
-/** The request body: empty fields left out (server defaults), integers as numbers. */
-export function specFromFields(fields: Record<FieldName, string>): ClusterSpecRequest {
-  const spec: Record<string, unknown> = {};
-  for (const [key, raw] of Object.entries(fields)) {
-    const value = raw.trim();
-    if (!value) {
-      continue;
-    }
-    spec[key] =
-      INTEGER_FIELDS.includes(key as FieldName) && /^-?\d+$/.test(value) ? Number(value) : value;
-  }
-  return spec as ClusterSpecRequest;
-}
 
 const VERDICT_TEXT: Record<string, string> = {
   'fits-now': 'Fits now',
@@ -109,6 +84,40 @@ function FitVerdict(props: { state: FitState; onUseSuggestion: (workers: number)
   );
 }
 
+/** One labelled field with the server's error next to it (`aria-describedby`). */
+function Field(props: {
+  name: string;
+  label: string;
+  error: string | undefined;
+  children: (control: {
+    id: string;
+    'aria-invalid': true | undefined;
+    'aria-describedby': string | undefined;
+  }) => JSX.Element;
+}): JSX.Element {
+  const id = `jp-dw-field-${props.name}`;
+  const errorId = `jp-dw-error-${props.name}`;
+  return (
+    <div className="jp-dw-field" data-field={props.name}>
+      <label htmlFor={id}>{props.label}</label>
+      {props.children({
+        id,
+        'aria-invalid': props.error ? true : undefined,
+        'aria-describedby': props.error ? errorId : undefined
+      })}
+      {props.error ? (
+        <span className="jp-dw-field-error" id={errorId}>
+          {props.error}
+        </span>
+      ) : null}
+    </div>
+  );
+}
+
+/**
+ * The "New" form: a Ray cluster, or a RayJob (the same cluster fields plus its command), each
+ * judged as it is typed (`POST clusters/fit` or `POST rayjobs/fit`) and then created.
+ */
 export function NewClusterForm(props: {
   model: DWModel;
   fitChecker: FitChecker;
@@ -117,11 +126,15 @@ export function NewClusterForm(props: {
   const { model, fitChecker } = props;
   const queues = model.queues?.queues ?? [];
   const priorityClasses = model.queues?.priority_classes ?? null;
-  const [fields, setFields] = React.useState<Record<FieldName, string>>(INITIAL);
+  const [kind, setKind] = React.useState<FormKind>('cluster');
+  const [fields, setFields] = React.useState<FormFields>(INITIAL_FIELDS);
   const [errors, setErrors] = React.useState<Record<string, string>>({});
   const [fitState, setFitState] = React.useState<FitState>(fitChecker.state);
   const [submitting, setSubmitting] = React.useState(false);
   const [result, setResult] = React.useState<{ ok: boolean; text: string } | null>(null);
+  const rayjobs = model.rayjobsServed;
+  const shownKind: FormKind = rayjobs ? kind : 'cluster';
+  const text = KIND_TEXT[shownKind];
 
   const queue = fields.queue || preselectedQueue(queues, props.preferredQueue);
   const effective = { ...fields, queue };
@@ -130,7 +143,7 @@ export function NewClusterForm(props: {
     const onFit = (_: FitChecker, state: FitState) => {
       setFitState(state);
       if (state.kind === 'invalid') {
-        setErrors(state.errors);
+        setErrors(formErrors(shownKind, state.errors));
       } else if (state.kind === 'verdict') {
         setErrors({});
       }
@@ -139,17 +152,30 @@ export function NewClusterForm(props: {
     return () => {
       fitChecker.changed.disconnect(onFit);
     };
-  }, [fitChecker]);
+  }, [fitChecker, shownKind]);
 
-  const specKey = JSON.stringify(specFromFields(effective));
+  const request = shownKind === 'cluster' ? clusterRequest(effective) : rayJobRequest(effective);
+  const specKey = JSON.stringify(request);
   React.useEffect(() => {
-    if (queue) {
-      fitChecker.request(JSON.parse(specKey) as ClusterSpecRequest);
+    if (!queue) {
+      return;
     }
-  }, [specKey, queue, fitChecker]);
+    const spec: unknown = JSON.parse(specKey);
+    if (shownKind === 'rayjob') {
+      fitChecker.request(spec as KubeRayJobCreateRequest, 'rayjob');
+    } else {
+      fitChecker.request(spec as ReturnType<typeof clusterRequest>);
+    }
+  }, [specKey, queue, shownKind, fitChecker]);
 
   const set = (name: FieldName, value: string) => {
     setFields(previous => ({ ...previous, [name]: value }));
+    setResult(null);
+  };
+
+  const switchKind = (next: FormKind) => {
+    setKind(next);
+    setErrors({});
     setResult(null);
   };
 
@@ -158,13 +184,19 @@ export function NewClusterForm(props: {
     setSubmitting(true);
     setResult(null);
     try {
-      const cluster = await model.create(specFromFields(effective));
+      let created: { name: string; queue?: string | null };
+      if (shownKind === 'rayjob') {
+        created = await model.createRayJob(rayJobRequest(effective) as KubeRayJobCreateRequest);
+      } else {
+        created = await model.create(clusterRequest(effective));
+      }
       setErrors({});
-      setResult({ ok: true, text: `Created ${cluster.name} in queue ${cluster.queue ?? queue}.` });
+      const what = shownKind === 'rayjob' ? 'Submitted RayJob' : 'Created';
+      setResult({ ok: true, text: `${what} ${created.name} in queue ${created.queue ?? queue}.` });
       setFields(previous => ({ ...previous, name: '' }));
     } catch (error) {
       if (error instanceof DWRequestError) {
-        setErrors(error.fieldErrors);
+        setErrors(formErrors(shownKind, error.fieldErrors));
         setResult({ ok: false, text: error.body?.hint ?? error.message });
       } else {
         setResult({ ok: false, text: String((error as Error).message ?? error) });
@@ -174,90 +206,132 @@ export function NewClusterForm(props: {
     }
   };
 
-  const fieldId = (name: string) => `jp-dw-field-${name}`;
-  const errorId = (name: string) => `jp-dw-error-${name}`;
-  const describe = (name: string) => (errors[name] ? errorId(name) : undefined);
+  const input = (name: FieldName, label: string, extra: Partial<(typeof SIZE_FIELDS)[0]> = {}) => (
+    <Field key={name} name={name} label={label} error={errors[name]}>
+      {control => (
+        <input
+          {...control}
+          name={name}
+          className="jp-mod-styled"
+          value={fields[name]}
+          placeholder={extra.placeholder}
+          inputMode={extra.inputMode}
+          autoComplete="off"
+          spellCheck={false}
+          onChange={e => set(name, e.target.value)}
+        />
+      )}
+    </Field>
+  );
 
   return (
     <section className="jp-dw-section" aria-labelledby="jp-dw-form-title">
       <h3 id="jp-dw-form-title" className="jp-dw-section-title">
-        New cluster
+        {text.title}
       </h3>
-      <form className="jp-dw-form" onSubmit={submit} aria-labelledby="jp-dw-form-title" noValidate>
-        <div className="jp-dw-field">
-          <label htmlFor={fieldId('queue')}>Queue</label>
-          <select
-            id={fieldId('queue')}
-            className="jp-mod-styled"
-            value={queue}
-            aria-invalid={errors.queue ? true : undefined}
-            aria-describedby={describe('queue')}
-            onChange={e => set('queue', e.target.value)}
-          >
-            {queues.map(q => (
-              <option key={q.name} value={q.name}>
-                {q.name}
-                {q.default ? ' (default)' : ''}
-              </option>
-            ))}
-          </select>
-          {errors.queue ? (
-            <span className="jp-dw-field-error" id={errorId('queue')}>
-              {errors.queue}
-            </span>
-          ) : null}
+      {rayjobs ? (
+        <div className="jp-dw-kind" role="radiogroup" aria-label="What to create">
+          {(['cluster', 'rayjob'] as const).map(k => (
+            <label key={k} className="jp-dw-kind-option">
+              <input
+                type="radio"
+                name="jp-dw-kind"
+                value={k}
+                checked={shownKind === k}
+                onChange={() => switchKind(k)}
+              />{' '}
+              {k === 'cluster' ? 'Ray cluster' : 'RayJob'}
+            </label>
+          ))}
         </div>
-        {FIELDS.map(f => (
-          <div className="jp-dw-field" key={f.name}>
-            <label htmlFor={fieldId(f.name)}>{f.label}</label>
-            <input
-              id={fieldId(f.name)}
-              name={f.name}
-              className="jp-mod-styled"
-              value={fields[f.name]}
-              placeholder={f.placeholder}
-              inputMode={f.inputMode}
-              autoComplete="off"
-              spellCheck={false}
-              aria-invalid={errors[f.name] ? true : undefined}
-              aria-describedby={describe(f.name)}
-              onChange={e => set(f.name, e.target.value)}
-            />
-            {errors[f.name] ? (
-              <span className="jp-dw-field-error" id={errorId(f.name)}>
-                {errors[f.name]}
-              </span>
-            ) : null}
-          </div>
-        ))}
-        {priorityClasses && priorityClasses.length > 0 ? (
-          <div className="jp-dw-field">
-            <label htmlFor={fieldId('priority')}>Priority</label>
+      ) : null}
+      <form
+        className="jp-dw-form"
+        onSubmit={submit}
+        aria-labelledby="jp-dw-form-title"
+        data-kind={shownKind}
+        noValidate
+      >
+        <Field name="queue" label="Queue" error={errors.queue}>
+          {control => (
             <select
-              id={fieldId('priority')}
+              {...control}
               className="jp-mod-styled"
-              value={fields.priority}
-              aria-invalid={errors.priority ? true : undefined}
-              aria-describedby={describe('priority')}
-              onChange={e => set('priority', e.target.value)}
+              value={queue}
+              onChange={e => set('queue', e.target.value)}
             >
-              <option value="">Kueue's default</option>
-              {priorityClasses.map(p => (
-                <option key={p.name} value={p.name}>
-                  {p.name} ({p.value}){p.default ? ' (default)' : ''}
+              {queues.map(q => (
+                <option key={q.name} value={q.name}>
+                  {q.name}
+                  {q.default ? ' (default)' : ''}
                 </option>
               ))}
             </select>
-            {errors.priority ? (
-              <span className="jp-dw-field-error" id={errorId('priority')}>
-                {errors.priority}
-              </span>
-            ) : null}
-          </div>
+          )}
+        </Field>
+        {input('name', 'Name', { placeholder: shownKind === 'rayjob' ? 'train-1' : 'my-ray' })}
+        {shownKind === 'rayjob' ? (
+          <>
+            {input('entrypoint', 'Entrypoint', { placeholder: 'python train.py' })}
+            <Field name="runtime_env" label="Runtime env (JSON)" error={errors.runtime_env}>
+              {control => (
+                <textarea
+                  {...control}
+                  name="runtime_env"
+                  className="jp-mod-styled jp-dw-textarea"
+                  rows={2}
+                  value={fields.runtime_env}
+                  placeholder='{"pip": ["numpy"]}'
+                  spellCheck={false}
+                  onChange={e => set('runtime_env', e.target.value)}
+                />
+              )}
+            </Field>
+            <Field name="submission_mode" label="Submission mode" error={errors.submission_mode}>
+              {control => (
+                <select
+                  {...control}
+                  className="jp-mod-styled"
+                  value={fields.submission_mode}
+                  onChange={e => set('submission_mode', e.target.value)}
+                >
+                  {SUBMISSION_MODES.map(m => (
+                    <option key={m} value={m}>
+                      {m}
+                    </option>
+                  ))}
+                </select>
+              )}
+            </Field>
+            {input('ttl_seconds_after_finished', 'TTL after finish (s)', {
+              placeholder: 'kept until deleted',
+              inputMode: 'numeric'
+            })}
+          </>
         ) : null}
-        {errors.request ? (
+        {SIZE_FIELDS.map(f => input(f.name, f.label, f))}
+        {priorityClasses && priorityClasses.length > 0 ? (
+          <Field name="priority" label="Priority" error={errors.priority}>
+            {control => (
+              <select
+                {...control}
+                className="jp-mod-styled"
+                value={fields.priority}
+                onChange={e => set('priority', e.target.value)}
+              >
+                <option value="">Kueue's default</option>
+                {priorityClasses.map(p => (
+                  <option key={p.name} value={p.name}>
+                    {p.name} ({p.value}){p.default ? ' (default)' : ''}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+        ) : null}
+        {errors[REQUEST_ERROR] ? (
           <div className="jp-dw-field-error" role="alert">
-            {errors.request}
+            {errors[REQUEST_ERROR]}
           </div>
         ) : null}
         <div className="jp-dw-fit" role="status" aria-live="polite" aria-label="Fit verdict">
@@ -269,7 +343,7 @@ export function NewClusterForm(props: {
             className="jp-mod-styled jp-mod-accept jp-dw-button"
             disabled={submitting || !queue}
           >
-            {submitting ? 'Creating…' : 'Create cluster'}
+            {submitting ? text.submitting : text.submit}
           </button>
         </div>
         {result ? (

@@ -6,6 +6,7 @@ import { DWModel, FitChecker, RenderGate } from '../model';
 import { ClustersSection, IClusterActions } from './clusters';
 import { NewClusterForm } from './form';
 import { QueuesSection } from './queues';
+import { IRayJobActions, RayJobsSection } from './rayjobs';
 import { ConnectionStatus, FreshnessBanner, HandshakeMessage } from './status';
 import { WorkloadsSection } from './workloads';
 
@@ -23,6 +24,9 @@ export interface ISidebarSettings {
   clusterScope: 'mine' | 'all';
 }
 
+/** What the cards' buttons do (the plugin provides them). */
+export type ISidebarActions = IClusterActions & IRayJobActions;
+
 export const DEFAULT_SETTINGS: ISidebarSettings = {
   defaultQueue: '',
   confirmDelete: true,
@@ -33,7 +37,7 @@ function SidebarView(props: {
   model: DWModel;
   fitChecker: FitChecker;
   settings: ISidebarSettings;
-  actions: IClusterActions;
+  actions: ISidebarActions;
 }): JSX.Element {
   const { model, settings } = props;
   const ready = model.handshake.kind === 'ok';
@@ -53,6 +57,7 @@ function SidebarView(props: {
           <QueuesSection model={model} />
           <WorkloadsSection model={model} />
           <ClustersSection model={model} scope={settings.clusterScope} actions={props.actions} />
+          <RayJobsSection model={model} actions={props.actions} />
           <NewClusterForm
             model={model}
             fitChecker={props.fitChecker}
@@ -71,7 +76,7 @@ function SidebarView(props: {
 export class DWSidebar extends ReactWidget {
   constructor(
     readonly model: DWModel,
-    readonly actions: IClusterActions
+    readonly actions: ISidebarActions
   ) {
     super();
     this.id = SIDEBAR_ID;

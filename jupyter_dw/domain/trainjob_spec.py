@@ -1,0 +1,360 @@
+"""A TrainJob request (Kubeflow Trainer v2 ``trainer.kubeflow.org/v1alpha1``: a training run
+on a (Cluster)TrainingRuntime, run by Trainer as a JobSet), validated, as the manifest we
+create and as the pod sets Kueue counts.
+
+Pure. Checked against Trainer v2.2.1 (``trainjob_types.go``; ``pkg/runtime/framework/plugins/
+jobset/builder.go`` and ``torch/torch.go``) and Kueue v0.19.2 (``pkg/controller/jobs/trainjob``):
+
+- Kueue builds a TrainJob's pod sets by running Trainer's runtime code: the runtime's JobSet
+  template with the TrainJob's overrides, one pod set per replicated job (its name), ``count``
+  = replicas * parallelism; the trainer step's parallelism is ``trainer.numNodes`` (default:
+  the runtime's ``mlPolicy.numNodes``) and its ``node`` container's resources are
+  ``trainer.resourcesPerNode`` when given (:func:`runtime_pod_sets` does the same);
+- the TrainJob is created suspended with the queue label; Kueue unsuspends it on admission;
+- JobSet names its pods ``<job>-<replicated job>-<index>-<index>-xxxxx`` (63 characters at
+  most), hence a TrainJob name of at most :data:`MAX_TRAINJOB_NAME_LENGTH`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Any
+
+from jupyter_dw.domain.cluster_spec import (
+    owner_label_value,
+    parse_allowed_image,
+    parse_cpu,
+    parse_gpu,
+    parse_memory,
+)
+from jupyter_dw.domain.fit import PodSetRequest
+from jupyter_dw.domain.quantity import format_quantity
+from jupyter_dw.domain.request_fields import RequestFields
+from jupyter_dw.domain.scheduling import Toleration
+from jupyter_dw.domain.validation import dns1035_label_error, dns1123_subdomain_error
+from jupyter_dw.domain.workloads import pod_requests
+from jupyter_dw.names import (
+    CLUSTER_TRAINING_RUNTIME_KIND,
+    GPU_RESOURCE,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    OWNER_ANNOTATION,
+    OWNER_LABEL,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_LABEL,
+    TRAINER_GROUP,
+    TRAINER_VERSION,
+    TRAINJOB_KIND,
+)
+
+MAX_TRAINJOB_NAME_LENGTH = 40
+"""JobSet's pod names add ``-<replicated job>-<index>-<index>-xxxxx`` to the TrainJob's name
+and must stay within 63 characters: 40 leaves room for a step named ``node`` (the PyTorch
+runtime's) with up to 9999 nodes."""
+
+MAX_NODES = 10000
+MAX_COMMAND_LENGTH = 32768
+"""A generous bound on the command's total characters (it is kept in the object)."""
+
+TRAINER_ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+TRAINER_ANCESTOR = "trainer"
+TRAINER_CONTAINER = "node"
+"""Trainer's names: the replicated job labelled as the ``trainer`` step runs the training, in
+its container ``node`` (``constants.AncestorTrainer``, ``constants.Node``)."""
+
+TRAINJOB_FIELDS: tuple[str, ...] = (
+    "name",
+    "queue",
+    "priority",
+    "runtime",
+    "num_nodes",
+    "resources_per_node",
+    "command",
+    "image",
+)
+"""Every field a TrainJob request may carry; the same names in REST JSON, Python and ``%dw``."""
+
+RESOURCE_KEYS = ("cpu", "memory", "gpu")
+"""The keys of ``resources_per_node`` (``gpu``: ``nvidia.com/gpu``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidatedTrainJob:
+    """A validated TrainJob request. ``num_nodes`` and ``resources_per_node`` None: the
+    runtime's own. ``resources_per_node`` is in Kubernetes resource names (``cpu``,
+    ``memory``, ``nvidia.com/gpu``), amounts in Kueue's units."""
+
+    name: str
+    queue: str
+    priority: str | None
+    runtime: str
+    num_nodes: int | None
+    resources_per_node: Mapping[str, Decimal] | None
+    command: tuple[str, ...] | None
+    image: str | None
+
+    def __post_init__(self) -> None:
+        if self.resources_per_node is not None:
+            object.__setattr__(
+                self, "resources_per_node", MappingProxyType(dict(self.resources_per_node))
+            )
+
+    @classmethod
+    def from_request(
+        cls,
+        data: Mapping[str, Any],
+        known_queues: Collection[str] | None = None,
+        default_queue: str | None = None,
+        known_priorities: Collection[str] | None = None,
+        allowed_images: tuple[str, ...] = (),
+    ) -> ValidatedTrainJob:
+        """Parse and validate; raise ``SpecError`` listing every bad field. ``None`` values
+        count as omitted."""
+        fields = RequestFields(data, TRAINJOB_FIELDS)
+        name = fields.required(
+            "name", _parse_name, "required: give the TrainJob a name, e.g. 'train-1'"
+        )
+        queue = fields.queue(known_queues, default_queue)
+        priority = fields.priority(known_priorities)
+        runtime = fields.required(
+            "runtime",
+            _parse_runtime,
+            "required: the ClusterTrainingRuntime to run on, e.g. 'torch-distributed'",
+        )
+        num_nodes = fields.field("num_nodes", _parse_nodes)
+        resources = fields.field("resources_per_node", _parse_resources)
+        command = fields.field("command", _parse_command)
+        image = fields.field("image", lambda v: parse_allowed_image(v, allowed_images))
+        fields.done()
+        return cls(
+            name=name,
+            queue=queue,
+            priority=priority,
+            runtime=runtime,
+            num_nodes=num_nodes,
+            resources_per_node=resources,
+            command=command,
+            image=image,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready fields in the request's shape; ``from_request`` reads them back."""
+        resources = None
+        if self.resources_per_node is not None:
+            resources = {
+                _KEY_OF.get(name, name): _amount_text(name, amount)
+                for name, amount in self.resources_per_node.items()
+            }
+        return {
+            "name": self.name,
+            "queue": self.queue,
+            "priority": self.priority,
+            "runtime": self.runtime,
+            "num_nodes": self.num_nodes,
+            "resources_per_node": resources,
+            "command": list(self.command) if self.command is not None else None,
+            "image": self.image,
+        }
+
+    def to_trainjob(self, namespace: str, owner: str | None = None) -> dict[str, Any]:
+        """The TrainJob to create in ``namespace``, suspended until Kueue admits it."""
+        labels = {QUEUE_LABEL: self.queue, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+        if self.priority:
+            labels[PRIORITY_CLASS_LABEL] = self.priority
+        metadata: dict[str, Any] = {"name": self.name, "namespace": namespace, "labels": labels}
+        if owner:
+            labels[OWNER_LABEL] = owner_label_value(owner)
+            metadata["annotations"] = {OWNER_ANNOTATION: owner}
+        trainer: dict[str, Any] = {}
+        if self.num_nodes is not None:
+            trainer["numNodes"] = self.num_nodes
+        if self.resources_per_node is not None:
+            amounts = {
+                name: _amount_text(name, amount) for name, amount in self.resources_per_node.items()
+            }
+            # Requests and limits alike: GPUs must be limits, and Kueue counts requests.
+            trainer["resourcesPerNode"] = {"requests": amounts, "limits": dict(amounts)}
+        if self.command is not None:
+            trainer["command"] = list(self.command)
+        if self.image is not None:
+            trainer["image"] = self.image
+        spec: dict[str, Any] = {
+            "runtimeRef": {
+                "apiGroup": TRAINER_GROUP,
+                "kind": CLUSTER_TRAINING_RUNTIME_KIND,
+                "name": self.runtime,
+            },
+            # Created suspended: Kueue's webhook would set it; set here, nothing starts early.
+            "suspend": True,
+        }
+        if trainer:
+            spec["trainer"] = trainer
+        return {
+            "apiVersion": f"{TRAINER_GROUP}/{TRAINER_VERSION}",
+            "kind": TRAINJOB_KIND,
+            "metadata": metadata,
+            "spec": spec,
+        }
+
+    def pod_sets(self, runtime: Mapping[str, Any]) -> tuple[PodSetRequest, ...]:
+        """The pod sets Kueue builds for this TrainJob on ``runtime`` (the runtime object)."""
+        return runtime_pod_sets(runtime, self.num_nodes, self.resources_per_node)
+
+
+def runtime_pod_sets(
+    runtime: Mapping[str, Any],
+    num_nodes: int | None = None,
+    resources_per_node: Mapping[str, Decimal] | None = None,
+) -> tuple[PodSetRequest, ...]:
+    """What Kueue 0.19 counts for a TrainJob on ``runtime`` (a ClusterTrainingRuntime or
+    TrainingRuntime object): one pod set per replicated job of its JobSet template, ``count``
+    replicas * parallelism; the trainer step's parallelism is ``num_nodes`` (else the
+    runtime's ``mlPolicy.numNodes``, else its own), its ``node`` container's resources
+    ``resources_per_node`` when given. Per pod: the containers' requests (limits where a
+    request is missing), at least the largest init container's (Kubernetes' rule)."""
+    spec = _map(runtime.get("spec"))
+    policy_nodes = _map(spec.get("mlPolicy")).get("numNodes")
+    replicated = _map(_map(_map(spec.get("template")).get("spec"))).get("replicatedJobs") or []
+    pod_sets = []
+    for job in replicated:
+        job = _map(job)
+        job_template = _map(job.get("template"))
+        is_trainer = (
+            _map(_map(job_template.get("metadata")).get("labels")).get(TRAINER_ANCESTOR_LABEL)
+            == TRAINER_ANCESTOR
+        )
+        job_spec = _map(job_template.get("spec"))
+        pod = _map(job_spec.get("template"))
+        pod_spec = _map(pod.get("spec"))
+        parallelism = int(job_spec.get("parallelism") or 1)
+        if is_trainer:
+            nodes = num_nodes if num_nodes is not None else policy_nodes
+            if isinstance(nodes, int) and not isinstance(nodes, bool):
+                parallelism = nodes
+        per_pod = _pod_requests(pod_spec, resources_per_node if is_trainer else None)
+        count = int(job.get("replicas") or 1) * parallelism
+        pod_sets.append(
+            PodSetRequest(
+                str(job.get("name") or ""),
+                count,
+                per_pod,
+                tuple(
+                    Toleration.from_object(_map(t))
+                    for t in pod_spec.get("tolerations") or []
+                    if isinstance(t, Mapping)
+                ),
+                {str(k): str(v) for k, v in _map(pod_spec.get("nodeSelector")).items()},
+            )
+        )
+    return tuple(pod_sets)
+
+
+def _pod_requests(
+    pod_spec: Mapping[str, Any], trainer_resources: Mapping[str, Decimal] | None
+) -> dict[str, Decimal]:
+    """One pod's requests by Kubernetes' rule (:func:`~.workloads.pod_requests`), the
+    ``node`` container's replaced by ``trainer_resources`` when given (Trainer's builder)."""
+    if trainer_resources is None:
+        return dict(pod_requests(pod_spec))
+    amounts = {name: str(amount) for name, amount in trainer_resources.items()}
+    containers = [
+        {**_map(c), "resources": {"requests": amounts}}
+        if _map(c).get("name") == TRAINER_CONTAINER
+        else c
+        for c in pod_spec.get("containers") or []
+    ]
+    return dict(pod_requests({**pod_spec, "containers": containers}))
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+_KEY_OF = {"cpu": "cpu", "memory": "memory", GPU_RESOURCE: "gpu"}
+_RESOURCE_OF = {"cpu": "cpu", "memory": "memory", "gpu": GPU_RESOURCE}
+
+
+def _amount_text(name: str, amount: Decimal) -> str:
+    if name == "memory":
+        return format_quantity(amount, binary=True)
+    if name == "cpu":
+        return format_quantity(amount)
+    return str(int(amount))
+
+
+def trainjob_name_error(name: str) -> str | None:
+    """What is wrong with ``name`` as a TrainJob's name (None if nothing)."""
+    return dns1035_label_error(name, MAX_TRAINJOB_NAME_LENGTH)
+
+
+def _parse_name(raw: object) -> str:
+    if not isinstance(raw, str):
+        raise ValueError(f"must be a string, got {raw!r:.80}")
+    problem = trainjob_name_error(raw)
+    if problem is not None:
+        raise ValueError(
+            f"{problem} (a DNS-1035 label of at most {MAX_TRAINJOB_NAME_LENGTH} characters: "
+            "JobSet names the job's pods '<name>-<step>-<index>-<index>-xxxxx')"
+        )
+    return raw
+
+
+def _parse_runtime(raw: object) -> str:
+    if not isinstance(raw, str):
+        raise ValueError(f"must be a ClusterTrainingRuntime's name, got {raw!r:.80}")
+    problem = dns1123_subdomain_error(raw)
+    if problem is not None:
+        raise ValueError(f"{problem} (the name of a ClusterTrainingRuntime)")
+    return raw
+
+
+def _parse_nodes(raw: object) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise ValueError(f"must be a whole number of nodes, got {raw!r:.80}")
+    if not 1 <= raw <= MAX_NODES:
+        raise ValueError(f"must be between 1 and {MAX_NODES}, got {raw}")
+    return raw
+
+
+def _parse_resources(raw: object) -> dict[str, Decimal]:
+    if not isinstance(raw, Mapping) or not raw:
+        raise ValueError(
+            "must be a mapping of what each node's training container requests, e.g. "
+            f"{{'cpu': 4, 'memory': '16Gi', 'gpu': 1}}, got {raw!r:.80}"
+        )
+    unknown = [str(k) for k in raw if k not in RESOURCE_KEYS]
+    if unknown:
+        raise ValueError(
+            f"unknown resource {', '.join(map(repr, unknown))}; known: {', '.join(RESOURCE_KEYS)}"
+        )
+    parsers: dict[str, Callable[[object], Decimal | int]] = {
+        "cpu": parse_cpu,
+        "memory": parse_memory,
+        "gpu": parse_gpu,
+    }
+    found: dict[str, Decimal] = {}
+    for key, value in raw.items():
+        try:
+            amount = Decimal(parsers[key](value))
+        except ValueError as err:
+            raise ValueError(f"{key}: {err}") from None
+        if amount:
+            found[_RESOURCE_OF[key]] = amount
+    if not found:
+        raise ValueError("must request something: cpu, memory or gpu above 0")
+    return found
+
+
+def _parse_command(raw: object) -> tuple[str, ...]:
+    if isinstance(raw, str) or not isinstance(raw, Sequence) or not raw:
+        raise ValueError(
+            f"must be a non-empty list of strings, e.g. ['torchrun', 'train.py'], got {raw!r:.80}"
+        )
+    if not all(isinstance(word, str) for word in raw):
+        raise ValueError("every word of the command must be a string")
+    if sum(len(word) for word in raw) > MAX_COMMAND_LENGTH:
+        raise ValueError(f"is longer than {MAX_COMMAND_LENGTH} characters")
+    return tuple(raw)
