@@ -3,14 +3,21 @@
 The grammar is Kubernetes' own (``k8s.io/apimachinery/pkg/api/resource``): a signed decimal
 number followed by a binary-SI suffix (``Ki`` .. ``Ei``), a decimal-SI suffix (``n`` .. ``E``)
 or a decimal exponent (``e3``, ``E-2``). Values are exact ``Decimal`` so quota arithmetic never
-rounds, with Kubernetes' own bounds: an amount finer than ``1n`` is rounded up to the next
-nano (away from zero), as ``resource.ParseQuantity`` does, and an amount larger than
-Kubernetes' largest (``2**63 - 1``, which it would silently cap) is refused. So every parsed
-value has at most 19 integer and 9 decimal digits: it fits ``Decimal``'s default context, and
-arithmetic on it never overflows however the number was written (``1e999999999``).
+rounds, and they are Kubernetes' values: an amount finer than ``1n`` is rounded up to the next
+nano (away from zero), as ``resource.ParseQuantity`` does. tests/unit/test_quantity_oracle.py
+checks both directions against ``resource.ParseQuantity`` itself.
 
-Kubernetes' parser also takes a few spellings its documented grammar does not (``"."``,
-``"+"``, ``"M"`` as zero, an exponent beyond 32 bits wrapped around); those are refused here.
+Kubernetes accepts a few spellings that are refused here, on purpose:
+
+- an amount larger than ``2**63 - 1``: Kubernetes caps a binary-suffixed one to that
+  (``9Ei``) and keeps a decimal one whole (``1e30``), beyond what its int64 readings
+  (``Quantity.Value``, ``MilliValue``) can hold. So every parsed value has at most 19
+  integer and 9 decimal digits: it fits ``Decimal``'s default context, and arithmetic on it
+  never overflows however the number was written;
+- a number without digits (``"."``, ``"+"``, ``"M"``, ``"e5"``), which Kubernetes reads as 0;
+- an exponent of ten digits or more: Kubernetes wraps it to 32 bits (``1e-4294967296`` is 1
+  for it) or overflows its scale near ``-2**31``. Nine digits are plenty (``1e-999999999``
+  is ``1n``, ``1e999999999`` too large) and parse at once, where Kubernetes takes hours.
 """
 
 from __future__ import annotations
@@ -38,11 +45,11 @@ _QUANTITY = re.compile(
 )
 
 MAX_QUANTITY = Decimal(2**63 - 1)
-"""Kubernetes' largest quantity (``maxAllowed``); it caps larger ones, we refuse them."""
+"""Kubernetes' largest binary quantity (``maxAllowed``) and an int64's; we refuse larger ones."""
 NANO = Decimal("1e-9")
 """Kubernetes' finest step: smaller amounts are rounded up to it."""
-_EXPONENT_LIMIT = 2**63
-"""Kubernetes parses an exponent as a 64-bit integer; a longer one is not a quantity."""
+_EXPONENT_DIGITS = 9
+"""The longest exponent read (after leading zeros); Kubernetes wraps longer ones to 32 bits."""
 
 Quantity = Decimal
 """An exact amount of a resource: CPUs (cores), bytes, GPUs, or a count."""
@@ -83,11 +90,9 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
         return _bounded(number, _DECIMAL[suffix].adjusted(), value)
     # Leading zeros are dropped before the digits are counted or converted ("e000...01").
     digits = suffix[1:].lstrip("+-").lstrip("0") or "0"
-    if len(digits) > len(str(_EXPONENT_LIMIT)):
+    if len(digits) > _EXPONENT_DIGITS:
         raise QuantityError(f"{value!r}: the exponent is too large for a Kubernetes quantity")
     exponent = -int(digits) if suffix[1] == "-" else int(digits)
-    if not -_EXPONENT_LIMIT <= exponent < _EXPONENT_LIMIT:
-        raise QuantityError(f"{value!r}: the exponent is too large for a Kubernetes quantity")
     return _bounded(number, exponent, value)
 
 

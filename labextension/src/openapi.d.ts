@@ -1330,8 +1330,53 @@ export interface components {
     };
   };
   responses: {
-    /** @description An error: 400 invalid request or refused by Kubernetes (with `errors`), 401 rejected credentials, 403 Kubernetes denied a needed permission (with `denied`), 404 no such cluster (`not_found`), 405 wrong method, 409 name taken, 502 another API server failure, 503 Kueue/KubeRay not installed, API server unreachable, no credentials or still starting. */
-    Error: {
+    /** @description `unauthorized`: the API server rejected the server's Kubernetes credentials (the workbench's service account token), even after re-reading the token. */
+    Unauthorized: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'];
+      };
+    };
+    /** @description jupyter_server refused the request: no or wrong credentials, an identity not authorized for the `jupyter_dw` resource, a write without its XSRF token or from another origin (`error` and `reason` only, or `code` `cross_origin_refused`). Or `forbidden`: Kubernetes denied a permission the answer needs (`denied` names it). */
+    Forbidden: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'];
+      };
+    };
+    /** @description jupyter_server's answer to an API request from another origin (`error` and `reason` only, no `code`): it does not say the route exists. */
+    CrossOrigin: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'];
+      };
+    };
+    /** @description `api_error`: the API server answered with a server error (5xx), or another answer the server cannot use. */
+    BadGateway: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'];
+      };
+    };
+    /** @description `not_ready` (the server is still starting: discovery and the first list of each watch), `unreachable` (the API server did not answer), `no_credentials`, `kueue_not_installed` / `kuberay_not_installed` (the API is not served), `kueue_webhook_unavailable` / `webhook_unavailable` (a write refused because an admission webhook cannot be called; `webhook` names it). Nothing was changed. */
+    Unavailable: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'];
+      };
+    };
+    /** @description `timeout`: the API server did not answer within `request_timeout` (a write may have been stored: retry a create with the same `Idempotency-Key`). */
+    GatewayTimeout: {
       headers: {
         [name: string]: unknown;
       };
@@ -1365,7 +1410,8 @@ export interface operations {
           'application/json': components['schemas']['Version'];
         };
       };
-      default: components['responses']['Error'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
     };
   };
   getContext: {
@@ -1386,7 +1432,12 @@ export interface operations {
           'application/json': components['schemas']['Context'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   getQueues: {
@@ -1407,7 +1458,12 @@ export interface operations {
           'application/json': components['schemas']['Queues'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   listWorkloads: {
@@ -1442,7 +1498,12 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   listClusters: {
@@ -1463,7 +1524,12 @@ export interface operations {
           'application/json': components['schemas']['ClusterList'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   createCluster: {
@@ -1508,6 +1574,9 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
       /** @description `already_exists`: the name is taken (by another idempotency key). */
       409: {
         headers: {
@@ -1517,6 +1586,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      502: components['responses']['BadGateway'];
       /** @description `kueue_webhook_unavailable`: Kueue's admission webhook cannot be called (Kueue is down), so the API server refuses RayClusters; `webhook` names it; nothing was created. Also `webhook_unavailable` (another webhook), `unreachable` (for a lost answer, `hint` says to retry with the same key), `not_ready`, ... */
       503: {
         headers: {
@@ -1535,7 +1605,6 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      default: components['responses']['Error'];
     };
   };
   fitCluster: {
@@ -1569,7 +1638,12 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   getCluster: {
@@ -1593,7 +1667,29 @@ export interface operations {
           'application/json': components['schemas']['Cluster'];
         };
       };
-      default: components['responses']['Error'];
+      /** @description `invalid_name`: the name is no RayCluster name; nothing reached Kubernetes. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such RayCluster; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   deleteCluster: {
@@ -1617,7 +1713,29 @@ export interface operations {
           'application/json': components['schemas']['Deleted'];
         };
       };
-      default: components['responses']['Error'];
+      /** @description `invalid_name`: the name is no RayCluster name; nothing reached Kubernetes. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such RayCluster; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   scaleCluster: {
@@ -1654,7 +1772,20 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such RayCluster; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   listJobs: {
@@ -1678,7 +1809,26 @@ export interface operations {
           'application/json': components['schemas']['JobList'];
         };
       };
-      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job). */
+      /** @description `invalid_name` (the cluster's name) or `invalid_request` (the job's id). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      /** @description jupyter_server refused the request (see `Forbidden`), or `forbidden` with `denied: get secrets`: the cluster's Ray token cannot be read. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job); or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -1696,8 +1846,8 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description 400 `invalid_name`/`invalid_request`; 403 `forbidden` (`denied: get secrets`: the cluster's token cannot be read); 502 `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error`; 503 `ray_unreachable` (the head did not answer). */
-      default: {
+      /** @description `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error` (another answer from Ray), or another API server failure (`api_error`). */
+      502: {
         headers: {
           [name: string]: unknown;
         };
@@ -1705,6 +1855,16 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `ray_unreachable` (the head did not answer), or what `Unavailable` lists. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      504: components['responses']['GatewayTimeout'];
     };
   };
   getJobLogs: {
@@ -1730,7 +1890,26 @@ export interface operations {
           'application/json': components['schemas']['JobLogs'];
         };
       };
-      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job). */
+      /** @description `invalid_name` (the cluster's name) or `invalid_request` (the job's id). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      /** @description jupyter_server refused the request (see `Forbidden`), or `forbidden` with `denied: get secrets`: the cluster's Ray token cannot be read. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job); or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -1748,8 +1927,8 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description 400 `invalid_name`/`invalid_request`; 403 `forbidden` (`denied: get secrets`: the cluster's token cannot be read); 502 `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error`; 503 `ray_unreachable` (the head did not answer). */
-      default: {
+      /** @description `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error` (another answer from Ray), or another API server failure (`api_error`). */
+      502: {
         headers: {
           [name: string]: unknown;
         };
@@ -1757,6 +1936,16 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `ray_unreachable` (the head did not answer), or what `Unavailable` lists. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      504: components['responses']['GatewayTimeout'];
     };
   };
   stopJob: {
@@ -1782,7 +1971,26 @@ export interface operations {
           'application/json': components['schemas']['JobStopped'];
         };
       };
-      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job). */
+      /** @description `invalid_name` (the cluster's name), `invalid_request` (the job's id) or `ray_rejected` (Ray refused the request). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      /** @description jupyter_server refused the request (see `Forbidden`), or `forbidden` with `denied: get secrets`: the cluster's Ray token cannot be read. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `not_found` (no such RayCluster) or `job_not_found` (Ray has no such job); or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -1800,8 +2008,8 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description 400 `invalid_name`/`invalid_request`; 403 `forbidden` (`denied: get secrets`: the cluster's token cannot be read); 502 `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error`; 503 `ray_unreachable` (the head did not answer). */
-      default: {
+      /** @description `ray_token_unavailable` (the token Secret is missing, not owned by the cluster, or holds no token), `ray_auth_refused` (Ray refused the token), `ray_error` (another answer from Ray), or another API server failure (`api_error`). */
+      502: {
         headers: {
           [name: string]: unknown;
         };
@@ -1809,6 +2017,16 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description `ray_unreachable` (the head did not answer), or what `Unavailable` lists. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      504: components['responses']['GatewayTimeout'];
     };
   };
   listRayJobs: {
@@ -1829,7 +2047,12 @@ export interface operations {
           'application/json': components['schemas']['KubeRayJobList'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   createRayJob: {
@@ -1875,6 +2098,9 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
       /** @description `already_exists`: the name is taken. */
       409: {
         headers: {
@@ -1884,7 +2110,9 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      default: components['responses']['Error'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   fitRayJob: {
@@ -1918,7 +2146,12 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   getRayJob: {
@@ -1942,7 +2175,29 @@ export interface operations {
           'application/json': components['schemas']['KubeRayJob'];
         };
       };
-      default: components['responses']['Error'];
+      /** @description `invalid_name`: the name is no RayJob name; nothing reached Kubernetes. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such RayJob; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   deleteRayJob: {
@@ -1966,7 +2221,29 @@ export interface operations {
           'application/json': components['schemas']['Deleted'];
         };
       };
-      default: components['responses']['Error'];
+      /** @description `invalid_name`: the name is no RayJob name; nothing reached Kubernetes. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such RayJob; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   listTrainJobs: {
@@ -1987,7 +2264,12 @@ export interface operations {
           'application/json': components['schemas']['TrainJobList'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   createTrainJob: {
@@ -2035,6 +2317,9 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
       /** @description `already_exists`: the name is taken. */
       409: {
         headers: {
@@ -2044,7 +2329,9 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      default: components['responses']['Error'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   fitTrainJob: {
@@ -2078,7 +2365,12 @@ export interface operations {
           'application/json': components['schemas']['InvalidRequestError'];
         };
       };
-      default: components['responses']['Error'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['CrossOrigin'];
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   getTrainJob: {
@@ -2102,7 +2394,29 @@ export interface operations {
           'application/json': components['schemas']['TrainJob'];
         };
       };
-      default: components['responses']['Error'];
+      /** @description `invalid_name`: the name is no TrainJob name; nothing reached Kubernetes. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such TrainJob; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   deleteTrainJob: {
@@ -2126,7 +2440,29 @@ export interface operations {
           'application/json': components['schemas']['Deleted'];
         };
       };
-      default: components['responses']['Error'];
+      /** @description `invalid_name`: the name is no TrainJob name; nothing reached Kubernetes. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such TrainJob; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
     };
   };
   events: {
@@ -2149,7 +2485,24 @@ export interface operations {
           'application/json': components['schemas']['EventMessage'];
         };
       };
-      default: components['responses']['Error'];
+      /** @description `websocket_required`: the request is no WebSocket handshake. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `cross_origin_refused` (a page of another site), or jupyter_server refused the request (see `Forbidden`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
 }

@@ -2,6 +2,7 @@
 # Builds every binary of the local test cluster from Go modules into a cache outside the repo,
 # one directory per component and version, so later runs (and CI on the same machine) reuse it.
 # Usage: build.sh [KUEUE_VERSION|legacy]   (default: $DW_KUEUE_VERSION, else KUEUE_VERSION)
+#        build.sh quantity-oracle          only the quantity oracle; prints its path on stdout
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
@@ -12,6 +13,28 @@ cache="${XDG_CACHE_HOME:-$HOME/.cache}/jupyter-dw/bin"
 export GOFLAGS=-mod=mod
 
 command -v go >/dev/null || { echo "build.sh: Go is required (https://go.dev/dl)" >&2; exit 1; }
+
+# The quantity oracle (tests/unit/test_quantity_oracle.py): Kubernetes' own ParseQuantity,
+# from the apimachinery release the Kubernetes build below replaces to. Its source is in this
+# repo, so the cache directory is named by a hash of that source as well as the version.
+oracle_src="$here/go/quantity-oracle"
+apimachinery="$(sed -n 's#^[[:space:]]*k8s.io/apimachinery => k8s.io/apimachinery \(v[^[:space:]]*\)$#\1#p' "$here/go/kubernetes/go.mod")"
+if ! grep -q "^require k8s.io/apimachinery $apimachinery\$" "$oracle_src/go.mod"; then
+  echo "build.sh: go/quantity-oracle/go.mod must require k8s.io/apimachinery $apimachinery, as go/kubernetes/go.mod does" >&2
+  exit 1
+fi
+oracle_hash="$(cat "$oracle_src/go.mod" "$oracle_src/go.sum" "$oracle_src/main.go" | sha256sum | cut -c1-12)"
+oracle_dir="$cache/quantity-oracle-$apimachinery-$oracle_hash"
+if [[ ! -x "$oracle_dir/quantity-oracle" ]]; then
+  echo "building the quantity oracle (apimachinery $apimachinery)" >&2
+  mkdir -p "$oracle_dir.tmp"
+  (cd "$oracle_src" && GOFLAGS=-mod=readonly go build -o "$oracle_dir.tmp/quantity-oracle" .)
+  rm -rf "$oracle_dir" && mv "$oracle_dir.tmp" "$oracle_dir"
+fi
+if [[ "$kueue_version" == quantity-oracle ]]; then
+  echo "$oracle_dir/quantity-oracle"
+  exit 0
+fi
 
 kube_version="$(cd "$here/go/kubernetes" && go list -m -f '{{.Version}}' k8s.io/kubernetes)"
 kube_dir="$cache/kubernetes-$kube_version"
