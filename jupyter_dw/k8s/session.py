@@ -52,6 +52,7 @@ from jupyter_dw.domain.ray_auth import (
     token_secret_name,
 )
 from jupyter_dw.domain.scheduling import FlavorTraits
+from jupyter_dw.domain.validation import dns1123_subdomain_error
 from jupyter_dw.names import JOB_UID_LABEL, RAY_CLUSTER_LABEL
 
 from . import ray
@@ -794,6 +795,8 @@ class KubeSession:
         state = self._queue_state(timeout)
         if naming is None or any(lq.name == naming for lq in state.local_queues):
             return state
+        if dns1123_subdomain_error(naming) is not None:
+            return state  # no object can have this name: the caller's check says why
         resource = self.discovery.kueue(LOCAL_QUEUE)
         if resource is None:
             return state
@@ -1076,9 +1079,23 @@ class KubeSession:
         """Delete RayJob ``name`` (background propagation: its RayCluster, submitter Job and
         Workload follow). Raises ``KubeNotFound`` when absent."""
         self.wait_ready()
-        return ray.delete_raycluster(
-            self.api, self.namespace, name, self.discovery.require_rayjobs()
-        )
+        return self.delete_object(self.discovery.require_rayjobs(), name)
+
+    def delete_object(self, resource: Resource, name: str) -> Object:
+        """Delete ``name`` of ``resource`` in the namespace (background propagation; its
+        owned objects follow). Waits briefly until its watch cache shows the deletion (gone,
+        or marked for deletion while finalizers run), so the next read does not show it as
+        it was. Raises ``KubeNotFound`` when absent."""
+        answer = ray.delete_raycluster(self.api, self.namespace, name, resource)
+        cache = self._caches.get(resource.plural)
+        if cache is not None and cache.started:
+
+            def shown(_: object) -> bool:
+                held = cache.get(name, self.namespace)
+                return held is None or bool((held.get("metadata") or {}).get("deletionTimestamp"))
+
+            cache.wait_until(shown, CACHE_CATCH_UP_SECONDS)
+        return answer
 
     # -- any watched job kind (TrainJobs: jupyter_dw.k8s.trainer) ---------------------------
 
@@ -1135,7 +1152,7 @@ class KubeSession:
         go with it by owner references). Raises ``KubeNotFound`` when absent."""
         self.wait_ready()
         self.discovery.require_kuberay()
-        return ray.delete_raycluster(self.api, self.namespace, name)
+        return self.delete_object(RAY_CLUSTER, name)
 
     @property
     def credentials(self) -> Credentials:

@@ -55,8 +55,7 @@ class TrainerAccess:
         """Delete TrainJob ``name`` (background propagation: its JobSet, Jobs, pods and
         Workload follow). ``KubeNotFound`` when absent."""
         self.session.wait_ready()
-        resource = self.session.discovery.require_trainjobs()
-        return ray.delete_raycluster(self.session.api, self.session.namespace, name, resource)
+        return self.session.delete_object(self.session.discovery.require_trainjobs(), name)
 
     def runtime(self, kind: str, name: str) -> Object | None:
         """The ``ClusterTrainingRuntime`` (or, ``kind`` ``TrainingRuntime``, the namespace's)

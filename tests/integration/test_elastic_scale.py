@@ -372,7 +372,9 @@ async def test_a_widget_shows_a_waiting_scale_up_and_its_stepper_scales(
     assert scale["state"] == "queued" and (scale["from"], scale["to"]) == (2, 3)
     assert scale["requested_by"] == "autoscaler"
     assert widget.state == "ready" and widget.workers_admitted == 2
-    assert widget.workers_desired == 3
+    # The RayCluster's watch may bring the new replicas after the Workload's watch brought
+    # Kueue's new slice: the widget shows each as its watch delivers it.
+    await until(widget, "workers_desired", lambda n: n == 3, "the spec's 3 workers")
 
     widget.scale_to(2)  # the stepper: back to 2, pinned
     await until(widget, "scale", lambda s: s is None, "the change withdrawn")
