@@ -224,10 +224,12 @@ async def test_waiting_position_moves_live_when_a_workload_ahead_is_admitted(
     # A queue change brings it (Kueue 0.19 leaves the RayCluster and its Workload as they
     # were): whichever queue object Kueue writes first (its status, or a finalizer on the
     # flavor) makes the socket re-read positions. Kueue 0.14 may touch the RayCluster, or
-    # rewrite the waiting Workload's message on requeue, at the same moment, and that message
-    # then carries the fresh position first.
+    # rewrite the waiting Workload's message on requeue, or record a Warning Event about the
+    # RayCluster, at the same moment, and that message then carries the fresh position first.
     queue_kinds = ("LocalQueue", "ClusterQueue", "Cohort", "ResourceFlavor")
-    legacy = ("RayCluster", "Workload") if kueue.api_version == "v1beta1" else ("RayCluster",)
+    legacy = (
+        ("RayCluster", "Workload", "Event") if kueue.api_version == "v1beta1" else ("RayCluster",)
+    )
     assert moved["cause"]["kind"] in (*queue_kinds, *legacy), moved
     assert moved["state"]["state"] == "queued"
     assert moved["state"]["admitted"] is False
