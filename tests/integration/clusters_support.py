@@ -18,7 +18,7 @@ from tornado.httpclient import HTTPClientError
 from tornado.websocket import WebSocketClientConnection
 
 from jupyter_dw.domain.quantity import parse_quantity
-from tests.cluster.fixtures import WAIT_TIMEOUT, KueueObjects, watch_until
+from tests.cluster.fixtures import WAIT_TIMEOUT, KueueObjects, condition, watch_until
 from tests.cluster.versions import Versions
 from tests.integration.workbench_rbac import KUEUE
 
@@ -417,3 +417,36 @@ def namespace_objects(
                 ),
             )
     return found
+
+
+def owned_workload(
+    kueue: KueueObjects, kind: str, job: str, done: Callable[[dict[str, Any]], Any], what: str
+) -> dict[str, Any]:
+    """Watch the Workload Kueue made for ``kind`` ``job`` (a RayJob, a TrainJob) until
+    ``done(workload)``."""
+    return watch_until(
+        lambda **kw: kueue.custom.list_namespaced_custom_object(
+            KUEUE, kueue.api_version, kueue.namespace, "workloads", **kw
+        ),
+        lambda w: (
+            any(
+                ref.get("kind") == kind and ref.get("name") == job
+                for ref in w["metadata"].get("ownerReferences", [])
+            )
+            and done(w)
+        ),
+        what=f"{kind} {job}'s Workload {what}",
+    )
+
+
+def quota_reserved(workload: dict[str, Any]) -> bool | None:
+    """Whether Kueue reserved quota for ``workload``: None until it has judged it."""
+    found = condition(workload, "QuotaReserved") or {}
+    if found.get("status") == "True":
+        return True
+    return False if found.get("status") == "False" and found.get("message") else None
+
+
+def totals(amounts: dict[str, str]) -> dict[str, Decimal]:
+    """A REST answer's ``{resource: quantity}`` as exact numbers."""
+    return {r: parse_quantity(q) for r, q in amounts.items()}

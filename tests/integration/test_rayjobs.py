@@ -19,10 +19,17 @@ import pytest
 from kubernetes import client
 
 import jupyter_dw as dw
-from jupyter_dw.domain.quantity import parse_quantity
 from jupyter_dw.notebook.magics import run as magic
-from tests.cluster.fixtures import KueueObjects, condition, watch_until
-from tests.integration.clusters_support import KUEUE, call, make_queue, open_events
+from tests.cluster.fixtures import condition, watch_until
+from tests.integration.clusters_support import (
+    KUEUE,
+    call,
+    make_queue,
+    open_events,
+    owned_workload,
+    quota_reserved,
+    totals,
+)
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
 pytestmark = pytest.mark.cluster
@@ -37,34 +44,6 @@ CLUSTER["worker_memory"] = "1Gi"
 
 def rayjob_request(name: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "entrypoint": "python -c 'print(1)'", "cluster": CLUSTER, **extra}
-
-
-def rayjob_workload(kueue: KueueObjects, job: str, done: Any, what: str) -> dict[str, Any]:
-    """Watch the Workload Kueue made for RayJob ``job`` until ``done(workload)``."""
-    return watch_until(
-        lambda **kw: kueue.custom.list_namespaced_custom_object(
-            KUEUE, kueue.api_version, kueue.namespace, "workloads", **kw
-        ),
-        lambda w: (
-            any(
-                ref.get("kind") == "RayJob" and ref.get("name") == job
-                for ref in w["metadata"].get("ownerReferences", [])
-            )
-            and done(w)
-        ),
-        what=f"RayJob {job}'s Workload {what}",
-    )
-
-
-def reserved(workload: dict[str, Any]) -> bool | None:
-    found = condition(workload, "QuotaReserved") or {}
-    if found.get("status") == "True":
-        return True
-    return False if found.get("status") == "False" and found.get("message") else None
-
-
-def totals(amounts: dict[str, str]) -> dict[str, Decimal]:
-    return {r: parse_quantity(q) for r, q in amounts.items()}
 
 
 async def test_a_rayjob_runs_through_kueue_and_ends_in_kuberays_words(
@@ -100,8 +79,8 @@ async def test_a_rayjob_runs_through_kueue_and_ends_in_kuberays_words(
     assert stored["spec"]["rayClusterSpec"]["authOptions"] == {"mode": "token"}
 
     # Kueue admits it with exactly the fit's requests.
-    workload = rayjob_workload(kueue, "job-1", reserved, "holding quota")
-    assert reserved(workload) is True
+    workload = owned_workload(kueue, "RayJob", "job-1", quota_reserved, "holding quota")
+    assert quota_reserved(workload) is True
     code, listing = await call(jp_fetch, "GET", "workloads", params={"kind": "RayJob.ray.io"})
     assert code == 200, listing
     [record] = listing["workloads"]
@@ -166,8 +145,10 @@ async def test_rayjob_fit_at_the_exact_quota_boundary_matches_kueue(kueue, kerne
     fit = await asyncio.to_thread(dw.fit, spec)
     assert fit.verdict == "fits-now", fit.message
     await asyncio.to_thread(dw.submit, spec)
-    workload = rayjob_workload(kueue, "edge", lambda w: reserved(w) is not None, "decided")
-    assert reserved(workload) is True, workload.get("status")
+    workload = owned_workload(
+        kueue, "RayJob", "edge", lambda w: quota_reserved(w) is not None, "decided"
+    )
+    assert quota_reserved(workload) is True, workload.get("status")
 
     bigger = dw.RayJobSpec(
         name="edge-2",
@@ -178,8 +159,10 @@ async def test_rayjob_fit_at_the_exact_quota_boundary_matches_kueue(kueue, kerne
     fit = await asyncio.to_thread(dw.fit, bigger)
     assert fit.verdict == "never-fits", fit.message
     await asyncio.to_thread(dw.submit, bigger)
-    workload = rayjob_workload(kueue, "edge-2", lambda w: reserved(w) is not None, "decided")
-    assert reserved(workload) is False
+    workload = owned_workload(
+        kueue, "RayJob", "edge-2", lambda w: quota_reserved(w) is not None, "decided"
+    )
+    assert quota_reserved(workload) is False
     assert "insufficient" in (condition(workload, "QuotaReserved") or {})["message"]
 
     # The same through %dw: the fit's verdict, the states, a delete.

@@ -21,12 +21,18 @@ import pytest
 from kubernetes import client
 
 import jupyter_dw as dw
-from jupyter_dw.domain.quantity import parse_quantity
 from jupyter_dw.domain.workloads import pod_sets
 from jupyter_dw.notebook.magics import run as magic
-from tests.cluster.fixtures import KueueObjects, condition, watch_until
+from tests.cluster.fixtures import condition
 from tests.cluster.versions import Versions
-from tests.integration.clusters_support import KUEUE, call, make_queue
+from tests.integration.clusters_support import (
+    KUEUE,
+    call,
+    make_queue,
+    owned_workload,
+    quota_reserved,
+    totals,
+)
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
 pytestmark = pytest.mark.cluster
@@ -62,34 +68,6 @@ def request(name: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def trainjob_workload(kueue: KueueObjects, job: str, done: Any, what: str) -> dict[str, Any]:
-    """Watch the Workload Kueue made for TrainJob ``job`` until ``done(workload)``."""
-    return watch_until(
-        lambda **kw: kueue.custom.list_namespaced_custom_object(
-            KUEUE, kueue.api_version, kueue.namespace, "workloads", **kw
-        ),
-        lambda w: (
-            any(
-                ref.get("kind") == "TrainJob" and ref.get("name") == job
-                for ref in w["metadata"].get("ownerReferences", [])
-            )
-            and done(w)
-        ),
-        what=f"TrainJob {job}'s Workload {what}",
-    )
-
-
-def reserved(workload: dict[str, Any]) -> bool | None:
-    found = condition(workload, "QuotaReserved") or {}
-    if found.get("status") == "True":
-        return True
-    return False if found.get("status") == "False" and found.get("message") else None
-
-
-def totals(amounts: dict[str, str]) -> dict[str, Decimal]:
-    return {r: parse_quantity(q) for r, q in amounts.items()}
-
-
 @needs_trainer
 async def test_a_trainjob_runs_through_kueue_to_its_end(kube, kueue, namespace, jp_fetch, kernel):
     queue = make_queue(kueue, cpu="4", memory="8Gi")
@@ -112,8 +90,8 @@ async def test_a_trainjob_runs_through_kueue_to_its_end(kube, kueue, namespace, 
     assert stored["spec"]["runtimeRef"]["name"] == RUNTIME
 
     # Kueue built the pod sets the fit counted (it ran Trainer's runtime code for them).
-    workload = trainjob_workload(kueue, "tj-1", reserved, "holding quota")
-    assert reserved(workload) is True
+    workload = owned_workload(kueue, "TrainJob", "tj-1", quota_reserved, "holding quota")
+    assert quota_reserved(workload) is True
     [pod_set] = pod_sets(workload)
     assert (pod_set.name, pod_set.count) == ("node", 2)
     assert dict(pod_set.per_pod) == {"cpu": Decimal(1), "memory": Decimal(2**30)}
@@ -165,8 +143,10 @@ async def test_trainjob_fit_at_the_exact_quota_boundary_matches_kueue(kueue, ker
     assert fit.verdict == "fits-now", fit.message
     handle = await asyncio.to_thread(dw.submit, spec)
     assert isinstance(handle, dw.TrainJobHandle)
-    workload = trainjob_workload(kueue, "edge", lambda w: reserved(w) is not None, "decided")
-    assert reserved(workload) is True, workload.get("status")
+    workload = owned_workload(
+        kueue, "TrainJob", "edge", lambda w: quota_reserved(w) is not None, "decided"
+    )
+    assert quota_reserved(workload) is True, workload.get("status")
 
     bigger = dw.TrainJobSpec(
         name="edge-2",
@@ -177,8 +157,10 @@ async def test_trainjob_fit_at_the_exact_quota_boundary_matches_kueue(kueue, ker
     fit = await asyncio.to_thread(dw.fit, bigger)
     assert fit.verdict == "never-fits", fit.message
     await asyncio.to_thread(dw.submit, bigger)
-    workload = trainjob_workload(kueue, "edge-2", lambda w: reserved(w) is not None, "decided")
-    assert reserved(workload) is False
+    workload = owned_workload(
+        kueue, "TrainJob", "edge-2", lambda w: quota_reserved(w) is not None, "decided"
+    )
+    assert quota_reserved(workload) is False
     assert "insufficient" in (condition(workload, "QuotaReserved") or {})["message"]
 
     # The same through %dw: the fit's verdict, the states, a delete.
