@@ -1,7 +1,11 @@
 """A TLS-terminating proxy in front of a kube-apiserver that injects network faults into the
 requests it picks: **cut** (the request reaches the API server, which answers, but the
-connection is cut before the answer is relayed: a lost response) or **hold** (the request
-waits at the proxy, for a delay or until released: a slow API server).
+connection is cut before the answer is relayed: a lost response), **hold** (the request
+waits at the proxy, for a delay or until released: a slow API server) or **throttle** (the
+proxy answers 429 Too Many Requests exactly as the API server's flow control words it, and
+the request never reaches the API server: a busy one. The real API Priority and Fairness
+cannot be made to reject on cue: it lets a request through whenever its priority level has
+nothing executing, however few seats it has).
 
 The proxy serves its own certificate from its own CA (``ca_file``, for the client's
 kubeconfig or service-account ``ca.crt``) and verifies the API server with the cluster's CA.
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import ssl
 import threading
@@ -51,11 +56,11 @@ class Fault:
     """One injected fault: which requests, what happens to them, how often it struck."""
 
     match: Matcher
-    action: Literal["cut", "hold"]
+    action: Literal["cut", "hold", "throttle"]
     times: int | None
     """How many requests it strikes (None: every matching one)."""
     hold_seconds: float | None = None
-    """``hold``: how long (None: until :meth:`release`)."""
+    """``hold``: how long (None: until :meth:`release`); ``throttle``: the retry advice."""
     hits: int = 0
     struck: threading.Event = field(default_factory=threading.Event)
     """Set once a request was held (on arrival) or cut (after the API server answered)."""
@@ -139,6 +144,11 @@ class ApiProxy:
         """Hold matching requests ``seconds`` (None: until released) before forwarding them."""
         return self._add(Fault(match, "hold", times, seconds))
 
+    def throttle(self, match: Matcher, retry_after: int = 1, times: int | None = None) -> Fault:
+        """Answer matching requests 429 as API Priority and Fairness does (its Status body,
+        ``details.retryAfterSeconds`` and ``Retry-After``), without forwarding them."""
+        return self._add(Fault(match, "throttle", times, retry_after))
+
     def heal(self) -> None:
         """Remove every fault and release what is held."""
         with self._lock:
@@ -203,6 +213,14 @@ class ApiProxy:
             head = "\r\n".join([request_line, *kept, "Connection: close", "", ""]).encode("latin-1")
 
             fault = self._strike(method, target)
+            if fault is not None and fault.action == "throttle":
+                self._record(method, target, "throttled")
+                fault.struck.set()
+                writer.write(_too_many_requests(int(fault.hold_seconds or 1)))
+                await writer.drain()
+                writer.close()
+                await writer.wait_closed()
+                return
             if fault is not None and fault.action == "hold":
                 self._record(method, target, "held")
                 fault.struck.set()
@@ -235,6 +253,30 @@ class ApiProxy:
             for w in (upstream, writer):
                 if w is not None and not w.transport.is_closing():
                     w.transport.abort()
+
+
+def _too_many_requests(retry_after: int) -> bytes:
+    """The answer kube-apiserver's flow control gives a rejected request (its words)."""
+    body = json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "Too many requests, please try again later.",
+            "reason": "TooManyRequests",
+            "details": {"retryAfterSeconds": retry_after},
+            "code": 429,
+        }
+    ).encode()
+    head = (
+        "HTTP/1.1 429 Too Many Requests\r\n"
+        "Content-Type: application/json\r\n"
+        f"Retry-After: {retry_after}\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
 
 
 async def _relay(

@@ -6,6 +6,8 @@ service-account directory points at (its ``ca.crt`` is the proxy's own CA):
   before its answer is relayed): the idempotency key makes it one cluster, answered as 201;
 - a slow API server (the proxy holds a request): 504 ``timeout`` with a clear message, the
   fit check still answers, and the server stays responsive meanwhile;
+- a busy API server (the proxy answers 429 as flow control does): 503 ``busy`` with its
+  ``Retry-After``, nothing created, and the same request creates once it serves again;
 - the token file rotated and the old token revoked (its bound Secret deleted): calls go on;
 - no permission to read ClusterQueues: creating a cluster does not need that watch.
 
@@ -16,6 +18,7 @@ this test's own namespace and service account are touched.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import uuid
@@ -25,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from tornado.httpclient import HTTPClientError
 
 from jupyter_dw.names import IDEMPOTENCY_KEY_ANNOTATION
 from tests.cluster.apiproxy import ApiProxy, Fault, Matcher, request_to
@@ -178,6 +182,39 @@ async def test_a_malformed_key_is_400_and_nothing_is_sent(kube, kueue, namespace
 # --------------------------------------------------------------------------------------------
 
 SHORT = {"request_timeout": SHORT_TIMEOUT}
+
+
+async def test_a_busy_api_server_is_503_busy_with_its_advice(
+    kube, kueue, namespace, proxy, jp_fetch
+):
+    """429 Too Many Requests (API Priority and Fairness' answer, given by the proxy) is not a
+    status of our API: the create answers 503 ``busy`` with the API server's advice as
+    ``Retry-After``; once the API server serves again the same request creates the cluster."""
+    make_queue(kueue)
+    assert (await call(jp_fetch, "GET", "queues"))[0] == 200  # started and synced
+    throttled = proxy.throttle(
+        request_to("POST", f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters"), retry_after=3
+    )
+
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_fetch(
+            "dw", "api", "clusters", method="POST", body=json.dumps(small_cluster("busy"))
+        )
+
+    assert refused.value.code == 503
+    assert refused.value.response is not None
+    assert refused.value.response.headers.get("Retry-After") == "3"
+    answer = json.loads(refused.value.response.body)
+    assert answer["code"] == "busy"
+    assert "too busy" in answer["error"]
+    assert "try again in 3 s" in answer["hint"]
+    assert throttled.hits >= 1
+    assert rayclusters(kube, namespace) == []
+
+    proxy.heal()
+    code, created = await call(jp_fetch, "POST", "clusters", body=small_cluster("busy"))
+    assert code == 201, created
+    assert [c["metadata"]["name"] for c in rayclusters(kube, namespace)] == ["busy"]
 
 
 @pytest.mark.parametrize("dw_config", [SHORT], indirect=True)
