@@ -90,7 +90,10 @@ class ApiProxy:
         self._client_ssl = ssl.create_default_context(cafile=str(upstream_ca))
         self.faults: list[Fault] = []
         self.requests: list[tuple[str, str, str]] = []
-        """``(method, target, outcome)`` of every request: ``passed``, ``cut`` or ``held``."""
+        """``(method, target, outcome)`` of every request: ``passed``, ``cut``, ``held`` or
+        ``throttled``."""
+        self._open: list[tuple[str, str, asyncio.StreamWriter]] = []
+        """Answers being relayed now (a watch's for minutes): what :meth:`sever` can drop."""
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -148,6 +151,20 @@ class ApiProxy:
         """Answer matching requests 429 as API Priority and Fairness does (its Status body,
         ``details.retryAfterSeconds`` and ``Retry-After``), without forwarding them."""
         return self._add(Fault(match, "throttle", times, retry_after))
+
+    def relaying(self, match: Matcher) -> int:
+        """How many matching requests' answers are being relayed now (open watches)."""
+        with self._lock:
+            return sum(1 for m, t, _ in self._open if match(m, t))
+
+    def sever(self, match: Matcher) -> int:
+        """Drop the connections of matching requests whose answers are being relayed now (an
+        open watch: the client sees its stream end and opens another); how many were open."""
+        with self._lock:
+            chosen = [writer for m, t, writer in self._open if match(m, t)]
+        for writer in chosen:
+            self._loop.call_soon_threadsafe(writer.transport.abort)
+        return len(chosen)
 
     def heal(self) -> None:
         """Remove every fault and release what is held."""
@@ -244,7 +261,14 @@ class ApiProxy:
                 return
             if fault is None:
                 self._record(method, target, "passed")
-            await _relay(up_reader, writer, reader)
+            entry = (method, target, writer)
+            with self._lock:
+                self._open.append(entry)
+            try:
+                await _relay(up_reader, writer, reader)
+            finally:
+                with self._lock:
+                    self._open.remove(entry)
             writer.close()  # after what was relayed has been sent
             await writer.wait_closed()
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):

@@ -9,6 +9,8 @@ service-account directory points at (its ``ca.crt`` is the proxy's own CA):
 - a busy API server (the proxy answers 429 as flow control does): 503 ``busy`` with its
   ``Retry-After``, nothing created, and the same request creates once it serves again;
 - the token file rotated and the old token revoked (its bound Secret deleted): calls go on;
+- a LocalQueue made a moment ago, its watch event held back (the proxy drops the watch and
+  holds its re-opening): a request naming it looks it up once and waits for the cache;
 - no permission to read ClusterQueues: creating a cluster does not need that watch.
 
 Nothing here stops or breaks a component of the shared cluster: only this test's proxy and
@@ -79,6 +81,12 @@ def reads(namespace: str, name: str) -> Matcher:
 
 def keyed(key: str) -> dict[str, str]:
     return {"Idempotency-Key": key}
+
+
+async def until_relaying(proxy: ApiProxy, match: Matcher) -> None:
+    """Wait until a matching request's answer is being relayed (a watch is open)."""
+    while proxy.relaying(match) == 0:
+        await asyncio.sleep(0.05)
 
 
 async def struck(fault: Fault) -> None:
@@ -215,6 +223,55 @@ async def test_a_busy_api_server_is_503_busy_with_its_advice(
     code, created = await call(jp_fetch, "POST", "clusters", body=small_cluster("busy"))
     assert code == 201, created
     assert [c["metadata"]["name"] for c in rayclusters(kube, namespace)] == ["busy"]
+
+
+async def test_a_queue_made_a_moment_ago_is_found_while_its_watch_lags(
+    kube, kueue, namespace, proxy, jp_fetch
+):
+    """A LocalQueue the LocalQueue cache has not seen yet (its watch event still on the way):
+    a request naming it gets one look-up and a wait for the cache, not "no LocalQueue". Made
+    deterministic: the proxy drops the LocalQueue watch and holds its re-opening, so the cache
+    cannot bring the new queue until the look-up has happened."""
+    queue = make_queue(kueue)
+    assert (await call(jp_fetch, "GET", "queues"))[0] == 200  # started and synced
+    collection = rf"/apis/kueue\.x-k8s\.io/[^/]+/namespaces/{namespace}/localqueues"
+    watches = request_to("GET", collection)
+    # The cache's watch request follows its list: wait until it is open at the proxy.
+    await asyncio.wait_for(until_relaying(proxy, watches), WAIT_TIMEOUT)
+    held = proxy.hold(watches)
+    assert proxy.sever(watches) == 1  # the cache's one watch: it ends and is opened again...
+    await struck(held)  # ...and that request waits at the proxy
+    kueue.local_queue("fresh", queue.cluster_queue)
+    look_up = request_to("GET", f"{collection}/fresh")
+
+    async def release_after_the_look_up() -> None:
+        while proxy.outcomes(look_up) != ["passed"]:
+            await asyncio.sleep(0.05)
+        held.release()
+
+    releasing = asyncio.ensure_future(release_after_the_look_up())
+    code, fit = await call(
+        jp_fetch, "POST", "clusters", "fit", body=small_cluster("x", queue="fresh")
+    )
+    releasing.cancel()  # done already when the look-up happened
+    held.release()
+
+    assert code == 200, fit
+    assert fit["spec"]["queue"] == "fresh"
+    assert proxy.outcomes(look_up) == ["passed"]  # one look-up, then the cache
+    # A name no LocalQueue has: one look-up too, then the caller's own check says so.
+    missing = request_to("GET", f"{collection}/missing")
+    code, error = await call(
+        jp_fetch, "POST", "clusters", "fit", body=small_cluster("x", queue="missing")
+    )
+    assert code == 400 and "no LocalQueue 'missing'" in error["errors"]["queue"], error
+    assert proxy.outcomes(missing) == ["passed"]
+    # A name no object can have is not looked up at all (Kubernetes would answer 400).
+    code, error = await call(
+        jp_fetch, "POST", "clusters", "fit", body=small_cluster("x", queue="Bad_Name")
+    )
+    assert code == 400 and "queue" in error["errors"], error
+    assert proxy.outcomes(request_to("GET", f"{collection}/Bad_Name")) == []
 
 
 @pytest.mark.parametrize("dw_config", [SHORT], indirect=True)
