@@ -400,7 +400,7 @@ export interface components {
       reason: string | null;
       /** @description What to do about it. */
       hint: string | null;
-      /** @description Machine-readable: `invalid_spec`, `invalid_request`, `rejected`, `forbidden`, `unauthorized`, `not_found`, `already_exists`, `api_error`, `unreachable`, `no_credentials`, `not_ready`, `kueue_not_installed`, `kuberay_not_installed`, `trainer_not_installed`, `timeout` (504: the API server did not answer within `request_timeout`), `kueue_webhook_unavailable`, `webhook_unavailable` (503: an admission webhook could not be called), ... Absent for errors of jupyter_server's own checks. */
+      /** @description Machine-readable: `invalid_spec`, `invalid_request`, `rejected`, `forbidden`, `unauthorized`, `not_found`, `already_exists`, `api_error`, `unreachable`, `busy`, `no_credentials`, `not_ready`, `kueue_not_installed`, `kuberay_not_installed`, `trainer_not_installed`, `timeout` (504: the API server did not answer within `request_timeout`), `kueue_webhook_unavailable`, `webhook_unavailable` (503: an admission webhook could not be called), ... Absent for errors of jupyter_server's own checks. */
       code?: string | null;
       /** @description 403: the permission Kubernetes denied, `<verb> <resource>.<group>`. */
       denied?: string | null;
@@ -1357,7 +1357,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description `api_error`: the API server answered with a server error (5xx), or another answer the server cannot use. */
+    /** @description `api_error`: the API server answered with a server error (5xx), or another answer the server cannot use (a 4xx besides those the operation lists, e.g. 410 or 413). */
     BadGateway: {
       headers: {
         [name: string]: unknown;
@@ -1366,7 +1366,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description `not_ready` (the server is still starting: discovery and the first list of each watch), `unreachable` (the API server did not answer), `no_credentials`, `kueue_not_installed` / `kuberay_not_installed` (the API is not served), `kueue_webhook_unavailable` / `webhook_unavailable` (a write refused because an admission webhook cannot be called; `webhook` names it). Nothing was changed. */
+    /** @description `not_ready` (the server is still starting: discovery and the first list of each watch), `unreachable` (the API server did not answer), `busy` (the API server answered 429 Too Many Requests: its API Priority and Fairness limits; the answer's `Retry-After` header, when present, is the API server's advice), `no_credentials`, `kueue_not_installed` / `kuberay_not_installed` (the API is not served), `kueue_webhook_unavailable` / `webhook_unavailable` (a write refused because an admission webhook cannot be called; `webhook` names it). Nothing was changed. */
     Unavailable: {
       headers: {
         [name: string]: unknown;
