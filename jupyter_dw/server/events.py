@@ -140,7 +140,7 @@ class EventsHandler(
         self._closed = False
         core = self.core
         self._feed = ChangeFeed(
-            core.session, core.queues, core.clusters, core.workloads, rayjobs=core.rayjobs
+            core.session, core.queues, core.clusters, core.workloads, jobs=core.pod_set_jobs
         )
         # Registered before the snapshot is read, so no change between the two is lost.
         self._remove_listener = self._feed.listen(self._on_change)
