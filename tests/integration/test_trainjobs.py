@@ -238,9 +238,17 @@ async def test_bad_trainjob_input_is_refused_and_changes_nothing(kube, kueue, na
 
 
 @pytest.mark.skipif(TRAINER_BED, reason="this bed runs Kubeflow Trainer (the tests above run)")
-async def test_without_trainer_a_trainjob_request_says_what_is_missing(kueue, jp_fetch):
+async def test_without_trainer_a_trainjob_request_says_what_is_missing(
+    kueue, jp_fetch, jp_ws_fetch
+):
     # Kueue 0.14.8's bed: no Trainer. Every TrainJob operation names what is missing.
     make_queue(kueue)
+    # The socket's snapshot has no TrainJob list (not served: no error either), so the
+    # sidebar shows no TrainJob section.
+    events, snapshot = await open_events(jp_ws_fetch)
+    assert (snapshot["trainjobs"], snapshot["trainjobs_error"]) == (None, None), snapshot
+    assert snapshot["rayjobs"] == [], snapshot
+    events.close()
     code, context = await call(jp_fetch, "GET", "context")
     assert code == 200 and context["trainer"] == {"installed": False, "api_version": None}
     for method, path, body in [
