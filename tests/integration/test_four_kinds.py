@@ -34,40 +34,20 @@ from tests.integration.clusters_support import (
     totals,
 )
 from tests.integration.test_notebook_widgets import until
+from tests.integration.test_rayjobs import rayjob_request
+from tests.integration.test_trainjobs import WORKBENCH_CLUSTER_RULES as TRAINJOB_CLUSTER_RULES
+from tests.integration.test_trainjobs import request as trainjob_request
 from tests.integration.test_workloads import admitted, by_owner, job, job_workload
-from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
+from tests.integration.workbench_rbac import namespace_rules
 
 pytestmark = pytest.mark.cluster
 
 TRAINER_BED = Versions.selected().trainjobs
 WORKBENCH_RULES = namespace_rules()
-WORKBENCH_CLUSTER_RULES = [
-    *CLUSTER_READ_RULES,
-    {
-        "apiGroups": ["trainer.kubeflow.org"],
-        "resources": ["clustertrainingruntimes"],
-        "verbs": ["get"],
-    },
-]
+WORKBENCH_CLUSTER_RULES = TRAINJOB_CLUSTER_RULES  # the fit reads the runtime
 
-RAYJOB = {
-    "name": "rj",
-    "entrypoint": "python -c 'print(1)'",
-    "cluster": {
-        "workers": 1,
-        "head_cpu": "1",
-        "head_memory": "1Gi",
-        "worker_cpu": "1",
-        "worker_memory": "1Gi",
-    },
-}
-TRAINJOB = {
-    "name": "tj",
-    "runtime": "torch-distributed",
-    "num_nodes": 2,
-    "resources_per_node": {"cpu": "1", "memory": "1Gi"},
-    "command": ["torchrun", "train.py"],
-}
+RAYJOB = rayjob_request("rj")  # head 1 + worker 1 CPU, and the submitter
+TRAINJOB = trainjob_request("tj")
 # Owner name -> (kind, API group, the REST route that deletes it; None: a Job, deleted as admin).
 KINDS: dict[str, tuple[str, str, str | None]] = {
     "batch": ("Job", "batch", None),

@@ -23,6 +23,7 @@ from tests.cluster.versions import Versions
 from tests.integration.workbench_rbac import KUEUE
 from tests.ui.lab import LabServer
 from tests.ui.test_sidebar import open_panel
+from tests.ui.test_sidebar_rayjobs import state_recorder
 
 pytestmark = [
     pytest.mark.cluster,
@@ -34,24 +35,6 @@ pytestmark = [
 
 ADMIT_TIMEOUT = 90_000  # ms: Kueue admission
 RUN_TIMEOUT = 180_000  # ms: the runtime's pods run 20 s on KWOK, then Trainer says so
-
-# Every data-state each TrainJob card shows, in order, as the DOM changes.
-RECORDER = """
-() => {
-  window.__dwTrainJobs = {};
-  const root = document.getElementById('jp-dw-sidebar');
-  const record = () => {
-    for (const card of root.querySelectorAll('[data-trainjob]')) {
-      const seen = (window.__dwTrainJobs[card.dataset.trainjob] ||= []);
-      if (seen[seen.length - 1] !== card.dataset.state) seen.push(card.dataset.state);
-    }
-  };
-  new MutationObserver(record).observe(root, {
-    subtree: true, childList: true, attributes: true, attributeFilter: ['data-state']
-  });
-  record();
-}
-"""
 
 
 def request(name: str) -> dict[str, Any]:
@@ -74,7 +57,7 @@ def test_sidebar_trainjob_cards_follow_their_states(
     kueue.local_queue("team", team, annotations={f"{KUEUE}/default-queue": "true"})
     kueue.wait_active("localqueues", "team")
     sidebar = open_panel(page, lab)
-    page.evaluate(RECORDER)
+    page.evaluate(state_recorder("trainjob"))
     expect(sidebar.locator("#jp-dw-trainjobs-title")).to_have_text("TrainJobs")
     expect(sidebar.locator("#jp-dw-trainjobs-title + p")).to_contain_text("No TrainJob yet")
 
@@ -111,7 +94,7 @@ def test_sidebar_trainjob_cards_follow_their_states(
     expect(second).to_have_attribute(
         "data-state", re.compile("admitted|starting|running"), timeout=ADMIT_TIMEOUT
     )
-    states = page.evaluate("() => window.__dwTrainJobs")
+    states = page.evaluate("() => window.__dwStates")
     assert states["tj-a"][0] in ("queued", "admitted", "starting"), states
     assert states["tj-a"][-2:] == ["running", "succeeded"], states
     assert states["tj-b"][0] == "queued", states
