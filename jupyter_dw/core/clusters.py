@@ -58,12 +58,12 @@ from ..domain.quota import QuotaTree, format_amount
 from ..domain.ray_auth import Refusal, kuberay_refusal, ray_auth_of
 from ..domain.rayjob_state import owning_rayjob
 from ..domain.scheduling import FlavorTraits
+from ..domain.workloads import created_by
 from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable
 from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
 from ..k8s.session import KubeSession, QueueState
 from ..names import (
     IDEMPOTENCY_KEY_ANNOTATION,
-    OWNER_ANNOTATION,
     RAY_NODE_TYPE_LABEL,
 )
 from .cluster_results import ClusterInfo, ClusterList, Deleted, FitResult, PodInfo
@@ -328,14 +328,12 @@ class ClusterService:
         status: ClusterSnapshot,
         health: WatchHealth,
     ) -> ClusterInfo:
-        metadata = raycluster.get("metadata") or {}
-        annotations = metadata.get("annotations") or {}
         pods = self.session.ray_pods(status.name)
         status = self._name_preemptor(status)
         return ClusterInfo(
             status=status,
             dashboard_url=self.dashboard_url(status.name),
-            owner=annotations.get(OWNER_ANNOTATION),
+            owner=created_by(raycluster),
             pods=tuple(_pod_info(pod) for pod in pods),
             milestones=milestones(status, raycluster, None, pods, slices=slices),
             freshness=health.of_cluster(CLUSTER_SOURCES, follows_workload=bool(slices)),

@@ -24,13 +24,13 @@ whose ``freshness`` changed with it, so no surface keeps showing old data as fre
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..domain.cluster_state import ClusterSnapshot, transition
 from ..domain.freshness import FRESH, Freshness, WatchHealth
-from ..domain.rayjob_state import RayJobInfo, owning_rayjob
+from ..domain.rayjob_state import owning_rayjob
 from ..domain.workloads import WorkloadInfo, owner_of
 from ..k8s.errors import KubeError
 from ..k8s.resources import (
@@ -40,7 +40,6 @@ from ..k8s.resources import (
     LOCAL_QUEUE,
     POD,
     RAY_CLUSTER,
-    RAY_JOB,
     RESOURCE_FLAVOR,
     WORKLOAD,
     WORKLOAD_PRIORITY_CLASS,
@@ -49,7 +48,7 @@ from ..k8s.session import KubeSession
 from ..k8s.watch_cache import DELETED
 from ..names import JOB_UID_LABEL, RAY_CLUSTER_LABEL, RAY_GROUP
 from .clusters import ClusterInfo, ClusterService
-from .kuberay_jobs import KubeRayJobService
+from .podset_jobs import PodSetJobService
 from .queues import QueueList, QueueService
 from .workloads import WorkloadService
 
@@ -101,8 +100,9 @@ class Snapshot:
     health: WatchHealth | None = None
     workloads: tuple[WorkloadInfo, ...] | None = None
     workloads_error: KubeError | None = None
-    rayjobs: tuple[RayJobInfo, ...] | None = None
-    rayjobs_error: KubeError | None = None
+    jobs: Mapping[str, tuple[Sequence[Any] | None, KubeError | None]] = field(default_factory=dict)
+    """Each pod-set job kind's records (None when not served, or with its error), by the kind's
+    message word (``rayjob``, ``trainjob``): listed as ``rayjobs``, ``rayjobs_error``, ..."""
 
     def to_json(self) -> dict[str, Any]:
         """The events socket's ``snapshot`` message."""
@@ -118,8 +118,14 @@ class Snapshot:
                 [w.to_json() for w in self.workloads] if self.workloads is not None else None
             ),
             "workloads_error": _error(self.workloads_error),
-            "rayjobs": [j.to_json() for j in self.rayjobs] if self.rayjobs is not None else None,
-            "rayjobs_error": _error(self.rayjobs_error),
+            **{
+                key: value
+                for word, (records, error) in self.jobs.items()
+                for key, value in (
+                    (f"{word}s", [j.to_json() for j in records] if records is not None else None),
+                    (f"{word}s_error", _error(error)),
+                )
+            },
             "positions_visible": self.positions_visible,
         }
 
@@ -190,22 +196,24 @@ class WorkloadChanged:
 
 
 @dataclass(frozen=True)
-class RayJobChanged:
-    """RayJob ``name`` changed, or its Workload did (``rayjob`` None once it is gone)."""
+class JobChanged:
+    """A pod-set job (a RayJob, a TrainJob) changed, or its Workload did: ``kind`` is the kind's
+    message word (``rayjob``, ``trainjob``), ``job`` its record (None once it is gone)."""
 
+    kind: str
     event: str
     name: str
     cause: Cause
-    rayjob: RayJobInfo | None
+    job: Any
 
     def to_json(self) -> dict[str, Any]:
-        """The events socket's ``rayjob`` message."""
+        """The events socket's ``rayjob`` or ``trainjob`` message."""
         return {
-            "type": "rayjob",
+            "type": self.kind,
             "event": self.event,
             "name": self.name,
             "cause": self.cause.to_json(),
-            "rayjob": self.rayjob.to_json() if self.rayjob else None,
+            self.kind: self.job.to_json() if self.job is not None else None,
         }
 
 
@@ -220,7 +228,7 @@ class HealthChanged:
         return {"type": "health", **self.health.to_json()}
 
 
-Message = QueuesChanged | ClusterChanged | WorkloadChanged | RayJobChanged | HealthChanged
+Message = QueuesChanged | ClusterChanged | WorkloadChanged | JobChanged | HealthChanged
 
 
 class ChangeFeed:
@@ -239,10 +247,10 @@ class ChangeFeed:
         *,
         watch_queues: bool = True,
         watch_clusters: bool = True,
-        rayjobs: KubeRayJobService | None = None,
+        jobs: Sequence[PodSetJobService[Any]] = (),
     ) -> None:
         self.session = session
-        self.rayjobs = rayjobs
+        self.jobs = tuple(jobs)
         self.queues = queues
         self.clusters = clusters
         self.workloads = workloads
@@ -282,11 +290,10 @@ class ChangeFeed:
         if workloads is not None:
             self._workloads = {w.name: w for w in workloads}
             self._seeded = True
-        rayjobs, rayjobs_error = (
-            _answer(lambda: self.rayjobs.list().rayjobs)  # type: ignore[union-attr]
-            if self.rayjobs is not None and self._rayjobs_served()
-            else (None, None)
-        )
+        jobs = {
+            kind.message: _answer(kind.records) if kind.served() else (None, None)
+            for kind in self.jobs
+        }
         self._health = self.session.watch_health() if self.session.ready else None
         return Snapshot(
             namespace=self.session.namespace if self.session.ready else None,
@@ -298,8 +305,7 @@ class ChangeFeed:
             health=self._health,
             workloads=tuple(workloads) if workloads is not None else None,
             workloads_error=workloads_error,
-            rayjobs=rayjobs,
-            rayjobs_error=rayjobs_error,
+            jobs=jobs,
         )
 
     def messages(self, plural: str, event_type: str, obj: Object) -> list[Message]:
@@ -327,7 +333,7 @@ class ChangeFeed:
         found = []
         if plural == WORKLOAD.plural and self.workloads is not None:
             found.extend(self._workload_messages(event_type, name, obj))
-        found.extend(self._rayjob_messages(plural, event_type, name, obj))
+        found.extend(self._job_messages(plural, event_type, name, obj))
         if plural not in CLUSTER_CAUSES or not self.watch_clusters:
             return found
         cluster = self._cluster_name(plural, obj)
@@ -343,29 +349,28 @@ class ChangeFeed:
         message = self.cluster_message(cluster, event, cause)
         return [*found, message] if message is not None else found
 
-    def _rayjob_messages(
-        self, plural: str, event_type: str, name: str, obj: Object
-    ) -> list[Message]:
-        """A RayJob's record when it or its Workload changed (its state is both)."""
-        if self.rayjobs is None:
-            return []
-        if plural == RAY_JOB.plural:
-            job, event = name, event_type
-        elif plural == WORKLOAD.plural:
-            owner = owner_of(obj)
-            if owner is None or owner.kind != RAY_JOB.kind or owner.api_group != RAY_JOB.group:
-                return []
-            job, event = owner.name, "MODIFIED"
-        else:
-            return []
-        info = self.rayjobs.describe_many([job]).get(job)
-        if info is None and plural != RAY_JOB.plural:
-            return []  # the job is gone: its own DELETED says so
-        cause = Cause(RAY_JOB.kind if plural == RAY_JOB.plural else WORKLOAD.kind, name, event)
-        return [RayJobChanged(event if info is not None else DELETED, job, cause, info)]
-
-    def _rayjobs_served(self) -> bool:
-        return self.session.ready and self.session.discovery.rayjobs_served
+    def _job_messages(self, plural: str, event_type: str, name: str, obj: Object) -> list[Message]:
+        """A pod-set job's record when it or its Workload changed (its state is both)."""
+        for kind in self.jobs:
+            if plural == kind.resource.plural:
+                job, event, cause = name, event_type, Cause(kind.resource.kind, name, event_type)
+            elif plural == WORKLOAD.plural:
+                owner = owner_of(obj)
+                if owner is None or (owner.kind, owner.api_group) != (
+                    kind.resource.kind,
+                    kind.resource.group,
+                ):
+                    continue
+                job, event, cause = owner.name, "MODIFIED", Cause(WORKLOAD.kind, name, event_type)
+            else:
+                continue
+            info = kind.describe_many([job]).get(job)
+            if info is None and plural != kind.resource.plural:
+                return []  # the job is gone: its own DELETED says so
+            return [
+                JobChanged(kind.message, event if info is not None else DELETED, job, cause, info)
+            ]
+        return []
 
     def seed_workloads(self) -> None:
         """Learn the Workloads there are now, without a snapshot (a kernel's feed, first

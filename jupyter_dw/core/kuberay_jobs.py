@@ -19,6 +19,7 @@ from typing import Any
 from ..domain.cluster_spec import SpecError
 from ..domain.rayjob_spec import ValidatedRayJob, rayjob_name_error
 from ..domain.rayjob_state import RayJobInfo, rayjob_info
+from ..k8s.resources import RAY_JOB
 from .cluster_results import Deleted, FitResult
 from .clusters import InvalidName, InvalidSpec
 from .listing import ByName
@@ -65,6 +66,16 @@ class KubeRayJobService(PodSetJobService[ValidatedRayJob]):
     """The namespace's RayJobs for one session (answers from its watch caches)."""
 
     what = "RayJob"
+    message = "rayjob"
+    resource = RAY_JOB
+
+    def served(self) -> bool:
+        """Whether KubeRay's RayJob CRD is served."""
+        return self.session.ready and self.session.discovery.rayjobs_served
+
+    def records(self) -> tuple[RayJobInfo, ...]:
+        """Every RayJob of the namespace (:meth:`list`'s entries)."""
+        return self.list().rayjobs
 
     # -- answers -------------------------------------------------------------------------
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ..domain.cluster_spec import REQUEST_ERROR_KEY, SpecError
 from ..domain.fit import FitVerdict, PodSetRequest, Suggestion
 from ..domain.kueue_model import default_local_queue
 from ..domain.workloads import WorkloadInfo, is_replaced_slice
 from ..k8s.errors import KubeForbidden, KubeRejected
+from ..k8s.resources import Resource
 from ..k8s.session import KubeSession, QueueState
 from ..names import IDEMPOTENCY_KEY_ANNOTATION
 from .cluster_results import FitResult
@@ -64,6 +65,26 @@ class PodSetJobService(Generic[Spec]):
 
     what = "job"
     """The kind in messages: ``"RayJob"``, ``"TrainJob"``."""
+    message = "job"
+    """The events socket's word for one record (``"rayjob"``, ``"trainjob"``): the ``type`` of
+    its change messages and the key of the record in them; the snapshot lists them as
+    ``<message>s``."""
+    resource: ClassVar[Resource]
+    """The kind's own resource: a change of one of its objects changes its record."""
+
+    # -- what every kind answers (the change feed reads any kind through these) -----------
+
+    def served(self) -> bool:
+        """Whether the API server serves this kind (its CRD is installed)."""
+        raise NotImplementedError
+
+    def records(self) -> Sequence[Any]:
+        """Every job of this kind in the namespace, as ``GET <kind>s`` lists them."""
+        raise NotImplementedError
+
+    def describe_many(self, names: Iterable[str]) -> Mapping[str, Any]:
+        """The cached jobs ``names`` by name (those not cached are left out)."""
+        raise NotImplementedError
 
     @property
     def _workloads(self) -> WorkloadService:

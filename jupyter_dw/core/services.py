@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..k8s.session import KubeSession
 from .clusters import ClusterService
 from .context import SessionContext
 from .elastic import ElasticSupport
 from .kuberay_jobs import KubeRayJobService
+from .podset_jobs import PodSetJobService
 from .queues import QueueService
 from .ray_jobs import RayJobService
 from .settings import DWSettings
@@ -66,6 +68,12 @@ class DWCore:
             rayjobs=KubeRayJobService(session, clusters),
             trainjobs=TrainJobService(session, clusters),
         )
+
+    @property
+    def pod_set_jobs(self) -> tuple[PodSetJobService[Any], ...]:
+        """Every kind of job made of pod sets besides clusters (RayJobs, TrainJobs): what the
+        change feed follows alike."""
+        return (self.rayjobs, self.trainjobs)
 
     def context(self, timeout: float | None = None) -> SessionContext:
         """Identity, installed APIs, permissions (waits for the session's start)."""

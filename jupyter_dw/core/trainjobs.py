@@ -18,6 +18,7 @@ from typing import Any
 from ..domain.trainjob_spec import ValidatedTrainJob, trainjob_name_error
 from ..domain.trainjob_state import TrainJobInfo, trainjob_info
 from ..k8s.errors import KubeNotFound
+from ..k8s.resources import TRAIN_JOB
 from ..k8s.trainer import TrainerAccess
 from ..names import CLUSTER_TRAINING_RUNTIME_KIND
 from .cluster_results import Deleted, FitResult
@@ -66,6 +67,16 @@ class TrainJobService(PodSetJobService[ValidatedTrainJob]):
     """The namespace's TrainJobs for one session (answers from its watch caches)."""
 
     what = "TrainJob"
+    message = "trainjob"
+    resource = TRAIN_JOB
+
+    def served(self) -> bool:
+        """Whether Kubeflow Trainer's TrainJob CRD is served."""
+        return self.session.ready and self.session.discovery.trainjobs_served
+
+    def records(self) -> tuple[TrainJobInfo, ...]:
+        """Every TrainJob of the namespace (:meth:`list`'s entries)."""
+        return self.list().trainjobs
 
     @property
     def trainer(self) -> TrainerAccess:

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jupyter_dw.domain.workloads import WorkloadInfo, held_by_kueue, workload_fields
+from jupyter_dw.domain.workloads import WorkloadInfo, created_by, held_by_kueue, workload_fields
 from jupyter_dw.names import PRIORITY_CLASS_LABEL, QUEUE_LABEL, RAYJOB_KIND
 
 RayJobState = Literal[
@@ -77,6 +77,8 @@ class RayJobInfo:
     created: str | None
     start_time: str | None
     end_time: str | None
+    owner: str | None = None
+    """The username that created it through jupyter_dw (as a cluster's ``owner``)."""
 
     @property
     def final(self) -> bool:
@@ -94,6 +96,7 @@ class RayJobInfo:
         return {
             "name": self.name,
             "namespace": self.namespace,
+            "owner": self.owner,
             "queue": self.queue,
             "priority": self.priority,
             "submission_mode": self.submission_mode,
@@ -135,6 +138,7 @@ def rayjob_info(rayjob: Mapping[str, Any], workload: WorkloadInfo | None) -> Ray
     return RayJobInfo(
         name=str(metadata.get("name") or ""),
         namespace=_text(metadata.get("namespace")),
+        owner=created_by(rayjob),
         queue=_text(labels.get(QUEUE_LABEL)),
         priority=_text(labels.get(PRIORITY_CLASS_LABEL)),
         submission_mode=_text(spec.get("submissionMode")) or "K8sJobMode",

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jupyter_dw.domain.workloads import WorkloadInfo, held_by_kueue, workload_fields
+from jupyter_dw.domain.workloads import WorkloadInfo, created_by, held_by_kueue, workload_fields
 from jupyter_dw.names import PRIORITY_CLASS_LABEL, QUEUE_LABEL
 
 TrainJobState = Literal[
@@ -72,6 +72,8 @@ class TrainJobInfo:
     workload: WorkloadInfo | None
     created: str | None
     end_time: str | None
+    owner: str | None = None
+    """The username that created it through jupyter_dw (as a cluster's ``owner``)."""
 
     @property
     def final(self) -> bool:
@@ -88,6 +90,7 @@ class TrainJobInfo:
         return {
             "name": self.name,
             "namespace": self.namespace,
+            "owner": self.owner,
             "queue": self.queue,
             "priority": self.priority,
             "runtime": self.runtime,
@@ -123,6 +126,7 @@ def trainjob_info(trainjob: Mapping[str, Any], workload: WorkloadInfo | None) ->
     return TrainJobInfo(
         name=str(metadata.get("name") or ""),
         namespace=_text(metadata.get("namespace")),
+        owner=created_by(trainjob),
         queue=_text(labels.get(QUEUE_LABEL)),
         priority=_text(labels.get(PRIORITY_CLASS_LABEL)),
         runtime=_text(_map(spec.get("runtimeRef")).get("name")),

@@ -42,7 +42,7 @@ from jupyter_dw.domain.quantity import QuantityError, parse_quantity
 from jupyter_dw.domain.quota import format_amount, kueue_amount
 from jupyter_dw.domain.slices import condition, is_true, words
 from jupyter_dw.domain.validation import dns1123_subdomain_error
-from jupyter_dw.names import QUEUE_LABEL, WORKLOAD_SLICE_REPLACED_REASON
+from jupyter_dw.names import OWNER_ANNOTATION, QUEUE_LABEL, WORKLOAD_SLICE_REPLACED_REASON
 
 _ZERO = Decimal(0)
 
@@ -467,6 +467,13 @@ def held_by_kueue(workload: WorkloadInfo | None) -> tuple[str, str | None, str |
     if workload.state in KUEUE_HELD:
         return workload.state, workload.reason, workload.message
     return None
+
+
+def created_by(obj: Mapping[str, Any]) -> str | None:
+    """The username that created ``obj`` through jupyter_dw (its owner annotation, which a
+    RayCluster, a RayJob and a TrainJob carry alike), or None."""
+    annotations = _map(_map(obj.get("metadata")).get("annotations"))
+    return _text(annotations.get(OWNER_ANNOTATION)) or None
 
 
 def workload_fields(workload: WorkloadInfo | None) -> dict[str, Any]:

@@ -138,7 +138,7 @@ class KernelRuntime:
             self._subscriptions.append(subscription)
             if self._feed is None:
                 self._feed = ChangeFeed(
-                    core.session, core.queues, core.clusters, core.workloads, rayjobs=core.rayjobs
+                    core.session, core.queues, core.clusters, core.workloads, jobs=core.pod_set_jobs
                 )
                 self._remove_listener = self._feed.listen(lambda *change: self._changes.put(change))
                 self._feed_thread = threading.Thread(

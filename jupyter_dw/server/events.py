@@ -1,5 +1,5 @@
 """``GET {base_url}dw/api/events``: a WebSocket of changes to the namespace's queues, Ray
-clusters and Workloads, so pages never poll.
+clusters, Workloads, RayJobs and TrainJobs, so pages never poll.
 
 Every tab shares the server's one :class:`KubeSession` and its watch caches: a socket only
 registers a listener on them (removed when it closes), so N tabs cost N listeners, not N
@@ -43,6 +43,12 @@ ignored. A cluster is the object ``GET clusters`` lists (``ClusterSnapshot`` JSO
   is gone or no longer listed (an elastic job's replaced slice). A waiting Workload whose
   position moved, because a Workload of its queue changed or a queue did, gets a message with
   that object as ``cause``.
+- ``{"type": "rayjob", "event", "name", "cause", "rayjob"}`` and ``{"type": "trainjob",
+  "event", "name", "cause", "trainjob"}``: a RayJob or TrainJob changed, or its Workload did
+  (one path for every pod-set job kind, :class:`jupyter_dw.core.feed.JobChanged`); the record
+  is the one ``GET rayjobs``/``GET trainjobs`` lists, null with ``event`` ``DELETED`` once it
+  is gone. The snapshot lists them as ``rayjobs``/``trainjobs`` (null where the kind's CRD is
+  not served, or with ``*_error``).
 - ``{"type": "health", "freshness", "caches", "kueue_controller"}``: a watch cache or Kueue's
   controller became ``reconnecting``, ``stale`` or ``live`` again (each a ``{"state",
   "reason", "since"}``; ``freshness`` the worst). Then a ``cluster`` message, ``cause.kind``
@@ -140,7 +146,7 @@ class EventsHandler(
         self._closed = False
         core = self.core
         self._feed = ChangeFeed(
-            core.session, core.queues, core.clusters, core.workloads, rayjobs=core.rayjobs
+            core.session, core.queues, core.clusters, core.workloads, jobs=core.pod_set_jobs
         )
         # Registered before the snapshot is read, so no change between the two is lost.
         self._remove_listener = self._feed.listen(self._on_change)

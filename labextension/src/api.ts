@@ -46,6 +46,9 @@ export type KubeRayJob = Schemas['KubeRayJob'];
 export type KubeRayJobRequest = Schemas['KubeRayJobRequest'];
 export type KubeRayJobCreateRequest = Schemas['KubeRayJobCreateRequest'];
 export type KubeRayJobMessage = Schemas['KubeRayJobMessage'];
+/** A Kubeflow Trainer TrainJob. */
+export type TrainJob = Schemas['TrainJob'];
+export type TrainJobMessage = Schemas['TrainJobMessage'];
 
 export const API_PATH = 'dw/api';
 /** `POST clusters` and `POST rayjobs`: the header that makes a create safe to retry. */
@@ -112,6 +115,8 @@ export interface IDWApi {
   createRayJob(spec: KubeRayJobCreateRequest, idempotencyKey?: string): Promise<KubeRayJob>;
   /** `DELETE rayjobs/{name}`: its cluster, submitter and Workload follow. */
   removeRayJob(name: string): Promise<Deleted>;
+  /** `DELETE trainjobs/{name}`: its JobSet, pods and Workload follow. */
+  removeTrainJob(name: string): Promise<Deleted>;
   openEvents(): ISocket;
 }
 
@@ -158,6 +163,10 @@ export class DWApi implements IDWApi {
 
   removeRayJob(name: string): Promise<Deleted> {
     return this.request<Deleted>('DELETE', `rayjobs/${encodeURIComponent(name)}`);
+  }
+
+  removeTrainJob(name: string): Promise<Deleted> {
+    return this.request<Deleted>('DELETE', `trainjobs/${encodeURIComponent(name)}`);
   }
 
   remove(name: string): Promise<Deleted> {

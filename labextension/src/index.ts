@@ -7,7 +7,7 @@ import { Dialog, IFrame, MainAreaWidget, showDialog, showErrorMessage } from '@j
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
-import { Cluster, DWApi, KubeRayJob } from './api';
+import { Cluster, DWApi, KubeRayJob, TrainJob } from './api';
 import {
   DEFAULT_SETTINGS,
   DWSidebar,
@@ -109,6 +109,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
           `The RayJob ${job.name}, its cluster${job.cluster ? ` ${job.cluster}` : ''}, its ` +
             `submitter and its place in queue ${job.queue ?? ''} are removed. A running job is lost.`,
           () => model.removeRayJob(job.name)
+        ),
+      removeTrainJob: (job: TrainJob) =>
+        confirmedDelete(
+          job.name,
+          `The TrainJob ${job.name}, its JobSet, its pods and its place in queue ` +
+            `${job.queue ?? ''} are removed. A running training is lost.`,
+          () => model.removeTrainJob(job.name)
         )
     };
 

@@ -1,5 +1,6 @@
 /**
- * The sidebar's state: the version handshake, then queues, clusters, RayJobs and Workloads from
+ * The sidebar's state: the version handshake, then queues, clusters, RayJobs, TrainJobs and
+ * Workloads from
  * the `events` socket (a snapshot, then one message per change), with reconnection (backoff, then a fresh
  * snapshot). Views listen to `changed` and read; they never fetch on their own.
  */
@@ -20,10 +21,12 @@ import {
   Milestone,
   Queues,
   ScaleResult,
+  TrainJob,
   WatchHealth,
   Workload
 } from './api';
 import { JobsState } from './jobs';
+import { PodSetJobs } from './podjobs';
 
 /** How the frontend and the server extension agree. */
 export type Handshake =
@@ -182,14 +185,21 @@ export class DWModel {
     return [...names].sort();
   }
 
-  /** Whether `workload` is one of this identity's Ray clusters. */
+  /** Whether `workload` is one of this identity's Ray clusters, RayJobs or TrainJobs. */
   isMine(workload: Workload): boolean {
     const owner = workload.owner;
-    if (owner === null || owner.kind !== 'RayCluster' || owner.api_group !== 'ray.io') {
+    if (owner === null) {
       return false;
     }
-    const cluster = this._clusters.get(owner.name);
-    return cluster !== undefined && (this._username === null || cluster.owner === this._username);
+    const made =
+      owner.api_group === 'ray.io' && owner.kind === 'RayCluster'
+        ? this._clusters.get(owner.name)
+        : owner.api_group === 'ray.io' && owner.kind === 'RayJob'
+          ? this.rayjobJobs.get(owner.name)
+          : owner.api_group === 'trainer.kubeflow.org' && owner.kind === 'TrainJob'
+            ? this.trainjobJobs.get(owner.name)
+            : undefined;
+    return made !== undefined && (this._username === null || made.owner === this._username);
   }
 
   /** Every cluster, by name. */
@@ -206,20 +216,37 @@ export class DWModel {
    * messages).
    */
   get rayjobs(): KubeRayJob[] {
-    return [...this._rayjobs.values()].sort((a, b) => a.name.localeCompare(b.name));
+    return this.rayjobJobs.all;
   }
 
   rayjob(name: string): KubeRayJob | undefined {
-    return this._rayjobs.get(name);
+    return this.rayjobJobs.get(name);
   }
 
   /** Whether the server serves RayJobs (KubeRay's RayJob CRD is installed). */
   get rayjobsServed(): boolean {
-    return this._rayjobsServed;
+    return this.rayjobJobs.served;
   }
 
   get rayjobsError(): ErrorBody | null {
-    return this._rayjobsError;
+    return this.rayjobJobs.error;
+  }
+
+  /**
+   * Every Kubeflow Trainer TrainJob of the namespace (the snapshot's `trainjobs`, then
+   * `trainjob` messages); not served where Trainer's CRDs are absent.
+   */
+  get trainjobs(): TrainJob[] {
+    return this.trainjobJobs.all;
+  }
+
+  trainjob(name: string): TrainJob | undefined {
+    return this.trainjobJobs.get(name);
+  }
+
+  /** RayJobs, then TrainJobs, to show: all, or those this identity created. */
+  visibleJobs<T extends KubeRayJob | TrainJob>(jobs: PodSetJobs<T>, scope: 'mine' | 'all'): T[] {
+    return jobs.visible(scope, this._username);
   }
 
   /** Clusters to show: all of the namespace, or those whose `owner` is this identity. */
@@ -319,11 +346,8 @@ export class DWModel {
         this._clustersError = message.clusters_error;
         this._workloads = new Map((message.workloads ?? []).map(w => [w.name, w]));
         this._workloadsError = message.workloads_error;
-        this._rayjobs = new Map((message.rayjobs ?? []).map(j => [j.name, j]));
-        this._rayjobsError = message.rayjobs_error ?? null;
-        this._rayjobsServed =
-          (message.rayjobs !== null && message.rayjobs !== undefined) ||
-          this._rayjobsError !== null;
+        this.rayjobJobs.snapshot(message.rayjobs, message.rayjobs_error);
+        this.trainjobJobs.snapshot(message.trainjobs, message.trainjobs_error);
         this._positionsVisible = message.positions_visible;
         this._health = message.health ?? null;
         this._watchJobs(true);
@@ -353,11 +377,10 @@ export class DWModel {
         this.jobs.apply(message);
         break;
       case 'rayjob':
-        if (message.rayjob === null) {
-          this._rayjobs.delete(message.name);
-        } else {
-          this._rayjobs.set(message.name, message.rayjob);
-        }
+        this.rayjobJobs.change(message.name, message.rayjob);
+        break;
+      case 'trainjob':
+        this.trainjobJobs.change(message.name, message.trainjob);
         break;
       case 'workload':
         if (message.workload === null) {
@@ -410,8 +433,7 @@ export class DWModel {
   async createRayJob(spec: KubeRayJobCreateRequest): Promise<KubeRayJob> {
     const job = await this.api.createRayJob(spec, this._rayjobKey.keyFor(spec));
     this._rayjobKey.succeeded();
-    if (!this._rayjobs.has(job.name)) {
-      this._rayjobs.set(job.name, job);
+    if (this.rayjobJobs.add(job)) {
       this._emit();
     }
     return job;
@@ -420,6 +442,11 @@ export class DWModel {
   /** Delete a RayJob; its card goes with the `rayjob` message that says it is gone. */
   async removeRayJob(name: string): Promise<void> {
     await this.api.removeRayJob(name);
+  }
+
+  /** Delete a TrainJob; its card goes with the `trainjob` message that says it is gone. */
+  async removeTrainJob(name: string): Promise<void> {
+    await this.api.removeTrainJob(name);
   }
 
   /**
@@ -517,9 +544,9 @@ export class DWModel {
   private _clustersError: ErrorBody | null = null;
   private _workloads = new Map<string, Workload>();
   private _workloadsError: ErrorBody | null = null;
-  private _rayjobs = new Map<string, KubeRayJob>();
-  private _rayjobsError: ErrorBody | null = null;
-  private _rayjobsServed = false;
+  /** The namespace's RayJobs and TrainJobs: one holder per pod-set job kind. */
+  readonly rayjobJobs = new PodSetJobs<KubeRayJob>();
+  readonly trainjobJobs = new PodSetJobs<TrainJob>();
   private _positionsVisible = false;
   private _socketError: ErrorBody | null = null;
   private _socket: ISocket | null = null;

@@ -359,9 +359,9 @@ export interface paths {
     /**
      * WebSocket (upgrade): a `snapshot`, then one message per change.
      * @description A WebSocket of JSON text frames from the server (what the browser sends is ignored).
-     *     The first message is a `snapshot`; then `queues`, `cluster` and `workload` messages
-     *     as the watch caches change, and a `health` message whenever a watch (or Kueue's
-     *     controller) becomes reconnecting, stale or live again; `error` before the server
+     *     The first message is a `snapshot`; then `queues`, `cluster`, `workload`, `rayjob` and
+     *     `trainjob` messages as the watch caches change, and a `health` message whenever a
+     *     watch (or Kueue's controller) becomes reconnecting, stale or live again; `error` before the server
      *     closes the socket. The browser may send `WatchJobsRequest` (the Ray jobs and the job
      *     log it shows); `jobs` and `job_logs` messages then follow them. Each message is one
      *     of `EventMessage`. A request that is no
@@ -985,6 +985,8 @@ export interface components {
     KubeRayJob: {
       name: string;
       namespace: string | null;
+      /** @description The username that created it through jupyter_dw (as a cluster's `owner`; the sidebar's "mine"). */
+      owner: string | null;
       queue: string | null;
       priority: string | null;
       submission_mode: string | null;
@@ -1070,6 +1072,8 @@ export interface components {
     TrainJob: {
       name: string;
       namespace: string | null;
+      /** @description The username that created it through jupyter_dw (as a cluster's `owner`; the sidebar's "mine"). */
+      owner: string | null;
       queue: string | null;
       priority: string | null;
       runtime: string | null;
@@ -1128,6 +1132,23 @@ export interface components {
         event: components['schemas']['ChangeEvent'];
       };
       rayjob: null | components['schemas']['KubeRayJob'];
+    };
+    /** @description A TrainJob changed, or its Workload did. `trainjob` is the record `GET trainjobs` lists; null, with `event` `DELETED`, once it is gone. */
+    TrainJobMessage: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'trainjob';
+      event: components['schemas']['ChangeEvent'];
+      name: string;
+      cause: {
+        /** @enum {unknown} */
+        kind: 'TrainJob' | 'Workload';
+        name: string;
+        event: components['schemas']['ChangeEvent'];
+      };
+      trainjob: null | components['schemas']['TrainJob'];
     };
     /** @description A Ray job as Ray's Jobs API has it (`JobDetails`, Ray 2.60), without its `runtime_env`. Times are milliseconds since the epoch. */
     RayJob: {
@@ -1203,6 +1224,7 @@ export interface components {
       | components['schemas']['ClusterMessage']
       | components['schemas']['WorkloadMessage']
       | components['schemas']['KubeRayJobMessage']
+      | components['schemas']['TrainJobMessage']
       | components['schemas']['HealthMessage']
       | components['schemas']['JobsMessage']
       | components['schemas']['JobLogsMessage']
@@ -1230,6 +1252,9 @@ export interface components {
       /** @description Every RayJob, as `GET rayjobs` lists them (null when not served). */
       rayjobs?: null | components['schemas']['KubeRayJob'][];
       rayjobs_error?: components['schemas']['NullableError'];
+      /** @description Every TrainJob, as `GET trainjobs` lists them (null when Kubeflow Trainer's CRDs are not served). */
+      trainjobs?: null | components['schemas']['TrainJob'][];
+      trainjobs_error?: components['schemas']['NullableError'];
       positions_visible: boolean;
     };
     /** @description A LocalQueue, ClusterQueue, Cohort or ResourceFlavor that concerns the namespace changed, and with it the `GET queues` answer. */

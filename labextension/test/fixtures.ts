@@ -1,5 +1,5 @@
 /** Stand-ins shared by the sidebar's unit tests: a socket, a clock and a cluster. */
-import type { Cluster, EventMessage, ISocket, KubeRayJob, Workload } from '../src/api';
+import type { Cluster, EventMessage, ISocket, KubeRayJob, TrainJob, Workload } from '../src/api';
 import type { IClock } from '../src/model';
 
 export class FakeSocket implements ISocket {
@@ -119,6 +119,7 @@ export function rayjob(name: string, extra: Partial<KubeRayJob> = {}): KubeRayJo
   return {
     name,
     namespace: 'ns',
+    owner: 'me',
     queue: 'team',
     priority: null,
     submission_mode: 'K8sJobMode',
@@ -138,6 +139,33 @@ export function rayjob(name: string, extra: Partial<KubeRayJob> = {}): KubeRayJo
     requests: { cpu: '2500m' },
     created: '2026-11-24T10:00:00Z',
     start_time: null,
+    end_time: null,
+    ...extra
+  };
+}
+
+export function trainjob(name: string, extra: Partial<TrainJob> = {}): TrainJob {
+  return {
+    name,
+    namespace: 'ns',
+    owner: 'me',
+    queue: 'team',
+    priority: null,
+    runtime: 'torch-distributed',
+    num_nodes: 2,
+    state: 'queued',
+    reason: 'Pending',
+    message: 'insufficient unused quota',
+    final: false,
+    jobs_ready: 0,
+    jobs_succeeded: 0,
+    jobs_failed: 0,
+    workload: `trainjob-${name}-abcde`,
+    position_in_local_queue: 0,
+    position_in_cluster_queue: 0,
+    resources: {},
+    requests: { cpu: '2' },
+    created: '2026-11-24T10:00:00Z',
     end_time: null,
     ...extra
   };

@@ -7,6 +7,7 @@ import type {
   Fit,
   IDWApi,
   KubeRayJob,
+  TrainJob,
   KubeRayJobCreateRequest,
   KubeRayJobRequest,
   Queues
@@ -25,7 +26,7 @@ import {
   quotaHeldFor,
   timeline
 } from '../src/model';
-import { FakeClock, FakeSocket, LIVE, cluster, rayjob, workload } from './fixtures';
+import { FakeClock, FakeSocket, LIVE, cluster, rayjob, trainjob, workload } from './fixtures';
 
 const QUEUES: Queues = {
   namespace: 'ns',
@@ -38,11 +39,14 @@ const QUEUES: Queues = {
 function snapshot(
   clusters: Cluster[],
   queues: Queues = QUEUES,
-  rayjobs: KubeRayJob[] | null = []
+  rayjobs: KubeRayJob[] | null = [],
+  trainjobs: TrainJob[] | null = null
 ): EventMessage {
   return {
     rayjobs,
     rayjobs_error: null,
+    trainjobs,
+    trainjobs_error: null,
     type: 'snapshot',
     namespace: 'ns',
     queues,
@@ -76,6 +80,7 @@ function fakeApi(overrides: Partial<IDWApi> = {}) {
     fitRayJob: async () => ({}) as Fit,
     createRayJob: async (spec: KubeRayJobCreateRequest) => rayjob(spec.name),
     removeRayJob: async (name: string) => ({ name, namespace: 'ns', deleted: true as const }),
+    removeTrainJob: async (name: string) => ({ name, namespace: 'ns', deleted: true as const }),
     stopJob: async (name: string, job: string) => ({
       cluster: name,
       submission_id: job,
@@ -498,6 +503,64 @@ describe('RayJobs', () => {
       rayjob: null
     });
     expect(model.rayjobs.map(j => j.name)).toEqual(['a']);
+  });
+
+  it("lists the snapshot's TrainJobs, follows trainjob messages, and filters by who made them", async () => {
+    const removed: string[] = [];
+    const { model, sockets } = await started({
+      removeTrainJob: async (name: string) => {
+        removed.push(name);
+        return { name, namespace: 'ns', deleted: true as const };
+      }
+    });
+    const theirs = trainjob('theirs', { owner: 'someone-else', position_in_local_queue: 1 });
+    sockets[0].deliver(snapshot([], QUEUES, [rayjob('r')], [trainjob('tj'), theirs]));
+    expect(model.trainjobJobs.served).toBe(true);
+    expect(model.trainjobs.map(j => j.name)).toEqual(['theirs', 'tj']);
+    // "mine" is the owner the server recorded, as for clusters; RayJobs alike.
+    expect(model.visibleJobs(model.trainjobJobs, 'mine').map(j => j.name)).toEqual(['tj']);
+    expect(model.visibleJobs(model.trainjobJobs, 'all')).toHaveLength(2);
+    expect(model.visibleJobs(model.rayjobJobs, 'mine').map(j => j.name)).toEqual(['r']);
+    const running = trainjob('tj', {
+      state: 'running',
+      reason: null,
+      message: null,
+      jobs_ready: 1,
+      position_in_local_queue: null
+    });
+    sockets[0].deliver({
+      type: 'trainjob',
+      event: 'MODIFIED',
+      name: 'tj',
+      cause: { kind: 'Workload', name: 'trainjob-tj-abcde', event: 'MODIFIED' },
+      trainjob: running
+    });
+    expect(model.trainjob('tj')).toEqual(running);
+    // The Workloads of my TrainJob and RayJob are mine; another's TrainJob's is not.
+    const owned = (kind: string, api_group: string, name: string) =>
+      workload(`w-${name}`, { owner: { kind, api_group, name } });
+    expect(model.isMine(owned('TrainJob', 'trainer.kubeflow.org', 'tj'))).toBe(true);
+    expect(model.isMine(owned('TrainJob', 'trainer.kubeflow.org', 'theirs'))).toBe(false);
+    expect(model.isMine(owned('RayJob', 'ray.io', 'r'))).toBe(true);
+    expect(model.isMine(owned('Job', 'batch', 'tj'))).toBe(false);
+    await model.removeTrainJob('tj');
+    expect(removed).toEqual(['tj']);
+    sockets[0].deliver({
+      type: 'trainjob',
+      event: 'DELETED',
+      name: 'tj',
+      cause: { kind: 'TrainJob', name: 'tj', event: 'DELETED' },
+      trainjob: null
+    });
+    expect(model.trainjobs.map(j => j.name)).toEqual(['theirs']);
+  });
+
+  it('knows when the server does not serve TrainJobs (no Kubeflow Trainer)', async () => {
+    const { model, sockets } = await started();
+    sockets[0].deliver(snapshot([], QUEUES, [], null));
+    expect(model.trainjobJobs.served).toBe(false);
+    expect(model.trainjobs).toEqual([]);
+    expect(model.rayjobsServed).toBe(true);
   });
 
   it('knows when the server does not serve RayJobs', async () => {

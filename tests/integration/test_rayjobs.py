@@ -47,7 +47,7 @@ def rayjob_request(name: str, **extra: Any) -> dict[str, Any]:
 
 
 async def test_a_rayjob_runs_through_kueue_and_ends_in_kuberays_words(
-    kube, kueue, namespace, jp_fetch, jp_ws_fetch, kernel
+    kube, kueue, namespace, identity, jp_fetch, jp_ws_fetch, kernel
 ):
     queue = make_queue(kueue, cpu="4", memory="8Gi")
     events, snapshot = await open_events(jp_ws_fetch)
@@ -71,6 +71,7 @@ async def test_a_rayjob_runs_through_kueue_and_ends_in_kuberays_words(
     code, created = await call(jp_fetch, "POST", "rayjobs", body=rayjob_request("job-1"))
     assert code == 201, created
     assert created["state"] in ("queued", "admitted", "starting"), created
+    assert created["owner"] == identity.username  # as a cluster's: the sidebar's "mine"
     stored = client.CustomObjectsApi(kube).get_namespaced_custom_object(
         "ray.io", "v1", namespace, "rayjobs", "job-1"
     )

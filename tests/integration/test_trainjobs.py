@@ -29,6 +29,7 @@ from tests.integration.clusters_support import (
     KUEUE,
     call,
     make_queue,
+    open_events,
     owned_workload,
     quota_reserved,
     totals,
@@ -69,8 +70,12 @@ def request(name: str, **extra: Any) -> dict[str, Any]:
 
 
 @needs_trainer
-async def test_a_trainjob_runs_through_kueue_to_its_end(kube, kueue, namespace, jp_fetch, kernel):
+async def test_a_trainjob_runs_through_kueue_to_its_end(
+    kube, kueue, namespace, identity, jp_fetch, jp_ws_fetch, kernel
+):
     queue = make_queue(kueue, cpu="4", memory="8Gi")
+    events, snapshot = await open_events(jp_ws_fetch)
+    assert snapshot["trainjobs"] == [] and snapshot["trainjobs_error"] is None, snapshot
 
     # Fit: 2 nodes of 1 CPU / 1Gi, the runtime's one pod set ("node").
     code, fit = await call(jp_fetch, "POST", "trainjobs", "fit", body=request("tj-1"))
@@ -83,6 +88,7 @@ async def test_a_trainjob_runs_through_kueue_to_its_end(kube, kueue, namespace, 
     code, created = await call(jp_fetch, "POST", "trainjobs", body=request("tj-1"))
     assert code == 201, created
     assert created["state"] in ("queued", "admitted", "starting"), created
+    assert created["owner"] == identity.username  # as a cluster's: the sidebar's "mine"
     stored = client.CustomObjectsApi(kube).get_namespaced_custom_object(
         *TRAINER, namespace, "trainjobs", "tj-1"
     )
@@ -121,11 +127,28 @@ async def test_a_trainjob_runs_through_kueue_to_its_end(kube, kueue, namespace, 
     code, listed = await call(jp_fetch, "GET", "trainjobs")
     assert code == 200 and [j["name"] for j in listed["trainjobs"]] == ["tj-1"], listed
 
+    # The socket followed it too, with the same records: running, then succeeded.
+    def trainjob_in(state: str) -> Any:
+        return lambda m: m["type"] == "trainjob" and (m["trainjob"] or {}).get("state") == state
+
+    shown = [m["trainjob"]["state"] for m in events.seen if m["type"] == "trainjob"]
+    for state in ("running", "succeeded"):
+        if state not in shown:
+            await events.until(trainjob_in(state), f"the trainjob message: {state}")
+    message = next(m for m in events.seen if trainjob_in("succeeded")(m))
+    assert message["name"] == "tj-1" and message["trainjob"]["owner"] == identity.username
+    assert message["cause"]["kind"] in ("TrainJob", "Workload"), message
+
     code, deleted = await call(jp_fetch, "DELETE", "trainjobs", "tj-1")
     assert code == 200 and deleted["deleted"] is True
     code, gone = await call(jp_fetch, "GET", "trainjobs", "tj-1")
     assert code in (200, 404), gone
     assert code == 404 or gone["state"] == "deleting", gone
+    gone_message = await events.until(
+        lambda m: m["type"] == "trainjob" and m["event"] == "DELETED", "the TrainJob gone"
+    )
+    assert gone_message["trainjob"] is None and gone_message["name"] == "tj-1"
+    events.close()
 
 
 @needs_trainer
@@ -215,9 +238,17 @@ async def test_bad_trainjob_input_is_refused_and_changes_nothing(kube, kueue, na
 
 
 @pytest.mark.skipif(TRAINER_BED, reason="this bed runs Kubeflow Trainer (the tests above run)")
-async def test_without_trainer_a_trainjob_request_says_what_is_missing(kueue, jp_fetch):
+async def test_without_trainer_a_trainjob_request_says_what_is_missing(
+    kueue, jp_fetch, jp_ws_fetch
+):
     # Kueue 0.14.8's bed: no Trainer. Every TrainJob operation names what is missing.
     make_queue(kueue)
+    # The socket's snapshot has no TrainJob list (not served: no error either), so the
+    # sidebar shows no TrainJob section.
+    events, snapshot = await open_events(jp_ws_fetch)
+    assert (snapshot["trainjobs"], snapshot["trainjobs_error"]) == (None, None), snapshot
+    assert snapshot["rayjobs"] == [], snapshot
+    events.close()
     code, context = await call(jp_fetch, "GET", "context")
     assert code == 200 and context["trainer"] == {"installed": False, "api_version": None}
     for method, path, body in [

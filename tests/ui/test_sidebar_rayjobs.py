@@ -36,14 +36,17 @@ ADMIT_TIMEOUT = 90_000  # ms: Kueue admission
 FAILED_TIMEOUT = 240_000  # ms: KubeRay's grace period after the submitter completes
 GRACE_PERIOD_EXCEEDED = "JobDeploymentStatusTransitionGracePeriodExceeded"
 
-# Every data-state each RayJob card shows, in order, as the DOM changes.
-RECORDER = """
+
+def state_recorder(kind: str) -> str:
+    """A script that records every data-state each ``data-<kind>`` card shows, in order, as the
+    DOM changes, in ``window.__dwStates[name]`` (RayJob and TrainJob cards alike)."""
+    return """
 () => {
-  window.__dwJobs = {};
+  window.__dwStates = {};
   const root = document.getElementById('jp-dw-sidebar');
   const record = () => {
-    for (const card of root.querySelectorAll('[data-rayjob]')) {
-      const seen = (window.__dwJobs[card.dataset.rayjob] ||= []);
+    for (const card of root.querySelectorAll('[data-KIND]')) {
+      const seen = (window.__dwStates[card.dataset.KIND] ||= []);
       if (seen[seen.length - 1] !== card.dataset.state) seen.push(card.dataset.state);
     }
   };
@@ -52,7 +55,10 @@ RECORDER = """
   });
   record();
 }
-"""
+""".replace("KIND", kind)
+
+
+RECORDER = state_recorder("rayjob")
 
 LABELS = {
     "name": "Name",
@@ -219,11 +225,11 @@ def test_sidebar_rayjob_mode_end_to_end(
     expect(first.locator(".jp-dw-message")).to_have_text(f": {ended['message']}")
     assert ended["cluster"], ended
     expect(first.locator("[data-rayjob-cluster]")).to_have_text(f"its cluster {ended['cluster']}")
-    states = page.evaluate("() => window.__dwJobs['ui-job']")
+    states = page.evaluate("() => window.__dwStates['ui-job']")
     assert states[0] in ("queued", "admitted", "starting"), states
     assert states[-1] == "failed", states
     expect(second).not_to_have_attribute("data-state", "queued", timeout=ADMIT_TIMEOUT)
-    assert page.evaluate("() => window.__dwJobs['ui-job-2']")[0] == "queued"
+    assert page.evaluate("() => window.__dwStates['ui-job-2']")[0] == "queued"
     sidebar.screenshot(path=str(artifacts / "rayjob-failed.png"))
 
     # -- delete from the cards (with confirmation) -------------------------------------------

@@ -123,6 +123,9 @@ def test_the_manifest_is_a_suspended_kueue_rayjob_with_the_clusters_spec():
     assert cluster == {k: v for k, v in raycluster["spec"].items() if k != "suspend"}
     assert cluster["enableInTreeAutoscaling"] is False
     assert cluster["authOptions"] == {"mode": "token"} and cluster["rayVersion"] == "2.60.0"
+    # Who made it reads back as its record's owner, as a cluster's does (the sidebar's "mine").
+    assert rayjob_info(obj, None).owner == "system:serviceaccount:ns:wb"
+    assert rayjob_info(parsed.to_rayjob("ns"), None).to_json()["owner"] is None
 
 
 @pytest.mark.parametrize(

@@ -101,6 +101,9 @@ def test_the_trainjob_is_created_suspended_with_its_queue_and_overrides():
     resources = obj["spec"]["trainer"]["resourcesPerNode"]
     assert resources["requests"] == resources["limits"] == {"cpu": "1", "memory": "1Gi"}
     assert obj["spec"]["trainer"]["command"] == ["torchrun", "train.py"]
+    # Who made it reads back as its record's owner, as a cluster's does (the sidebar's "mine").
+    assert trainjob_info(obj, None).owner == "system:serviceaccount:ns:wb"
+    assert trainjob_info(job.to_trainjob("ns"), None).to_json()["owner"] is None
     # The JSON form reads back to the same job.
     again = ValidatedTrainJob.from_request(job.to_json(), ["team"], "team")
     assert again == job

@@ -6,7 +6,7 @@ import { DWModel, FitChecker, RenderGate } from '../model';
 import { ClustersSection, IClusterActions } from './clusters';
 import { NewClusterForm } from './form';
 import { QueuesSection } from './queues';
-import { IRayJobActions, RayJobsSection } from './rayjobs';
+import { IRayJobActions, PodSetJobsSections } from './jobkinds';
 import { ConnectionStatus, FreshnessBanner, HandshakeMessage } from './status';
 import { WorkloadsSection } from './workloads';
 
@@ -57,7 +57,7 @@ function SidebarView(props: {
           <QueuesSection model={model} />
           <WorkloadsSection model={model} />
           <ClustersSection model={model} scope={settings.clusterScope} actions={props.actions} />
-          <RayJobsSection model={model} actions={props.actions} />
+          <PodSetJobsSections model={model} scope={settings.clusterScope} actions={props.actions} />
           <NewClusterForm
             model={model}
             fitChecker={props.fitChecker}

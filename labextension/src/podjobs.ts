@@ -1,0 +1,69 @@
+/**
+ * One kind of job made of pod sets besides clusters (RayJobs, TrainJobs) as the sidebar holds
+ * it: the snapshot's list (null when the server does not serve the kind), then the kind's
+ * change messages. One holder for every kind, so a new kind is a new instance, not new code.
+ */
+import type { ErrorBody } from './api';
+
+/** What every pod-set job record has (the REST objects share these field names). */
+export interface IPodSetJob {
+  name: string;
+  owner: string | null;
+}
+
+export class PodSetJobs<T extends IPodSetJob> {
+  /** Every job of the kind, by name. */
+  get all(): T[] {
+    return [...this._jobs.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  get(name: string): T | undefined {
+    return this._jobs.get(name);
+  }
+
+  /** Whether the server serves the kind (its CRD is installed): a list or an error came. */
+  get served(): boolean {
+    return this._served;
+  }
+
+  get error(): ErrorBody | null {
+    return this._error;
+  }
+
+  /** The snapshot's `<kind>s` and `<kind>s_error`. */
+  snapshot(jobs: T[] | null | undefined, error: ErrorBody | null | undefined): void {
+    this._jobs = new Map((jobs ?? []).map(j => [j.name, j]));
+    this._error = error ?? null;
+    this._served = (jobs !== null && jobs !== undefined) || this._error !== null;
+  }
+
+  /** A change message: the job's record now, or null once it is gone. */
+  change(name: string, job: T | null): void {
+    if (job === null) {
+      this._jobs.delete(name);
+    } else {
+      this._jobs.set(name, job);
+    }
+  }
+
+  /** A job this sidebar just created (shown at once; its messages follow). False if known. */
+  add(job: T): boolean {
+    if (this._jobs.has(job.name)) {
+      return false;
+    }
+    this._jobs.set(job.name, job);
+    return true;
+  }
+
+  /** The jobs to show: all, or (`mine`) those `username` created, as for clusters. */
+  visible(scope: 'mine' | 'all', username: string | null): T[] {
+    if (scope === 'all' || username === null) {
+      return this.all;
+    }
+    return this.all.filter(j => j.owner === username);
+  }
+
+  private _jobs = new Map<string, T>();
+  private _error: ErrorBody | null = null;
+  private _served = false;
+}
