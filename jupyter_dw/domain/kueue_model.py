@@ -1,5 +1,8 @@
 """Kueue queue objects as plain, immutable Python values.
 
+One module of ~600 lines on purpose: one parser per Kueue kind, each next to the version
+renames it absorbs, so that a reader checks the whole v1beta1/v1beta2 mapping in one place.
+
 Each ``from_object`` takes the JSON dict the Kubernetes API returns for a ``LocalQueue``,
 ``ClusterQueue`` or ``Cohort`` of API version ``kueue.x-k8s.io/v1beta1`` or ``v1beta2`` and
 returns the same model for both. The renames between the versions (checked against the Kueue

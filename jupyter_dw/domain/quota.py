@@ -1,5 +1,9 @@
 """Kueue quota arithmetic: headroom per ClusterQueue, flavor and resource, and queue summaries.
 
+One module of ~600 lines on purpose: it is the port of one part of Kueue (the quota tree of
+its scheduler cache) and reads best beside it in one piece; the summaries are the tree's
+numbers per queue, nothing else.
+
 The arithmetic mirrors Kueue v0.19's scheduler cache (``pkg/cache/scheduler/resource_node.go``:
 ``localQuota``/``guaranteedQuota``, ``accumulateFromChild``, ``available``,
 ``potentialAvailable``; ``clusterqueue_snapshot.go``: ``Available``/``PotentialAvailable``;

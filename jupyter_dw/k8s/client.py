@@ -35,6 +35,7 @@ from .access import denied_action, forbidden_error
 from .auth import Credentials
 from .errors import (
     KubeApiError,
+    KubeBusy,
     KubeConfigError,
     KubeError,
     KubeRejected,
@@ -314,6 +315,24 @@ class KubeApi:
                 log.exception("on_failure listener failed")
 
 
+def _retry_after(err: client.ApiException, body: dict[str, Any]) -> int | None:
+    """The API server's advice, in seconds: its Status ``details.retryAfterSeconds``, else
+    the ``Retry-After`` header; None when it gave none."""
+    details = body.get("details")
+    candidates = [details.get("retryAfterSeconds") if isinstance(details, dict) else None]
+    headers = getattr(err, "headers", None)
+    if headers is not None:
+        candidates.append(headers.get("Retry-After"))
+    for value in candidates:
+        try:
+            seconds = int(str(value))
+        except ValueError:
+            continue
+        if seconds > 0:
+            return seconds
+    return None
+
+
 def translate_api_exception(err: client.ApiException, path: str = "") -> KubeError:
     """The :mod:`errors` exception for an ``ApiException`` (status 0 = TLS/transport)."""
     status = int(err.status or 0)
@@ -334,6 +353,15 @@ def translate_api_exception(err: client.ApiException, path: str = "") -> KubeErr
             message or "504 Gateway Timeout",
             "The API server (or a webhook or aggregated API behind it) is slow or "
             "overloaded; try again in a moment.",
+        )
+    if status == 429:
+        retry_after = _retry_after(err, body)
+        return KubeBusy(
+            f"The Kubernetes API server is too busy to serve {path or 'the request'}",
+            message or "429 Too Many Requests",
+            "Its API Priority and Fairness limits are reached; try again"
+            + (f" in {retry_after} s." if retry_after else " in a moment."),
+            retry_after,
         )
     if status == 401:
         return KubeUnauthorized(

@@ -48,6 +48,20 @@ class KubeTimeout(KubeUnreachable):
     code = "timeout"
 
 
+class KubeBusy(KubeUnreachable):
+    """The API server asked us to slow down (429 Too Many Requests: its API Priority and
+    Fairness queues are full). 503 to our clients, as any temporarily unavailable API server;
+    ``retry_after`` is the API server's advice in seconds when it gave one."""
+
+    code = "busy"
+
+    def __init__(
+        self, error: str, reason: str | None, hint: str | None, retry_after: int | None
+    ) -> None:
+        super().__init__(error, reason, hint)
+        self.retry_after = retry_after
+
+
 class WebhookUnavailable(KubeError):
     """An admission webhook with ``failurePolicy: Fail`` could not be called (its server is
     down or slow), so the API server refused the write: nothing was created. ``webhook`` is
@@ -99,8 +113,10 @@ class KubeApiError(KubeError):
         self, status: int, error: str, reason: str | None = None, hint: str | None = None
     ) -> None:
         super().__init__(error, reason, hint)
-        # A 5xx from the API server is a gateway problem for our clients; keep 4xx as they are.
-        self.status = status if 400 <= status < 500 else 502
+        # Our clients get the statuses openapi.yaml lists: a missing object (404) and a taken
+        # name (409) as they are; any other answer the API server should not have given us
+        # (a 5xx, or a 4xx such as 410 or 413 about our own request) is a gateway problem.
+        self.status = status if status in (404, 409) else 502
         self.api_status = status
 
 

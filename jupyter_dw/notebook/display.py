@@ -22,28 +22,8 @@ from ..domain.priorities import PreemptedBy
 from ..domain.quantity import parse_quantity
 from ..domain.quota import QueueSummary
 from ..domain.workloads import WorkloadInfo
+from .tones import color_of
 
-STATE_COLORS = {
-    "queued": "#b7791f",
-    "waiting-for-capacity": "#b7791f",
-    "admitted": "#2b6cb0",
-    "starting": "#2b6cb0",
-    "stalled": "#c05621",
-    "ready": "#2f855a",
-    "evicted": "#c53030",
-    "preempted": "#c53030",
-    "failed": "#c53030",
-    "rejected": "#c53030",
-    "suspended": "#718096",
-    "finished": "#718096",
-    "deleting": "#718096",
-}
-VERDICT_COLORS = {
-    "fits-now": "#2f855a",
-    "must-wait": "#b7791f",
-    "never-fits": "#c53030",
-    "unknown": "#718096",
-}
 _BOX = (
     "font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;"
     "color:var(--jp-ui-font-color1,inherit);line-height:1.5"
@@ -131,7 +111,7 @@ def fit_html(result: FitResult) -> str:
     """The verdict, its sentence and the suggestion."""
     verdict = result.assessment
     parts = [
-        badge(verdict.verdict, VERDICT_COLORS.get(verdict.verdict, "#718096")),
+        badge(verdict.verdict, color_of("verdict", verdict.verdict)),
         f" {escape(verdict.message)}",
     ]
     if result.suggestion is not None:
@@ -197,7 +177,7 @@ def cluster_html(info: ClusterInfo) -> str:
     status = info.status
     head = (
         f"<b>{escape(status.name)}</b> "
-        f"{badge(status.state, STATE_COLORS.get(status.state, '#718096'))}"
+        f"{badge(status.state, color_of('state', status.state))}"
         f' <span style="opacity:.7">queue {escape(status.queue or "?")}</span>'
     )
     parts = [f"<div>{head}</div>"]
@@ -286,7 +266,7 @@ def workload_row(info: WorkloadInfo) -> str:
     owner = f"{info.owner.kind} {info.owner.name}" if info.owner else f"Workload {info.name}"
     return (
         f'<div class="jp-dw-workload"><b>{escape(owner)}</b> '
-        f"{badge(info.state, STATE_COLORS.get(info.state, '#718096'))} "
+        f"{badge(info.state, color_of('state', info.state))} "
         f'<span style="opacity:.8">{escape(workload_words(info))}</span></div>'
     )
 

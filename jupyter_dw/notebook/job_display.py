@@ -8,14 +8,7 @@ import time
 
 from ..domain.ray_jobs import JobList
 from .display import badge, duration
-
-COLORS = {
-    "PENDING": "#b7791f",
-    "RUNNING": "#2b6cb0",
-    "SUCCEEDED": "#2f855a",
-    "FAILED": "#c53030",
-    "STOPPED": "#718096",
-}
+from .tones import color_of
 
 
 def jobs_html(jobs: JobList) -> str:
@@ -27,7 +20,7 @@ def jobs_html(jobs: JobList) -> str:
         "<tr>"
         f"<td><code>{html.escape(job.submission_id)}</code></td>"
         f"<td><code>{html.escape(job.entrypoint[:120])}</code></td>"
-        f"<td>{badge(job.status, COLORS.get(job.status, '#718096'))}</td>"
+        f"<td>{badge(job.status, color_of('job', job.status))}</td>"
         f"<td>{duration((job.duration_ms(now) or 0) / 1000) if job.start_time else ''}</td>"
         f"<td>{html.escape((job.message or '')[:200])}</td>"
         "</tr>"

@@ -31,8 +31,9 @@ STATIC = Path(__file__).parent / "static"
 
 
 def esm(*files: str) -> str:
-    """A widget's ESM: the shared ``dom.js`` helpers, then ``files``, joined into one module."""
-    return "\n".join((STATIC / f).read_text() for f in ("dom.js", *files))
+    """A widget's ESM: the shared ``dom.js`` helpers and ``tones.js`` colours (one table with
+    the sidebar and the notebook's HTML), then ``files``, joined into one module."""
+    return "\n".join((STATIC / f).read_text() for f in ("dom.js", "tones.js", *files))
 
 
 def optional_dict() -> TraitType[dict[str, Any] | None, dict[str, Any] | None]:
@@ -207,7 +208,7 @@ class QueueBoard(_Live, anywidget.AnyWidget):
     it (whatever job owns them: Ray clusters, batch Jobs, ...), each with its state, position
     while waiting and Kueue's reason, live."""
 
-    _esm = STATIC / "queues.js"
+    _esm = esm("queues.js")
 
     queues = List(Dict()).tag(sync=True)
     workloads = List(Dict()).tag(sync=True)

@@ -87,8 +87,7 @@ class DWHandler(ExtensionObjectsMixin, JSONErrorsMixin, ExtensionHandlerMixin, A
         try:
             result = await self.run_blocking(func)
         except KubeError as err:
-            self.set_status(err.status)
-            self.finish(err.to_json())
+            self.write_kube_error(err)
             return
         self.set_status(status)
         self.finish(result.to_json())
@@ -110,10 +109,17 @@ class DWHandler(ExtensionObjectsMixin, JSONErrorsMixin, ExtensionHandlerMixin, A
         try:
             body = self.json_body()
         except InvalidRequest as err:
-            self.set_status(err.status)
-            self.finish(err.to_json())
+            self.write_kube_error(err)
             return
         await self.call(lambda: func(body), status)
+
+    def write_kube_error(self, err: KubeError) -> None:
+        """The error with its status; a busy API server's advice as ``Retry-After``."""
+        self.set_status(err.status)
+        retry_after = getattr(err, "retry_after", None)
+        if retry_after:
+            self.set_header("Retry-After", str(retry_after))
+        self.finish(err.to_json())
 
 
 class VersionHandler(DWHandler):

@@ -1,7 +1,11 @@
 """A TLS-terminating proxy in front of a kube-apiserver that injects network faults into the
 requests it picks: **cut** (the request reaches the API server, which answers, but the
-connection is cut before the answer is relayed: a lost response) or **hold** (the request
-waits at the proxy, for a delay or until released: a slow API server).
+connection is cut before the answer is relayed: a lost response), **hold** (the request
+waits at the proxy, for a delay or until released: a slow API server) or **throttle** (the
+proxy answers 429 Too Many Requests exactly as the API server's flow control words it, and
+the request never reaches the API server: a busy one. The real API Priority and Fairness
+cannot be made to reject on cue: it lets a request through whenever its priority level has
+nothing executing, however few seats it has).
 
 The proxy serves its own certificate from its own CA (``ca_file``, for the client's
 kubeconfig or service-account ``ca.crt``) and verifies the API server with the cluster's CA.
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import ssl
 import threading
@@ -51,11 +56,11 @@ class Fault:
     """One injected fault: which requests, what happens to them, how often it struck."""
 
     match: Matcher
-    action: Literal["cut", "hold"]
+    action: Literal["cut", "hold", "throttle"]
     times: int | None
     """How many requests it strikes (None: every matching one)."""
     hold_seconds: float | None = None
-    """``hold``: how long (None: until :meth:`release`)."""
+    """``hold``: how long (None: until :meth:`release`); ``throttle``: the retry advice."""
     hits: int = 0
     struck: threading.Event = field(default_factory=threading.Event)
     """Set once a request was held (on arrival) or cut (after the API server answered)."""
@@ -85,7 +90,10 @@ class ApiProxy:
         self._client_ssl = ssl.create_default_context(cafile=str(upstream_ca))
         self.faults: list[Fault] = []
         self.requests: list[tuple[str, str, str]] = []
-        """``(method, target, outcome)`` of every request: ``passed``, ``cut`` or ``held``."""
+        """``(method, target, outcome)`` of every request: ``passed``, ``cut``, ``held`` or
+        ``throttled``."""
+        self._open: list[tuple[str, str, asyncio.StreamWriter]] = []
+        """Answers being relayed now (a watch's for minutes): what :meth:`sever` can drop."""
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -138,6 +146,25 @@ class ApiProxy:
     def hold(self, match: Matcher, seconds: float | None = None, times: int | None = None) -> Fault:
         """Hold matching requests ``seconds`` (None: until released) before forwarding them."""
         return self._add(Fault(match, "hold", times, seconds))
+
+    def throttle(self, match: Matcher, retry_after: int = 1, times: int | None = None) -> Fault:
+        """Answer matching requests 429 as API Priority and Fairness does (its Status body,
+        ``details.retryAfterSeconds`` and ``Retry-After``), without forwarding them."""
+        return self._add(Fault(match, "throttle", times, retry_after))
+
+    def relaying(self, match: Matcher) -> int:
+        """How many matching requests' answers are being relayed now (open watches)."""
+        with self._lock:
+            return sum(1 for m, t, _ in self._open if match(m, t))
+
+    def sever(self, match: Matcher) -> int:
+        """Drop the connections of matching requests whose answers are being relayed now (an
+        open watch: the client sees its stream end and opens another); how many were open."""
+        with self._lock:
+            chosen = [writer for m, t, writer in self._open if match(m, t)]
+        for writer in chosen:
+            self._loop.call_soon_threadsafe(writer.transport.abort)
+        return len(chosen)
 
     def heal(self) -> None:
         """Remove every fault and release what is held."""
@@ -203,6 +230,14 @@ class ApiProxy:
             head = "\r\n".join([request_line, *kept, "Connection: close", "", ""]).encode("latin-1")
 
             fault = self._strike(method, target)
+            if fault is not None and fault.action == "throttle":
+                self._record(method, target, "throttled")
+                fault.struck.set()
+                writer.write(_too_many_requests(int(fault.hold_seconds or 1)))
+                await writer.drain()
+                writer.close()
+                await writer.wait_closed()
+                return
             if fault is not None and fault.action == "hold":
                 self._record(method, target, "held")
                 fault.struck.set()
@@ -226,7 +261,14 @@ class ApiProxy:
                 return
             if fault is None:
                 self._record(method, target, "passed")
-            await _relay(up_reader, writer, reader)
+            entry = (method, target, writer)
+            with self._lock:
+                self._open.append(entry)
+            try:
+                await _relay(up_reader, writer, reader)
+            finally:
+                with self._lock:
+                    self._open.remove(entry)
             writer.close()  # after what was relayed has been sent
             await writer.wait_closed()
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
@@ -235,6 +277,30 @@ class ApiProxy:
             for w in (upstream, writer):
                 if w is not None and not w.transport.is_closing():
                     w.transport.abort()
+
+
+def _too_many_requests(retry_after: int) -> bytes:
+    """The answer kube-apiserver's flow control gives a rejected request (its words)."""
+    body = json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "Too many requests, please try again later.",
+            "reason": "TooManyRequests",
+            "details": {"retryAfterSeconds": retry_after},
+            "code": 429,
+        }
+    ).encode()
+    head = (
+        "HTTP/1.1 429 Too Many Requests\r\n"
+        "Content-Type: application/json\r\n"
+        f"Retry-After: {retry_after}\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
 
 
 async def _relay(

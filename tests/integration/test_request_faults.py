@@ -6,7 +6,11 @@ service-account directory points at (its ``ca.crt`` is the proxy's own CA):
   before its answer is relayed): the idempotency key makes it one cluster, answered as 201;
 - a slow API server (the proxy holds a request): 504 ``timeout`` with a clear message, the
   fit check still answers, and the server stays responsive meanwhile;
+- a busy API server (the proxy answers 429 as flow control does): 503 ``busy`` with its
+  ``Retry-After``, nothing created, and the same request creates once it serves again;
 - the token file rotated and the old token revoked (its bound Secret deleted): calls go on;
+- a LocalQueue made a moment ago, its watch event held back (the proxy drops the watch and
+  holds its re-opening): a request naming it looks it up once and waits for the cache;
 - no permission to read ClusterQueues: creating a cluster does not need that watch.
 
 Nothing here stops or breaks a component of the shared cluster: only this test's proxy and
@@ -16,6 +20,7 @@ this test's own namespace and service account are touched.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import uuid
@@ -25,6 +30,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from tornado.httpclient import HTTPClientError
 
 from jupyter_dw.names import IDEMPOTENCY_KEY_ANNOTATION
 from tests.cluster.apiproxy import ApiProxy, Fault, Matcher, request_to
@@ -75,6 +81,12 @@ def reads(namespace: str, name: str) -> Matcher:
 
 def keyed(key: str) -> dict[str, str]:
     return {"Idempotency-Key": key}
+
+
+async def until_relaying(proxy: ApiProxy, match: Matcher) -> None:
+    """Wait until a matching request's answer is being relayed (a watch is open)."""
+    while proxy.relaying(match) == 0:
+        await asyncio.sleep(0.05)
 
 
 async def struck(fault: Fault) -> None:
@@ -178,6 +190,88 @@ async def test_a_malformed_key_is_400_and_nothing_is_sent(kube, kueue, namespace
 # --------------------------------------------------------------------------------------------
 
 SHORT = {"request_timeout": SHORT_TIMEOUT}
+
+
+async def test_a_busy_api_server_is_503_busy_with_its_advice(
+    kube, kueue, namespace, proxy, jp_fetch
+):
+    """429 Too Many Requests (API Priority and Fairness' answer, given by the proxy) is not a
+    status of our API: the create answers 503 ``busy`` with the API server's advice as
+    ``Retry-After``; once the API server serves again the same request creates the cluster."""
+    make_queue(kueue)
+    assert (await call(jp_fetch, "GET", "queues"))[0] == 200  # started and synced
+    throttled = proxy.throttle(
+        request_to("POST", f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters"), retry_after=3
+    )
+
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_fetch(
+            "dw", "api", "clusters", method="POST", body=json.dumps(small_cluster("busy"))
+        )
+
+    assert refused.value.code == 503
+    assert refused.value.response is not None
+    assert refused.value.response.headers.get("Retry-After") == "3"
+    answer = json.loads(refused.value.response.body)
+    assert answer["code"] == "busy"
+    assert "too busy" in answer["error"]
+    assert "try again in 3 s" in answer["hint"]
+    assert throttled.hits >= 1
+    assert rayclusters(kube, namespace) == []
+
+    proxy.heal()
+    code, created = await call(jp_fetch, "POST", "clusters", body=small_cluster("busy"))
+    assert code == 201, created
+    assert [c["metadata"]["name"] for c in rayclusters(kube, namespace)] == ["busy"]
+
+
+async def test_a_queue_made_a_moment_ago_is_found_while_its_watch_lags(
+    kube, kueue, namespace, proxy, jp_fetch
+):
+    """A LocalQueue the LocalQueue cache has not seen yet (its watch event still on the way):
+    a request naming it gets one look-up and a wait for the cache, not "no LocalQueue". Made
+    deterministic: the proxy drops the LocalQueue watch and holds its re-opening, so the cache
+    cannot bring the new queue until the look-up has happened."""
+    queue = make_queue(kueue)
+    assert (await call(jp_fetch, "GET", "queues"))[0] == 200  # started and synced
+    collection = rf"/apis/kueue\.x-k8s\.io/[^/]+/namespaces/{namespace}/localqueues"
+    watches = request_to("GET", collection)
+    # The cache's watch request follows its list: wait until it is open at the proxy.
+    await asyncio.wait_for(until_relaying(proxy, watches), WAIT_TIMEOUT)
+    held = proxy.hold(watches)
+    assert proxy.sever(watches) == 1  # the cache's one watch: it ends and is opened again...
+    await struck(held)  # ...and that request waits at the proxy
+    kueue.local_queue("fresh", queue.cluster_queue)
+    look_up = request_to("GET", f"{collection}/fresh")
+
+    async def release_after_the_look_up() -> None:
+        while proxy.outcomes(look_up) != ["passed"]:
+            await asyncio.sleep(0.05)
+        held.release()
+
+    releasing = asyncio.ensure_future(release_after_the_look_up())
+    code, fit = await call(
+        jp_fetch, "POST", "clusters", "fit", body=small_cluster("x", queue="fresh")
+    )
+    releasing.cancel()  # done already when the look-up happened
+    held.release()
+
+    assert code == 200, fit
+    assert fit["spec"]["queue"] == "fresh"
+    assert proxy.outcomes(look_up) == ["passed"]  # one look-up, then the cache
+    # A name no LocalQueue has: one look-up too, then the caller's own check says so.
+    missing = request_to("GET", f"{collection}/missing")
+    code, error = await call(
+        jp_fetch, "POST", "clusters", "fit", body=small_cluster("x", queue="missing")
+    )
+    assert code == 400 and "no LocalQueue 'missing'" in error["errors"]["queue"], error
+    assert proxy.outcomes(missing) == ["passed"]
+    # A name no object can have is not looked up at all (Kubernetes would answer 400).
+    code, error = await call(
+        jp_fetch, "POST", "clusters", "fit", body=small_cluster("x", queue="Bad_Name")
+    )
+    assert code == 400 and "queue" in error["errors"], error
+    assert proxy.outcomes(request_to("GET", f"{collection}/Bad_Name")) == []
 
 
 @pytest.mark.parametrize("dw_config", [SHORT], indirect=True)

@@ -12,7 +12,14 @@ import pytest
 from kubernetes import client
 
 from jupyter_dw.k8s.client import translate_api_exception
-from jupyter_dw.k8s.errors import KubeForbidden, KubeRejected, KubeTimeout, WebhookUnavailable
+from jupyter_dw.k8s.errors import (
+    KubeApiError,
+    KubeBusy,
+    KubeForbidden,
+    KubeRejected,
+    KubeTimeout,
+    WebhookUnavailable,
+)
 
 
 def api_exception(status: int, body: dict[str, Any]) -> client.ApiException:
@@ -127,3 +134,28 @@ def test_the_api_servers_own_timeout_is_504():
     err = translate_api_exception(api_exception(504, body), "/api/v1/pods")
     assert isinstance(err, KubeTimeout)
     assert (err.status, err.code) == (504, "timeout")
+
+
+def test_too_many_requests_is_a_busy_api_server_with_its_advice():
+    # API Priority and Fairness rejects with 429 and retryAfterSeconds (and Retry-After).
+    body = status(
+        429, "Too many requests, please try again later.", details={"retryAfterSeconds": 2}
+    )
+    err = translate_api_exception(api_exception(429, body), "/apis/ray.io/v1/x")
+    assert isinstance(err, KubeBusy)
+    assert (err.status, err.code, err.retry_after) == (503, "busy", 2)
+    assert err.hint is not None and "in 2 s" in err.hint
+    bare = api_exception(429, status(429, "Too many requests"))
+    bare.headers = {"Retry-After": "5"}
+    assert translate_api_exception(bare).retry_after == 5  # type: ignore[attr-defined]
+    assert translate_api_exception(api_exception(429, {})).retry_after is None  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("api_status", "ours"), [(404, 404), (409, 409), (410, 502), (413, 502), (500, 502)]
+)
+def test_an_answer_outside_the_api_is_a_bad_gateway(api_status, ours):
+    """Our clients get only statuses openapi.yaml lists; the API server's is kept for us."""
+    err = translate_api_exception(api_exception(api_status, status(api_status, "no")))
+    assert isinstance(err, KubeApiError)
+    assert (err.status, err.api_status) == (ours, api_status)

@@ -1,9 +1,7 @@
 // JobView (anywidget ESM): one Ray job, live. A state badge, the run time (ticking while it
 // runs), Ray's message, the failure (message and last log lines), the log as it streams in
 // (kept scrolled to the end unless the reader scrolled up), and Stop while it runs.
-const COLORS = {
-  PENDING: "#b7791f", RUNNING: "#2b6cb0", SUCCEEDED: "#2f855a", FAILED: "#c53030", STOPPED: "#718096",
-};
+// The badge's colours are tones.js's (job_view.py puts it before this file).
 const TERMINAL = new Set(["SUCCEEDED", "FAILED", "STOPPED"]);
 
 function duration(ms) {
@@ -35,7 +33,7 @@ function render({ model, el: root }) {
     const status = model.get("status");
     badge.textContent = status;
     badge.dataset.status = status;
-    badge.style.background = COLORS[status] || "#718096";
+    badge.style.background = colorOf("job", status);
     title.textContent = model.get("entrypoint");
     id.textContent = `${model.get("submission_id")} on ${model.get("cluster")}`;
     stop.style.display = TERMINAL.has(status) ? "none" : "";

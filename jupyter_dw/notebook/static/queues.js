@@ -25,7 +25,7 @@ function workloadRow(w) {
   const state = document.createElement("span");
   state.className = "jp-dw-workload-state";
   state.textContent = w.state;
-  state.style.cssText = "border-radius:9px;padding:0 6px;margin:0 6px;font-size:12px;background:var(--jp-layout-color3,#ddd)";
+  state.style.cssText = `border-radius:9px;padding:0 6px;margin:0 6px;font-size:12px;color:#fff;background:${colorOf("state", w.state)}`;
   row.append(who, state);
   const words = [];
   if (w.position_in_local_queue !== null && w.position_in_local_queue !== undefined) {

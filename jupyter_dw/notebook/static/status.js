@@ -4,18 +4,13 @@
 // stepper (a dry run in the kernel first, the change on confirm).
 // widgets.py puts workers_bar.js before this file: workersBar, barWidths, stepperStart,
 // canScale, proposalText, appliedText and workersText come from there.
-const COLORS = {
-  queued: "#b7791f", "waiting-for-capacity": "#b7791f", admitted: "#2b6cb0", starting: "#2b6cb0", stalled: "#c05621", ready: "#2f855a",
-  evicted: "#c53030", preempted: "#c53030", failed: "#c53030", rejected: "#c53030", suspended: "#718096",
-  deleting: "#718096",
-};
-// The bar's segments in the state colours above: ready, admitted (starting), waiting for
-// quota (queued), being removed (deleting).
+// Colours are tones.js's, one table with the sidebar (widgets.py puts it first).
+// The bar's segments in the state colours: ready, admitted (starting), waiting for quota
+// (queued), being removed (deleting).
 const SEGMENTS = [
-  ["ready", COLORS.ready, "ready"], ["starting", COLORS.starting, "admitted, starting"],
-  ["waiting", COLORS.queued, "waiting for quota"], ["removing", COLORS.deleting, "being removed"],
+  ["ready", colorOf("state", "ready"), "ready"], ["starting", colorOf("state", "starting"), "admitted, starting"],
+  ["waiting", colorOf("state", "queued"), "waiting for quota"], ["removing", colorOf("state", "deleting"), "being removed"],
 ];
-const VERDICTS = { "fits-now": COLORS.ready, "must-wait": COLORS.queued, "never-fits": COLORS.failed, unknown: COLORS.admitted };
 const DRY_RUN_DELAY = 250; // ms, as the sidebar's stepper
 const SCALE_TRAITS = ["workers_admitted", "min_workers", "max_workers", "elastic", "pinned_workers", "scale", "cluster_queue"];
 
@@ -167,12 +162,12 @@ function render({ model, el: root }) {
     if (step.kind === "checking") out.push(el("div", { ...note, style: "opacity:.7" }, `${workersText(step.workers)}: checking…`));
     else if (step.kind === "applying") out.push(el("div", { ...note, style: "opacity:.7" }, step.workers === null ? "Giving the size back to the Ray autoscaler…" : `Scaling to ${workersText(step.workers)}…`));
     else if (step.kind === "proposed") {
-      const badge = step.verdict ? el("span", { "data-verdict": step.verdict, style: `background:${VERDICTS[step.verdict] || COLORS.suspended};color:#fff;border-radius:9px;padding:1px 8px;font-size:12px;font-weight:600;margin-right:4px` }, step.verdict) : "";
+      const badge = step.verdict ? el("span", { "data-verdict": step.verdict, style: `background:${colorOf("verdict", step.verdict)};color:#fff;border-radius:9px;padding:1px 8px;font-size:12px;font-weight:600;margin-right:4px` }, step.verdict) : "";
       out.push(el("div", { ...note, "data-workers": String(step.workers) }, badge, el("span", { class: "jp-dw-scale-fit" }, step.text), " ",
         button(`Scale to ${step.workers}`, { class: "jp-Button jp-mod-accept jp-dw-scale-confirm" }, () => ask(step.workers, false)),
         " ", button("Cancel", { class: "jp-Button jp-dw-scale-cancel" }, () => { clearTimeout(timer); timer = null; requestId += 1; step = { kind: "idle" }; target = null; draw(); })));
     } else if (step.kind === "applied") {
-      out.push(el("div", { ...note, role: "status", style: `color:${COLORS.ready}` }, step.text));
+      out.push(el("div", { ...note, role: "status", style: `color:${colorOf("state", "ready")}` }, step.text));
     } else if (step.kind === "error") {
       out.push(el("div", { ...note, role: "alert", "data-code": step.code, style: "color:#c53030" }, step.message));
     }
@@ -202,7 +197,7 @@ function render({ model, el: root }) {
       box.append(el("div", { class: "jp-dw-auth-warning", role: "alert", "data-ray-auth": auth.mode || "", style: "background:#fed7d7;color:#742a2a;border-radius:4px;padding:2px 6px" },
         `\u26a0 ${auth.warning}`));
     }
-    const badge = el("span", { class: "jp-dw-state", "data-state": state || "", style: `background:${COLORS[state] || "#718096"};color:#fff;border-radius:9px;padding:1px 8px;font-size:12px;font-weight:600` }, state || "…");
+    const badge = el("span", { class: "jp-dw-state", "data-state": state || "", style: `background:${colorOf("state", state)};color:#fff;border-radius:9px;padding:1px 8px;font-size:12px;font-weight:600` }, state || "…");
     box.append(el("div", {}, el("b", {}, name), " ", badge,
       el("span", { style: "opacity:.7" }, ` queue ${model.get("queue") || "?"}`)));
     const reason = model.get("reason"), message = model.get("message");

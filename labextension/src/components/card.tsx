@@ -6,6 +6,7 @@
 import * as React from 'react';
 
 import type { Freshness } from '../api';
+import { colorOf } from '../../../jupyter_dw/notebook/static/tones.js';
 
 /** The card's name, its state badge and, when the server's view may be old, a stale badge. */
 export function CardHead(props: {
@@ -20,7 +21,11 @@ export function CardHead(props: {
       <span className="jp-dw-card-name" id={props.titleId}>
         {props.name}
       </span>
-      <span className={`jp-dw-badge jp-dw-state-${props.state}`} data-badge={props.state}>
+      <span
+        className={`jp-dw-badge jp-dw-state-${props.state}`}
+        data-badge={props.state}
+        style={{ background: colorOf('state', props.state) }}
+      >
         {props.state}
       </span>
       {freshness && freshness.state !== 'live' ? (

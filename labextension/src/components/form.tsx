@@ -14,6 +14,7 @@ import {
   rayJobRequest
 } from '../formspec';
 import { DWModel, FitChecker, FitState } from '../model';
+import { colorOf } from '../../../jupyter_dw/notebook/static/tones.js';
 
 export { preselectedQueue };
 
@@ -63,7 +64,11 @@ function FitVerdict(props: { state: FitState; onUseSuggestion: (workers: number)
   const suggestion = fit.suggestion ?? null;
   return (
     <>
-      <span className={`jp-dw-badge jp-dw-verdict-${fit.verdict}`} data-verdict={fit.verdict}>
+      <span
+        className={`jp-dw-badge jp-dw-verdict-${fit.verdict}`}
+        data-verdict={fit.verdict}
+        style={{ background: colorOf('verdict', fit.verdict) }}
+      >
         {VERDICT_TEXT[fit.verdict] ?? fit.verdict}
       </span>{' '}
       <span className="jp-dw-fit-message">{fit.message}</span>

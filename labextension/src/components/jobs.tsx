@@ -4,6 +4,7 @@ import type { Cluster } from '../api';
 import { TERMINAL_JOB_STATES, jobDuration } from '../jobs';
 import { DWModel, formatDuration } from '../model';
 import { ErrorNote } from './status';
+import { colorOf } from '../../../jupyter_dw/notebook/static/tones.js';
 
 /** A ready cluster's Ray jobs (id, entrypoint, state, duration), newest first; a click shows
  * the job's log as it streams in, with Stop while it runs. */
@@ -52,7 +53,10 @@ export function JobsView(props: { cluster: Cluster; model: DWModel }): JSX.Eleme
                 title={job.message ?? undefined}
                 onClick={() => model.selectJob(cluster.name, isSelected ? null : job.submission_id)}
               >
-                <span className={`jp-dw-badge jp-dw-job-${job.status.toLowerCase()}`}>
+                <span
+                  className={`jp-dw-badge jp-dw-job-${job.status.toLowerCase()}`}
+                  style={{ background: colorOf('job', job.status) }}
+                >
                   {job.status}
                 </span>{' '}
                 <code className="jp-dw-job-entrypoint">{job.entrypoint}</code>{' '}

@@ -4,6 +4,7 @@ import type { Cluster } from '../api';
 import { ScaleStepper, ScaleStep } from '../scale';
 import type { IScaler } from '../scale';
 import { barWidths, workersBar } from '../../../jupyter_dw/notebook/static/workers_bar.js';
+import { colorOf } from '../../../jupyter_dw/notebook/static/tones.js';
 
 /** Ready / desired, as before elastic scaling: one segment. */
 function FixedWorkers(props: { cluster: Cluster }): JSX.Element {
@@ -127,7 +128,11 @@ function StepMessage(props: { step: ScaleStep; stepper: ScaleStepper; name: stri
       return (
         <div className="jp-dw-scale-proposal" data-step="proposed" data-workers={step.workers}>
           {verdict ? (
-            <span className={`jp-dw-badge jp-dw-verdict-${verdict}`} data-verdict={verdict}>
+            <span
+              className={`jp-dw-badge jp-dw-verdict-${verdict}`}
+              data-verdict={verdict}
+              style={{ background: colorOf('verdict', verdict) }}
+            >
               {verdict}
             </span>
           ) : null}{' '}

@@ -1,6 +1,7 @@
 import * as React from 'react';
 
 import type { Workload } from '../api';
+import { colorOf } from '../../../jupyter_dw/notebook/static/tones.js';
 import { DWModel } from '../model';
 import { ErrorNote } from './status';
 
@@ -28,7 +29,11 @@ function WorkloadItem(props: { workload: Workload; mine: boolean }): JSX.Element
         <span className="jp-dw-workload-kind">{w.owner ? w.owner.kind : 'Workload'}</span>
         <span className="jp-dw-workload-name">{w.owner ? w.owner.name : w.name}</span>
         {props.mine ? <span className="jp-dw-tag">mine</span> : null}
-        <span className={`jp-dw-badge jp-dw-state-${w.state}`} data-badge={w.state}>
+        <span
+          className={`jp-dw-badge jp-dw-state-${w.state}`}
+          data-badge={w.state}
+          style={{ background: colorOf('state', w.state) }}
+        >
           {w.state}
         </span>
       </div>
