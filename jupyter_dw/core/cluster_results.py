@@ -13,7 +13,8 @@ from typing import Any
 
 from ..domain.cluster_spec import ValidatedSpec
 from ..domain.cluster_state import AdmissionCheckStatus, ClusterSnapshot, ClusterState, Dashboard
-from ..domain.fit import FitVerdict, Suggestion, Verdict
+from ..domain.fit import FitVerdict, Verdict
+from ..domain.fit_suggestion import Suggestion
 from ..domain.freshness import FRESH, Freshness
 from ..domain.milestones import Milestone
 from ..domain.priorities import PreemptedBy

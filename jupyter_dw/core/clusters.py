@@ -34,15 +34,8 @@ from ..domain.cluster_spec import (
     ray_cluster_name_error,
 )
 from ..domain.cluster_state import ClusterSnapshot, cluster_status
-from ..domain.fit import (
-    FITS_NOW,
-    FitVerdict,
-    PodSetRequest,
-    Suggestion,
-    assess_fit,
-    pod_sets_for_spec,
-    suggest_workers,
-)
+from ..domain.fit import FITS_NOW, FitVerdict, PodSetRequest, assess_fit, pod_sets_for_spec
+from ..domain.fit_suggestion import Suggestion, suggest_workers
 from ..domain.freshness import WatchHealth
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
 from ..domain.milestones import milestones

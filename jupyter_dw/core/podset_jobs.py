@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
 from ..domain.cluster_spec import REQUEST_ERROR_KEY, SpecError
-from ..domain.fit import FitVerdict, PodSetRequest, Suggestion
+from ..domain.fit import FitVerdict, PodSetRequest
+from ..domain.fit_suggestion import Suggestion
 from ..domain.kueue_model import default_local_queue
 from ..domain.workloads import WorkloadInfo, is_replaced_slice
 from ..k8s.errors import KubeForbidden, KubeRejected

@@ -14,6 +14,7 @@ No jupyter_server or tornado import here: kernels use this module.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -26,10 +27,10 @@ from traitlets import Union as TraitUnion
 from traitlets.config import Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
-from ..domain.cluster_spec import SpecPolicy
 from ..domain.quantity import format_quantity
 from ..domain.ray_auth import RAY_AUTH_MODES
 from ..domain.ray_endpoints import CLIENT_SCHEMES, DEFAULT_TEMPLATE, validate_url_template
+from ..domain.spec_policy import SIZES, SpecPolicy
 from ..k8s.auth import DEFAULT_SERVICE_ACCOUNT_DIR
 from ..k8s.errors import KubeError
 from ..names import DASHBOARD_PORT
@@ -42,6 +43,21 @@ ENV_PREFIX = "JUPYTER_DW_"
 CONFIG_FILE = "jupyter_server_config"
 
 _POLICY = SpecPolicy()  # the domain's defaults, so the traits' defaults cannot drift from them
+_POLICY_SETTINGS = tuple(f.name for f in dataclasses.fields(SpecPolicy))
+"""The settings a :class:`SpecPolicy` is made of: one each, of the same name. ``elastic_jobs``
+is among them but not given from here (its ``auto`` is Kueue's answer, asked elsewhere)."""
+
+
+def _size_traits() -> dict[str, TraitType[Any, Any]]:
+    """The ``default_<field>`` and ``max_<field>`` settings of every row of ``SIZES``:
+    quantities are strings (``"2Gi"``), counts integers; a limit's None means no limit."""
+    traits: dict[str, TraitType[Any, Any]] = {}
+    for size in SIZES:
+        kind: Any = Unicode if size.is_quantity else Int
+        default = size.text(size.default) if size.is_quantity else size.default
+        traits[size.default_name] = kind(default, config=True, help=size.default_help)
+        traits[size.limit_name] = kind(None, allow_none=True, config=True, help=size.limit_help)
+    return traits
 
 
 class DWSettings(Configurable):
@@ -140,86 +156,10 @@ class DWSettings(Configurable):
         With ``allowed_images`` set, it must be one of them.""",
     )
 
-    default_workers = Int(
-        _POLICY.default_workers,
-        config=True,
-        help="""Number of workers when a request gives neither ``workers`` nor bounds.""",
-    )
-
-    default_head_cpu = Unicode(
-        format_quantity(_POLICY.default_head_cpu, binary=False),
-        config=True,
-        help="""CPUs of the head when a request gives no ``head_cpu`` (a Kubernetes quantity:
-        ``"1"``, ``"500m"``).""",
-    )
-
-    default_head_memory = Unicode(
-        format_quantity(_POLICY.default_head_memory, binary=True),
-        config=True,
-        help="""Memory of the head when a request gives no ``head_memory`` (a Kubernetes
-        quantity: ``"2Gi"``).""",
-    )
-
-    default_worker_cpu = Unicode(
-        format_quantity(_POLICY.default_worker_cpu, binary=False),
-        config=True,
-        help="""CPUs per worker when a request gives no ``worker_cpu``.""",
-    )
-
-    default_worker_memory = Unicode(
-        format_quantity(_POLICY.default_worker_memory, binary=True),
-        config=True,
-        help="""Memory per worker when a request gives no ``worker_memory``.""",
-    )
-
-    default_worker_gpu = Int(
-        _POLICY.default_worker_gpu,
-        config=True,
-        help="""GPUs (``nvidia.com/gpu``) per worker when a request gives no ``worker_gpu``.""",
-    )
-
-    max_workers = Int(
-        None,
-        allow_none=True,
-        config=True,
-        help="""Most workers one cluster may ask for (``workers``, ``min_workers``,
-        ``max_workers``). None: no limit beyond the queue's quota.""",
-    )
-
-    max_head_cpu = Unicode(
-        None,
-        allow_none=True,
-        config=True,
-        help="""Most CPUs the head may ask for (a quantity). None: no limit.""",
-    )
-
-    max_head_memory = Unicode(
-        None,
-        allow_none=True,
-        config=True,
-        help="""Most memory the head may ask for (a quantity: ``"64Gi"``). None: no limit.""",
-    )
-
-    max_worker_cpu = Unicode(
-        None,
-        allow_none=True,
-        config=True,
-        help="""Most CPUs one worker may ask for (a quantity). None: no limit.""",
-    )
-
-    max_worker_memory = Unicode(
-        None,
-        allow_none=True,
-        config=True,
-        help="""Most memory one worker may ask for (a quantity). None: no limit.""",
-    )
-
-    max_worker_gpu = Int(
-        None,
-        allow_none=True,
-        config=True,
-        help="""Most GPUs one worker may ask for. None: no limit.""",
-    )
+    # Sizes: ``default_<field>`` and ``max_<field>`` for each row of the domain's one table of
+    # cluster sizes (``SIZES``, with their help text), generated so that no size is spelled
+    # twice. A class body's ``locals()`` is the namespace traitlets reads its traits from.
+    locals().update(_size_traits())
 
     allowed_images = List(
         Unicode(),
@@ -359,24 +299,9 @@ class DWSettings(Configurable):
         # The configured values as given (quantities are strings here): SpecPolicy parses
         # each into its typed field (a Decimal, for a quantity) and names any it refuses.
         given: dict[str, Any] = {
-            "default_image": self.default_image,
-            "default_head_cpu": self.default_head_cpu,
-            "default_head_memory": self.default_head_memory,
-            "default_worker_cpu": self.default_worker_cpu,
-            "default_worker_memory": self.default_worker_memory,
-            "default_worker_gpu": self.default_worker_gpu,
-            "default_workers": self.default_workers,
-            "max_workers": self.max_workers,
-            "max_head_cpu": self.max_head_cpu,
-            "max_head_memory": self.max_head_memory,
-            "max_worker_cpu": self.max_worker_cpu,
-            "max_worker_memory": self.max_worker_memory,
-            "max_worker_gpu": self.max_worker_gpu,
-            "allowed_images": tuple(self.allowed_images),
-            "autoscaler_cpu": self.autoscaler_cpu,
-            "autoscaler_memory": self.autoscaler_memory,
-            "ray_auth": self.ray_auth,
+            name: getattr(self, name) for name in _POLICY_SETTINGS if name != "elastic_jobs"
         }
+        given["allowed_images"] = tuple(self.allowed_images)
         try:
             return SpecPolicy(**given)
         except ValueError as err:

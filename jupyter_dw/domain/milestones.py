@@ -9,7 +9,7 @@ ProvisioningRequest asked for; only when the ClusterQueue requires checks), ``Ad
 (when the last of those happened, once the cluster is ready), then ``Evicted``/``Preempted``
 and ``Deleting`` when they apply. Times are the RFC 3339 strings the API server wrote; a
 milestone reached with no time recorded has ``time`` None. Names are the ones
-:func:`jupyter_dw.domain.cluster_state.transition` reports on the events socket.
+:func:`transition` (below) reports on the events socket.
 
 Pure: the inputs are API objects as dicts; nothing here raises on a malformed one.
 """
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_dw.domain.cluster_state import ClusterSnapshot
+from jupyter_dw.domain.cluster_snapshot import ClusterSnapshot
 from jupyter_dw.domain.slices import SliceChain, is_true, slice_chain, true_since, worker_count
 from jupyter_dw.names import RAY_NODE_TYPE_LABEL
 
@@ -170,3 +170,87 @@ def _scale_steps(
             ready = sorted(t for t in worker_times if t)
             steps.append(Milestone(f"ScaledTo:{count}", ready[-1] if ready else None))
     return steps
+
+
+# States announced when entered; the progress milestones cover the others.
+_ENTRY_EVENTS: dict[str, str] = {
+    "evicted": "Evicted",
+    "preempted": "Preempted",
+    "failed": "Failed",
+    "rejected": "Rejected",
+    "suspended": "Suspended",
+    "deleting": "Deleting",
+}
+
+
+def transition(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[str]:
+    """The milestones crossed going from ``old`` to ``new``, in the order they happen.
+
+    Progress milestones, always in this order: ``Queued`` (entering the queue),
+    ``QuotaReserved``, ``WaitingForCapacity`` (entering that state), ``CapacityProvisioned``
+    (every admission check Ready), ``Admitted``, ``HeadReady``, ``WorkerReady:<n>`` for each
+    newly ready worker count n, ``Ready``. Then the state entered, if it is one of
+    ``Evicted``, ``Preempted``, ``Failed``, ``Rejected``, ``Suspended``, ``Deleting``; then
+    ``QuotaReleased`` if the reservation was lost; then an elastic cluster's
+    ``ScaleRequested:<n>``, ``ScaleAdmitted:<n>``, ``ScaledTo:<n>``. ``old`` None means
+    nothing was known: every
+    milestone already reached is reported, so skipped observations never hide a step or
+    reorder them.
+    """
+    was_state = old.state if old is not None else None
+    events: list[str] = []
+    if new.state == "queued" and was_state != "queued":
+        events.append("Queued")
+    if new.quota_reserved and not (old is not None and old.quota_reserved):
+        events.append("QuotaReserved")
+    if new.state == "waiting-for-capacity" and was_state != "waiting-for-capacity":
+        events.append("WaitingForCapacity")
+    if new.capacity_provisioned and not (old is not None and old.capacity_provisioned):
+        events.append("CapacityProvisioned")
+    if new.admitted and not (old is not None and old.admitted):
+        events.append("Admitted")
+    if new.head_ready and not (old is not None and old.head_ready):
+        events.append("HeadReady")
+    ready_before = old.workers_ready if old is not None else 0
+    events.extend(f"WorkerReady:{n}" for n in range(ready_before + 1, new.workers_ready + 1))
+    if new.state == "ready" and was_state != "ready":
+        events.append("Ready")
+    if new.state in _ENTRY_EVENTS and was_state != new.state:
+        events.append(_ENTRY_EVENTS[new.state])
+    if old is not None and old.quota_reserved and not new.quota_reserved:
+        events.append("QuotaReleased")
+    events.extend(_scale_events(old, new))
+    return events
+
+
+def _scale_events(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[str]:
+    """``ScaleRequested:<n>`` when a change to n workers appears, ``ScaleAdmitted:<n>`` when
+    the admitted slice grows to n, ``ScaledTo:<n>`` when a change is over at n ready.
+
+    A viewer may not see every step (a quick scale-down is over before its change is read),
+    so a change of the asked or admitted size counts as a change even unseen."""
+    if old is None or not new.elastic:
+        return [f"ScaleRequested:{new.scale.to_workers}"] if new.scale is not None else []
+    events: list[str] = []
+    before = old.scale
+    resized = old.workers_admitted is not None and (
+        old.workers_desired != new.workers_desired or old.workers_admitted != new.workers_admitted
+    )
+    if new.scale is not None and (before is None or before.to_workers != new.scale.to_workers):
+        events.append(f"ScaleRequested:{new.scale.to_workers}")
+    elif (
+        new.scale is None
+        and before is None
+        and resized
+        and old.workers_desired != new.workers_desired
+    ):
+        events.append(f"ScaleRequested:{new.workers_desired}")
+    if (
+        new.workers_admitted is not None
+        and old.workers_admitted is not None
+        and new.workers_admitted > old.workers_admitted
+    ):
+        events.append(f"ScaleAdmitted:{new.workers_admitted}")
+    if new.scale is None and new.state == "ready" and (before is not None or resized):
+        events.append(f"ScaledTo:{new.workers_ready}")
+    return events

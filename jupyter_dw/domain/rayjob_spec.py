@@ -27,9 +27,9 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any, Literal
 
-from jupyter_dw.domain.cluster_spec import SpecError, ValidatedSpec
+from jupyter_dw.domain.cluster_spec import ValidatedSpec
 from jupyter_dw.domain.fit import PodSetRequest, pod_sets_for_spec
-from jupyter_dw.domain.request_fields import RequestFields, name_parser
+from jupyter_dw.domain.request_fields import RequestFields, SpecError, name_parser
 from jupyter_dw.domain.validation import dns1035_label_error
 from jupyter_dw.names import RAY_GROUP, RAY_VERSION, RAYJOB_KIND
 

@@ -1,6 +1,6 @@
-"""What every job request parser shares (RayJob, TrainJob): known fields, unknown ones named
-with a close match, one message per bad field, the name and queue rules, and the one
-``SpecError`` carrying them all. Pure.
+"""What every request parser shares (Ray cluster, RayJob, TrainJob): known fields, unknown ones
+named with a close match, one message per bad field, the queue and priority rules, and the
+one ``SpecError`` carrying them all. Pure.
 
 A request is a mapping of fields; ``None`` counts as omitted. Each field is parsed by a
 function that returns the value or raises ``ValueError`` with the words the user sees.
@@ -12,28 +12,47 @@ import difflib
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from jupyter_dw.domain.cluster_spec import (
-    REQUEST_ERROR_KEY,
-    SpecError,
-    parse_priority,
-    resolve_queue,
-)
+from jupyter_dw.domain.validation import DNS1123_LABEL_MAX_LENGTH, dns1123_subdomain_error
+
+REQUEST_ERROR_KEY = "request"
+"""``SpecError.errors`` key for a problem with the request as a whole (not a mapping)."""
+
+
+class SpecError(ValueError):
+    """A request that cannot be used; ``errors`` maps each bad field to a message."""
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors: dict[str, str] = dict(errors)
+        details = "; ".join(f"{name}: {message}" for name, message in self.errors.items())
+        super().__init__(f"invalid cluster spec: {details}")
+
+
+class FieldError(ValueError):
+    """One field's problem; its message is shown to the user as it is."""
+
+
+def show(value: object) -> str:
+    """A short repr of a user-supplied value for messages."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class RequestFields:
     """One request being parsed against ``known`` field names, collecting every bad field in
-    ``errors`` (field → message) so one answer lists them all."""
+    ``errors`` (field → message) so one answer lists them all.
+
+    A key that is not a known field is refused even when its value is ``None``: it is a typo
+    whatever its value (``{"gpus": None}`` names no field).
+    """
 
     def __init__(self, data: Any, known: tuple[str, ...]) -> None:
         if not isinstance(data, Mapping):
-            raise SpecError({REQUEST_ERROR_KEY: f"must be a mapping of fields, got {data!r:.80}"})
+            raise SpecError({REQUEST_ERROR_KEY: f"must be a mapping of fields, got {show(data)}"})
         self.known = known
+        # None means "not given", so JSON null and unset keyword arguments behave alike.
         self.values: dict[str, Any] = {str(k): v for k, v in data.items() if v is not None}
         self.errors: dict[str, str] = {}
-        for unknown in [k for k in self.values if k not in known]:
-            close = difflib.get_close_matches(unknown, known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            self.errors[unknown] = f"unknown field{hint}; known fields: {', '.join(known)}"
+        self.unknown = [str(k) for k in data if str(k) not in known]
 
     def field(self, name: str, parse: Callable[[Any], Any], default: Any = None) -> Any:
         """``parse`` of field ``name``, ``default`` when omitted, None (error noted) when bad."""
@@ -53,8 +72,7 @@ class RequestFields:
         return self.field(name, parse)
 
     def queue(self, known_queues: Collection[str] | None, default_queue: str | None) -> Any:
-        """The ``queue`` field, or the namespace's default LocalQueue when omitted (the same
-        rule and words as a cluster's)."""
+        """The ``queue`` field, or the namespace's default LocalQueue when omitted."""
         if "queue" in self.values:
             return self.field(
                 "queue", lambda v: resolve_queue(v, known_queues, default_queue), None
@@ -71,9 +89,17 @@ class RequestFields:
         return self.field("priority", lambda v: parse_priority(v, known_priorities), None)
 
     def done(self) -> None:
-        """Raise the ``SpecError`` listing every bad field, if any."""
+        """Raise the ``SpecError`` listing every bad field (unknown ones last), if any."""
+        for name in self.unknown:
+            self.errors[name] = unknown_field_message(name, self.known)
         if self.errors:
             raise SpecError(self.errors)
+
+
+def unknown_field_message(name: str, known: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown field{hint}; known fields: {', '.join(known)}"
 
 
 def name_parser(error_of: Callable[[str], str | None], rule: str) -> Callable[[object], str]:
@@ -82,10 +108,59 @@ def name_parser(error_of: Callable[[str], str | None], rule: str) -> Callable[[o
 
     def parse(raw: object) -> str:
         if not isinstance(raw, str):
-            raise ValueError(f"must be a string, got {raw!r:.80}")
+            raise FieldError(f"must be a string, got {raw!r:.80}")
         problem = error_of(raw)
         if problem is not None:
-            raise ValueError(f"{problem} ({rule})")
+            raise FieldError(f"{problem} ({rule})")
         return raw
 
     return parse
+
+
+def resolve_queue(
+    raw: object, known_queues: Collection[str] | None, default_queue: str | None
+) -> str:
+    """The LocalQueue a request names (``raw``), or ``default_queue`` when ``raw`` is None;
+    checked against ``known_queues`` when they are known."""
+    available = ""
+    if known_queues is not None:
+        names = sorted(known_queues)
+        available = f"; available: {', '.join(names)}" if names else "; it has no LocalQueues"
+    if raw is None:
+        if not default_queue:
+            raise FieldError(
+                f"required: this namespace has no default LocalQueue, so name one{available}"
+            )
+        queue, source = default_queue, " (the namespace default)"
+    elif not isinstance(raw, str):
+        raise FieldError(f"must be a string naming a LocalQueue, got {show(raw)}")
+    else:
+        queue, source = raw.strip(), ""
+    # The queue goes into a label value (<= 63) and Kueue checks it as a DNS-1123 subdomain.
+    problem = dns1123_subdomain_error(queue, DNS1123_LABEL_MAX_LENGTH)
+    if problem is not None:
+        raise FieldError(f"not a valid LocalQueue name{source}: {problem}")
+    if known_queues is not None and queue not in known_queues:
+        raise FieldError(f"no LocalQueue {queue!r}{source} in this namespace{available}")
+    return queue
+
+
+def parse_priority(raw: object, known: Collection[str] | None) -> str | None:
+    """A WorkloadPriorityClass name (empty: none, like omitting it), checked against ``known``
+    when the classes are readable."""
+    if not isinstance(raw, str):
+        raise FieldError(f"must be a string naming a WorkloadPriorityClass, got {show(raw)}")
+    name = raw.strip()
+    if not name:
+        return None
+    available = ""
+    if known is not None:
+        names = sorted(known)
+        available = f"; available: {', '.join(names)}" if names else "; the cluster has none"
+    # The name goes into a label value (<= 63); Kueue's classes are DNS-1123 subdomains.
+    problem = dns1123_subdomain_error(name, DNS1123_LABEL_MAX_LENGTH)
+    if problem is not None:
+        raise FieldError(f"not a valid WorkloadPriorityClass name: {problem}{available}")
+    if known is not None and name not in known:
+        raise FieldError(f"no WorkloadPriorityClass {name!r}{available}")
+    return name

@@ -14,14 +14,9 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
-from jupyter_dw.domain.fit import (
-    FITS_NOW,
-    HEAD_POD_SET,
-    FitVerdict,
-    PodSetRequest,
-    assess_fit,
-    largest_fitting,
-)
+from jupyter_dw.domain.fit import FITS_NOW, FitVerdict, assess_fit
+from jupyter_dw.domain.fit_suggestion import largest_fitting
+from jupyter_dw.domain.flavor_assigner import HEAD_POD_SET, PodSetRequest
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota, LocalQueueInfo
 from jupyter_dw.domain.priorities import Ahead
 from jupyter_dw.domain.quantity import QuantityError, parse_quantity

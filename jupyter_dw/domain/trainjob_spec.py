@@ -23,8 +23,7 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
-from jupyter_dw.domain.cluster_spec import (
-    owner_label_value,
+from jupyter_dw.domain.cluster_fields import (
     parse_allowed_image,
     parse_cpu,
     parse_gpu,
@@ -32,6 +31,7 @@ from jupyter_dw.domain.cluster_spec import (
 )
 from jupyter_dw.domain.fit import PodSetRequest
 from jupyter_dw.domain.quantity import format_quantity
+from jupyter_dw.domain.raycluster_manifest import owner_label_value
 from jupyter_dw.domain.request_fields import RequestFields, name_parser
 from jupyter_dw.domain.scheduling import Toleration
 from jupyter_dw.domain.validation import dns1035_label_error, dns1123_subdomain_error

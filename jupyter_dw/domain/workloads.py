@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from jupyter_dw.domain.cluster_state import WorkloadState, kueue_state, pending_positions
+from jupyter_dw.domain.kueue_state import WorkloadState, kueue_state, pending_positions
 from jupyter_dw.domain.priorities import PreemptedBy
 from jupyter_dw.domain.quantity import QuantityError, parse_quantity
 from jupyter_dw.domain.quota import format_amount, kueue_amount

@@ -318,7 +318,7 @@ class ClusterBuilder(_Live, w.VBox):
         try:
             rt = self._follow(self._on_change)
             defaults = rt.core.clusters.policy
-            self.workers.value = values.pop("workers", defaults.default_workers)
+            self.workers.value = values.pop("workers", defaults.default("workers"))
             queues = rt.core.queues.list()
             self._set_queues(queues, queue)
             self._set_priorities(queues, values.pop("priority", None))

@@ -33,7 +33,7 @@ ignored. A cluster is the object ``GET clusters`` lists (``ClusterSnapshot`` JSO
   moved because a queue changed (a workload ahead admitted or gone, maybe in another
   namespace) gets a message with that queue as ``cause`` right after the ``queues`` one.
   ``state``'s own ``milestones`` are the whole timeline with times; the message's
-  ``milestones`` are :func:`jupyter_dw.domain.cluster_state.transition` names crossed since
+  ``milestones`` are :func:`jupyter_dw.domain.milestones.transition` names crossed since
   the previous message about this cluster on this socket (or since the snapshot), in order:
   ``Queued``, ``QuotaReserved``, ``Admitted``, ``HeadReady``, ``WorkerReady:<n>``, ``Ready``,
   then ``Evicted``/``Preempted``/``Failed``/``Suspended``/``Deleting``, ``QuotaReleased``.

@@ -21,8 +21,8 @@ from jupyter_dw.domain.fit import (
     PodSetRequest,
     assess_fit,
     pod_sets_for_spec,
-    suggest,
 )
+from jupyter_dw.domain.fit_suggestion import suggest
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota, CohortQuota, LocalQueueInfo
 from jupyter_dw.domain.quota import HIDDEN_QUOTA_HINT, QuotaTree
 

@@ -69,7 +69,7 @@ def test_the_notebook_display_says_when_a_state_is_not_current():
 
 def test_kueue_down_is_told_by_its_visibility_api_or_its_webhook():
     from jupyter_dw.k8s.client import FailedCall
-    from jupyter_dw.k8s.session import _kueue_failure
+    from jupyter_dw.k8s.kueue_health import kueue_failure as _kueue_failure
 
     visibility = FailedCall(
         "GET", "/apis/visibility.kueue.x-k8s.io/v1beta2", 503, "ServiceUnavailable", "down"

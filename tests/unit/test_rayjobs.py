@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from jupyter_dw.domain.cluster_spec import SpecError, ValidatedSpec
-from jupyter_dw.domain.fit import FITS_NOW, MUST_WAIT, assess_fit, suggest, suggest_workers
+from jupyter_dw.domain.fit import FITS_NOW, MUST_WAIT, assess_fit
+from jupyter_dw.domain.fit_suggestion import suggest, suggest_workers
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota
 from jupyter_dw.domain.quota import QuotaTree
 from jupyter_dw.domain.rayjob_spec import (

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from jupyter_dw.domain.cluster_spec import SpecError, ValidatedSpec
-from jupyter_dw.domain.fit import FITS_NOW, NEVER_FITS, assess_fit, pod_sets_for_spec, suggest
+from jupyter_dw.domain.fit import FITS_NOW, NEVER_FITS, assess_fit, pod_sets_for_spec
+from jupyter_dw.domain.fit_suggestion import suggest
 from jupyter_dw.domain.quota import QuotaTree
 from jupyter_dw.domain.scheduling import FlavorTraits, Taint, Toleration, flavor_mismatch
 from tests.unit.test_fit import cpu_mem, cq

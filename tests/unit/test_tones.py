@@ -11,8 +11,9 @@ from typing import Any, get_args
 import pytest
 import yaml
 
-from jupyter_dw.domain.cluster_state import ClusterState, WorkloadState
+from jupyter_dw.domain.cluster_state import ClusterState
 from jupyter_dw.domain.fit import Verdict
+from jupyter_dw.domain.kueue_state import WorkloadState
 from jupyter_dw.domain.ray_jobs import JOB_STATES
 from jupyter_dw.domain.rayjob_state import RayJobState
 from jupyter_dw.domain.trainjob_state import TrainJobState

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_dw.domain.cluster_state import kueue_state
+from jupyter_dw.domain.kueue_state import kueue_state
 from jupyter_dw.domain.workloads import (
     Owner,
     kind_filter_problem,

@@ -1,0 +1,178 @@
+"""The ``ray.io/v1`` RayCluster a validated spec becomes: created suspended and labelled for
+Kueue, so nothing runs before Kueue admits it. Pure.
+
+Upstream rules followed here (KubeRay and Kueue at the versions in
+``tests/cluster/versions.env``):
+
+- Kueue reserves quota for each worker group's ``replicas`` (times ``numOfHosts``), not for
+  ``maxReplicas``; it rejects ``enableInTreeAutoscaling`` unless the RayCluster is an elastic
+  job (annotation ``kueue.x-k8s.io/elastic-job: "true"``), and it reserves the worker group
+  name ``head``.
+- Kueue takes the queue from the ``kueue.x-k8s.io/queue-name`` label and owns
+  ``spec.suspend``: it sets it to false on admission.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from jupyter_dw.domain.cluster_fields import cpu_text, memory_text, ray_version_of_image
+from jupyter_dw.domain.ray_auth import auth_options, container_env
+from jupyter_dw.domain.request_fields import show
+from jupyter_dw.domain.validation import (
+    DNS1123_LABEL_MAX_LENGTH,
+    dns1123_label_error,
+    is_label_value,
+)
+from jupyter_dw.names import (
+    ELASTIC_JOB_ANNOTATION,
+    GPU_RESOURCE,
+    HEAD_PORTS,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    OWNER_ANNOTATION,
+    OWNER_LABEL,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_LABEL,
+    RAYCLUSTER_API_VERSION,
+    RAYCLUSTER_KIND,
+)
+
+if TYPE_CHECKING:  # only for annotations: the spec module imports this one
+    from jupyter_dw.domain.cluster_spec import ValidatedSpec
+
+WORKER_GROUP_NAME = "workers"  # Kueue reserves "head" for the head group's PodSet.
+HEAD_CONTAINER_NAME = "ray-head"
+WORKER_CONTAINER_NAME = "ray-worker"
+
+
+def owner_label_value(identity: str) -> str:
+    """A label-safe, deterministic form of ``identity`` for the ``jupyter-dw/owner`` label.
+
+    An identity that is already a valid label value is used as it is. Anything else (``:`` in
+    ``system:serviceaccount:ns:name``, ``@`` in an e-mail, more than 63 characters) is made
+    readable by replacing invalid characters with ``.`` and suffixed with a hash of the full
+    identity, so two identities never share a label value. Use the same function to build the
+    selector that lists a user's clusters.
+    """
+    if identity and is_label_value(identity):
+        return identity
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
+    readable = re.sub(r"[^A-Za-z0-9_.-]+", ".", identity)
+    readable = readable[: DNS1123_LABEL_MAX_LENGTH - len(digest) - 1]
+    readable = readable.strip("-_.")
+    return f"{readable}-{digest}" if readable else digest
+
+
+def raycluster(
+    spec: ValidatedSpec, namespace: str, owner: str | None, *, auth_options_served: bool
+) -> dict[str, Any]:
+    """The RayCluster of ``spec`` in ``namespace``; see ``ValidatedSpec.to_raycluster``."""
+    if not isinstance(namespace, str):
+        raise ValueError(f"invalid namespace: must be a string, got {show(namespace)}")
+    problem = dns1123_label_error(namespace)
+    if problem is not None:
+        raise ValueError(f"invalid namespace: {problem}")
+    body: dict[str, Any] = {}
+    ray_version = spec.ray_version or ray_version_of_image(spec.image)
+    if ray_version is not None:
+        body["rayVersion"] = ray_version
+    if auth_options_served:
+        body["authOptions"] = auth_options(spec.ray_auth)
+    # Created suspended: Kueue unsuspends it on admission, so no pod starts before then.
+    body["suspend"] = True
+    body["enableInTreeAutoscaling"] = spec.autoscaling
+    if spec.autoscaling:
+        # Explicit, so the quota Kueue 0.19 counts for the sidecar is a known amount.
+        amounts = {
+            "cpu": cpu_text(spec.autoscaler_cpu),
+            "memory": memory_text(spec.autoscaler_memory),
+        }
+        body["autoscalerOptions"] = {
+            "resources": {"requests": dict(amounts), "limits": dict(amounts)}
+        }
+        # The sidecar is a Ray process too: with auth off it must be told so as well.
+        if sidecar_env := container_env(spec.ray_auth):
+            body["autoscalerOptions"]["env"] = sidecar_env
+    body["headGroupSpec"] = _head_group(spec)
+    body["workerGroupSpecs"] = [_worker_group(spec)]
+    return {
+        "apiVersion": RAYCLUSTER_API_VERSION,
+        "kind": RAYCLUSTER_KIND,
+        "metadata": _metadata(spec, namespace, owner),
+        "spec": body,
+    }
+
+
+def _metadata(spec: ValidatedSpec, namespace: str, owner: str | None) -> dict[str, Any]:
+    labels = dict(spec.labels)
+    labels[QUEUE_LABEL] = spec.queue
+    labels[MANAGED_BY_LABEL] = MANAGED_BY_VALUE
+    if spec.priority:
+        labels[PRIORITY_CLASS_LABEL] = spec.priority
+    annotations: dict[str, str] = {}
+    if owner:
+        labels[OWNER_LABEL] = owner_label_value(owner)
+        annotations[OWNER_ANNOTATION] = owner
+    if spec.autoscaling:
+        annotations[ELASTIC_JOB_ANNOTATION] = "true"
+    metadata: dict[str, Any] = {"name": spec.name, "namespace": namespace, "labels": labels}
+    if annotations:
+        metadata["annotations"] = annotations
+    return metadata
+
+
+def _head_group(spec: ValidatedSpec) -> dict[str, Any]:
+    container = _container(spec, HEAD_CONTAINER_NAME, spec.head_cpu, spec.head_memory, 0)
+    container["ports"] = [{"name": name, "containerPort": port} for name, port in HEAD_PORTS]
+    return {
+        # 0.0.0.0 so the dashboard is reachable through the head Service, not only in-pod.
+        "rayStartParams": {"dashboard-host": "0.0.0.0"},
+        "template": {"spec": _pod_spec(spec, container)},
+    }
+
+
+def _worker_group(spec: ValidatedSpec) -> dict[str, Any]:
+    container = _container(
+        spec, WORKER_CONTAINER_NAME, spec.worker_cpu, spec.worker_memory, spec.worker_gpu
+    )
+    return {
+        "groupName": WORKER_GROUP_NAME,
+        "replicas": spec.workers,
+        "minReplicas": spec.min_workers,
+        "maxReplicas": spec.max_workers,
+        "rayStartParams": {},
+        "template": {"spec": _pod_spec(spec, container)},
+    }
+
+
+def _pod_spec(spec: ValidatedSpec, container: dict[str, Any]) -> dict[str, Any]:
+    # Head and workers share the placement: Kueue checks each pod set against the flavors.
+    pod: dict[str, Any] = {"containers": [container]}
+    if spec.tolerations:
+        pod["tolerations"] = [t.to_json() for t in spec.tolerations]
+    if spec.node_selector:
+        pod["nodeSelector"] = dict(spec.node_selector)
+    return pod
+
+
+def _container(
+    spec: ValidatedSpec, name: str, cpu: Decimal, memory: Decimal, gpu: int
+) -> dict[str, Any]:
+    amounts = {"cpu": cpu_text(cpu), "memory": memory_text(memory)}
+    if gpu > 0:
+        amounts[GPU_RESOURCE] = str(gpu)
+    container: dict[str, Any] = {
+        "name": name,
+        "image": spec.image,
+        # requests == limits: Guaranteed QoS, and Kueue's quota matches what pods may use.
+        "resources": {"requests": dict(amounts), "limits": dict(amounts)},
+    }
+    env = [{"name": key, "value": value} for key, value in spec.env.items()]
+    env += container_env(spec.ray_auth)
+    if env:
+        container["env"] = env
+    return container

@@ -1,0 +1,298 @@
+"""The session's set of watch caches: which resources to watch given what discovery serves
+and the access reviews allow, their indexes, the listeners bound to every cache (also to
+caches started later), waiting for a cache's first sync, and each cache's health (one
+stopped by a revoked permission stays listed as ``stale``, naming the permission)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from jupyter_dw.domain.freshness import STALE, Freshness
+from jupyter_dw.names import JOB_UID_LABEL, RAY_CLUSTER_LABEL
+
+from .access import AccessResult, Permission
+from .client import KubeApi
+from .discovery import Discovery
+from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized, NotReady
+from .resources import (
+    CLUSTER_QUEUE,
+    COHORT,
+    EVENT,
+    LOCAL_QUEUE,
+    POD,
+    RAY_CLUSTER,
+    RAY_JOB,
+    RESOURCE_FLAVOR,
+    TRAIN_JOB,
+    WORKLOAD,
+    WORKLOAD_PRIORITY_CLASS,
+    Resource,
+    ResourceKind,
+)
+from .watch_cache import (
+    ApiListWatch,
+    Backoff,
+    IndexFunc,
+    Object,
+    WatchCache,
+    label_index,
+    uid_index,
+)
+
+log = logging.getLogger(__name__)
+
+SessionListener = Callable[[str, str, Object], None]
+"""Called with ``(plural, event_type, object)`` for every change in any cache."""
+
+NAMESPACED_KINDS = (LOCAL_QUEUE, WORKLOAD)
+CLUSTER_KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS)
+
+Kind = ResourceKind | Resource
+"""A resource as the caches and access checks know it: only ``group`` and ``plural`` count."""
+
+BY_JOB_UID = "job-uid"
+"""Workload cache index: the ``kueue.x-k8s.io/job-uid`` label (the job's ``metadata.uid``)."""
+BY_UID = "uid"
+"""RayCluster cache index: ``metadata.uid``."""
+BY_RAY_CLUSTER = "ray-cluster"
+"""Pod cache index: the ``ray.io/cluster`` label (the RayCluster's name)."""
+BY_INVOLVED_UID = "involved-uid"
+"""Event cache index: ``involvedObject.uid`` (the RayCluster's ``metadata.uid``)."""
+
+
+def _involved_uid(obj: Object) -> list[str]:
+    uid = (obj.get("involvedObject") or {}).get("uid")
+    return [str(uid)] if uid else []
+
+
+_INDEXES: dict[str, dict[str, IndexFunc]] = {
+    WORKLOAD.plural: {BY_JOB_UID: label_index(JOB_UID_LABEL)},
+    RAY_CLUSTER.plural: {BY_UID: uid_index},
+    POD.plural: {BY_RAY_CLUSTER: label_index(RAY_CLUSTER_LABEL)},
+    EVENT.plural: {BY_INVOLVED_UID: _involved_uid},
+}
+_FIELD_SELECTORS: dict[str, str] = {
+    # KubeRay's warnings about RayClusters only (InvalidRayClusterSpec, ...): a namespace's
+    # events are many, these are few.
+    EVENT.plural: f"involvedObject.kind={RAY_CLUSTER.kind},type=Warning",
+}
+
+Wanted = dict[str, tuple[Resource, str | None]]
+"""``{plural: (resource, label selector)}`` of the caches to have."""
+
+
+def wanted_caches(discovery: Discovery, denied: Callable[[Kind], bool]) -> Wanted:
+    """Every cache that ``discovery`` serves and the access reviews allow (``denied``)."""
+    wanted: Wanted = {}
+    for kind in (*NAMESPACED_KINDS, *CLUSTER_KINDS):
+        resource = discovery.kueue(kind)
+        if resource is not None and not denied(kind):
+            wanted[resource.plural] = (resource, None)
+    if discovery.kuberay_installed:
+        if not denied(RAY_CLUSTER):
+            wanted[RAY_CLUSTER.plural] = (RAY_CLUSTER, None)
+        if discovery.rayjobs_served and not denied(RAY_JOB):
+            wanted[RAY_JOB.plural] = (RAY_JOB, None)
+        if not denied(POD):
+            # Only Ray's pods: the namespace may hold many others (the workbench itself).
+            wanted[POD.plural] = (POD, RAY_CLUSTER_LABEL)
+        if not denied(EVENT):
+            wanted[EVENT.plural] = (EVENT, None)  # field selector: _FIELD_SELECTORS
+    if discovery.trainjobs_served and not denied(TRAIN_JOB):
+        wanted[TRAIN_JOB.plural] = (TRAIN_JOB, None)
+    return wanted
+
+
+def served(discovery: Discovery | None, resource: Resource) -> bool:
+    """Whether ``resource`` (at this version) is served."""
+    if discovery is None:
+        return False
+    if resource == RAY_JOB:
+        return discovery.rayjobs_served
+    if resource == TRAIN_JOB:
+        return discovery.trainjobs_served
+    if resource.group == RAY_CLUSTER.group or resource.plural in (POD.plural, EVENT.plural):
+        return discovery.kuberay_installed
+    kind = ResourceKind(resource.group, resource.plural, resource.kind, resource.namespaced)
+    return discovery.kueue(kind) == resource
+
+
+@dataclass(eq=False)
+class _Registration:
+    """One :meth:`CacheSet.add_listener` call and how to unbind it from every cache."""
+
+    listener: SessionListener
+    removers: list[Callable[[], None]] = field(default_factory=list)
+
+
+class CacheSet:
+    """The watch caches of one connection. ``lock`` is the session's: changing the set and
+    binding listeners happen atomically with the session's own state. Listeners outlive a
+    :meth:`reset` (a session stopped and started again keeps them)."""
+
+    def __init__(
+        self,
+        lock: threading.RLock,
+        on_health: Callable[[], None],
+        *,
+        backoff: Backoff | None,
+        idle_timeout: float,
+        lazy: bool,
+    ) -> None:
+        self._lock = lock
+        self._on_health = on_health
+        self._backoff = backoff
+        self._idle_timeout = idle_timeout
+        self._lazy = lazy
+        self._listeners: list[_Registration] = []
+        self.reset()
+
+    def reset(self) -> None:
+        self.caches: dict[str, WatchCache] = {}
+        self._specs: Wanted = {}
+        self.revoked: dict[str, Freshness] = {}
+
+    def update(
+        self,
+        api: KubeApi,
+        namespace: str | None,
+        wanted: Wanted,
+        is_served: Callable[[Resource], bool],
+        access: Mapping[Permission, AccessResult],
+    ) -> tuple[list[WatchCache], list[WatchCache], bool]:
+        """Make the set match ``wanted`` (call with the lock held): create the newly allowed
+        caches, drop those no longer allowed or served, replace one whose served version
+        changed. Returns ``(created, dropped, revoked changed)``; the caller starts and stops
+        them outside the lock."""
+        started: list[WatchCache] = []
+        stopped: list[WatchCache] = []
+        revoked_before = dict(self.revoked)
+        for plural in [p for p in self.caches if self._specs.get(p) != wanted.get(p)]:
+            cache = self.caches.pop(plural)
+            stopped.append(cache)
+            resource, _ = self._specs.pop(plural)
+            if plural not in wanted and cache.started and is_served(resource):
+                # Still served, no longer allowed: what the UI showed of it is now old.
+                self.revoked[plural] = Freshness().moved_to(
+                    STALE, _revocation_reason(resource, access), time.time()
+                )
+        for plural in wanted:
+            self.revoked.pop(plural, None)
+        for plural, (resource, selector) in wanted.items():
+            if plural in self.caches:
+                continue
+            cache = WatchCache(
+                ApiListWatch(
+                    api,
+                    resource,
+                    namespace if resource.namespaced else None,
+                    label_selector=selector,
+                    field_selector=_FIELD_SELECTORS.get(resource.plural),
+                    idle_timeout=self._idle_timeout,
+                ),
+                backoff=self._backoff,
+                indexes=_INDEXES.get(resource.plural),
+                on_health=lambda _health: self._on_health(),
+            )
+            for registration in self._listeners:
+                registration.removers.append(
+                    cache.add_listener(_bind(registration.listener, resource.plural))
+                )
+            self.caches[plural] = cache
+            self._specs[plural] = (resource, selector)
+            started.append(cache)
+        return started, stopped, revoked_before != self.revoked
+
+    def watching(self, plural: str) -> WatchCache | None:
+        """The cache of ``plural``, started if it was not yet (lazy watches: a kernel opens
+        only the watches that what it shows needs)."""
+        cache = self.caches.get(plural)
+        if cache is not None and self._lazy:
+            cache.start()  # idempotent
+        return cache
+
+    def synced(
+        self,
+        kind: Kind,
+        deadline: float,
+        forbidden: Callable[[Kind], KubeForbidden],
+        required: bool = False,
+        request_timeout: float = 0.0,
+    ) -> WatchCache | None:
+        """The cache of ``kind`` once synced (by ``deadline``); None when it is not read and
+        not ``required`` (``forbidden(kind)`` is raised when it is)."""
+        cache = self.watching(kind.plural)
+        if cache is None:
+            if required:
+                raise forbidden(kind)
+            return None
+        if cache.wait_synced(max(0.0, deadline - time.monotonic()), give_up=_permanent):
+            return cache
+        error = cache.last_error
+        if not required and isinstance(error, KubeForbidden):
+            # Readable at start, forbidden now (RBAC changed): degrade like never readable.
+            log.info("%s no longer readable: %s", kind.qualified, error)
+            return None
+        if isinstance(error, KubeError):
+            raise error
+        raise NotReady(
+            f"The {kind.qualified} cache has not synced yet",
+            str(error) if error else f"first list still running after {request_timeout:g}s",
+            "Try again in a moment.",
+        )
+
+    def health(self) -> dict[str, Freshness]:
+        """Each open cache's health, and each cache stopped by a revoked permission."""
+        with self._lock:
+            found = {plural: c.health for plural, c in self.caches.items() if c.started}
+            found.update(self.revoked)
+            return found
+
+    def add_listener(self, listener: SessionListener) -> Callable[[], None]:
+        """Call ``listener(plural, event_type, obj)`` on every cache change (on the cache's
+        thread). Applies to caches started later too. Returns a remover."""
+        registration = _Registration(listener)
+        with self._lock:
+            self._listeners.append(registration)
+            for plural, cache in self.caches.items():
+                registration.removers.append(cache.add_listener(_bind(listener, plural)))
+
+        def remove() -> None:
+            # Also unbinds it from caches started after it was added (a later start).
+            with self._lock:
+                if registration in self._listeners:
+                    self._listeners.remove(registration)
+                removers, registration.removers = registration.removers, []
+            for remover in removers:
+                remover()
+
+        return remove
+
+    def stop_all(self) -> None:
+        for cache in self.caches.values():
+            cache.stop()
+
+
+def _revocation_reason(resource: Resource, access: Mapping[Permission, AccessResult]) -> str:
+    denied = [
+        p.name
+        for p, r in access.items()
+        if (p.group, p.resource) == (resource.group, resource.plural)
+        and p.verb in ("list", "watch")
+        and not r.allowed
+    ]
+    what = " and ".join(denied) or f"list {resource.qualified}"
+    return f"forbidden: this identity may no longer {what}"
+
+
+def _permanent(error: BaseException) -> bool:
+    """Failures that retrying will not fix soon: stop waiting for a sync on them."""
+    return isinstance(error, KubeForbidden | KubeUnauthorized | KubeConfigError)
+
+
+def _bind(listener: SessionListener, plural: str) -> Callable[[str, Object], None]:
+    return lambda event_type, obj: listener(plural, event_type, obj)

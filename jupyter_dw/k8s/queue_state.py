@@ -1,0 +1,163 @@
+"""The namespace's queues as one immutable answer: :class:`QueueState` (LocalQueues and, when
+readable, ClusterQueues, Cohorts, ResourceFlavors and WorkloadPriorityClasses), parsed from the
+session's watch caches once per change and shared by every caller until a cache changes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any
+
+from jupyter_dw.domain.kueue_model import (
+    ClusterQueueQuota,
+    CohortQuota,
+    KueueObjectError,
+    LocalQueueInfo,
+)
+from jupyter_dw.domain.priorities import PriorityClass
+from jupyter_dw.domain.quota import QuotaTree
+from jupyter_dw.domain.scheduling import FlavorTraits
+
+from .watch_cache import Object, WatchCache
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """The namespace's LocalQueues and, when readable, all ClusterQueues and Cohorts.
+
+    ``cluster_queues`` None: this identity may not read ClusterQueues (quota hidden).
+    ``cohorts`` None: Cohort objects are served but not readable; empty when there are none.
+    ``flavors`` None: ResourceFlavors are not readable (every flavor is assumed usable).
+    ``priority_classes`` None: WorkloadPriorityClasses are not readable (names not checked).
+
+    One instance answers every caller until a cache changes (``KubeSession.queue_state``),
+    so it is immutable: tuples and a read-only mapping.
+    """
+
+    local_queues: tuple[LocalQueueInfo, ...]
+    cluster_queues: tuple[ClusterQueueQuota, ...] | None
+    cohorts: tuple[CohortQuota, ...] | None
+    flavors: Mapping[str, FlavorTraits] | None = None
+    priority_classes: tuple[PriorityClass, ...] | None = None
+
+    @cached_property
+    def quota_tree(self) -> QuotaTree | None:
+        """The ClusterQueues and Cohorts linked as Kueue links them (headroom, limits); None
+        when ClusterQueues are not readable. Built once per state: the queue summaries, a fit
+        and the change feed share it."""
+        if self.cluster_queues is None:
+            return None
+        return QuotaTree(self.cluster_queues, self.cohorts or ())
+
+
+QueueInputs = tuple[bool, tuple[tuple[WatchCache, int] | None, ...]]
+"""What a :class:`QueueState` is parsed from: whether Cohorts are served, then per cache
+(LocalQueues, ClusterQueues, Cohorts, ResourceFlavors, WorkloadPriorityClasses) the cache
+object and its generation, or None when it is not read."""
+
+Parsed = dict[int, tuple[Object, Any]]
+"""``id(object dict) -> (that dict, what it parsed to)``; the dict is held so its id stays its."""
+
+
+class QueueStateMemo:
+    """The last answer, its inputs and its parsed objects. Replaced whole (one assignment,
+    atomic), never mutated: readers on any thread see a matching triple without a lock."""
+
+    def __init__(self) -> None:
+        self._memo: tuple[QueueInputs, QueueState, Parsed] | None = None
+
+    def state(self, cohorts_served: bool, caches: tuple[WatchCache | None, ...]) -> QueueState:
+        """The :class:`QueueState` of ``caches`` (synced, or None when not read), parsed
+        again only when one of them changed.
+
+        The key holds the cache objects themselves: a permission revoked or granted, or an
+        API version changed, replaces or drops a cache (a new one restarts at generation 0).
+        A cache gone stale keeps its objects and generation; it answers as it would without
+        the memo, and the watch health says it is stale."""
+        memo = self._memo
+        current = (cohorts_served, tuple((c, c.generation) if c else None for c in caches))
+        if memo is not None and memo[0] == current:
+            return memo[1]
+        parser = Parser(memo[2] if memo is not None else {})
+        inputs, state = parse_queue_state(cohorts_served, caches, parser)
+        # Two threads may both parse after a change; each triple stored is consistent, and an
+        # older one stored last is only parsed again on the next call.
+        self._memo = (inputs, state, parser.parsed)
+        return state
+
+
+def parse_queue_state(
+    cohorts_served: bool, caches: tuple[WatchCache | None, ...], parse: Parser
+) -> tuple[QueueInputs, QueueState]:
+    """Parse the queue caches' snapshots (LocalQueues, ClusterQueues, Cohorts,
+    ResourceFlavors, WorkloadPriorityClasses; None: not read). Each snapshot is read with its
+    generation, so the inputs returned name exactly what was parsed even while the caches
+    move on; ``parse`` reuses what the previous parse made of objects that did not change."""
+    snapshots = [c.versioned_snapshot() if c is not None else None for c in caches]
+    inputs: QueueInputs = (
+        cohorts_served,
+        tuple(
+            (cache, snapshot[0]) if cache is not None and snapshot is not None else None
+            for cache, snapshot in zip(caches, snapshots, strict=True)
+        ),
+    )
+    local_queues, cluster_queues, cohorts, flavors, priorities = (
+        snapshot[1] if snapshot is not None else None for snapshot in snapshots
+    )
+    assert local_queues is not None
+    if cohorts is not None:
+        parsed_cohorts: tuple[CohortQuota, ...] | None = parse(cohorts, CohortQuota.from_object)
+    else:
+        # Not served: there are no Cohort objects to count. Served but unreadable: None,
+        # and the summaries say headroom may miss quota set on Cohort objects.
+        parsed_cohorts = None if cohorts_served else ()
+    by_value = sorted(
+        parse(priorities or [], PriorityClass.from_object), key=lambda c: (-c.value, c.name)
+    )
+    state = QueueState(
+        local_queues=parse(local_queues, LocalQueueInfo.from_object),
+        cluster_queues=(
+            parse(cluster_queues, ClusterQueueQuota.from_object)
+            if cluster_queues is not None
+            else None
+        ),
+        cohorts=parsed_cohorts,
+        flavors=(
+            MappingProxyType({f.name: f for f in parse(flavors, FlavorTraits.from_object)})
+            if flavors is not None
+            else None
+        ),
+        priority_classes=tuple(by_value) if priorities is not None else None,
+    )
+    return inputs, state
+
+
+class Parser:
+    """Parses cache objects, reusing what the previous parse made of the very same dict: a
+    cache replaces an object's dict when the object changes, so after one change one object
+    is parsed again, not every one. :attr:`parsed` holds what this parser saw, for the next."""
+
+    def __init__(self, earlier: Parsed) -> None:
+        self._earlier = earlier
+        self.parsed: Parsed = {}
+
+    def __call__(self, objects: list[Object], parse: Callable[[Object], Any]) -> tuple[Any, ...]:
+        values = []
+        for obj in objects:
+            held = self._earlier.get(id(obj))
+            if held is not None and held[0] is obj:
+                value = held[1]
+            else:
+                try:
+                    value = parse(obj)
+                except KueueObjectError as err:  # one malformed object must not hide the others
+                    log.warning("skipping an unreadable Kueue object: %s", err)
+                    continue
+            self.parsed[id(obj)] = (obj, value)
+            values.append(value)
+        return tuple(values)
