@@ -130,7 +130,16 @@ def test_every_input_of_the_queues_answer_changes_it(
     custom.patch_cluster_custom_object(
         KUEUE, version, "clusterqueues", cq, {"spec": {"resourceGroups": spec["resourceGroups"]}}
     )
-    reached(session, CLUSTER_QUEUE, lambda objs: "6" in str(named(objs, cq)["spec"]))
+    reached(
+        session,
+        CLUSTER_QUEUE,
+        lambda objs: (
+            named(objs, cq)["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0][
+                "nominalQuota"
+            ]
+            == "6"
+        ),
+    )
     answer = settled(session, service)
     assert headroom(answer, "team") == 6
 
