@@ -211,11 +211,11 @@ class ClusterService:
         clusters = tuple(self.entries())  # waits for the session first
         return ClusterList(self.session.namespace, self.session.positions_visible, clusters)
 
-    def entries(self) -> builtins.list[ClusterInfo]:
+    def entries(self, *, fresh: bool = True) -> builtins.list[ClusterInfo]:
         """Every RayCluster of the namespace, sorted by name; a RayJob's own cluster is shown
         under its RayJob (``GET rayjobs``), not here."""
         own = [rc for rc in self.session.ray_clusters() if owning_rayjob(rc) is None]
-        return self.infos(self.snapshots(own, fresh=True))
+        return self.infos(self.snapshots(own, fresh))
 
     def raycluster(self, name: str) -> dict[str, Any] | None:
         """RayCluster ``name`` as Kubernetes holds it, None when there is none: what the

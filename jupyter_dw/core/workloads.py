@@ -98,17 +98,24 @@ class WorkloadService:
             object.__setattr__(self, "positions", PositionBoard(self.session))
 
     def list(
-        self, queue: str | None = None, kind: str | None = None, timeout: float | None = None
+        self,
+        queue: str | None = None,
+        kind: str | None = None,
+        timeout: float | None = None,
+        *,
+        fresh: bool = True,
     ) -> WorkloadList:
         """Every Workload of the namespace (an elastic job's replaced slices left out), those
         of LocalQueue ``queue`` and of owner kind ``kind`` (``Kind.group``) when given.
+        Positions are asked of the visibility API now; with ``fresh`` False (a live view's
+        snapshot) they are the board's, asked again only for queues a change marked.
 
         Raises :class:`InvalidFilter` for a malformed filter (before anything is read),
         ``NotInstalled`` without Kueue and ``KubeForbidden`` when Workloads cannot be listed
         and watched."""
         check_filters(queue, kind)
         objects = self.session.workloads(timeout)
-        infos = [i for i in self._infos(objects, fresh=True) if matches(i, queue, kind)]
+        infos = [i for i in self._infos(objects, fresh) if matches(i, queue, kind)]
         return WorkloadList(
             namespace=self.session.namespace,
             positions_visible=self.session.positions_visible,
