@@ -125,10 +125,11 @@ def cluster_queue(version: str, name: str, flavor: str, cpu: str, memory: str) -
 
 
 def describe(name: str, samples: list[float]) -> str:
-    q = statistics.quantiles(samples, n=20)
+    # A smoke run may have one sample (the 5 s poll): its p95 is then that sample.
+    p95 = statistics.quantiles(samples, n=20)[18] if len(samples) > 1 else samples[0]
     return (
         f"{name:<34} n={len(samples):<3} median {statistics.median(samples):8.1f} ms   "
-        f"p95 {q[18]:8.1f} ms"
+        f"p95 {p95:8.1f} ms"
     )
 
 
@@ -178,7 +179,8 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny and quick; checks it ran")
     args = parser.parse_args()
     if args.smoke:
-        args.queues, args.clusters, args.changes = 4, 2, 3
+        # 11: lq-010 is the Workloads' queue (on ClusterQueue 0, without quota).
+        args.queues, args.clusters, args.changes = 11, 2, 3
 
     state = LocalCluster().up()
     kube = config.new_client_from_config(config_file=state.kubeconfig)
@@ -186,7 +188,7 @@ def main() -> None:
     core = client.CoreV1Api(kube)
     version = "v1beta2" if state.versions["kueue"] >= "v0.15" else "v1beta1"
     if args.scale:
-        shape = ScaleShape(args.queues, 50, 5000) if not args.smoke else ScaleShape(4, 2, 8, 2)
+        shape = ScaleShape(args.queues, 50, 5000) if not args.smoke else ScaleShape(11, 2, 8, 2)
         with scale_testbed(kube, version, shape, kueue_pid=state.pids.get("kueue")) as testbed:
             # The fixture's quota is taken: new clusters and Workloads wait.
             result = measure(args, state, kube, version, testbed.namespace, "lq-0", "lq-1")
@@ -293,10 +295,14 @@ def measure(
                     "workloads",
                     plain_workload(version, f"wl-probe-{i:02d}", pending_queue, "1"),
                 )
-                page.wait_for_function(
-                    f"() => (window.__bench.pending['{pending_queue}'] || {{}})['{expected}']",
-                    timeout=30_000,
-                )
+                try:
+                    page.wait_for_function(
+                        f"() => (window.__bench.pending['{pending_queue}'] || {{}})['{expected}']",
+                        timeout=30_000,
+                    )
+                except Exception:
+                    seen_counts = page.evaluate(f"() => window.__bench.pending['{pending_queue}']")
+                    raise SystemExit(f"{pending_queue}: never showed {expected}: {seen_counts}")
                 seen = page.evaluate(
                     f"() => window.__bench.pending['{pending_queue}']['{expected}']"
                 )
