@@ -300,9 +300,11 @@ def measure(
                         f"() => (window.__bench.pending['{pending_queue}'] || {{}})['{expected}']",
                         timeout=30_000,
                     )
-                except Exception:
+                except Exception as err:
                     seen_counts = page.evaluate(f"() => window.__bench.pending['{pending_queue}']")
-                    raise SystemExit(f"{pending_queue}: never showed {expected}: {seen_counts}")
+                    raise SystemExit(
+                        f"{pending_queue}: never showed {expected}: {seen_counts}"
+                    ) from err
                 seen = page.evaluate(
                     f"() => window.__bench.pending['{pending_queue}']['{expected}']"
                 )
