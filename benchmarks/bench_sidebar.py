@@ -15,8 +15,13 @@ waiting in a queue without quota), JupyterLab running as a workbench service acc
   dask-labextension uses) stamps when each new cluster first appears in a poll answer; and the
   round trip of that ``GET clusters`` itself.
 
+``--scale`` runs in the namespace of the scale fixture (:mod:`tests.cluster.scale`: 200
+LocalQueues on 50 ClusterQueues and 5,000 Workloads, Kueue's quota all taken, so the new
+clusters and Workloads wait); ``--smoke`` runs a tiny setup for a few changes and checks only
+that every figure was measured (for ``make test``).
+
 Usage: ``.venv/bin/python -m benchmarks.bench_sidebar [--queues 200] [--clusters 50]
-[--changes 40]`` (needs ``make python-deps`` and ``/usr/bin/chromium``).
+[--changes 40] [--scale] [--smoke]`` (needs ``make python-deps`` and ``/usr/bin/chromium``).
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
+import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +43,7 @@ from playwright.sync_api import expect, sync_playwright
 from jupyter_dw.domain.cluster_spec import ValidatedSpec
 from tests.cluster.controlplane import LocalCluster
 from tests.cluster.fixtures import cluster_role_name, make_workbench, plain_workload
+from tests.cluster.scale import ScaleShape, scale_testbed
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 from tests.ui.lab import CHROMIUM, LabServer
 
@@ -117,35 +125,23 @@ def cluster_queue(version: str, name: str, flavor: str, cpu: str, memory: str) -
 
 
 def describe(name: str, samples: list[float]) -> str:
-    q = statistics.quantiles(samples, n=20)
+    # A smoke run may have one sample (the 5 s poll): its p95 is then that sample.
+    p95 = statistics.quantiles(samples, n=20)[18] if len(samples) > 1 else samples[0]
     return (
         f"{name:<34} n={len(samples):<3} median {statistics.median(samples):8.1f} ms   "
-        f"p95 {q[18]:8.1f} ms"
+        f"p95 {p95:8.1f} ms"
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--queues", type=int, default=200)
-    parser.add_argument("--clusters", type=int, default=50)
-    parser.add_argument("--changes", type=int, default=40)
-    args = parser.parse_args()
-
-    state = LocalCluster().up()
-    kube = config.new_client_from_config(config_file=state.kubeconfig)
-    custom = client.CustomObjectsApi(kube)
-    core = client.CoreV1Api(kube)
-    rbac = client.RbacAuthorizationV1Api(kube)
-    version = "v1beta2" if state.versions["kueue"] >= "v0.15" else "v1beta1"
+@contextlib.contextmanager
+def own_namespace(custom: Any, core: Any, version: str, queues: int) -> Iterator[str]:
+    """A namespace with ``queues`` LocalQueues on 10 ClusterQueues; ClusterQueue 0 has no
+    quota (``lq-000``, ``lq-010``: the clusters and Workloads there wait, parked, and cost
+    Kueue nothing). Deleted after."""
     tag = uuid.uuid4().hex[:6]
-    namespace = f"bench-{tag}"
-    flavor = f"bench-{tag}"
-    # ClusterQueue 0 has no quota: the clusters there wait, parked, and cost Kueue nothing.
+    namespace, flavor = f"bench-{tag}", f"bench-{tag}"
     cqs = [f"bench-{tag}-{i}" for i in range(10)]
-    cluster_role = None
     core.create_namespace({"metadata": {"name": namespace}})
-    workdir = Path(tempfile.mkdtemp(prefix="bench-sidebar-"))
-    lab = None
     try:
         custom.create_cluster_custom_object(
             GROUP, version, "resourceflavors", kueue_object(version, "ResourceFlavor", flavor)
@@ -155,38 +151,95 @@ def main() -> None:
             custom.create_cluster_custom_object(
                 GROUP, version, "clusterqueues", cluster_queue(version, cq, flavor, cpu, memory)
             )
-        for i in range(args.queues):
-            annotations = {f"{GROUP}/default-queue": "true"} if i == 0 else {}
+        for i in range(queues):
             body = kueue_object(
                 version, "LocalQueue", f"lq-{i:03d}", spec={"clusterQueue": cqs[i % 10]}
             )
-            body["metadata"]["annotations"] = annotations
+            body["metadata"]["annotations"] = {f"{GROUP}/default-queue": "true"} if i == 0 else {}
             custom.create_namespaced_custom_object(GROUP, version, namespace, "localqueues", body)
+        yield namespace
+    finally:
+        core.delete_namespace(namespace)
+        for plural, name in [("clusterqueues", cq) for cq in cqs] + [("resourceflavors", flavor)]:
+            with contextlib.suppress(client.ApiException):
+                custom.delete_cluster_custom_object(GROUP, version, plural, name)
 
-        identity = make_workbench(
-            kube, state, namespace, workdir, namespace_rules(), CLUSTER_READ_RULES
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--queues", type=int, default=200)
+    parser.add_argument("--clusters", type=int, default=50)
+    parser.add_argument("--changes", type=int, default=40)
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="the namespace of tests/cluster/scale.py: 200 LocalQueues, 50 ClusterQueues, "
+        "5,000 Workloads (issue 19)",
+    )
+    parser.add_argument("--smoke", action="store_true", help="tiny and quick; checks it ran")
+    args = parser.parse_args()
+    if args.smoke:
+        # 11: lq-010 is the Workloads' queue (on ClusterQueue 0, without quota).
+        args.queues, args.clusters, args.changes = 11, 2, 3
+
+    state = LocalCluster().up()
+    kube = config.new_client_from_config(config_file=state.kubeconfig)
+    custom = client.CustomObjectsApi(kube)
+    core = client.CoreV1Api(kube)
+    version = "v1beta2" if state.versions["kueue"] >= "v0.15" else "v1beta1"
+    if args.scale:
+        shape = ScaleShape(args.queues, 50, 5000) if not args.smoke else ScaleShape(11, 2, 8, 2)
+        with scale_testbed(kube, version, shape, kueue_pid=state.pids.get("kueue")) as testbed:
+            # The fixture's quota is taken: new clusters and Workloads wait.
+            result = measure(args, state, kube, version, testbed.namespace, "lq-0", "lq-1")
+        what = f"{shape.workloads} Workloads on {shape.cluster_queues} ClusterQueues, "
+        print(f"setup: {testbed.describe()}; teardown {testbed.timings['teardown']:.1f} s")
+    else:
+        with own_namespace(custom, core, version, args.queues) as namespace:
+            result = measure(args, state, kube, version, namespace, "lq-000", "lq-010")
+        what = ""
+    report(args, state, version, what, result)
+
+
+def measure(
+    args: argparse.Namespace,
+    state: Any,
+    kube: Any,
+    version: str,
+    namespace: str,
+    cluster_queue_name: str,
+    pending_queue: str,
+) -> dict[str, Any]:
+    """Start JupyterLab as a workbench of ``namespace``, open the panel, and time the
+    changes (clusters in ``cluster_queue_name``, Workloads in ``pending_queue``)."""
+    custom = client.CustomObjectsApi(kube)
+    rbac = client.RbacAuthorizationV1Api(kube)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-sidebar-"))
+    identity = make_workbench(
+        kube, state, namespace, workdir, namespace_rules(), CLUSTER_READ_RULES
+    )
+    cluster_role = cluster_role_name(namespace, identity.name)
+    lab = None
+
+    def raycluster(name: str) -> dict[str, Any]:
+        spec = ValidatedSpec.from_request(
+            {
+                "name": name,
+                "queue": cluster_queue_name,
+                "workers": 1,
+                "head_cpu": "1",
+                "head_memory": "1Gi",
+                "worker_cpu": "1",
+                "worker_memory": "1Gi",
+            }
         )
-        cluster_role = cluster_role_name(namespace, identity.name)
+        return spec.to_raycluster(namespace, owner=identity.username)
 
-        def raycluster(name: str) -> dict[str, Any]:
-            spec = ValidatedSpec.from_request(
-                {
-                    "name": name,
-                    "queue": "lq-000",
-                    "workers": 1,
-                    "head_cpu": "1",
-                    "head_memory": "1Gi",
-                    "worker_cpu": "1",
-                    "worker_memory": "1Gi",
-                }
-            )
-            return spec.to_raycluster(namespace, owner=identity.username)
-
+    try:
         for i in range(args.clusters):
             custom.create_namespaced_custom_object(
                 "ray.io", "v1", namespace, "rayclusters", raycluster(f"base-{i:02d}")
             )
-
         lab = LabServer(
             identity.service_account_dir,
             identity.environ,
@@ -204,8 +257,8 @@ def main() -> None:
             page.goto(lab.lab_url())
             page.get_by_role("tab", name="Distributed Workloads").click(timeout=60_000)
             sidebar = page.locator("#jp-dw-sidebar")
-            expect(sidebar.locator("[data-queue]")).to_have_count(args.queues, timeout=60_000)
-            expect(sidebar.locator("[data-cluster]")).to_have_count(args.clusters, timeout=60_000)
+            expect(sidebar.locator("li[data-queue]")).to_have_count(args.queues, timeout=120_000)
+            expect(sidebar.locator("[data-cluster]")).to_have_count(args.clusters, timeout=120_000)
             page.evaluate(OBSERVE, {"pollMs": POLL_MS})
 
             push: list[float] = []
@@ -226,21 +279,32 @@ def main() -> None:
                 panel.append(shown - arrived)
 
             workload: list[float] = []
-            pending_queue = "lq-010"  # on ClusterQueue 0 (no quota): pending counts up
+            # Kueue's own count, as the panel shows it now: each new Workload adds one.
+            before = next(
+                q["pending"]
+                for q in lab.api("GET", "queues")["queues"]
+                if q["name"] == pending_queue
+            )
             for i in range(args.changes):
-                expected = str(i + 1)
+                expected = str(before + i + 1)
                 written = time.time() * 1000
                 custom.create_namespaced_custom_object(
                     GROUP,
                     version,
                     namespace,
                     "workloads",
-                    plain_workload(version, f"wl-{i:02d}", pending_queue, "1"),
+                    plain_workload(version, f"wl-probe-{i:02d}", pending_queue, "1"),
                 )
-                page.wait_for_function(
-                    f"() => (window.__bench.pending['{pending_queue}'] || {{}})['{expected}']",
-                    timeout=30_000,
-                )
+                try:
+                    page.wait_for_function(
+                        f"() => (window.__bench.pending['{pending_queue}'] || {{}})['{expected}']",
+                        timeout=30_000,
+                    )
+                except Exception as err:
+                    seen_counts = page.evaluate(f"() => window.__bench.pending['{pending_queue}']")
+                    raise SystemExit(
+                        f"{pending_queue}: never showed {expected}: {seen_counts}"
+                    ) from err
                 seen = page.evaluate(
                     f"() => window.__bench.pending['{pending_queue}']['{expected}']"
                 )
@@ -259,32 +323,43 @@ def main() -> None:
     finally:
         if lab is not None:
             lab.stop()
-        core.delete_namespace(namespace)
-        if cluster_role:
-            with contextlib.suppress(client.ApiException):
-                rbac.delete_cluster_role_binding(cluster_role)
-                rbac.delete_cluster_role(cluster_role)
-        for plural, name in [("clusterqueues", cq) for cq in cqs] + [("resourceflavors", flavor)]:
-            with contextlib.suppress(client.ApiException):
-                custom.delete_cluster_custom_object(GROUP, version, plural, name)
-
+        with contextlib.suppress(client.ApiException):
+            rbac.delete_cluster_role_binding(cluster_role)
+            rbac.delete_cluster_role(cluster_role)
     # Poll latency per probe: when the poll first showed it, minus when the push showed it,
     # plus the push latency = poll seen - written.
     poll = [
         polled[f"probe-{i:02d}"] - cards[f"probe-{i:02d}"] + push[i] for i in range(args.changes)
     ]
+    return {
+        "push": push,
+        "server": server,
+        "panel": panel,
+        "workload": workload,
+        "poll": poll,
+        "rtt": rtt,
+    }
+
+
+def report(
+    args: argparse.Namespace, state: Any, version: str, what: str, result: dict[str, Any]
+) -> None:
     print(
-        f"Sidebar latency, {args.queues} LocalQueues, {args.clusters} + {args.changes} Ray "
+        f"Sidebar latency, {args.queues} LocalQueues, {what}{args.clusters} + {args.changes} Ray "
         f"clusters (Kueue {state.versions['kueue']}, {version}); measured in Chromium"
     )
-    print(describe("push: RayCluster created -> card", push))
-    print(describe("  of which: write -> socket message", server))
-    print(describe("  of which: socket message -> DOM", panel))
-    print(describe("push: Workload created -> pending", workload))
-    print(describe(f"baseline: {POLL_MS / 1000:g} s poll of GET clusters", poll))
-    print(describe("baseline: GET clusters round trip", rtt))
-    ratio = statistics.median(poll) / statistics.median(push)
+    print(describe("push: RayCluster created -> card", result["push"]))
+    print(describe("  of which: write -> socket message", result["server"]))
+    print(describe("  of which: socket message -> DOM", result["panel"]))
+    print(describe("push: Workload created -> pending", result["workload"]))
+    print(describe(f"baseline: {POLL_MS / 1000:g} s poll of GET clusters", result["poll"]))
+    print(describe("baseline: GET clusters round trip", result["rtt"]))
+    ratio = statistics.median(result["poll"]) / statistics.median(result["push"])
     print(f"median speed-up over the 5 s poll: {ratio:.0f}x")
+    if args.smoke:
+        assert all(len(result[k]) == args.changes for k in ("push", "server", "panel", "workload"))
+        assert result["rtt"], "a figure is missing"
+        print("smoke: ok", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ from ..names import (
 )
 from .cluster_results import ClusterInfo, ClusterList, Deleted, FitResult, PodInfo
 from .elastic import ElasticSupport
-from .positions import pending_entries
+from .positions import PositionBoard
 from .settings import refuse_writes
 
 Object = dict[str, Any]
@@ -139,10 +139,14 @@ class ClusterService:
     """Whether Kueue admits elastic clusters and counts the autoscaler sidecar."""
     config_errors: tuple[str, ...] = ()
     """Configuration files that could not be read: creates and scales are refused."""
+    positions: PositionBoard = None  # type: ignore[assignment]  # made from session when None
+    """The session's queue positions (one board shared by every service of a core)."""
 
     def __post_init__(self) -> None:
         if self.elastic is None:
             object.__setattr__(self, "elastic", ElasticSupport(self.session))
+        if self.positions is None and self.session is not None:
+            object.__setattr__(self, "positions", PositionBoard(self.session))
 
     # -- answers -------------------------------------------------------------------------
 
@@ -200,11 +204,11 @@ class ClusterService:
         clusters = tuple(self.entries())  # waits for the session first
         return ClusterList(self.session.namespace, self.session.positions_visible, clusters)
 
-    def entries(self) -> builtins.list[ClusterInfo]:
+    def entries(self, *, fresh: bool = True) -> builtins.list[ClusterInfo]:
         """Every RayCluster of the namespace, sorted by name; a RayJob's own cluster is shown
         under its RayJob (``GET rayjobs``), not here."""
         own = [rc for rc in self.session.ray_clusters() if owning_rayjob(rc) is None]
-        return self.infos(self.snapshots(own))
+        return self.infos(self.snapshots(own, fresh))
 
     def raycluster(self, name: str) -> dict[str, Any] | None:
         """RayCluster ``name`` as Kubernetes holds it, None when there is none: what the
@@ -215,7 +219,7 @@ class ClusterService:
     def get(self, name: str) -> ClusterInfo:
         """Cluster ``name`` (``KubeNotFound`` when there is none)."""
         raycluster = self.session.ray_cluster(check_cluster_name(name))
-        [info] = self.infos(self.snapshots([raycluster]))
+        [info] = self.infos(self.snapshots([raycluster], fresh=True))
         return info
 
     def create(self, data: Any, idempotency_key: str | None = None) -> ClusterInfo:
@@ -290,8 +294,8 @@ class ClusterService:
 
     def describe_many(self, names: Iterable[str]) -> dict[str, ClusterInfo]:
         """:meth:`describe` for several cached clusters at once (those the cache does not hold
-        are left out), asking the visibility API once per LocalQueue rather than per cluster:
-        a queue change re-reads every waiting cluster's position."""
+        are left out), with the positions the board holds: the visibility API is asked again
+        only for a LocalQueue whose pending list a change marked."""
         found = [
             rc
             for name in names
@@ -382,13 +386,14 @@ class ClusterService:
         """KubeRay's refusal of ``raycluster``'s spec, from the cached Warning events."""
         return kuberay_refusal(self.session.kuberay_warnings(raycluster), raycluster)
 
-    def snapshots(self, rayclusters: Iterable[Object]) -> builtins.list[Found]:
+    def snapshots(self, rayclusters: Iterable[Object], fresh: bool = False) -> builtins.list[Found]:
         """Each RayCluster with its Workloads and status; the ones whose Workload waits for
-        quota (or whose scale-up's slice does) get their positions, asking the visibility API
-        once per LocalQueue involved."""
+        quota (or whose scale-up's slice does) get their positions: asked of the visibility
+        API once per LocalQueue involved (``fresh``), else only for the LocalQueues a change
+        marked since the board's last answer."""
         found = [self._status_of(raycluster) for raycluster in rayclusters]
         waiting = [status.queue for _, _, status in found if _waiting_workload(status)]
-        entries = pending_entries(self.session, waiting)
+        entries = self.positions.entries(waiting, fresh)
         return [
             self._status_of(rc, entry)
             if (entry := entries.get(_waiting_workload(status) or "")) is not None

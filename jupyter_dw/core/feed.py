@@ -24,7 +24,7 @@ whose ``freshness`` changed with it, so no surface keeps showing old data as fre
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -50,7 +50,7 @@ from ..names import JOB_UID_LABEL, RAY_CLUSTER_LABEL, RAY_GROUP
 from .clusters import ClusterInfo, ClusterService
 from .podset_jobs import PodSetJobService
 from .queues import QueueList, QueueService
-from .workloads import WorkloadService
+from .workloads import WorkloadList, WorkloadService
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +261,9 @@ class ChangeFeed:
         self._seeded = False
         self._freshness: dict[str, Freshness] = {}
         self._health: WatchHealth | None = None
+        self._positions_seen: dict[str, int] = {}
+        """The version of each LocalQueue's pending list this viewer's records were made
+        with (see :class:`PositionBoard`): a queue change re-reads only the others."""
 
     def listen(self, on_change: Callable[[str, str, Object], None]) -> Callable[[], None]:
         """Register ``on_change`` on the session's caches and on its watch health (called on
@@ -279,16 +282,19 @@ class ChangeFeed:
         """Queues and clusters now (blocking)."""
         queues, queues_error = _answer(self.queues.list) if self.watch_queues else (None, None)
         clusters, clusters_error = (
-            _answer(self.clusters.entries) if self.watch_clusters else (None, None)
+            _answer(self._live_clusters) if self.watch_clusters else (None, None)
         )
         if clusters is not None:
             self._known = {c.status.name: c.status for c in clusters}
             self._freshness = {c.status.name: c.freshness for c in clusters}
+        # Versions before the list: a pending list that changes meanwhile counts as changed.
+        positions_seen = self.clusters.positions.versions()
         workloads, workloads_error = (
-            _answer(self.workloads.list) if self.workloads is not None else (None, None)
+            _answer(self._live_workloads) if self.workloads is not None else (None, None)
         )
         if workloads is not None:
             self._workloads = {w.name: w for w in workloads}
+            self._positions_seen = positions_seen
             self._seeded = True
         jobs = {
             kind.message: _answer(kind.records) if kind.served() else (None, None)
@@ -307,6 +313,15 @@ class ChangeFeed:
             workloads_error=workloads_error,
             jobs=jobs,
         )
+
+    def _live_clusters(self) -> list[ClusterInfo]:
+        # The board's positions: its marks follow the same changes this feed does, so an
+        # answer it holds is the visibility API's answer now (ten tabs: one call, not ten).
+        return self.clusters.entries(fresh=False)
+
+    def _live_workloads(self) -> WorkloadList:
+        assert self.workloads is not None
+        return self.workloads.list(fresh=False)
 
     def messages(self, plural: str, event_type: str, obj: Object) -> list[Message]:
         """What one raw change means for this viewer (blocking; may be nothing)."""
@@ -378,20 +393,26 @@ class ChangeFeed:
         at most once, and not after a snapshot."""
         if self.workloads is None or self._seeded:
             return
-        workloads, _ = _answer(self.workloads.list)
+        positions_seen = self.clusters.positions.versions()
+        workloads, _ = _answer(self._live_workloads)
         if workloads is not None:
             self._workloads = {w.name: w for w in workloads}
+            self._positions_seen = positions_seen
             self._seeded = True
 
     def _workload_messages(self, event_type: str, name: str, obj: Object) -> list[Message]:
         """Workload ``name`` now (``DELETED`` with no record once it is gone or no longer
-        listed); then each waiting Workload of its queue whose position moved with it (one
-        visibility call for the queue)."""
+        listed); then each waiting Workload of its queue whose position moved with it (when
+        the queue's pending list changed: at most one visibility call, shared by every
+        viewer)."""
         assert self.workloads is not None
         cause = Cause(WORKLOAD.kind, name, event_type)
         queue = (obj.get("spec") or {}).get("queueName")
+        moved = self._positions_changed([queue]) if isinstance(queue, str) else set()
         others = [
-            w for w in self._waiting_workloads() if w != name and self._workloads[w].queue == queue
+            w
+            for w in self._waiting_workloads()
+            if w != name and self._workloads[w].queue == queue and queue in moved
         ]
         infos = self.workloads.describe_many([name, *others])
         info = infos.pop(name, None)  # None: gone, or a replaced slice
@@ -409,10 +430,21 @@ class ChangeFeed:
         return [name for name, info in self._workloads.items() if info.waiting]
 
     def _workloads_moved(self, names: list[str], cause: Cause) -> list[Message]:
-        """Waiting Workloads whose record changed with a queue (their positions)."""
+        """Waiting Workloads whose record changed with a queue (their positions): only those
+        of LocalQueues whose pending list changed since this viewer's records were made."""
         if self.workloads is None or not names:
             return []
-        return self._moved(self.workloads.describe_many(names), cause)
+        moved = self._positions_changed(self._workloads[n].queue for n in names)
+        names = [n for n in names if self._workloads[n].queue in moved]
+        return self._moved(self.workloads.describe_many(names), cause) if names else []
+
+    def _positions_changed(self, queues: Iterable[str | None]) -> set[str]:
+        """Those of ``queues`` whose pending list differs from the one this viewer last saw
+        (the board asks the visibility API again only for queues a change marked)."""
+        versions = self.clusters.positions.refresh(queues)
+        changed = {q for q, v in versions.items() if self._positions_seen.get(q) != v}
+        self._positions_seen.update(versions)
+        return changed
 
     def _moved(self, infos: dict[str, WorkloadInfo], cause: Cause) -> list[Message]:
         moved: list[Message] = []

@@ -89,7 +89,7 @@ class PodSetJobService(Generic[Spec]):
 
     @property
     def _workloads(self) -> WorkloadService:
-        return WorkloadService(self.session)
+        return WorkloadService(self.session, self.clusters.positions)
 
     def choices(self, data: Mapping[str, Any], *, unreadable_ok: bool) -> QueueChoices:
         """The namespace's queues and priority classes (the queue ``data`` names looked for

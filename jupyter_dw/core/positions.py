@@ -1,29 +1,222 @@
-"""Kueue's queue positions of waiting Workloads, from the visibility API: one call per
-LocalQueue with a waiting Workload, whoever asks (the cluster list, the workload list)."""
+"""Kueue's queue positions of waiting Workloads, from the visibility API: one board per
+session, whoever asks (the cluster list, the workload list, every events socket and widget).
+
+The visibility API answers one LocalQueue at a time (one call, served by Kueue's process
+through the API server). A position moves only when the pending list of its ClusterQueue
+changes: a Workload of the namespace starts or stops waiting (or is requeued), or the
+ClusterQueue's status changes (a Workload of another namespace came, left or was admitted).
+The board listens to the session's caches for exactly those changes and marks the LocalQueues
+they touch; a reader that may use what the board holds (the change feeds) asks the visibility
+API again only for a marked LocalQueue, and readers asking at once share one call. So N
+changes of one LocalQueue's pending set cost at most one call per read that follows them, and
+N open sockets cost what one does. Readers that must be fresh (a REST answer) always ask; their
+answer is kept too.
+
+:attr:`PositionBoard.calls` counts the visibility calls made (for benchmarks and tests).
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from ..domain.workloads import queue_order
 from ..k8s.errors import KubeUnreachable
+from ..k8s.resources import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD
 from ..k8s.session import KubeSession
+from ..k8s.watch_cache import DELETED
 
 Object = dict[str, Any]
 
+_ANY_CLUSTER_QUEUE = ""
+"""The mark of a ClusterQueue change that concerns LocalQueues whose ClusterQueue the board
+does not know (no LocalQueue cache): they count every ClusterQueue's change."""
 
-def pending_entries(session: KubeSession, queues: Iterable[str | None]) -> dict[str, Object]:
-    """``{workload name: pendingworkloads item}`` of the LocalQueues ``queues``, asking the
-    visibility API once per queue (none when positions are not visible; a queue whose call
-    does not answer ends the asking: one timeout is enough)."""
-    entries: dict[str, Object] = {}
-    for queue in sorted({q for q in queues if q}):
+
+@dataclass(frozen=True)
+class _Held:
+    """A LocalQueue's last answer: ``tick`` when its call started (marks up to it are in it),
+    ``version`` (counts answers that differed from the one before), its items."""
+
+    tick: int
+    version: int
+    items: tuple[Object, ...]
+
+
+class PositionBoard:
+    """The visibility API's pending Workloads per LocalQueue, asked again only after a change
+    that can move them (see the module docstring). Thread-safe; its reads block."""
+
+    def __init__(self, session: KubeSession) -> None:
+        self.session = session
+        self.calls = 0
+        """Visibility-API calls made so far."""
+        self._lock = threading.Condition()
+        self._tick = 0
+        self._queue_marks: dict[str, int] = {}
+        self._cluster_queue_marks: dict[str, int] = {}
+        self._cluster_queue_of: dict[str, str] = {}
+        self._order: dict[str, tuple[str, tuple[Any, ...] | None]] = {}
+        self._held: dict[str, _Held] = {}
+        self._reading: dict[str, int] = {}
+        # Registered when the core is made, before any feed: a change is marked before a
+        # feed reads positions for it (listeners run in the order they were added).
+        self._remove = session.add_listener(self._on_change)
+
+    # -- marks (on the caches' threads) --------------------------------------------------
+
+    def _on_change(self, plural: str, event_type: str, obj: Object) -> None:
+        if plural == WORKLOAD.plural:
+            self._workload_changed(event_type, obj)
+        elif plural == CLUSTER_QUEUE.plural:
+            name = str((obj.get("metadata") or {}).get("name") or "")
+            with self._lock:
+                self._mark_cluster_queue(name)
+                self._mark_cluster_queue(_ANY_CLUSTER_QUEUE)
+        elif plural == LOCAL_QUEUE.plural:
+            self._local_queue_changed(event_type, obj)
+
+    def _workload_changed(self, event_type: str, obj: Object) -> None:
+        """Mark the Workload's queue when it starts or stops waiting, or its place in Kueue's
+        order can have changed; a change of anything else moves no position."""
+        metadata = obj.get("metadata") or {}
+        key = f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+        now = queue_order(obj) if event_type != DELETED else ("", None)
+        with self._lock:
+            before = self._order.pop(key, ("", None))
+            if event_type != DELETED:
+                self._order[key] = now
+            if before == now:
+                return
+            for queue, order in (before, now):
+                if queue and order is not None:
+                    self._mark_queue(queue)
+
+    def _local_queue_changed(self, event_type: str, obj: Object) -> None:
+        """A LocalQueue made, deleted or moved to another ClusterQueue is read again. (Its
+        status counts change with its Workloads, whose own changes mark it.)"""
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        with self._lock:
+            if event_type == DELETED:
+                self._cluster_queue_of.pop(name, None)
+                self._held.pop(name, None)
+                return
+            cluster_queue = str((obj.get("spec") or {}).get("clusterQueue") or "")
+            if self._cluster_queue_of.get(name) != cluster_queue:
+                self._cluster_queue_of[name] = cluster_queue
+                self._tick += 1
+                self._queue_marks[name] = self._tick
+
+    def _mark_queue(self, queue: str) -> None:
+        """Every LocalQueue of ``queue``'s ClusterQueue (positions in the ClusterQueue move
+        for all of them); ``queue`` alone when its ClusterQueue is not known."""
+        cluster_queue = self._cluster_queue_of.get(queue)
+        if cluster_queue:
+            self._mark_cluster_queue(cluster_queue)
+        else:
+            self._tick += 1
+            self._queue_marks[queue] = self._tick
+
+    def _mark_cluster_queue(self, name: str) -> None:
+        self._tick += 1
+        self._cluster_queue_marks[name] = self._tick
+
+    def _needed(self, queue: str) -> int:
+        """The tick an answer about ``queue`` must be at least as new as."""
+        cluster_queue = self._cluster_queue_of.get(queue, _ANY_CLUSTER_QUEUE)
+        return max(self._queue_marks.get(queue, 0), self._cluster_queue_marks.get(cluster_queue, 0))
+
+    # -- reads -------------------------------------------------------------------------
+
+    def entries(self, queues: Iterable[str | None], fresh: bool = False) -> dict[str, Object]:
+        """``{workload name: pendingworkloads item}`` of the LocalQueues ``queues``. With
+        ``fresh`` each queue is asked now; else only those a change marked since their last
+        answer. None asked when positions are not visible; a queue whose call does not
+        answer ends the asking (one timeout is enough)."""
+        entries: dict[str, Object] = {}
+        for queue in sorted({q for q in queues if q}):
+            try:
+                held = self._read(queue, fresh)
+            except KubeUnreachable:
+                break  # not answering (a timeout each): no positions this time, ask no more
+            for item in held.items if held is not None else ():
+                name = (item.get("metadata") or {}).get("name")
+                if name:
+                    entries[str(name)] = item
+        return entries
+
+    def refresh(self, queues: Iterable[str | None]) -> dict[str, int]:
+        """Bring the marked ones of ``queues`` up to date; ``{queue: version}`` (a version
+        differs from an earlier one only when the queue's pending list did)."""
+        versions: dict[str, int] = {}
+        for queue in sorted({q for q in queues if q}):
+            try:
+                held = self._read(queue, fresh=False)
+            except KubeUnreachable:
+                break
+            if held is not None:
+                versions[queue] = held.version
+        return versions
+
+    def versions(self) -> dict[str, int]:
+        """``{queue: version}`` of every queue held now (no call)."""
+        with self._lock:
+            return {queue: held.version for queue, held in self._held.items()}
+
+    def _read(self, queue: str, fresh: bool) -> _Held | None:
+        """``queue``'s answer as new as its marks (``fresh``: asked now). One call at a time
+        per queue: a reader that finds a call under way that started after the queue's last
+        mark waits for its answer instead of asking again."""
+        with self._lock:
+            while not fresh:
+                held, needed = self._held.get(queue), self._needed(queue)
+                if held is not None and held.tick >= needed:
+                    return held
+                reading = self._reading.get(queue)
+                if reading is None or reading < needed:
+                    break
+                self._lock.wait()
+            start = self._tick
+            self._reading[queue] = max(start, self._reading.get(queue, -1))
+            visible = self.session.positions_visible
+            if visible:
+                self.calls += 1
+        if not visible:
+            with self._lock:
+                self._done(queue, start)
+            return None
         try:
-            items = session.pending_workloads(queue) or []
-        except KubeUnreachable:
-            break  # not answering (a timeout each): no positions this time, ask no more
-        for item in items:
-            name = (item.get("metadata") or {}).get("name")
-            if name:
-                entries[str(name)] = item
-    return entries
+            items = tuple(self.session.pending_workloads(queue) or ())
+        except BaseException:
+            with self._lock:
+                self._done(queue, start)
+            raise
+        with self._lock:
+            held = self._held.get(queue)
+            if held is None or held.tick <= start:
+                version = (held.version if held is not None else 0) + (
+                    held is None or _order(held.items) != _order(items)
+                )
+                held = self._held[queue] = _Held(start, version, items)
+            self._done(queue, start)
+            return held
+
+    def _done(self, queue: str, start: int) -> None:
+        if self._reading.get(queue) == start:
+            del self._reading[queue]
+        self._lock.notify_all()
+
+
+def _order(items: tuple[Object, ...]) -> list[tuple[Any, ...]]:
+    """What a reader sees of a pending list: names and positions, in order."""
+    return [
+        (
+            (item.get("metadata") or {}).get("name"),
+            item.get("positionInLocalQueue"),
+            item.get("positionInClusterQueue"),
+            item.get("priority"),
+        )
+        for item in items
+    ]

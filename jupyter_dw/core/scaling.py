@@ -166,7 +166,7 @@ def scale_cluster(
 
     target = parse_workers(workers)
     raycluster = service.session.ray_cluster(check_cluster_name(name))
-    found = service.snapshots([raycluster])[0]
+    found = service.snapshots([raycluster], fresh=True)[0]
     status = found[2]
     if (raycluster.get("metadata") or {}).get("deletionTimestamp"):
         problem = "the cluster is being deleted"
@@ -202,7 +202,7 @@ def scale_cluster(
     patched = service.session.patch_raycluster(name, operations)
     service.session.wait_for_ray_cluster(name, str(patched["metadata"]["resourceVersion"]))
     current = service.session.cached_ray_cluster(name) or patched
-    [info] = service.infos(service.snapshots([current]))
+    [info] = service.infos(service.snapshots([current], fresh=True))
     return ScaleResult(info, fit, False, True)
 
 

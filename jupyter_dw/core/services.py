@@ -11,6 +11,7 @@ from .context import SessionContext
 from .elastic import ElasticSupport
 from .kuberay_jobs import KubeRayJobService
 from .podset_jobs import PodSetJobService
+from .positions import PositionBoard
 from .queues import QueueService
 from .ray_jobs import RayJobService
 from .settings import DWSettings
@@ -36,6 +37,8 @@ class DWCore:
     """KubeRay RayJobs (``jobs`` are Ray's jobs on a running cluster)."""
     trainjobs: TrainJobService
     """Kubeflow Trainer TrainJobs."""
+    positions: PositionBoard
+    """Kueue's queue positions, shared by every service and live view of this core."""
 
     @classmethod
     def from_settings(
@@ -46,10 +49,12 @@ class DWCore:
         have no ``dashboard_url``). The session is created, not started; with
         ``lazy_watches`` it opens each watch on first use (a kernel), else all at start."""
         session = KubeSession(**settings.session_options(), lazy_watches=lazy_watches)
+        # Before any other listener: a change is marked before a live view reads positions.
+        positions = PositionBoard(session)
         proxied = dashboard_base if settings.ray_dashboard_proxy else None
         elastic = ElasticSupport(session, settings.elastic_jobs)
         clusters = ClusterService(
-            session, settings.spec_policy(), proxied, elastic, settings.config_errors
+            session, settings.spec_policy(), proxied, elastic, settings.config_errors, positions
         )
         jobs = RayJobService(
             session,
@@ -64,9 +69,10 @@ class DWCore:
             queues=QueueService(session),
             clusters=clusters,
             jobs=jobs,
-            workloads=WorkloadService(session),
+            workloads=WorkloadService(session, positions),
             rayjobs=KubeRayJobService(session, clusters),
             trainjobs=TrainJobService(session, clusters),
+            positions=positions,
         )
 
     @property

@@ -27,7 +27,7 @@ from ..domain.workloads import (
 from ..k8s.errors import InvalidRequest
 from ..k8s.session import KubeSession
 from .listing import ByName
-from .positions import pending_entries
+from .positions import PositionBoard
 
 Object = dict[str, Any]
 
@@ -90,19 +90,32 @@ class WorkloadService:
     """The namespace's Workloads for one session: answers come from its watch cache."""
 
     session: KubeSession
+    positions: PositionBoard = None  # type: ignore[assignment]  # made from session when None
+    """The session's queue positions (one board shared by every service of a core)."""
+
+    def __post_init__(self) -> None:
+        if self.positions is None:
+            object.__setattr__(self, "positions", PositionBoard(self.session))
 
     def list(
-        self, queue: str | None = None, kind: str | None = None, timeout: float | None = None
+        self,
+        queue: str | None = None,
+        kind: str | None = None,
+        timeout: float | None = None,
+        *,
+        fresh: bool = True,
     ) -> WorkloadList:
         """Every Workload of the namespace (an elastic job's replaced slices left out), those
         of LocalQueue ``queue`` and of owner kind ``kind`` (``Kind.group``) when given.
+        Positions are asked of the visibility API now; with ``fresh`` False (a live view's
+        snapshot) they are the board's, asked again only for queues a change marked.
 
         Raises :class:`InvalidFilter` for a malformed filter (before anything is read),
         ``NotInstalled`` without Kueue and ``KubeForbidden`` when Workloads cannot be listed
         and watched."""
         check_filters(queue, kind)
         objects = self.session.workloads(timeout)
-        infos = [i for i in self._infos(objects) if matches(i, queue, kind)]
+        infos = [i for i in self._infos(objects, fresh) if matches(i, queue, kind)]
         return WorkloadList(
             namespace=self.session.namespace,
             positions_visible=self.session.positions_visible,
@@ -117,16 +130,17 @@ class WorkloadService:
         return self.describe_many([name]).get(name)
 
     def describe_many(self, names: Iterable[str]) -> dict[str, WorkloadInfo]:
-        """:meth:`describe` for several cached Workloads, asking the visibility API once per
-        LocalQueue: a queue change re-reads every waiting Workload's position."""
+        """:meth:`describe` for several cached Workloads, with the positions the board holds:
+        the visibility API is asked again only for a LocalQueue a change marked."""
         found = [w for name in names if (w := self.session.cached_workload(name)) is not None]
         return {info.name: info for info in self._infos(found)}
 
-    def _infos(self, objects: Iterable[Object]) -> builtins.list[WorkloadInfo]:
+    def _infos(self, objects: Iterable[Object], fresh: bool = False) -> builtins.list[WorkloadInfo]:
         """Records of ``objects`` (replaced slices left out), positions added to the waiting
-        ones and preemptors named."""
+        ones (``fresh``: asked of the visibility API now, once per LocalQueue) and preemptors
+        named."""
         pairs = [(obj, info) for obj in objects if (info := workload_info(obj)) is not None]
-        entries = pending_entries(self.session, [i.queue for _, i in pairs if i.waiting])
+        entries = self.positions.entries([i.queue for _, i in pairs if i.waiting], fresh)
         return [
             self._name_preemptor(
                 (workload_info(obj, entries[info.name]) or info) if info.name in entries else info

@@ -373,6 +373,24 @@ def _in_queue(state: WorkloadState, quota_reserved: bool) -> bool:
     return not quota_reserved and state not in _OUT_OF_QUEUE
 
 
+def queue_order(workload: Object) -> tuple[str, tuple[Any, ...] | None]:
+    """``(queue, order)`` of a Workload as far as Kueue's pending list of its LocalQueue can
+    tell: ``order`` is None when it is not waiting there, else what Kueue orders waiting
+    Workloads by (priority, creation, the times it was evicted or requeued). When neither part
+    changes, a change of the Workload moves no position (its status message, say)."""
+    workload = _map(workload)
+    queue = _text(_map(workload.get("spec")).get("queueName")) or ""
+    if not _in_queue(kueue_state(workload).state, is_true(workload, "QuotaReserved")):
+        return queue, None
+    times = tuple(
+        _text(_map(condition(workload, kind)).get("lastTransitionTime"))
+        for kind in ("Evicted", "Requeued")
+    )
+    priority = _map(workload.get("spec")).get("priority")
+    created = _text(_map(workload.get("metadata")).get("creationTimestamp"))
+    return queue, (priority, created, *times)
+
+
 def is_replaced_slice(workload: Object) -> bool:
     """An elastic job's slice replaced by a newer admitted one (history, not listed)."""
     replaced = words(workload, "Finished")[0] == WORKLOAD_SLICE_REPLACED_REASON

@@ -3,10 +3,15 @@ clusters, Workloads, RayJobs and TrainJobs, so pages never poll.
 
 Every tab shares the server's one :class:`KubeSession` and its watch caches: a socket only
 registers a listener on them (removed when it closes), so N tabs cost N listeners, not N
-watches. Listeners run on the caches' threads; they hand each change to the socket's IO loop
-(``IOLoop.add_callback``), where one task per socket hands changes, in the order they
-happened, to its :class:`jupyter_dw.core.feed.ChangeFeed` (the same feed the notebook widgets
-use), on the extension's thread pool, awaited one at a time so the order holds.
+watches. Listeners run on the caches' threads; they put each change in the socket's
+:class:`jupyter_dw.core.backlog.ChangeBacklog` (at most one waiting change per object: a slow
+browser never makes the server hold more than the caches do) and wake the socket's task on its
+IO loop, which hands the changes, in the order their objects changed, to its
+:class:`jupyter_dw.core.feed.ChangeFeed` (the same feed the notebook widgets use), on the
+extension's thread pool, awaited one at a time so the order holds. Awaiting each write makes
+a slow browser slow its own socket down; when more than ``DEFAULT_LIMIT`` objects wait, the
+server closes the socket (code 1013, "Try Again Later", with the reason) and the page opens a
+new one, which starts with a snapshot.
 
 Messages are JSON text frames from the server. The browser sends only ``watch_jobs`` (the
 Ray jobs and the one job log it shows, see :mod:`.job_stream`); anything else it sends is
@@ -74,8 +79,9 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado.ioloop import IOLoop
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
+from ..core.backlog import DEFAULT_LIMIT, ChangeBacklog
 from ..core.errors import KubeError
-from ..core.feed import Change, ChangeFeed
+from ..core.feed import ChangeFeed
 from .handlers import AUTH_RESOURCE, ExtensionObjectsMixin
 from .job_stream import JobWatches
 
@@ -83,6 +89,9 @@ log = logging.getLogger(__name__)
 
 Object = dict[str, Any]
 
+
+SLOW_READER_CODE = 1013
+"""The close code of a socket whose browser fell too far behind (RFC 6455: Try Again Later)."""
 
 HANDSHAKE_HINT = "Open dw/api/events as a WebSocket (new WebSocket(url) in a browser)."
 _WEBSOCKET_VERSIONS = ("7", "8", "13")
@@ -114,6 +123,8 @@ class EventsHandler(
     """
 
     auth_resource = AUTH_RESOURCE
+    backlog_limit = DEFAULT_LIMIT
+    """Changed objects waiting for a slow browser before the socket is closed."""
 
     @ws_authenticated
     @authorized
@@ -142,8 +153,10 @@ class EventsHandler(
         """Listen to the session's caches and start the task that sends messages."""
         super().open(*args, **kwargs)  # WebSocketMixin: keep-alive pings
         self._loop = IOLoop.current()
-        self._changes: asyncio.Queue[Change] = asyncio.Queue()
+        self.backlog = ChangeBacklog(self.backlog_limit)
+        self._wake = asyncio.Event()
         self._closed = False
+        self._given_up = False
         core = self.core
         self._feed = ChangeFeed(
             core.session, core.queues, core.clusters, core.workloads, jobs=core.pod_set_jobs
@@ -170,9 +183,26 @@ class EventsHandler(
         self._jobs.stop()
 
     def _on_change(self, plural: str, event_type: str, obj: Object) -> None:
-        """Session listener, on a cache thread: hand the change to this socket's IO loop."""
-        if not self._closed:
-            self._loop.add_callback(self._changes.put_nowait, (plural, event_type, obj))
+        """Session listener, on a cache thread: keep the change and wake the sending task."""
+        if self._closed:
+            return
+        if self.backlog.put((plural, event_type, obj)):
+            self._loop.add_callback(self._wake.set)
+        if self.backlog.overflowed and not self._given_up:
+            self._given_up = True
+            self._loop.add_callback(self._give_up)
+
+    def _give_up(self) -> None:
+        """The browser fell too far behind: close with the reason (the page reconnects and
+        starts again from a snapshot)."""
+        if self._closed:
+            return
+        log.warning(
+            "jupyter_dw: closing an events socket whose browser reads too slowly "
+            "(%d changed objects waiting)",
+            len(self.backlog),
+        )
+        self.close(SLOW_READER_CODE, f"too slow: {self.backlog.limit} changed objects waiting")
 
     # -- the sending task ----------------------------------------------------------------
 
@@ -181,7 +211,13 @@ class EventsHandler(
             snapshot = await self.run_blocking(self._feed.snapshot)
             await self._send(snapshot.to_json())
             while True:
-                change = await self._changes.get()
+                change = self.backlog.take()
+                if change is None:
+                    self._wake.clear()
+                    change = self.backlog.take()  # put after the first take, before clear()
+                    if change is None:
+                        await self._wake.wait()
+                        continue
                 for message in await self.run_blocking(self._feed.messages, *change):
                     await self._send(message.to_json())
         except (WebSocketClosedError, asyncio.CancelledError):

@@ -65,7 +65,16 @@ class LabServer:
             )
         )
         (config_dir / "jupyter_server_config.json").write_text(
-            json.dumps({"ServerApp": {"jpserver_extensions": {"tests.ui.drop_events": True}}})
+            json.dumps(
+                {
+                    "ServerApp": {
+                        "jpserver_extensions": {
+                            "tests.ui.drop_events": True,
+                            "tests.ui.core_counters": True,
+                        }
+                    }
+                }
+            )
         )
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         env.update(self.pod_environ)
@@ -150,6 +159,12 @@ class LabServer:
                 return response.status, _json_or_text(response.read())
         except urllib.error.HTTPError as err:
             return err.code, _json_or_text(err.read())
+
+    def api_counters(self) -> dict[str, Any]:
+        """The extension core's counters (tests/ui/core_counters.py)."""
+        status, answer = self.request("GET", "dw-test/counters")
+        assert status == 200, (status, answer)
+        return dict(answer)
 
     def api(self, method: str, route: str, body: Any = None) -> Any:
         """``dw/api/<route>``; fails unless 2xx."""

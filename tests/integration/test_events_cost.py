@@ -1,0 +1,291 @@
+"""What the events sockets cost the server, on the real control plane: the visibility API is
+asked again only for a LocalQueue whose pending list changed, once for every reader at a time
+(counted by the core's own :class:`PositionBoard`), and a browser that stops reading never
+makes the server hold more than one change per object (a real socket that does not read)."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from jupyter_dw.k8s.resources import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD
+from jupyter_dw.server.events import SLOW_READER_CODE, EventsHandler
+from jupyter_dw.server.handlers import CORE_SETTING
+from tests.cluster.fixtures import WAIT_TIMEOUT, plain_workload
+from tests.integration.clusters_support import KUEUE, Events, make_queue, open_events
+from tests.integration.test_events_ws import eventually
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
+
+pytestmark = pytest.mark.cluster
+
+WORKBENCH_RULES = namespace_rules()
+WORKBENCH_CLUSTER_RULES = CLUSTER_READ_RULES
+
+DEFAULT_QUEUE = f"{KUEUE}/default-queue"
+
+
+def core_of(jp_serverapp: Any) -> Any:
+    return jp_serverapp.web_app.settings[CORE_SETTING]
+
+
+def wait_cache(session: Any, kind: Any, done: Any, what: str) -> None:
+    cache = session.cache(kind)
+    assert cache is not None and cache.wait_until(lambda _: done(cache), WAIT_TIMEOUT), what
+
+
+def pending_in(cache: Any, name: str) -> int | None:
+    """The ClusterQueue's pending count as the cache holds it."""
+    held = cache.get(name) or {}
+    return (held.get("status") or {}).get("pendingWorkloads")
+
+
+async def test_pending_changes_cost_one_visibility_call_for_every_reader(
+    kube, kueue, namespace, jp_serverapp, jp_ws_fetch
+):
+    queue = make_queue(kueue, cpu="2")
+    custom = client.CustomObjectsApi(kube)
+    core = core_of(jp_serverapp)
+    session, board = core.session, core.positions
+    await asyncio.to_thread(session.wait_ready, WAIT_TIMEOUT)
+
+    def create(name: str, cpu: str) -> None:
+        body = plain_workload(kueue.api_version, name, queue.local_queue, cpu)
+        custom.create_namespaced_custom_object(
+            KUEUE, kueue.api_version, namespace, "workloads", body
+        )
+
+    # One holder takes the quota; then N Workloads wait in the one LocalQueue: N changes of
+    # its pending list, made before anyone reads positions.
+    await asyncio.to_thread(create, "holder", "2")
+    waiting = [f"waiting-{i}" for i in range(8)]
+    for name in waiting:
+        await asyncio.to_thread(create, name, "1")
+    # Quiet first: every Workload cached, and Kueue's count of them in the ClusterQueue's
+    # status (its status change marks the queue too).
+    await asyncio.to_thread(
+        wait_cache,
+        session,
+        WORKLOAD,
+        lambda c: all(c.get(n, namespace) for n in waiting),
+        "the Workloads cached",
+    )
+    await asyncio.to_thread(
+        wait_cache,
+        session,
+        CLUSTER_QUEUE,
+        lambda c: pending_in(c, queue.cluster_queue) == len(waiting),
+        "Kueue counting them",
+    )
+
+    # Five readers at once after N changes: one call between them.
+    before = board.calls
+    with ThreadPoolExecutor(5) as pool:
+        answers = list(pool.map(lambda _: core.workloads.describe_many(waiting), range(5)))
+    assert board.calls - before == 1, board.calls - before
+    for answer in answers:
+        assert sorted(w.position_in_local_queue for w in answer.values()) == list(range(8))
+    # Kueue orders equal priorities by creation second, then UID: not by name.
+    first, second = sorted(waiting, key=lambda n: answers[0][n].position_in_local_queue)[:2]
+
+    # Nothing changed since: no call.
+    core.workloads.describe_many(waiting)
+    assert board.calls - before == 1
+
+    # Sockets: a change that moves no position (an annotation) reaches every socket without a
+    # visibility call.
+    sockets = [(await open_events(jp_ws_fetch))[0] for _ in range(4)]
+    before = board.calls
+    patch = {"metadata": {"annotations": {"example.com/note": "hello"}}}
+    await asyncio.to_thread(
+        custom.patch_namespaced_custom_object,
+        KUEUE,
+        kueue.api_version,
+        namespace,
+        "workloads",
+        "waiting-3",
+        patch,
+    )
+    for events in sockets:
+        await events.until(
+            lambda m: m["type"] == "workload" and m["name"] == "waiting-3", "the annotated one"
+        )
+    assert board.calls == before, "a change that moves no position asked the visibility API"
+
+    # A Workload leaves the pending list: every socket hears the others move, and the socket
+    # count does not multiply the calls (one for the Workload's change, at most one more for
+    # Kueue's status of the ClusterQueue).
+    await asyncio.to_thread(
+        custom.delete_namespaced_custom_object,
+        KUEUE,
+        kueue.api_version,
+        namespace,
+        "workloads",
+        first,
+    )
+    for events in sockets:
+        moved = await events.until(
+            lambda m: (
+                m["type"] == "workload"
+                and m["name"] == second
+                and m["workload"] is not None
+                and m["workload"]["position_in_local_queue"] == 0
+            ),
+            "the second one first in its queue",
+        )
+        assert moved["workload"]["state"] == "queued"
+    await asyncio.to_thread(
+        wait_cache,
+        session,
+        CLUSTER_QUEUE,
+        lambda c: pending_in(c, queue.cluster_queue) == len(waiting) - 1,
+        "Kueue counting one fewer",
+    )
+
+    def counted(m: dict[str, Any]) -> bool:
+        return (
+            m["type"] == "queues"
+            and m["kind"] == "ClusterQueue"
+            and m["queues"]["queues"][0]["pending"] == len(waiting) - 1
+        )
+
+    for events in sockets:  # the ClusterQueue's change too has reached every socket
+        if not any(counted(m) for m in events.seen):
+            await events.until(counted, "the ClusterQueue counting one fewer")
+    assert board.calls - before <= 2, board.calls - before
+    for events in sockets:
+        events.close()
+
+
+class SlowReader:
+    """Tracks the server side of each events socket opened (as the page's socket would be)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.handlers: list[EventsHandler] = []
+        original = EventsHandler.open
+
+        def open_and_track(handler: EventsHandler, *args: Any, **kwargs: Any) -> None:
+            self.handlers.append(handler)
+            original(handler, *args, **kwargs)
+
+        monkeypatch.setattr(EventsHandler, "open", open_and_track)
+
+
+async def block_socket(toggle: Any, handler: EventsHandler, limit: int = 2000) -> tuple[int, str]:
+    """Change LocalQueue ``lq-0``'s default-queue annotation until the server's writes to a
+    socket that does not read are stuck (its changes start to coalesce); returns how many
+    changes that took and the last value written."""
+    value = "false"
+    for i in range(limit):
+        value = "true" if i % 2 else "false"
+        await asyncio.to_thread(toggle, "lq-0", value)
+        if handler.backlog.coalesced >= 10:
+            return i + 1, value
+    raise AssertionError(f"{limit} changes and the server's writes never blocked")
+
+
+@pytest.fixture
+def many_queues(kube, kueue, namespace):
+    """120 LocalQueues (each queues message then carries ~100 KB: buffers fill quickly) and a
+    function that sets ``lq-<i>``'s default-queue annotation (``lq-0`` sorts before ``team``:
+    annotated "true", it is the default)."""
+    queue = make_queue(kueue)
+    custom = client.CustomObjectsApi(kube)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: kueue.local_queue(f"lq-{i}", queue.cluster_queue), range(120)))
+    # Kueue activates each (a status write): done before a socket opens, so what waits for a
+    # slow socket later is only what the test changes.
+    for i in range(120):
+        kueue.wait_active("localqueues", f"lq-{i}")
+
+    def toggle(name: str, value: str) -> None:
+        custom.patch_namespaced_custom_object(
+            KUEUE,
+            kueue.api_version,
+            namespace,
+            "localqueues",
+            name,
+            {"metadata": {"annotations": {DEFAULT_QUEUE: value}}},
+        )
+
+    return toggle
+
+
+async def read_all(events: Events, until: Any, what: str) -> list[dict[str, Any]]:
+    """Read until ``until(message)``; every message read."""
+    read = []
+    while True:
+        message = await events.next()
+        read.append(message)
+        if until(message):
+            return read
+
+
+def lq0_default(message: dict[str, Any]) -> bool | None:
+    if message["type"] != "queues" or message["queues"] is None:
+        return None
+    return next(q["default"] for q in message["queues"]["queues"] if q["name"] == "lq-0")
+
+
+async def synced(session: Any) -> None:
+    """The server's caches hold everything (their first lists' changes are behind them)."""
+    await asyncio.to_thread(session.wait_ready, WAIT_TIMEOUT)
+    for cache in list(session._caches.values()):
+        assert await asyncio.to_thread(cache.wait_synced, WAIT_TIMEOUT)
+
+
+async def test_a_socket_that_does_not_read_holds_one_change_per_object(
+    many_queues, session, jp_ws_fetch, monkeypatch
+):
+    await synced(session)
+    slow = SlowReader(monkeypatch)
+    events, _ = await open_events(jp_ws_fetch)
+    [handler] = slow.handlers
+    objects = len(handler.core.session.cache(LOCAL_QUEUE).snapshot()) + 10  # + the other kinds
+    # The page stops reading: tornado's client reads no further frame until asked, so the
+    # kernel's buffers fill and the server's writes wait.
+    made, last = await block_socket(many_queues, handler)
+    folded = handler.backlog.coalesced
+    for i in range(100):  # 100 more changes of one object, and a few of three others
+        last = "true" if (made + i) % 2 else "false"
+        await asyncio.to_thread(many_queues, "lq-0", last)
+        if i % 25 == 0:
+            await asyncio.to_thread(many_queues, f"lq-{1 + i // 25}", "false")
+        assert len(handler.backlog) <= objects, len(handler.backlog)
+    # Every one of those changes was folded into one already waiting: none made it grow.
+    await eventually(lambda: handler.backlog.coalesced >= folded + 100, "the changes folded")
+    assert len(handler.backlog) <= objects, len(handler.backlog)
+    # Reading again: the latest state arrives, without every change on the way.
+    read = await read_all(
+        events, lambda m: lq0_default(m) is (last == "true") and not len(handler.backlog), "last"
+    )
+    queues_messages = [m for m in read if m["type"] == "queues"]
+    assert len(queues_messages) < made + 100, (made, len(queues_messages))
+    events.close()
+
+
+async def test_a_socket_too_far_behind_is_closed_with_a_reason(
+    many_queues, session, jp_ws_fetch, monkeypatch
+):
+    await synced(session)
+    monkeypatch.setattr(EventsHandler, "backlog_limit", 3)
+    slow = SlowReader(monkeypatch)
+    events, _ = await open_events(jp_ws_fetch)
+    [handler] = slow.handlers
+    await block_socket(many_queues, handler)
+    for i in range(1, 6):  # five more objects than one: past the limit of three
+        await asyncio.to_thread(many_queues, f"lq-{i}", "false")
+    await eventually(lambda: handler.backlog.overflowed, "the backlog past its limit")
+    assert len(handler.backlog) <= 3
+    # Reading again (unchecked: the bytes the server had sent, then the close frame, must be
+    # read before the server gives up waiting for the close handshake): the code and reason.
+    ws = events.ws._ws
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT_TIMEOUT
+    while await asyncio.wait_for(ws.read_message(), deadline - loop.time()) is not None:
+        pass
+    assert ws.close_code == SLOW_READER_CODE
+    assert "too slow" in (ws.close_reason or "")
