@@ -11,12 +11,16 @@ times five would measure Chromium, not us). Two idle windows of ``--seconds`` ea
 - **many**: each kernel shows ``--widgets`` (default 4, the same two kinds), ``--sockets``
   sockets (default 5).
 
+Each process (server, kernels) re-checks its permissions and the served APIs every
+``access_refresh_interval`` (``--refresh``, default 60 s as the product's): those requests
+(access reviews, discovery, the Kueue and elastic-jobs probes) are counted apart from the rest.
+
 For each window, from the audit log (user = the workbench's service account): the requests
 received in it other than watches (target 0), the watches opened in it, and the watches open
 at its end (target: the same in both windows, whatever the number of widgets or tabs).
 
 Usage: ``.venv/bin/python -m benchmarks.bench_load [--seconds 60] [--kernels 5] [--widgets 4]
-[--sockets 5] [--json FILE] [--smoke] [--cluster-dir DIR]`` (needs ``make cluster-build``; ``--smoke``: 5 s windows,
+[--sockets 5] [--refresh 60] [--json FILE] [--smoke] [--cluster-dir DIR]`` (needs ``make cluster-build``; ``--smoke``: 5 s windows,
 2 kernels, checks only that every figure was measured).
 """
 
@@ -143,6 +147,17 @@ async def drain(socket: WebSocketClientConnection, received: Counter[str]) -> No
 # -- the measurement ------------------------------------------------------------------------
 
 
+def is_recheck(request: Request) -> bool:
+    """Part of the session's periodic re-check (``access_refresh_interval``): discovery and
+    other non-resource GETs, access reviews, and the dry-run create that asks Kueue whether
+    it runs elastic jobs."""
+    return (
+        request.resource.startswith("/")
+        or request.resource == "selfsubjectaccessreviews"
+        or (request.verb == "create" and "dryRun=All" in request.uri)
+    )
+
+
 def window(requests: list[Request], start: float, end: float) -> dict[str, Any]:
     """What the workbench asked in ``[start, end)`` and which watches were open at ``end``."""
     inside = received_between(requests, start, end)
@@ -151,6 +166,8 @@ def window(requests: list[Request], start: float, end: float) -> dict[str, Any]:
     return {
         "seconds": round(end - start, 1),
         "requests_besides_watches": len(others),
+        "recheck_requests": sum(1 for r in others if is_recheck(r)),
+        "other_requests": sum(1 for r in others if not is_recheck(r)),
         "requests_besides_watches_by_kind": {
             f"{verb} {resource}": n for (_, verb, resource), n in count(others).items()
         },
@@ -181,14 +198,18 @@ async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
         custom.create_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", body)
 
     environ = pod_environment(identity)
-    sa_flag = f"--JupyterDW.service_account_dir={identity.service_account_dir}"
-    server = JupyterServer(directory, environ, extra_args=(sa_flag,))
+    environ["JUPYTER_DW_ACCESS_REFRESH_INTERVAL"] = str(args.refresh)
+    flags = (
+        f"--JupyterDW.service_account_dir={identity.service_account_dir}",
+        f"--JupyterDW.access_refresh_interval={args.refresh}",
+    )
+    server = JupyterServer(directory, environ, extra_args=flags)
     kernels: list[Kernel] = []
     sockets: list[WebSocketClientConnection] = []
     readers: list[asyncio.Task[None]] = []
     received: Counter[str] = Counter()
     log = plane.audit_log
-    results: dict[str, Any] = {"kernels": args.kernels, "namespace_user": identity.username}
+    results: dict[str, Any] = {"kernels": args.kernels, "access_refresh_interval": args.refresh}
     try:
         await asyncio.to_thread(server.wait_answer, "dw/api/queues")
         kernels = [Kernel(environ, directory / f"kernel-{i}.log") for i in range(args.kernels)]
@@ -214,7 +235,9 @@ async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
             print(
                 f"\n{phase}: {widgets * len(kernels)} widgets in {len(kernels)} kernels, "
                 f"{tabs} sockets, {figures['seconds']} s idle: "
-                f"{figures['requests_besides_watches']} requests besides watches, "
+                f"{figures['requests_besides_watches']} requests besides watches "
+                f"({figures['recheck_requests']} of the re-check, {figures['other_requests']} "
+                "others), "
                 f"{figures['watches_opened']} watches opened, "
                 f"{figures['watches_open_at_end']} watches open at the end"
             )
@@ -238,6 +261,9 @@ def main() -> None:
     parser.add_argument("--kernels", type=int, default=5)
     parser.add_argument("--widgets", type=int, default=4, help="per kernel (even, >= 2)")
     parser.add_argument("--sockets", type=int, default=5)
+    parser.add_argument(
+        "--refresh", type=float, default=60.0, help="access_refresh_interval (s; default 60)"
+    )
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--cluster-dir", help="reuse or keep an audited control plane here")
     parser.add_argument("--smoke", action="store_true", help="tiny: every figure measured")

@@ -18,18 +18,32 @@ from kubernetes import client
 
 from tests.cluster.controlplane import ClusterState, free_port
 from tests.cluster.fixtures import WorkbenchIdentity, make_workbench
-from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, KUEUE, namespace_rules
+
+PRIORITY_CLASSES = {
+    "apiGroups": [KUEUE],
+    "resources": ["workloadpriorityclasses"],
+    "verbs": ["get", "list", "watch"],
+}
 
 
 def workbench(
-    kube: client.ApiClient, state: ClusterState, namespace: str, directory: Path
+    kube: client.ApiClient,
+    state: ClusterState,
+    namespace: str,
+    directory: Path,
+    name: str = "workbench",
+    extra_rules: tuple[dict[str, Any], ...] = (),
 ) -> WorkbenchIdentity:
-    """A new ``namespace`` and a ``workbench`` ServiceAccount in it with a workbench's RBAC
-    (namespaced rules and the cluster-wide read of ClusterQueues, Cohorts, flavors)."""
-    client.CoreV1Api(kube).create_namespace({"metadata": {"name": namespace}})
-    return make_workbench(
-        kube, state, namespace, directory, namespace_rules(), CLUSTER_READ_RULES, "workbench"
-    )
+    """A ServiceAccount ``name`` in ``namespace`` (made first if absent) with a workbench's
+    RBAC (namespaced rules and ``extra_rules``; cluster-wide, reading ClusterQueues, Cohorts,
+    flavors and priority classes)."""
+    core = client.CoreV1Api(kube)
+    if not core.list_namespace(field_selector=f"metadata.name={namespace}").items:
+        core.create_namespace({"metadata": {"name": namespace}})
+    rules = [*namespace_rules(), *extra_rules]
+    cluster_rules = [*CLUSTER_READ_RULES, PRIORITY_CLASSES]
+    return make_workbench(kube, state, namespace, directory, rules, cluster_rules, name)
 
 
 def pod_environment(identity: WorkbenchIdentity) -> dict[str, str]:
@@ -125,3 +139,39 @@ class JupyterServer:
             self.process.kill()
             self.process.wait()
         self._log.close()
+
+
+def write_kubeconfig(identity: WorkbenchIdentity, path: Path) -> Path:
+    """A kubeconfig that authenticates as ``identity`` with its token only (what a tool that
+    reads ``KUBECONFIG`` gets in a workbench), its namespace as the context's."""
+    server = f"https://{identity.host}:{identity.port}"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "local",
+                        "cluster": {
+                            "server": server,
+                            "certificate-authority": str(identity.service_account_dir / "ca.crt"),
+                        },
+                    }
+                ],
+                "users": [{"name": identity.name, "user": {"token": identity.token}}],
+                "contexts": [
+                    {
+                        "name": "workbench",
+                        "context": {
+                            "cluster": "local",
+                            "user": identity.name,
+                            "namespace": identity.namespace,
+                        },
+                    }
+                ],
+                "current-context": "workbench",
+            }
+        )
+    )
+    return path
