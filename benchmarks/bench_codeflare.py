@@ -20,8 +20,10 @@ the audit log tells their requests apart. On an audited disposable control plane
 6. delete: ``h.delete()`` / ``cluster.down()``.
 
 Usage: ``.venv/bin/python -m benchmarks.bench_codeflare [--json FILE] [--cluster-dir DIR]``
-(needs ``make cluster-build`` and PyPI; ``--smoke`` runs jupyter_dw's side only when
-codeflare-sdk cannot be installed, and says so).
+(needs ``make cluster-build`` and PyPI). The run is one pass of small steps already:
+``--smoke`` is the same run (accepted so ``make bench --smoke`` treats every benchmark alike).
+When codeflare-sdk cannot be installed, its side is left out and the error recorded
+(``codeflare_sdk_blocked``).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from typing import Any
 
 from kubernetes import client, config, watch
 
-from benchmarks.workbench import pod_environment, workbench, write_kubeconfig
+from benchmarks.workbench import is_session_check, pod_environment, workbench, write_kubeconfig
 from tests.cluster.audit import AuditedCluster, Request, received_between
 from tests.cluster.fixtures import KueueObjects
 
@@ -108,7 +110,9 @@ def codeflare_python() -> tuple[Path | None, str]:
         found = subprocess.run(
             [str(python), "-m", "pip", "show", "codeflare-sdk"], capture_output=True, text=True
         )
-    version = next(line.split()[-1] for line in found.stdout.splitlines() if line.startswith("Version"))
+    version = next(
+        line.split()[-1] for line in found.stdout.splitlines() if line.startswith("Version")
+    )
     return python, version
 
 
@@ -167,6 +171,7 @@ def per_step(side: dict[str, Any], requests: list[Request]) -> dict[str, dict[st
         figures[name] = {
             "seconds": round(end - start, 3),
             "requests": sum(1 for r in inside if not r.is_watch),
+            "session_checks": sum(1 for r in inside if not r.is_watch and is_session_check(r)),
             "watches": sum(1 for r in inside if r.is_watch),
             "kinds": sorted({f"{r.verb} {r.resource}" for r in inside}),
         }
@@ -207,12 +212,23 @@ def measure(
     flavor = kueue.flavor("default")
     kueue.local_queue(QUEUE, kueue.cluster_queue("cq", {flavor: {"cpu": "8", "memory": "32Gi"}}))
     ready = ReadyWatch(kube, namespace)
-    results: dict[str, Any] = {"codeflare_sdk_version": version if python else None}
+    results: dict[str, Any] = {
+        "codeflare_sdk_version": version if python else None,
+        "cannot": CANNOT,
+    }
     try:
         dw_env = pod_environment(users["jupyter_dw"])
         sides = {
             "jupyter_dw": run_side(
-                [sys.executable, "-m", "benchmarks.bench_codeflare", "--dw-steps", namespace, QUEUE, "dw-ray"],
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.bench_codeflare",
+                    "--dw-steps",
+                    namespace,
+                    QUEUE,
+                    "dw-ray",
+                ],
                 dw_env,
             )
         }

@@ -20,8 +20,9 @@ received in it other than watches (target 0), the watches opened in it, and the 
 at its end (target: the same in both windows, whatever the number of widgets or tabs).
 
 Usage: ``.venv/bin/python -m benchmarks.bench_load [--seconds 60] [--kernels 5] [--widgets 4]
-[--sockets 5] [--refresh 60] [--json FILE] [--smoke] [--cluster-dir DIR]`` (needs ``make cluster-build``; ``--smoke``: 5 s windows,
-2 kernels, checks only that every figure was measured).
+[--sockets 5] [--refresh 60] [--json FILE] [--smoke] [--cluster-dir DIR]`` (needs
+``make cluster-build``; ``--smoke``: 5 s windows, 2 kernels, checks only that every figure
+was measured).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from kubernetes import client, config
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
-from benchmarks.workbench import JupyterServer, pod_environment, workbench
+from benchmarks.workbench import JupyterServer, is_session_check, pod_environment, workbench
 from tests.cluster.audit import AuditedCluster, Request, count, describe, received_between
 from tests.cluster.fixtures import KueueObjects
 from tests.integration.clusters_support import suspended_raycluster
@@ -71,7 +72,9 @@ async def kernel_process() -> None:
             break
         for _ in range(int(line[1])):
             index = len(widgets)
-            widget = dw.QueueBoard() if index % 2 == 0 else dw.ClusterStatus(CLUSTERS[index % 4 // 2])
+            widget = (
+                dw.QueueBoard() if index % 2 == 0 else dw.ClusterStatus(CLUSTERS[index % 4 // 2])
+            )
             widgets.append(widget)
         deadline = loop.time() + TIMEOUT
         while not all(w.freshness["state"] == "live" and not w.error for w in widgets):
@@ -147,17 +150,6 @@ async def drain(socket: WebSocketClientConnection, received: Counter[str]) -> No
 # -- the measurement ------------------------------------------------------------------------
 
 
-def is_recheck(request: Request) -> bool:
-    """Part of the session's periodic re-check (``access_refresh_interval``): discovery and
-    other non-resource GETs, access reviews, and the dry-run create that asks Kueue whether
-    it runs elastic jobs."""
-    return (
-        request.resource.startswith("/")
-        or request.resource == "selfsubjectaccessreviews"
-        or (request.verb == "create" and "dryRun=All" in request.uri)
-    )
-
-
 def window(requests: list[Request], start: float, end: float) -> dict[str, Any]:
     """What the workbench asked in ``[start, end)`` and which watches were open at ``end``."""
     inside = received_between(requests, start, end)
@@ -166,8 +158,8 @@ def window(requests: list[Request], start: float, end: float) -> dict[str, Any]:
     return {
         "seconds": round(end - start, 1),
         "requests_besides_watches": len(others),
-        "recheck_requests": sum(1 for r in others if is_recheck(r)),
-        "other_requests": sum(1 for r in others if not is_recheck(r)),
+        "recheck_requests": sum(1 for r in others if is_session_check(r)),
+        "other_requests": sum(1 for r in others if not is_session_check(r)),
         "requests_besides_watches_by_kind": {
             f"{verb} {resource}": n for (_, verb, resource), n in count(others).items()
         },

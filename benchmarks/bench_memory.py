@@ -59,7 +59,13 @@ def worker_pod(index: int, cluster: str) -> dict[str, Any]:
     ]
     env.append({"name": "FQ_RAY_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     probe = {
-        "exec": {"command": ["bash", "-c", "wget -T 2 -q -O- http://localhost:52365/api/local_raylet_healthz | grep success"]},
+        "exec": {
+            "command": [
+                "bash",
+                "-c",
+                "wget -T 2 -q -O- http://localhost:52365/api/local_raylet_healthz | grep success",
+            ]
+        },
         "initialDelaySeconds": 30,
         "periodSeconds": 5,
         "timeoutSeconds": 2,
@@ -101,7 +107,9 @@ def worker_pod(index: int, cluster: str) -> dict[str, Any]:
                     "volumeMounts": [{"mountPath": "/dev/shm", "name": "shared-mem"}],
                 }
             ],
-            "volumes": [{"name": "shared-mem", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}],
+            "volumes": [
+                {"name": "shared-mem", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}
+            ],
         },
     }
 
@@ -124,7 +132,9 @@ def hold(holder: str, namespace: str, api_version: str) -> dict[str, Any]:
 
     # The baseline's session starts no watch (lazy, and nothing asks for one).
     lazy = holder != "jupyter_dw"
-    session = KubeSession(namespace=namespace, service_account_dir="/nonexistent", lazy_watches=lazy)
+    session = KubeSession(
+        namespace=namespace, service_account_dir="/nonexistent", lazy_watches=lazy
+    )
     session.start()
     session.wait_ready()
     held: list[Any] = []
@@ -183,7 +193,9 @@ def main() -> None:
     if args.smoke:
         args.queues, args.cluster_queues, args.workloads, args.runs = 5, 2, 100, 1
     state, api, version = connect()
-    shape = ScaleShape(args.queues, args.cluster_queues, args.workloads, min(5, args.cluster_queues))
+    shape = ScaleShape(
+        args.queues, args.cluster_queues, args.workloads, min(5, args.cluster_queues)
+    )
     empty = f"bench-memory-{uuid.uuid4().hex[:6]}"
     core = client.CoreV1Api(api)
     core.create_namespace({"metadata": {"name": empty}})
@@ -199,7 +211,9 @@ def main() -> None:
                 for _ in range(args.runs):
                     base = measure_holder(holder, empty, version)
                     full = measure_holder(holder, testbed.namespace, version)
-                    assert (full["workloads"], full["pods"]) == (args.workloads, args.workloads), full
+                    assert (full["workloads"], full["pods"]) == (args.workloads, args.workloads), (
+                        full
+                    )
                     added.append(full["rss_mib"] - base["rss_mib"])
                     print(
                         f"{holder}: {base['rss_mib']:.1f} MiB empty, {full['rss_mib']:.1f} MiB "

@@ -23,7 +23,6 @@ import json
 import os
 import statistics
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any

@@ -98,7 +98,9 @@ def _codeflare(what: Result) -> str:
             seconds = f"{s['seconds']:.2f} s"
             if "ready_to_known_ms" in s:
                 seconds += f" (Ready → known: {s['ready_to_known_ms'] / 1000:.2f} s)"
-            cells += [f"{s['requests']} + {s['watches']}", seconds]
+            checks = s.get("session_checks")
+            counted = f"{s['requests']} ({checks} checks)" if checks else str(s["requests"])
+            cells += [f"{counted} + {s['watches']}", seconds]
         rows.append(f"| {title} | {' | '.join(cells)} | {cannot.get(step, '')} |")
     return "\n".join(rows)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from kubernetes import client
 
+from tests.cluster.audit import Request
 from tests.cluster.controlplane import ClusterState, free_port
 from tests.cluster.fixtures import WorkbenchIdentity, make_workbench
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, KUEUE, namespace_rules
@@ -44,6 +45,17 @@ def workbench(
     rules = [*namespace_rules(), *extra_rules]
     cluster_rules = [*CLUSTER_READ_RULES, PRIORITY_CLASSES]
     return make_workbench(kube, state, namespace, directory, rules, cluster_rules, name)
+
+
+def is_session_check(request: Request) -> bool:
+    """Whether ``request`` is one of a jupyter_dw session's checks (at its start, then every
+    ``access_refresh_interval``): discovery and other non-resource GETs, access and identity
+    reviews, and the dry-run create that asks Kueue whether it runs elastic jobs."""
+    return (
+        request.resource.startswith("/")
+        or request.resource in ("selfsubjectaccessreviews", "selfsubjectreviews")
+        or (request.verb == "create" and "dryRun=All" in request.uri)
+    )
 
 
 def pod_environment(identity: WorkbenchIdentity) -> dict[str, str]:
@@ -75,7 +87,9 @@ class JupyterServer:
         self._log = self.log_path.open("w")
         # A config file: a dict trait given on the command line arrives as a list of strings.
         settings = work / f"{log_name}.config.json"
-        settings.write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_dw": extension}}}))
+        settings.write_text(
+            json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_dw": extension}}})
+        )
         self.spawned = time.monotonic()
         self.process = subprocess.Popen(
             [
