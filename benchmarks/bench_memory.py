@@ -201,7 +201,10 @@ def main() -> None:
     core.create_namespace({"metadata": {"name": empty}})
     results: dict[str, Any] = {"workloads": args.workloads, "pods": args.workloads}
     try:
-        with scale_testbed(api, version, shape, kueue_pid=state.pids.get("kueue")) as testbed:
+        # Teardown (10,000 objects, 2-5 minutes under load) goes on after the figures.
+        with scale_testbed(
+            api, version, shape, kueue_pid=state.pids.get("kueue"), wait_teardown=False
+        ) as testbed:
             print(testbed.describe())
             pods = [worker_pod(i, f"ray-{i % 500:03d}") for i in range(args.workloads)]
             seconds = create_all(api, f"/api/v1/namespaces/{testbed.namespace}/pods", pods)

@@ -39,6 +39,7 @@ import urllib3
 
 from ..domain.freshness import LIVE, RECONNECTING, STALE, Freshness
 from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized
+from .projection import Projection
 from .resources import Resource
 
 if TYPE_CHECKING:
@@ -151,6 +152,7 @@ class WatchCache:
     re-list after 410 is reported as the ADDED/MODIFIED/DELETED events it amounts to.
     ``indexes`` name functions whose values :meth:`by_index` looks objects up by (a label
     value, the UID): answers in memory instead of scanning or listing per request.
+    ``projection`` is what is kept of each object (:mod:`.projection`; default: all of it).
     """
 
     def __init__(
@@ -162,8 +164,12 @@ class WatchCache:
         min_watch_seconds: float = 1.0,
         indexes: Mapping[str, IndexFunc] | None = None,
         on_health: HealthListener | None = None,
+        projection: Projection | None = None,
     ) -> None:
         self.name = name or list_watch.description
+        # What is kept of each object listed or watched (see .projection), before any
+        # reader, index or listener sees it.
+        self._project = projection
         self._lw = list_watch
         self._backoff = backoff or Backoff()
         # A watch that ends faster than this (without events) counts as a failure, so a
@@ -398,6 +404,8 @@ class WatchCache:
 
     def _relist(self) -> None:
         items, resource_version = self._lw.list()
+        if self._project is not None:
+            items = [self._project(obj) for obj in items]
         fresh = {object_key(obj): obj for obj in items}
         events: list[tuple[str, Object]] = []
         with self._lock:
@@ -484,6 +492,8 @@ class WatchCache:
         if event_type not in (ADDED, MODIFIED, DELETED):
             log.debug("%s: ignoring watch event %r", self.name, event_type)
             return
+        if self._project is not None:
+            obj = self._project(obj)
         key = object_key(obj)
         with self._lock:
             before = self._objects.pop(key, None)
