@@ -158,9 +158,7 @@ def test_the_cases_cover_what_the_readers_tell_apart() -> None:
 
 
 WORKLOADS = {
-    name: obj
-    for name, obj in json.loads(DATA.read_text()).items()
-    if obj.get("kind") == "Workload"
+    name: obj for name, obj in json.loads(DATA.read_text()).items() if obj.get("kind") == "Workload"
 }
 
 
