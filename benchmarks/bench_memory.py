@@ -34,7 +34,7 @@ from typing import Any
 from kubernetes import client, config
 
 from benchmarks.testbed import connect
-from tests.cluster.scale import ScaleShape, create_all, scale_testbed
+from tests.cluster.scale import ScaleShape, create_all, create_scale, delete_scale
 
 RAY_CLUSTER_LABEL = "ray.io/cluster"
 HOLDERS = ("jupyter_dw", "baseline")
@@ -198,36 +198,39 @@ def main() -> None:
     )
     empty = f"bench-memory-{uuid.uuid4().hex[:6]}"
     core = client.CoreV1Api(api)
-    core.create_namespace({"metadata": {"name": empty}})
     results: dict[str, Any] = {"workloads": args.workloads, "pods": args.workloads}
+    testbed = create_scale(api, version, shape, kueue_pid=state.pids.get("kueue"))
+    core.create_namespace({"metadata": {"name": empty}})
     try:
-        # Teardown (10,000 objects, 2-5 minutes under load) goes on after the figures.
-        with scale_testbed(
-            api, version, shape, kueue_pid=state.pids.get("kueue"), wait_teardown=False
-        ) as testbed:
-            print(testbed.describe())
-            pods = [worker_pod(i, f"ray-{i % 500:03d}") for i in range(args.workloads)]
-            seconds = create_all(api, f"/api/v1/namespaces/{testbed.namespace}/pods", pods)
-            print(f"{len(pods)} pods created in {seconds:.1f} s")
-            for holder in HOLDERS:
-                added = []
-                for _ in range(args.runs):
-                    base = measure_holder(holder, empty, version)
-                    full = measure_holder(holder, testbed.namespace, version)
-                    assert (full["workloads"], full["pods"]) == (args.workloads, args.workloads), (
-                        full
-                    )
-                    added.append(full["rss_mib"] - base["rss_mib"])
-                    print(
-                        f"{holder}: {base['rss_mib']:.1f} MiB empty, {full['rss_mib']:.1f} MiB "
-                        f"with {full['workloads']} Workloads and {full['pods']} pods"
-                    )
-                results[holder] = {
-                    "added_mib": round(statistics.median(added), 1),
-                    "runs": [round(a, 1) for a in added],
-                }
+        print(testbed.describe())
+        pods = [worker_pod(i, f"ray-{i % 500:03d}") for i in range(args.workloads)]
+        seconds = create_all(api, f"/api/v1/namespaces/{testbed.namespace}/pods", pods)
+        print(f"{len(pods)} pods created in {seconds:.1f} s")
+        for holder in HOLDERS:
+            added = []
+            for _ in range(args.runs):
+                base = measure_holder(holder, empty, version)
+                full = measure_holder(holder, testbed.namespace, version)
+                counted = (full["workloads"], full["pods"])
+                assert counted == (args.workloads, args.workloads), full
+                added.append(full["rss_mib"] - base["rss_mib"])
+                print(
+                    f"{holder}: {base['rss_mib']:.1f} MiB empty, {full['rss_mib']:.1f} MiB "
+                    f"with {full['workloads']} Workloads and {full['pods']} pods"
+                )
+            results[holder] = {
+                "added_mib": round(statistics.median(added), 1),
+                "runs": [round(a, 1) for a in added],
+            }
     finally:
         core.delete_namespace(empty)
+        # The gated pods go at once (never scheduled); then the scale objects, waited for so
+        # the next run starts on a quiet Kueue. A slow teardown does not undo the figures.
+        core.delete_collection_namespaced_pod(testbed.namespace, label_selector=RAY_CLUSTER_LABEL)
+        try:
+            delete_scale(api, testbed, timeout=900)
+        except TimeoutError as err:
+            print(f"teardown still going on: {err}", file=sys.stderr)
     print(
         f"\nRSS added by {args.workloads} Workloads and {args.workloads} pods (median of "
         f"{args.runs}): jupyter_dw {results['jupyter_dw']['added_mib']} MiB, baseline (full "
