@@ -97,9 +97,12 @@ def _codeflare(what: Result) -> str:
                 continue
             seconds = f"{s['seconds']:.2f} s"
             if "ready_to_known_ms" in s:
-                seconds += f" (Ready → known: {s['ready_to_known_ms'] / 1000:.2f} s)"
+                ms = s["ready_to_known_ms"]
+                known = f"{ms:.1f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
+                seconds += f" (Ready → known: {known})"
             checks = s.get("session_checks")
-            counted = f"{s['requests']} ({checks} checks)" if checks else str(s["requests"])
+            plural = "s" if checks != 1 else ""
+            counted = f"{s['requests']} ({checks} check{plural})" if checks else str(s["requests"])
             cells += [f"{counted} + {s['watches']}", seconds]
         rows.append(f"| {title} | {' | '.join(cells)} | {cannot.get(step, '')} |")
     return "\n".join(rows)

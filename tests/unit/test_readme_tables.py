@@ -69,7 +69,7 @@ def test_every_table_is_rendered_between_its_markers(tmp_path: Path) -> None:
     assert "| 60 s | 20 / 5 | 5 | 7 | 7 | 0 | 0 | 50 |" in text
     assert "| jupyter_dw's watch caches | 41.5 MiB | 41.5, 42.0 |" in text
     assert "| added (per pair) | 50.0 ms | |" in text
-    assert "(Ready → known: 0.01 s)" in text
+    assert "(Ready → known: 12.0 ms)" in text
     assert "| list queues | — | — | — | — | names and flavors only |" in text
 
 
