@@ -78,8 +78,9 @@ class ListWatch(Protocol):
 
     description: str
 
-    def list(self) -> tuple[list[Object], str]:
-        """All objects and the list's ``resourceVersion``."""
+    def list(self, project: Projection | None = None) -> tuple[list[Object], str]:
+        """All objects and the list's ``resourceVersion``; with ``project``, each object's
+        projection, made as each page arrives (a cache with a projection asks for this)."""
         ...
 
     def watch(self, resource_version: str) -> WatchStream:
@@ -403,9 +404,12 @@ class WatchCache:
         log.debug("%s: watch thread stopped", self.name)
 
     def _relist(self) -> None:
-        items, resource_version = self._lw.list()
-        if self._project is not None:
-            items = [self._project(obj) for obj in items]
+        if self._project is None:
+            items, resource_version = self._lw.list()
+        else:
+            # Projected page by page: a list of every full object first would raise the
+            # process's memory to the full objects' size for good (the allocator keeps it).
+            items, resource_version = self._lw.list(self._project)
         fresh = {object_key(obj): obj for obj in items}
         events: list[tuple[str, Object]] = []
         with self._lock:
@@ -581,8 +585,9 @@ class ApiListWatch:
         where = f" in {self._namespace}" if self._namespace else ""
         self.description = f"{resource.qualified}{where}"
 
-    def list(self) -> tuple[list[Object], str]:
-        """List every page; the first page's resourceVersion is the snapshot's."""
+    def list(self, project: Projection | None = None) -> tuple[list[Object], str]:
+        """List every page (each object projected by ``project`` as its page arrives); the
+        first page's resourceVersion is the snapshot's."""
         path = self._resource.path(self._namespace)
         items: list[Object] = []
         continue_token = ""
@@ -598,7 +603,8 @@ class ApiListWatch:
                 if continue_token and getattr(err, "api_status", None) == GONE:
                     raise ResourceGone("list continuation expired") from err
                 raise
-            items.extend(page.get("items") or [])
+            found = page.get("items") or []
+            items.extend(found if project is None else [project(obj) for obj in found])
             metadata = page.get("metadata") or {}
             resource_version = resource_version or str(metadata.get("resourceVersion") or "")
             continue_token = str(metadata.get("continue") or "")

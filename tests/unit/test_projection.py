@@ -206,8 +206,9 @@ class _Listing:
     def __init__(self) -> None:
         self.events = [{"type": "ADDED", "object": pod("demo-w-9", "worker", ready=False)}]
 
-    def list(self) -> tuple[list[dict], str]:
-        return [pod("demo-head", "head", ready=True)], "1"
+    def list(self, project: Any = None) -> tuple[list[dict], str]:
+        assert project is slim_pod  # the cache asks for the projection page by page
+        return [project(pod("demo-head", "head", ready=True))], "1"
 
     def watch(self, resource_version: str) -> Any:
         events = self.events
