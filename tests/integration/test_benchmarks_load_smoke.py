@@ -84,7 +84,9 @@ def test_bench_codeflare_counts_every_step_of_both(audited_plane: Path, tmp_path
             "delete",
         }
         assert steps["create"]["requests"] >= 1  # its create reached the audit log
-        assert steps["wait_ready"]["ready_to_known_ms"] >= 0
+        # Measured from the benchmark's own watch seeing Ready: jupyter_dw's watch may see the
+        # same event a few ms sooner (a negative figure), so only its presence is checked.
+        assert isinstance(steps["wait_ready"]["ready_to_known_ms"], float)
         assert steps["list_clusters"]["status"]
     assert figures["jupyter_dw"]["import"]["requests"] == 0  # importing contacts nothing
 
