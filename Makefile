@@ -12,12 +12,13 @@ NPM_ENV := PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PATH=$(CURDIR)/$(VENV)/bin:$$PATH
 LABEXT_DEV := $(VENV)/share/jupyter/labextensions/jupyter-dw
 
 .PHONY: help deps system-deps python-deps cluster-build cluster-up cluster-down cluster-status \
-        frontend lint test test-unit test-js test-legacy demo clean
+        frontend lint test test-unit test-js test-legacy bench demo clean
 
 help:
 	@echo "make test          install everything, build the test cluster, lint, run all tests"
 	@echo "make demo          local cluster + demo queues + JupyterLab with jupyter_dw"
 	@echo "make cluster-up    start the local control plane (idempotent); cluster-down stops it"
+	@echo "make bench         every benchmark: benchmarks/results/*.json and the README's tables"
 	@echo "make test-legacy   the suite against Kueue $$(sed -n 's/^KUEUE_LEGACY_VERSION=//p' tests/cluster/versions.env) (v1beta1 only)"
 
 deps: system-deps python-deps
@@ -83,6 +84,11 @@ test-js: python-deps
 # pytest runs last: CI reads its summary line.
 test: cluster-build lint frontend test-js
 	$(VENV)/bin/pytest
+
+# Every benchmark with the README's arguments (long: tens of minutes); JSON into
+# benchmarks/results/ (git-ignored), then the tables between the README's bench markers.
+bench: cluster-build frontend
+	$(PY) -m benchmarks.run_all
 
 test-legacy: export DW_KUEUE_VERSION = legacy
 test-legacy: test

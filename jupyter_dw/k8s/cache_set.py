@@ -18,6 +18,7 @@ from .access import AccessResult, Permission
 from .client import KubeApi
 from .discovery import Discovery
 from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized, NotReady
+from .projection import Projection, slim, slim_pod
 from .resources import (
     CLUSTER_QUEUE,
     COHORT,
@@ -74,6 +75,11 @@ _INDEXES: dict[str, dict[str, IndexFunc]] = {
     RAY_CLUSTER.plural: {BY_UID: uid_index},
     POD.plural: {BY_RAY_CLUSTER: label_index(RAY_CLUSTER_LABEL)},
     EVENT.plural: {BY_INVOLVED_UID: _involved_uid},
+}
+_PROJECTIONS: dict[str, Projection] = {
+    # Only a pod's metadata and status are read; every other cache keeps all but
+    # managedFields (see .projection and tests/unit/test_projection.py).
+    POD.plural: slim_pod,
 }
 _FIELD_SELECTORS: dict[str, str] = {
     # KubeRay's warnings about RayClusters only (InvalidRayClusterSpec, ...): a namespace's
@@ -197,6 +203,7 @@ class CacheSet:
                 backoff=self._backoff,
                 indexes=_INDEXES.get(resource.plural),
                 on_health=lambda _health: self._on_health(),
+                projection=_PROJECTIONS.get(resource.plural, slim),
             )
             for registration in self._listeners:
                 registration.removers.append(

@@ -214,6 +214,17 @@ def scale_testbed(
         delete_scale(kube, testbed, wait=wait_teardown)
 
 
+def create_all(
+    kube: client.ApiClient, path: str, bodies: list[Object], workers: int = DEFAULT_WORKERS
+) -> float:
+    """POST every body to ``path`` (``/api/v1/namespaces/NS/pods``) on ``workers`` threads,
+    as :func:`create_scale` creates its Workloads; returns the seconds it took."""
+    start = time.monotonic()
+    poster = _Poster(bulk_client(kube, workers))
+    _run_all([poster.post(path, body) for body in bodies], workers)
+    return time.monotonic() - start
+
+
 # --------------------------------------------------------------------------------------------
 # Creating
 # --------------------------------------------------------------------------------------------

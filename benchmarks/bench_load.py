@@ -1,0 +1,276 @@
+"""What jupyter_dw asks of the API server while nobody does anything, from its audit log.
+
+On a disposable control plane of its own whose kube-apiserver writes an audit log of every
+service account's requests (tests/cluster/audit.py; never the shared test plane), a workbench
+service account runs a real ``jupyter server`` with jupyter_dw and ``--kernels`` kernel
+processes (each a ``KernelRuntime`` with live widgets on its asyncio loop, as in a kernel).
+Sidebars are stood in for by ``dw/api/events`` WebSockets (what a sidebar holds open; a browser
+times five would measure Chromium, not us). Two idle windows of ``--seconds`` each:
+
+- **few**: each kernel shows 2 widgets (a ``QueueBoard`` and a ``ClusterStatus``), 1 socket;
+- **many**: each kernel shows ``--widgets`` (default 4, the same two kinds), ``--sockets``
+  sockets (default 5).
+
+Each process (server, kernels) re-checks its permissions and the served APIs every
+``access_refresh_interval`` (``--refresh``, default 60 s as the product's): those requests
+(access reviews, discovery, the Kueue and elastic-jobs probes) are counted apart from the rest.
+
+For each window, from the audit log (user = the workbench's service account): the requests
+received in it other than watches (target 0), the watches opened in it, and the watches open
+at its end (target: the same in both windows, whatever the number of widgets or tabs).
+
+Usage: ``.venv/bin/python -m benchmarks.bench_load [--seconds 60] [--kernels 5] [--widgets 4]
+[--sockets 5] [--refresh 60] [--json FILE] [--smoke] [--cluster-dir DIR]`` (needs
+``make cluster-build``; ``--smoke``: 5 s windows, 2 kernels, checks only that every figure
+was measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import WebSocketClientConnection, websocket_connect
+
+from benchmarks.workbench import JupyterServer, is_session_check, pod_environment, workbench
+from tests.cluster.audit import AuditedCluster, Request, count, describe, received_between
+from tests.cluster.fixtures import KueueObjects
+from tests.integration.clusters_support import suspended_raycluster
+
+TIMEOUT = 180.0
+CLUSTERS = ("load-0", "load-1")
+
+
+# -- one kernel process --------------------------------------------------------------------
+
+
+async def kernel_process() -> None:
+    """A kernel's side, driven over stdin: ``add N`` shows N more widgets and answers
+    ``ready <total>`` once every widget is live; ``quit`` (or EOF) stops."""
+    import jupyter_dw as dw
+    from jupyter_dw.core.settings import load_settings
+    from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
+
+    runtime = KernelRuntime(load_settings(paths=[]))
+    set_runtime(runtime)
+    widgets: list[Any] = []
+    loop = asyncio.get_running_loop()
+    while True:
+        line = (await loop.run_in_executor(None, sys.stdin.readline)).split()
+        if not line or line[0] == "quit":
+            break
+        for _ in range(int(line[1])):
+            index = len(widgets)
+            widget = (
+                dw.QueueBoard() if index % 2 == 0 else dw.ClusterStatus(CLUSTERS[index % 4 // 2])
+            )
+            widgets.append(widget)
+        deadline = loop.time() + TIMEOUT
+        while not all(w.freshness["state"] == "live" and not w.error for w in widgets):
+            if loop.time() > deadline:
+                raise TimeoutError([(w.freshness, w.error) for w in widgets])
+            await asyncio.sleep(0.01)
+        print(f"ready {len(widgets)}", flush=True)
+    for widget in widgets:
+        widget.close()
+    await asyncio.to_thread(runtime.stop)
+
+
+class Kernel:
+    """A kernel process of this benchmark (``python -m benchmarks.bench_load --kernel``)."""
+
+    def __init__(self, environ: dict[str, str], log: Path) -> None:
+        self._log = log.open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.bench_load", "--kernel"],
+            env=environ,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+        )
+        self.widgets = 0
+
+    def add(self, widgets: int) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"add {widgets}\n")
+        self.process.stdin.flush()
+        self.widgets += widgets
+
+    def wait_ready(self) -> None:
+        assert self.process.stdout is not None
+        answer = self.process.stdout.readline().split()
+        if answer != ["ready", str(self.widgets)]:
+            raise RuntimeError(f"kernel answered {answer}; see {self._log.name}")
+
+    def stop(self) -> None:
+        if self.process.stdin is not None and self.process.poll() is None:
+            self.process.stdin.write("quit\n")
+            self.process.stdin.close()
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+
+
+# -- sockets standing in for sidebars --------------------------------------------------------
+
+
+async def open_socket(server: JupyterServer) -> WebSocketClientConnection:
+    """A sidebar's ``dw/api/events`` socket, after its snapshot message."""
+    request = HTTPRequest(
+        f"ws://127.0.0.1:{server.port}/dw/api/events",
+        headers={"Authorization": f"token {server.token}"},
+    )
+    socket = await websocket_connect(request)
+    first = await asyncio.wait_for(socket.read_message(), TIMEOUT)
+    assert first is not None and json.loads(first)["type"] == "snapshot", first
+    return socket
+
+
+async def drain(socket: WebSocketClientConnection, received: Counter[str]) -> None:
+    """Read a socket until it closes, counting its messages by type (a sidebar reads them)."""
+    while (message := await socket.read_message()) is not None:
+        received[json.loads(message).get("type", "?")] += 1
+
+
+# -- the measurement ------------------------------------------------------------------------
+
+
+def window(requests: list[Request], start: float, end: float) -> dict[str, Any]:
+    """What the workbench asked in ``[start, end)`` and which watches were open at ``end``."""
+    inside = received_between(requests, start, end)
+    others = [r for r in inside if not r.is_watch]
+    watches_open = [r for r in requests if r.is_watch and r.open_at(end)]
+    return {
+        "seconds": round(end - start, 1),
+        "requests_besides_watches": len(others),
+        "recheck_requests": sum(1 for r in others if is_session_check(r)),
+        "other_requests": sum(1 for r in others if not is_session_check(r)),
+        "requests_besides_watches_by_kind": {
+            f"{verb} {resource}": n for (_, verb, resource), n in count(others).items()
+        },
+        "watches_opened": sum(1 for r in inside if r.is_watch),
+        "watches_open_at_end": len(watches_open),
+        "watches_open_by_resource": dict(Counter(r.resource for r in watches_open)),
+        "_others": others,
+    }
+
+
+async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
+    plane = AuditedCluster(Path(args.cluster_dir) if args.cluster_dir else directory / "plane")
+    started = time.monotonic()
+    state = plane.up()
+    print(f"audited control plane ready in {time.monotonic() - started:.1f} s")
+    kube = config.new_client_from_config(config_file=state.kubeconfig)
+    namespace = f"bench-load-{uuid.uuid4().hex[:6]}"
+    identity = workbench(kube, state, namespace, directory)
+    version = "v1beta2" if plane.versions.kueue_serves_v1beta2 else "v1beta1"
+    kueue = KueueObjects(kube, version, namespace, prefix=namespace)
+    flavor = kueue.flavor("default")
+    cq = kueue.cluster_queue("cq", {flavor: {"cpu": "4", "memory": "8Gi"}})
+    kueue.local_queue("team", cq)
+    custom = client.CustomObjectsApi(kube)
+    for name in CLUSTERS:
+        body = suspended_raycluster(name)
+        body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
+        custom.create_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", body)
+
+    environ = pod_environment(identity)
+    environ["JUPYTER_DW_ACCESS_REFRESH_INTERVAL"] = str(args.refresh)
+    flags = (
+        f"--JupyterDW.service_account_dir={identity.service_account_dir}",
+        f"--JupyterDW.access_refresh_interval={args.refresh}",
+    )
+    server = JupyterServer(directory, environ, extra_args=flags)
+    kernels: list[Kernel] = []
+    sockets: list[WebSocketClientConnection] = []
+    readers: list[asyncio.Task[None]] = []
+    received: Counter[str] = Counter()
+    log = plane.audit_log
+    results: dict[str, Any] = {"kernels": args.kernels, "access_refresh_interval": args.refresh}
+    try:
+        await asyncio.to_thread(server.wait_answer, "dw/api/queues")
+        kernels = [Kernel(environ, directory / f"kernel-{i}.log") for i in range(args.kernels)]
+        for phase, widgets, tabs in (("few", 2, 1), ("many", args.widgets, args.sockets)):
+            for kernel in kernels:
+                kernel.add(widgets - kernel.widgets)
+            for kernel in kernels:
+                await asyncio.to_thread(kernel.wait_ready)
+            while len(sockets) < tabs:
+                sockets.append(await open_socket(server))
+                readers.append(asyncio.create_task(drain(sockets[-1], received)))
+            begin = time.time()
+            # The measurement is the idle time itself: nothing is waited for here.
+            await asyncio.sleep(args.seconds)
+            end = time.time()
+            figures = window(log.requests([identity.username]), begin, end)
+            others = figures.pop("_others")
+            results[phase] = {
+                **figures,
+                "widgets": widgets * len(kernels),
+                "sockets": tabs,
+            }
+            print(
+                f"\n{phase}: {widgets * len(kernels)} widgets in {len(kernels)} kernels, "
+                f"{tabs} sockets, {figures['seconds']} s idle: "
+                f"{figures['requests_besides_watches']} requests besides watches "
+                f"({figures['recheck_requests']} of the re-check, {figures['other_requests']} "
+                "others), "
+                f"{figures['watches_opened']} watches opened, "
+                f"{figures['watches_open_at_end']} watches open at the end"
+            )
+            if others:
+                print(describe(count(others)))
+        results["socket_messages"] = dict(received)
+    finally:
+        for socket in sockets:
+            socket.close()
+        for kernel in kernels:
+            await asyncio.to_thread(kernel.stop)
+        server.stop()
+        if not args.cluster_dir:
+            plane.down()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--kernels", type=int, default=5)
+    parser.add_argument("--widgets", type=int, default=4, help="per kernel (even, >= 2)")
+    parser.add_argument("--sockets", type=int, default=5)
+    parser.add_argument(
+        "--refresh", type=float, default=60.0, help="access_refresh_interval (s; default 60)"
+    )
+    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--cluster-dir", help="reuse or keep an audited control plane here")
+    parser.add_argument("--smoke", action="store_true", help="tiny: every figure measured")
+    parser.add_argument("--kernel", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.kernel:
+        asyncio.run(kernel_process())
+        return
+    if args.smoke:
+        args.seconds, args.kernels, args.widgets, args.sockets = 5.0, 2, 4, 2
+    with tempfile.TemporaryDirectory(prefix="dw-bench-load-") as tmp:
+        results = asyncio.run(measure(args, Path(tmp)))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

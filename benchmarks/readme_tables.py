@@ -1,0 +1,148 @@
+"""The README's benchmark tables, rendered from ``benchmarks/results/*.json`` (``make bench``).
+
+A table lives in README.md between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->``; its
+rows come from ``results/bench_NAME.json`` (written by :mod:`benchmarks.run_all`). A marker
+pair without a result file is left as it is, so a partial run changes only what it measured.
+
+Usage: ``.venv/bin/python -m benchmarks.readme_tables`` (after a run).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+Result = dict[str, Any]
+
+
+def _load(what: Result) -> str:
+    f = what["figures"]
+    rows = [
+        "| window (idle) | widgets / kernels | sockets | requests besides watches | "
+        "… of the re-check | … others | watches opened | watches open |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for phase in ("few", "many"):
+        p = f[phase]
+        rows.append(
+            f"| {p['seconds']:g} s | {p['widgets']} / {f['kernels']} | {p['sockets']} | "
+            f"{p['requests_besides_watches']} | {p['recheck_requests']} | {p['other_requests']} "
+            f"| {p['watches_opened']} | {p['watches_open_at_end']} |"
+        )
+    return "\n".join(rows)
+
+
+def _memory(what: Result) -> str:
+    f = what["figures"]
+    return "\n".join(
+        [
+            f"| RSS added by {f['workloads']:,} Workloads and {f['pods']:,} pods | median | runs |",
+            "| --- | --- | --- |",
+            f"| jupyter_dw's watch caches | {f['jupyter_dw']['added_mib']} MiB | "
+            f"{', '.join(str(r) for r in f['jupyter_dw']['runs'])} |",
+            f"| baseline, same run: the same objects as full dicts | "
+            f"{f['baseline']['added_mib']} MiB | "
+            f"{', '.join(str(r) for r in f['baseline']['runs'])} |",
+        ]
+    )
+
+
+def _startup(what: Result) -> str:
+    f = what["figures"]
+    return "\n".join(
+        [
+            f"| `jupyter server` start ({f['pairs']} pairs) | median | max |",
+            "| --- | --- | --- |",
+            f"| with jupyter_dw: spawn → `GET api/status` | {f['with_extension']['median_ms']} ms "
+            f"| {f['with_extension']['max_ms']} ms |",
+            f"| baseline, same run: without it | {f['without_extension']['median_ms']} ms | "
+            f"{f['without_extension']['max_ms']} ms |",
+            f"| added (per pair) | {f['added']['median_ms']} ms | |",
+            f"| then the first `GET dw/api/queues` | {f['first_answer']['median_ms']} ms | "
+            f"{f['first_answer']['max_ms']} ms |",
+        ]
+    )
+
+
+STEP_NAMES = {
+    "import": "first cell: `import`",
+    "list_queues": "list queues",
+    "create": "create a cluster",
+    "wait_ready": "learn it is ready",
+    "list_clusters": "list clusters with status",
+    "delete": "delete it",
+}
+
+
+def _codeflare(what: Result) -> str:
+    f = what["figures"]
+    version = f.get("codeflare_sdk_version") or "not installed"
+    rows = [
+        f"| step | jupyter_dw: requests + watches | time | codeflare-sdk {version}: "
+        "requests + watches | time | codeflare-sdk cannot |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    cannot = f.get("cannot", {})
+    for step, title in STEP_NAMES.items():
+        cells = []
+        for side in ("jupyter_dw", "codeflare_sdk"):
+            s = (f.get(side) or {}).get(step)
+            if s is None:
+                cells += ["—", "—"]
+                continue
+            seconds = f"{s['seconds']:.2f} s"
+            if "ready_to_known_ms" in s:
+                ms = s["ready_to_known_ms"]
+                known = f"{ms:.1f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
+                seconds += f" (Ready → known: {known})"
+            checks = s.get("session_checks")
+            plural = "s" if checks != 1 else ""
+            counted = f"{s['requests']} ({checks} check{plural})" if checks else str(s["requests"])
+            cells += [f"{counted} + {s['watches']}", seconds]
+        rows.append(f"| {title} | {' | '.join(cells)} | {cannot.get(step, '')} |")
+    return "\n".join(rows)
+
+
+TABLES: dict[str, Callable[[Result], str]] = {
+    "load": _load,
+    "memory": _memory,
+    "startup": _startup,
+    "codeflare": _codeflare,
+}
+
+
+def replace_between(text: str, name: str, table: str) -> str:
+    """``text`` with the lines between the markers of ``name`` replaced by ``table``."""
+    pattern = re.compile(
+        rf"(<!-- bench:{name} -->\n).*?(\n<!-- /bench:{name} -->)", flags=re.DOTALL
+    )
+    if not pattern.search(text):
+        raise ValueError(f"README.md has no <!-- bench:{name} --> ... <!-- /bench:{name} -->")
+    return pattern.sub(lambda m: m.group(1) + table + m.group(2), text, count=1)
+
+
+def render(results: Path, readme: Path) -> list[str]:
+    """Render every table whose result file exists and says the run succeeded; returns the
+    names rendered."""
+    text = readme.read_text()
+    rendered = []
+    for name, table in TABLES.items():
+        path = results / f"bench_{name}.json"
+        if not path.exists():
+            continue
+        result = json.loads(path.read_text())
+        if result.get("returncode") or "figures" not in result:
+            continue
+        text = replace_between(text, name, table(result))
+        rendered.append(name)
+    readme.write_text(text)
+    return rendered
+
+
+if __name__ == "__main__":
+    print("rendered:", ", ".join(render(HERE / "results", HERE.parent / "README.md")) or "none")

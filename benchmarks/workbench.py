@@ -1,0 +1,191 @@
+"""What the audited benchmarks share: a workbench service account on a control plane, and a
+real ``jupyter server`` running as that workbench would (in a subprocess, on its token)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from tests.cluster.audit import Request
+from tests.cluster.controlplane import ClusterState, free_port
+from tests.cluster.fixtures import WorkbenchIdentity, make_workbench
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, KUEUE, namespace_rules
+
+PRIORITY_CLASSES = {
+    "apiGroups": [KUEUE],
+    "resources": ["workloadpriorityclasses"],
+    "verbs": ["get", "list", "watch"],
+}
+
+
+def workbench(
+    kube: client.ApiClient,
+    state: ClusterState,
+    namespace: str,
+    directory: Path,
+    name: str = "workbench",
+    extra_rules: tuple[dict[str, Any], ...] = (),
+) -> WorkbenchIdentity:
+    """A ServiceAccount ``name`` in ``namespace`` (made first if absent) with a workbench's
+    RBAC (namespaced rules and ``extra_rules``; cluster-wide, reading ClusterQueues, Cohorts,
+    flavors and priority classes)."""
+    core = client.CoreV1Api(kube)
+    if not core.list_namespace(field_selector=f"metadata.name={namespace}").items:
+        core.create_namespace({"metadata": {"name": namespace}})
+    rules = [*namespace_rules(), *extra_rules]
+    cluster_rules = [*CLUSTER_READ_RULES, PRIORITY_CLASSES]
+    return make_workbench(kube, state, namespace, directory, rules, cluster_rules, name)
+
+
+def is_session_check(request: Request) -> bool:
+    """Whether ``request`` is one of a jupyter_dw session's checks (at its start, then every
+    ``access_refresh_interval``): discovery and other non-resource GETs, access and identity
+    reviews, and the dry-run create that asks Kueue whether it runs elastic jobs."""
+    return (
+        request.resource.startswith("/")
+        or request.resource in ("selfsubjectaccessreviews", "selfsubjectreviews")
+        or (request.verb == "create" and "dryRun=All" in request.uri)
+    )
+
+
+def pod_environment(identity: WorkbenchIdentity) -> dict[str, str]:
+    """This process's environment as the workbench pod's: in-cluster configuration only."""
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    return {
+        **env,
+        **identity.environ,
+        "JUPYTER_DW_SERVICE_ACCOUNT_DIR": str(identity.service_account_dir),
+    }
+
+
+class JupyterServer:
+    """``jupyter server`` in a subprocess (``extension``: with jupyter_dw enabled or not);
+    :attr:`spawned` is the ``time.monotonic()`` just before the process was started."""
+
+    def __init__(
+        self,
+        work: Path,
+        environ: dict[str, str],
+        *,
+        extension: bool = True,
+        extra_args: tuple[str, ...] = (),
+        log_name: str = "server.log",
+    ) -> None:
+        self.port = free_port()
+        self.token = secrets.token_hex(16)
+        self.log_path = work / log_name
+        self._log = self.log_path.open("w")
+        # A config file: a dict trait given on the command line arrives as a list of strings.
+        settings = work / f"{log_name}.config.json"
+        settings.write_text(
+            json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_dw": extension}}})
+        )
+        self.spawned = time.monotonic()
+        self.process = subprocess.Popen(
+            [
+                str(Path(sys.executable).with_name("jupyter")),
+                "server",
+                "--no-browser",
+                "--allow-root",
+                f"--port={self.port}",
+                "--ip=127.0.0.1",
+                f"--IdentityProvider.token={self.token}",
+                f"--ServerApp.root_dir={work}",
+                f"--config={settings}",
+                *extra_args,
+            ],
+            env=environ,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def request(self, path: str, timeout: float = 60) -> tuple[int, Any]:
+        """GET ``path``: the status and the JSON body (None when not JSON)."""
+        headers = {"Authorization": f"token {self.token}"}
+        request = urllib.request.Request(f"{self.url}/{path}", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                body = response.read()
+                status = int(response.status)
+        except urllib.error.HTTPError as err:
+            body, status = err.read(), int(err.code)
+        try:
+            return status, json.loads(body)
+        except ValueError:
+            return status, None
+
+    def wait_answer(self, path: str, status: int = 200, timeout: float = 120) -> float:
+        """Poll ``path`` every 2 ms until it answers ``status``; the ``time.monotonic()`` of
+        the answer. Connection refused means: not listening yet."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.request(path)[0] == status:
+                    return time.monotonic()
+            except OSError:
+                pass
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.002)
+        self._log.flush()
+        tail = self.log_path.read_text()[-3000:]
+        raise TimeoutError(f"{path} never answered {status}; the server's log ends:\n{tail}")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+
+
+def write_kubeconfig(identity: WorkbenchIdentity, path: Path) -> Path:
+    """A kubeconfig that authenticates as ``identity`` with its token only (what a tool that
+    reads ``KUBECONFIG`` gets in a workbench), its namespace as the context's."""
+    server = f"https://{identity.host}:{identity.port}"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "local",
+                        "cluster": {
+                            "server": server,
+                            "certificate-authority": str(identity.service_account_dir / "ca.crt"),
+                        },
+                    }
+                ],
+                "users": [{"name": identity.name, "user": {"token": identity.token}}],
+                "contexts": [
+                    {
+                        "name": "workbench",
+                        "context": {
+                            "cluster": "local",
+                            "user": identity.name,
+                            "namespace": identity.namespace,
+                        },
+                    }
+                ],
+                "current-context": "workbench",
+            }
+        )
+    )
+    return path

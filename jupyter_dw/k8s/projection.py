@@ -1,0 +1,54 @@
+"""What a watch cache keeps of each object: the fields jupyter_dw reads, stored compactly.
+
+A cache of 5,000 Workloads and 5,000 Ray pods held as the API server sends them took 196 MiB
+of a process's memory (benchmarks/bench_memory.py), half of it ``metadata.managedFields``
+(server-side apply's bookkeeping, which nothing here reads) and most of a pod's rest its spec
+(containers, probes, volumes, env), which nothing here reads either: the cluster state, the
+milestones and the pod problems read a pod's metadata and status. Every object is also rebuilt
+with its keys and short strings interned, so the thousands of ``"type"``, ``"status"``,
+``"True"``, ``"cpu"`` strings are one object each instead of one per occurrence (the JSON
+decoder shares keys only within one list page).
+
+A projection is a function of the object alone (client-go's ``SetTransform``), applied to every
+object a cache lists or receives by watch, before anything else sees it. Which fields the code
+reads is checked by tests/unit/test_projection.py: the domain's and core's readers give the
+same answers on projected objects as on full ones.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+Object = dict[str, Any]
+Projection = Callable[[Object], Object]
+
+INTERNED_LENGTH = 64
+"""Strings up to this long are interned (names, labels, reasons, quantities, timestamps are
+shorter; messages usually longer, and seldom repeated)."""
+
+
+def _compact(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {sys.intern(key): _compact(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_compact(item) for item in value]
+    if isinstance(value, str) and len(value) <= INTERNED_LENGTH:
+        return sys.intern(value)
+    return value
+
+
+def slim(obj: Object) -> Object:
+    """``obj`` without ``metadata.managedFields``, compacted (a new dict: ``obj`` is left as
+    it was)."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict) and "managedFields" in metadata:
+        obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
+    compacted: Object = _compact(obj)
+    return compacted
+
+
+def slim_pod(obj: Object) -> Object:
+    """:func:`slim` without the spec (a pod's metadata and status are what is read)."""
+    return slim({k: v for k, v in obj.items() if k != "spec"})

@@ -1,0 +1,106 @@
+"""The load, memory, start-up and codeflare-sdk benchmarks cannot rot: each runs with
+``--smoke`` (tiny) and every figure it reports must have been measured.
+
+bench_load and bench_codeflare share one audited disposable control plane (started here,
+~30-45 s); bench_memory and bench_startup use the shared test plane. Cold cost: the first run
+on a machine installs codeflare-sdk from PyPI into ``~/.cache/jupyter-dw/codeflare-venv``
+(about 1 GB with Ray; a few minutes); later runs reuse it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cluster.audit import AuditedCluster
+from tests.cluster.controlplane import ClusterState
+
+pytestmark = pytest.mark.cluster
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_smoke(name: str, out: Path, *extra: str) -> dict[str, Any]:
+    """``python -m benchmarks.NAME --smoke --json OUT``; its figures."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{name}", "--smoke", "--json", str(out), *extra],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, f"{name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    figures: dict[str, Any] = json.loads(out.read_text())
+    return figures
+
+
+@pytest.fixture(scope="module")
+def audited_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """An audited disposable control plane's directory (bench_load, bench_codeflare)."""
+    directory = tmp_path_factory.mktemp("audited") / "plane"
+    plane = AuditedCluster(directory)
+    plane.up()
+    yield directory
+    plane.down()
+
+
+def test_bench_load_counts_requests_and_watches(audited_plane: Path, tmp_path: Path) -> None:
+    figures = run_smoke("bench_load", tmp_path / "load.json", "--cluster-dir", str(audited_plane))
+    few, many = figures["few"], figures["many"]
+    assert many["widgets"] > few["widgets"] and many["sockets"] > few["sockets"]
+    for phase in (few, many):
+        assert phase["watches_open_at_end"] > 0  # the audit log saw the workbench's watches
+        assert phase["requests_besides_watches"] == (
+            phase["recheck_requests"] + phase["other_requests"]
+        )
+        # The goal's claims: nothing but the periodic re-check asks anything while idle ...
+        assert phase["other_requests"] == 0, phase["requests_besides_watches_by_kind"]
+    # ... and more widgets and tabs open no more watches.
+    assert many["watches_open_by_resource"] == few["watches_open_by_resource"]
+
+
+def test_bench_codeflare_counts_every_step_of_both(audited_plane: Path, tmp_path: Path) -> None:
+    figures = run_smoke(
+        "bench_codeflare", tmp_path / "codeflare.json", "--cluster-dir", str(audited_plane)
+    )
+    assert figures["codeflare_sdk_version"], figures.get("codeflare_sdk_blocked")
+    for side in ("jupyter_dw", "codeflare_sdk"):
+        steps = figures[side]
+        assert set(steps) == {
+            "import",
+            "list_queues",
+            "create",
+            "wait_ready",
+            "list_clusters",
+            "delete",
+        }
+        assert steps["create"]["requests"] >= 1  # its create reached the audit log
+        # Measured from the benchmark's own watch seeing Ready: jupyter_dw's watch may see the
+        # same event a few ms sooner (a negative figure), so only its presence is checked.
+        assert isinstance(steps["wait_ready"]["ready_to_known_ms"], float)
+        assert steps["list_clusters"]["status"]
+    assert figures["jupyter_dw"]["import"]["requests"] == 0  # importing contacts nothing
+
+
+def test_bench_memory_measures_both_holders(cluster: ClusterState, tmp_path: Path) -> None:
+    figures = run_smoke("bench_memory", tmp_path / "memory.json")
+    for holder in ("jupyter_dw", "baseline"):
+        assert len(figures[holder]["runs"]) >= 1
+        assert isinstance(figures[holder]["added_mib"], float)
+
+
+def test_bench_startup_measures_paired_starts(cluster: ClusterState, tmp_path: Path) -> None:
+    figures = run_smoke("bench_startup", tmp_path / "startup.json")
+    assert figures["pairs"] == 2
+    for key in ("with_extension", "without_extension", "first_answer"):
+        assert figures[key]["median_ms"] > 0
+    assert "median_ms" in figures["added"]

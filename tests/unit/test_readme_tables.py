@@ -1,0 +1,97 @@
+"""`make bench` renders the README's tables from the results' JSON, between markers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import readme_tables
+
+REPO = Path(__file__).resolve().parents[2]
+
+PHASE = {
+    "seconds": 60.0,
+    "requests_besides_watches": 7,
+    "recheck_requests": 7,
+    "other_requests": 0,
+    "watches_opened": 0,
+    "watches_open_at_end": 50,
+    "widgets": 10,
+    "sockets": 1,
+}
+RESULTS = {
+    "load": {"kernels": 5, "few": PHASE, "many": {**PHASE, "widgets": 20, "sockets": 5}},
+    "memory": {
+        "workloads": 5000,
+        "pods": 5000,
+        "jupyter_dw": {"added_mib": 41.5, "runs": [41.5, 42.0]},
+        "baseline": {"added_mib": 98.0, "runs": [98.0]},
+    },
+    "startup": {
+        "pairs": 10,
+        "with_extension": {"median_ms": 900.0, "max_ms": 1200.0},
+        "without_extension": {"median_ms": 850.0, "max_ms": 1100.0},
+        "added": {"median_ms": 50.0},
+        "first_answer": {"median_ms": 300.0, "max_ms": 400.0},
+    },
+    "codeflare": {
+        "codeflare_sdk_version": "0.40.1",
+        "cannot": {"list_queues": "names and flavors only"},
+        "jupyter_dw": {
+            "import": {"seconds": 0.01, "requests": 0, "watches": 0},
+            "wait_ready": {"seconds": 3.0, "requests": 0, "watches": 0, "ready_to_known_ms": 12},
+        },
+    },
+}
+
+
+def readme_with_markers(tmp_path: Path) -> Path:
+    readme = tmp_path / "README.md"
+    blocks = "\n".join(f"<!-- bench:{n} -->\nold {n}\n<!-- /bench:{n} -->" for n in RESULTS)
+    readme.write_text(f"# Title\n\n{blocks}\n\nthe end\n")
+    return readme
+
+
+def write_results(directory: Path, names: list[str], returncode: int = 0) -> None:
+    for name in names:
+        result = {"returncode": returncode, "figures": RESULTS[name]}
+        (directory / f"bench_{name}.json").write_text(json.dumps(result))
+
+
+def test_every_table_is_rendered_between_its_markers(tmp_path: Path) -> None:
+    readme = readme_with_markers(tmp_path)
+    write_results(tmp_path, list(RESULTS))
+    assert readme_tables.render(tmp_path, readme) == list(RESULTS)
+    text = readme.read_text()
+    assert "old " not in text and text.startswith("# Title") and text.endswith("the end\n")
+    assert "| 60 s | 20 / 5 | 5 | 7 | 7 | 0 | 0 | 50 |" in text
+    assert "| jupyter_dw's watch caches | 41.5 MiB | 41.5, 42.0 |" in text
+    assert "| added (per pair) | 50.0 ms | |" in text
+    assert "(Ready → known: 12.0 ms)" in text
+    assert "| list queues | — | — | — | — | names and flavors only |" in text
+
+
+def test_a_failed_or_missing_run_leaves_its_table(tmp_path: Path) -> None:
+    readme = readme_with_markers(tmp_path)
+    write_results(tmp_path, ["load"], returncode=1)
+    write_results(tmp_path, ["memory"])
+    assert readme_tables.render(tmp_path, readme) == ["memory"]
+    text = readme.read_text()
+    assert "old load" in text and "old startup" in text and "old memory" not in text
+
+
+def test_a_readme_without_the_markers_is_refused_by_name(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("no markers\n")
+    write_results(tmp_path, ["startup"])
+    with pytest.raises(ValueError, match="bench:startup"):
+        readme_tables.render(tmp_path, readme)
+    assert readme.read_text() == "no markers\n"
+
+
+def test_the_project_readme_has_every_marker_pair() -> None:
+    text = (REPO / "README.md").read_text()
+    for name in readme_tables.TABLES:
+        assert f"<!-- bench:{name} -->" in text and f"<!-- /bench:{name} -->" in text, name
