@@ -13,11 +13,10 @@ import pytest
 
 from jupyter_dw.core.clusters import _pod_info
 from jupyter_dw.domain.cluster_state import (
-    admission_checks,
     cluster_status,
-    kueue_state,
     live_worker_pods,
 )
+from jupyter_dw.domain.kueue_state import admission_checks, kueue_state
 from jupyter_dw.domain.milestones import milestones
 from jupyter_dw.domain.pod_problems import first_problem, pod_problem
 from jupyter_dw.domain.workloads import (
