@@ -118,6 +118,7 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
     # A Workload leaves the pending list: every socket hears the others move, and the socket
     # count does not multiply the calls (one for the Workload's change, at most one more for
     # Kueue's status of the ClusterQueue).
+    marks = [len(events.seen) for events in sockets]
     await asyncio.to_thread(
         custom.delete_namespaced_custom_object,
         KUEUE,
@@ -145,16 +146,22 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
         "Kueue counting one fewer",
     )
 
-    def counted(m: dict[str, Any]) -> bool:
-        return (
-            m["type"] == "queues"
-            and m["kind"] == "ClusterQueue"
-            and m["queues"]["queues"][0]["pending"] == len(waiting) - 1
-        )
+    def cluster_queue_changed(m: dict[str, Any]) -> bool:
+        return m["type"] == "queues" and m["kind"] == "ClusterQueue"
 
-    for events in sockets:  # the ClusterQueue's change too has reached every socket
-        if not any(counted(m) for m in events.seen):
-            await events.until(counted, "the ClusterQueue counting one fewer")
+    def counted(m: dict[str, Any]) -> bool:
+        # The summary's count is the LocalQueue's status: Kueue may write it before or after
+        # the ClusterQueue's, so the two are waited for apart.
+        return m["type"] == "queues" and m["queues"]["queues"][0]["pending"] == len(waiting) - 1
+
+    # The deletion's ClusterQueue and LocalQueue changes too have reached every socket.
+    for events, mark in zip(sockets, marks, strict=True):
+        for predicate, what in (
+            (cluster_queue_changed, "the ClusterQueue's change"),
+            (counted, "the queue counting one fewer"),
+        ):
+            if not any(predicate(m) for m in events.seen[mark:]):
+                await events.until(predicate, what)
     assert board.calls - before <= 2, board.calls - before
     for events in sockets:
         events.close()
