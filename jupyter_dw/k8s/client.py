@@ -23,11 +23,10 @@ import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import urllib3
-from kubernetes import client
 from urllib3.util.retry import Retry
 
 from ..names import KUEUE_MUTATING_RAYCLUSTER_WEBHOOK
@@ -44,6 +43,10 @@ from .errors import (
     KubeUnreachable,
     WebhookUnavailable,
 )
+
+if TYPE_CHECKING:
+    # Imported on the first call (see auth.py: never while the extension loads).
+    from kubernetes import client
 
 log = logging.getLogger(__name__)
 
@@ -254,17 +257,19 @@ class KubeApi:
         return json.loads(data) if data else {}
 
     def _call(self, call: Callable[[], T], method: str, path: str) -> T:
+        from kubernetes.client import ApiException
+
         try:
             try:
                 return call()
-            except client.ApiException as err:
+            except ApiException as err:
                 if err.status != 401:
                     raise
                 # The token may have rotated since we last read it: re-read once and retry.
                 log.info("401 from the API server on %s: re-reading credentials once", path)
                 self.credentials.reload()
                 return call()
-        except client.ApiException as err:
+        except ApiException as err:
             body = _status_body(err)
             found = body.get("details")
             details: dict[str, Any] = found if isinstance(found, dict) else {}
