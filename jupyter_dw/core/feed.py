@@ -1,5 +1,10 @@
 """One change feed for every live surface: the events socket and the kernel's widgets.
 
+Why ~550 lines in one module: the messages (:class:`Snapshot`, :class:`QueuesChanged`,
+:class:`ClusterChanged`, :class:`WorkloadChanged`, :class:`JobChanged`,
+:class:`HealthChanged`) are the feed's vocabulary and :class:`ChangeFeed` the one place that
+decides which of them a change makes; each message's JSON is next to the rule that sends it.
+
 The session's watch caches report raw changes (``(plural, event, object)``) on their threads.
 A :class:`ChangeFeed` turns each into what a viewer needs to know: the namespace's queues
 changed (with the new :class:`QueueList`), a Ray cluster changed (with its new

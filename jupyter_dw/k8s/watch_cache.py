@@ -1,5 +1,10 @@
 """A list+watch cache of one Kubernetes resource, kept current on a background thread.
 
+Why ~700 lines in one module: the cache and the HTTP list/watch it drives share one protocol
+(resource versions, bookmarks, 410, idle detection, per-page projection), and each rule reads
+best next to the code that meets it; :class:`ApiListWatch` and :class:`HttpWatchStream` at the
+end are the wire, :class:`WatchCache` the reflector.
+
 The protocol is client-go's reflector: list (remember the list's ``resourceVersion``), then
 watch from it with ``allowWatchBookmarks``; every event and bookmark moves the remembered
 version forward, so a watch that ends (server timeout, dropped connection, error) resumes
