@@ -14,6 +14,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Sequence
@@ -58,8 +59,16 @@ def testbed_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
+_GIVEN: set[int] = set()
+"""Ports :func:`free_port` has handed out in this process: a plane asks for fifteen before any
+of its components binds one, so a port free a moment ago may already be another's."""
+_GIVEN_LOCK = threading.Lock()
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now.
+    """A TCP port on 127.0.0.1 that nothing listens on right now, never one handed out before
+    in this process (chosen at random, two of one plane's fifteen collided about once in a
+    hundred starts: its second component then failed with "address already in use").
 
     Chosen below the kernel's ephemeral range: a port the kernel hands out for outgoing
     connections could be taken by one between choosing it and the component binding it.
@@ -67,12 +76,16 @@ def free_port() -> int:
     low, _ = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
     candidates = list(range(max(1024, low - 12000), low))
     random.shuffle(candidates)
-    for port in candidates:
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
+    with _GIVEN_LOCK:
+        for port in candidates:
+            if port in _GIVEN:
                 continue
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _GIVEN.add(port)
             return port
     raise RuntimeError("no free TCP port on 127.0.0.1")
 
