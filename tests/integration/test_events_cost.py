@@ -53,7 +53,9 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
     await asyncio.to_thread(session.wait_ready, WAIT_TIMEOUT)
 
     def create(name: str, cpu: str) -> None:
-        body = plain_workload(kueue.api_version, name, queue.local_queue, cpu)
+        # With a priority, as Kueue gives every job's Workload: Kueue 0.14.8's visibility API
+        # panics (nil pointer, answered 503) on a pending Workload without one.
+        body = plain_workload(kueue.api_version, name, queue.local_queue, cpu, priority=0)
         custom.create_namespaced_custom_object(
             KUEUE, kueue.api_version, namespace, "workloads", body
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -56,6 +57,15 @@ KINDS: dict[str, tuple[str, str, str | None]] = {
 }
 if TRAINER_BED:
     KINDS["tj"] = ("TrainJob", "trainer.kubeflow.org", "trainjobs")
+
+
+async def past_the_second_of(kueue: KueueObjects, kind: str, job: str) -> None:
+    """Wait until ``kind`` ``job``'s Workload exists and the clock (the API server's: the same
+    machine) has passed the second it was made in."""
+    workload = await asyncio.to_thread(owned_workload, kueue, kind, job, lambda w: True, "made")
+    made = datetime.fromisoformat(workload["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    while datetime.now(timezone.utc) < made + timedelta(seconds=1):
+        await asyncio.sleep(0.05)
 
 
 def pending_order(kube: client.ApiClient, kueue: KueueObjects, local_queue: str) -> list[str]:
@@ -154,9 +164,14 @@ async def _kinds_in_one_queue(kube, kueue, namespace, jp_fetch, jp_ws_fetch) -> 
     requests["rj"] = totals(fit["requests"])
     code, created = await call(jp_fetch, "POST", "clusters", body=small_cluster("ray", workers=1))
     assert code == 201, created
+    # Kueue orders equal priorities by the second their Workloads were made; Kueue 0.14 breaks
+    # no tie, so two made in one second may swap places between two reads. Each is made in a
+    # second of its own.
+    await past_the_second_of(kueue, KINDS["ray"][0], "ray")
     code, created = await call(jp_fetch, "POST", "rayjobs", body=RAYJOB)
     assert code == 201, created
     if TRAINER_BED:
+        await past_the_second_of(kueue, KINDS["rj"][0], "rj")
         code, fit = await call(jp_fetch, "POST", "trainjobs", "fit", body=TRAINJOB)
         assert code == 200 and fit["verdict"] == "must-wait", fit
         requests["tj"] = totals(fit["requests"])
