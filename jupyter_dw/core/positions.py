@@ -95,8 +95,14 @@ class PositionBoard:
                     self._mark_queue(queue)
 
     def _local_queue_changed(self, event_type: str, obj: Object) -> None:
-        """A LocalQueue made, deleted or moved to another ClusterQueue is read again. (Its
-        status counts change with its Workloads, whose own changes mark it.)"""
+        """A LocalQueue made, deleted or moved to another ClusterQueue is read again; so is
+        one whose status counts another number of pending Workloads than the answer held.
+
+        Its Workloads' own changes mark it, but this session's watch may see a Workload change
+        before Kueue's queue manager has: a read then gets the list as it was (a deleted
+        Workload still in it). Kueue writes the LocalQueue's ``pendingWorkloads`` from its
+        queue manager, so a count that disagrees with the answer held says the answer is
+        behind, and the change of that count is the moment to ask again."""
         name = str((obj.get("metadata") or {}).get("name") or "")
         with self._lock:
             if event_type == DELETED:
@@ -108,6 +114,8 @@ class PositionBoard:
                 self._cluster_queue_of[name] = cluster_queue
                 self._tick += 1
                 self._queue_marks[name] = self._tick
+            elif _behind(self._held.get(name), (obj.get("status") or {}).get("pendingWorkloads")):
+                self._mark_queue(name)
 
     def _mark_queue(self, queue: str) -> None:
         """Every LocalQueue of ``queue``'s ClusterQueue (positions in the ClusterQueue move
@@ -207,6 +215,19 @@ class PositionBoard:
         if self._reading.get(queue) == start:
             del self._reading[queue]
         self._lock.notify_all()
+
+
+VISIBILITY_PAGE = 1000
+"""Kueue's visibility API answers at most this many pending Workloads (its default ``limit``,
+which we do not change): a longer list is cut there."""
+
+
+def _behind(held: _Held | None, pending: object) -> bool:
+    """Whether an answer held lists another number of Workloads than Kueue's count of the
+    LocalQueue's pending ones (no answer held, or no count: nothing to compare)."""
+    if held is None or not isinstance(pending, int) or isinstance(pending, bool):
+        return False
+    return min(pending, VISIBILITY_PAGE) != len(held.items)
 
 
 def _order(items: tuple[Object, ...]) -> list[tuple[Any, ...]]:

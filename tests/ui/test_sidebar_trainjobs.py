@@ -76,9 +76,13 @@ def test_sidebar_trainjob_cards_follow_their_states(
     # -- the second waits: Kueue's reason and its position on its card -----------------------
     lab.api("POST", "trainjobs", request("tj-b"))
     second = sidebar.locator('[data-trainjob="tj-b"]')
+    # The visibility API lists a Workload before Kueue's first try writes why it waits: the
+    # card shows a position first, then the reason once that condition lands.
     expect(second.locator(".jp-dw-position")).to_be_visible(timeout=ADMIT_TIMEOUT)
+    expect(second.locator(".jp-dw-reason")).to_be_visible(timeout=ADMIT_TIMEOUT)
     waiting = lab.api("GET", "trainjobs/tj-b")
     assert waiting["state"] == "queued" and waiting["position_in_local_queue"] == 0, waiting
+    assert waiting["reason"], waiting
     expect(second.locator(".jp-dw-position")).to_have_text(
         "position 1 in queue team (1 in its ClusterQueue)"
     )

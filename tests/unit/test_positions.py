@@ -1,0 +1,127 @@
+"""The position board's marks: which cache changes make it ask Kueue's visibility API again.
+
+The board listens to a session's caches and asks ``pending_workloads``; here a stand-in
+session plays both (the caches' events are what a watch delivers, the answers what Kueue's
+visibility API would say at that moment), so each rule is checked without a race.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+from jupyter_dw.core.positions import VISIBILITY_PAGE, PositionBoard
+from jupyter_dw.k8s.session import KubeSession
+
+Object = dict[str, Any]
+Listener = Callable[[str, str, Object], None]
+
+
+class Caches:
+    """What the board uses of a session: its listeners and one visibility answer per queue."""
+
+    positions_visible = True
+
+    def __init__(self) -> None:
+        self.listeners: list[Listener] = []
+        self.answers: dict[str, list[str]] = {}
+        self.asked: list[str] = []
+
+    def add_listener(self, listener: Listener) -> Callable[[], None]:
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+    def pending_workloads(self, queue: str) -> list[Object]:
+        self.asked.append(queue)
+        return [
+            {"metadata": {"name": name}, "positionInLocalQueue": i, "positionInClusterQueue": i}
+            for i, name in enumerate(self.answers.get(queue, []))
+        ]
+
+    def event(self, plural: str, event_type: str, obj: Object) -> None:
+        for listener in list(self.listeners):
+            listener(plural, event_type, obj)
+
+
+def local_queue(name: str, pending: int | None = None) -> Object:
+    status = {} if pending is None else {"pendingWorkloads": pending}
+    return {"metadata": {"name": name}, "spec": {"clusterQueue": "cq"}, "status": status}
+
+
+def waiting(name: str, queue: str = "lq") -> Object:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "creationTimestamp": "2026-11-24T00:00:00Z"},
+        "spec": {"queueName": queue, "priority": 0},
+        "status": {"conditions": [{"type": "QuotaReserved", "status": "False"}]},
+    }
+
+
+def board_on(caches: Caches) -> PositionBoard:
+    return PositionBoard(cast(KubeSession, caches))
+
+
+def names(board: PositionBoard) -> list[str]:
+    return sorted(board.entries(["lq"]))
+
+
+def test_a_stale_answer_is_asked_again_when_the_local_queue_counts_otherwise():
+    caches = Caches()
+    board = board_on(caches)
+    caches.event("localqueues", "ADDED", local_queue("lq", pending=0))
+    for name in ("a", "b"):
+        caches.event("workloads", "ADDED", waiting(name))
+    caches.answers["lq"] = ["a", "b"]
+    assert names(board) == ["a", "b"] and caches.asked == ["lq"]
+    # The LocalQueue agrees with the answer held: nothing to ask.
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=2))
+    assert names(board) == ["a", "b"] and caches.asked == ["lq"]
+
+    # "a" deleted: this watch saw it before Kueue's queue manager did, so the read it marks
+    # still lists "a" ...
+    caches.event("workloads", "DELETED", waiting("a"))
+    assert names(board) == ["a", "b"] and caches.asked == ["lq", "lq"]
+    assert names(board) == ["a", "b"] and len(caches.asked) == 2  # held: no change since
+    # ... until Kueue writes the LocalQueue's count: it disagrees, the board asks again.
+    caches.answers["lq"] = ["b"]
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=1))
+    assert names(board) == ["b"] and len(caches.asked) == 3
+    # A status change that agrees (or says nothing of the count) asks nothing.
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=1))
+    caches.event("localqueues", "MODIFIED", local_queue("lq"))
+    assert names(board) == ["b"] and len(caches.asked) == 3
+
+
+def test_a_count_past_one_page_compares_with_the_page():
+    caches = Caches()
+    board = board_on(caches)
+    caches.event("localqueues", "ADDED", local_queue("lq"))
+    caches.answers["lq"] = [f"w{i}" for i in range(VISIBILITY_PAGE)]
+    assert len(board.entries(["lq"])) == VISIBILITY_PAGE and len(caches.asked) == 1
+    # Kueue counts more than it lists in one answer: the list is not behind for that.
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=VISIBILITY_PAGE + 5))
+    assert len(board.entries(["lq"])) == VISIBILITY_PAGE and len(caches.asked) == 1
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=VISIBILITY_PAGE - 1))
+    board.entries(["lq"])
+    assert len(caches.asked) == 2
+
+
+def test_a_waiting_workload_marks_its_queue_only_when_its_place_can_move():
+    caches = Caches()
+    board = board_on(caches)
+    caches.event("localqueues", "ADDED", local_queue("lq"))
+    caches.answers["lq"] = ["a"]
+    caches.event("workloads", "ADDED", waiting("a"))
+    board.entries(["lq"])
+    assert len(caches.asked) == 1
+    # A new message of Kueue's: same queue, same order, no call.
+    changed = waiting("a")
+    changed["status"]["conditions"][0]["message"] = "insufficient quota"
+    caches.event("workloads", "MODIFIED", changed)
+    board.entries(["lq"])
+    assert len(caches.asked) == 1
+    # Admitted: it leaves the pending list, the queue is asked again.
+    admitted = waiting("a")
+    admitted["status"]["conditions"][0]["status"] = "True"
+    caches.answers["lq"] = []
+    caches.event("workloads", "MODIFIED", admitted)
+    assert board.entries(["lq"]) == {} and len(caches.asked) == 2
