@@ -55,6 +55,7 @@ from ..names import JOB_UID_LABEL, RAY_CLUSTER_LABEL, RAY_GROUP
 from .clusters import ClusterInfo, ClusterService
 from .podset_jobs import PodSetJobService
 from .queues import QueueList, QueueService
+from .shown_workloads import ShownWorkloads
 from .workloads import WorkloadList, WorkloadService
 
 log = logging.getLogger(__name__)
@@ -262,7 +263,7 @@ class ChangeFeed:
         self.watch_queues = watch_queues
         self.watch_clusters = watch_clusters
         self._known: dict[str, ClusterSnapshot] = {}
-        self._workloads: dict[str, WorkloadInfo] = {}
+        self._workloads = ShownWorkloads()
         self._seeded = False
         self._freshness: dict[str, Freshness] = {}
         self._health: WatchHealth | None = None
@@ -298,7 +299,7 @@ class ChangeFeed:
             _answer(self._live_workloads) if self.workloads is not None else (None, None)
         )
         if workloads is not None:
-            self._workloads = {w.name: w for w in workloads}
+            self._workloads.reset(workloads)
             self._positions_seen = positions_seen
             self._seeded = True
         jobs = {
@@ -335,8 +336,7 @@ class ChangeFeed:
         metadata = obj.get("metadata") or {}
         name = str(metadata.get("name") or "")
         if plural in QUEUE_KINDS:
-            waiting_workloads = self._waiting_workloads()
-            if not self.watch_queues and not self._waiting() and not waiting_workloads:
+            if not self.watch_queues and not self._waiting() and not self._workloads.any_waiting():
                 return []
             if not _concerns_namespace(self.session, plural, event_type, obj):
                 return []
@@ -348,7 +348,7 @@ class ChangeFeed:
             return [
                 *found,
                 *self._waiting_clusters_moved(cause),
-                *self._workloads_moved(waiting_workloads, cause),
+                *self._workloads_moved(cause),
             ]
         found = []
         if plural == WORKLOAD.plural and self.workloads is not None:
@@ -401,7 +401,7 @@ class ChangeFeed:
         positions_seen = self.clusters.positions.versions()
         workloads, _ = _answer(self._live_workloads)
         if workloads is not None:
-            self._workloads = {w.name: w for w in workloads}
+            self._workloads.reset(workloads)
             self._positions_seen = positions_seen
             self._seeded = True
 
@@ -414,33 +414,25 @@ class ChangeFeed:
         cause = Cause(WORKLOAD.kind, name, event_type)
         queue = (obj.get("spec") or {}).get("queueName")
         moved = self._positions_changed([queue]) if isinstance(queue, str) else set()
-        others = [
-            w
-            for w in self._waiting_workloads()
-            if w != name and self._workloads[w].queue == queue and queue in moved
-        ]
+        others = [w for w in self._workloads.waiting_in(queue) if w != name] if moved else []
         infos = self.workloads.describe_many([name, *others])
         info = infos.pop(name, None)  # None: gone, or a replaced slice
-        known = self._workloads.pop(name, None)
+        known = self._workloads.pop(name)
         if info is not None:
-            self._workloads[name] = info
+            self._workloads.put(info)
         found: list[Message] = []
         if info is not None or known is not None:
             event = event_type if info is not None else DELETED
             found.append(WorkloadChanged(event, name, queue, cause, info))
         return [*found, *self._moved(infos, cause)]
 
-    def _waiting_workloads(self) -> list[str]:
-        """Workloads this viewer was told are waiting for quota (they have a position)."""
-        return [name for name, info in self._workloads.items() if info.waiting]
-
-    def _workloads_moved(self, names: list[str], cause: Cause) -> list[Message]:
+    def _workloads_moved(self, cause: Cause) -> list[Message]:
         """Waiting Workloads whose record changed with a queue (their positions): only those
         of LocalQueues whose pending list changed since this viewer's records were made."""
-        if self.workloads is None or not names:
+        if self.workloads is None or not self._workloads.any_waiting():
             return []
-        moved = self._positions_changed(self._workloads[n].queue for n in names)
-        names = [n for n in names if self._workloads[n].queue in moved]
+        moved = self._positions_changed(self._workloads.waiting_queues())
+        names = [n for queue in sorted(moved) for n in self._workloads.waiting_in(queue)]
         return self._moved(self.workloads.describe_many(names), cause) if names else []
 
     def _positions_changed(self, queues: Iterable[str | None]) -> set[str]:
@@ -456,7 +448,7 @@ class ChangeFeed:
         for name, info in infos.items():
             if info == self._workloads.get(name):
                 continue
-            self._workloads[name] = info
+            self._workloads.put(info)
             moved.append(WorkloadChanged("MODIFIED", name, info.queue, cause, info))
         return moved
 

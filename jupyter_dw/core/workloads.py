@@ -28,6 +28,7 @@ from ..k8s.errors import InvalidRequest
 from ..k8s.session import KubeSession
 from .listing import ByName
 from .positions import PositionBoard
+from .record_memo import RecordMemo
 
 Object = dict[str, Any]
 
@@ -93,9 +94,14 @@ class WorkloadService:
     positions: PositionBoard = None  # type: ignore[assignment]  # made from session when None
     """The session's queue positions (one board shared by every service of a core)."""
 
+    records: RecordMemo[WorkloadInfo | None] = None  # type: ignore[assignment]
+    """Records per Workload version and position, shared by every reader (made when None)."""
+
     def __post_init__(self) -> None:
         if self.positions is None:
             object.__setattr__(self, "positions", PositionBoard(self.session))
+        if self.records is None:
+            object.__setattr__(self, "records", RecordMemo(workload_info))
 
     def list(
         self,
@@ -139,14 +145,22 @@ class WorkloadService:
         """Records of ``objects`` (replaced slices left out), positions added to the waiting
         ones (``fresh``: asked of the visibility API now, once per LocalQueue) and preemptors
         named."""
-        pairs = [(obj, info) for obj in objects if (info := workload_info(obj)) is not None]
+        pairs = [(obj, info) for obj in objects if (info := self._record(obj)) is not None]
         entries = self.positions.entries([i.queue for _, i in pairs if i.waiting], fresh)
         return [
             self._name_preemptor(
-                (workload_info(obj, entries[info.name]) or info) if info.name in entries else info
+                (self._record(obj, entries[info.name]) or info) if info.name in entries else info
             )
             for obj, info in pairs
         ]
+
+    def _record(self, obj: Object, pending: Object | None = None) -> WorkloadInfo | None:
+        """:func:`workload_info`, derived once per Workload version and position."""
+        if pending is None:
+            return self.records.get(obj, None, None)
+        where = (pending.get("metadata") or {}).get("name")
+        place = (where, pending.get("positionInLocalQueue"), pending.get("positionInClusterQueue"))
+        return self.records.get(obj, pending, place)
 
     def _name_preemptor(self, info: WorkloadInfo) -> WorkloadInfo:
         """``preempted_by.name``: the preemptor's job, when its Workload is in the namespace
