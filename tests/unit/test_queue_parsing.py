@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from jupyter_dw.core.queue_state import Parser as _Parser
 from jupyter_dw.domain.kueue_model import KueueObjectError
-from jupyter_dw.k8s.queue_state import Parser as _Parser
 
 
 def queue(name: str, cluster_queue: str = "cq") -> dict[str, Any]:
