@@ -54,14 +54,16 @@ from ..domain.scheduling import FlavorTraits
 from ..domain.workloads import created_by
 from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable
 from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
-from ..k8s.session import KubeSession, QueueState
+from ..k8s.session import KubeSession
 from ..names import (
     IDEMPOTENCY_KEY_ANNOTATION,
     RAY_NODE_TYPE_LABEL,
 )
+from .cluster_objects import kuberay_warnings, ray_cluster_by_uid, ray_pods, slices_of
 from .cluster_results import ClusterInfo, ClusterList, Deleted, FitResult, PodInfo
 from .elastic import ElasticSupport
 from .positions import PositionBoard
+from .queue_state import QueueState, queue_state
 from .settings import refuse_writes
 
 Object = dict[str, Any]
@@ -161,7 +163,7 @@ class ClusterService:
         named = request.get("name") is not None
         if not named:
             request["name"] = FIT_NAME
-        state = self.session.queue_state(naming=requested_queue(data))
+        state = queue_state(self.session, naming=requested_queue(data))
         queues = {lq.name: lq for lq in state.local_queues}
         choice = default_local_queue(state.local_queues, self.session.namespace)
         spec = self.validate_spec(
@@ -244,7 +246,7 @@ class ClusterService:
         self.session.wait_ready()
         namespace = self.session.namespace
         try:
-            state = self.session.queue_state(naming=requested_queue(data))
+            state = queue_state(self.session, naming=requested_queue(data))
         except KubeForbidden:
             # LocalQueues unreadable: the queue cannot be checked here, Kueue will judge it.
             known, default, priorities = None, None, None
@@ -325,7 +327,7 @@ class ClusterService:
         status: ClusterSnapshot,
         health: WatchHealth,
     ) -> ClusterInfo:
-        pods = self.session.ray_pods(status.name)
+        pods = ray_pods(self.session, status.name)
         status = self._name_preemptor(status)
         return ClusterInfo(
             status=status,
@@ -343,7 +345,7 @@ class ClusterService:
         preempted_by = status.preempted_by
         if preempted_by is None or preempted_by.job_uid is None:
             return status
-        preemptor = self.session.ray_cluster_by_uid(preempted_by.job_uid)
+        preemptor = ray_cluster_by_uid(self.session, preempted_by.job_uid)
         if preemptor is None:
             return status
         name = (preemptor.get("metadata") or {}).get("name")
@@ -374,8 +376,8 @@ class ClusterService:
     def _status_of(self, raycluster: Object, pending: Object | None = None) -> Found:
         """The RayCluster with its Workloads (slices) and its status from the caches;
         ``pending`` is the visibility API's entry of whichever of them waits (positions)."""
-        slices = self.session.slices_of(raycluster)
-        pods = self.session.ray_pods(str((raycluster.get("metadata") or {}).get("name")))
+        slices = slices_of(self.session, raycluster)
+        pods = ray_pods(self.session, str((raycluster.get("metadata") or {}).get("name")))
         refusal = self._refusal(raycluster)
         status = cluster_status(
             raycluster, pending=pending, pods=pods, slices=slices, refusal=refusal
@@ -384,7 +386,7 @@ class ClusterService:
 
     def _refusal(self, raycluster: Object) -> Refusal | None:
         """KubeRay's refusal of ``raycluster``'s spec, from the cached Warning events."""
-        return kuberay_refusal(self.session.kuberay_warnings(raycluster), raycluster)
+        return kuberay_refusal(kuberay_warnings(self.session, raycluster), raycluster)
 
     def snapshots(self, rayclusters: Iterable[Object], fresh: bool = False) -> builtins.list[Found]:
         """Each RayCluster with its Workloads and status; the ones whose Workload waits for

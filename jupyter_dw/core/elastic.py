@@ -12,6 +12,7 @@ from typing import Any, Literal
 from ..domain.slices import counts_autoscaler
 from ..k8s.elastic import ElasticJobs
 from ..k8s.session import KubeSession
+from .cluster_objects import slices_of
 
 ElasticSetting = Literal["auto", "true", "false"]
 
@@ -66,7 +67,7 @@ class ElasticSupport:
         for raycluster in self.session.cached_ray_clusters():
             if (raycluster.get("spec") or {}).get("enableInTreeAutoscaling") is not True:
                 continue
-            for workload in self.session.slices_of(raycluster):
+            for workload in slices_of(self.session, raycluster):
                 found = counts_autoscaler(workload, raycluster)
                 if found is not None:
                     with self._lock:

@@ -52,8 +52,10 @@ from ..k8s.resources import (
 from ..k8s.session import KubeSession
 from ..k8s.watch_cache import DELETED
 from ..names import JOB_UID_LABEL, RAY_CLUSTER_LABEL, RAY_GROUP
+from .cluster_objects import ray_cluster_by_uid
 from .clusters import ClusterInfo, ClusterService
 from .podset_jobs import PodSetJobService
+from .queue_state import queue_state
 from .queues import QueueList, QueueService
 from .shown_workloads import ShownWorkloads
 from .workloads import WorkloadList, WorkloadService
@@ -530,7 +532,7 @@ class ChangeFeed:
         if plural == EVENT.plural:  # KubeRay's warnings about a RayCluster (field selector)
             return str((obj.get("involvedObject") or {}).get("name") or "") or None
         uid = (metadata.get("labels") or {}).get(JOB_UID_LABEL)
-        raycluster = self.session.ray_cluster_by_uid(str(uid)) if uid else None
+        raycluster = ray_cluster_by_uid(self.session, str(uid)) if uid else None
         if raycluster is not None:
             return str((raycluster.get("metadata") or {}).get("name"))
         # The RayCluster may be gone already (its Workload is deleted after it): its owner
@@ -568,7 +570,7 @@ def _concerns_namespace(session: KubeSession, plural: str, event_type: str, obj:
         return True
     name = str((obj.get("metadata") or {}).get("name") or "")
     try:
-        state = session.queue_state()
+        state = queue_state(session)
     except KubeError:
         return True  # the answer will be this error: worth a message
     used = {lq.cluster_queue for lq in state.local_queues}

@@ -21,8 +21,9 @@ from ..domain.kueue_model import default_local_queue
 from ..domain.workloads import WorkloadInfo, is_replaced_slice
 from ..k8s.errors import KubeForbidden, KubeRejected
 from ..k8s.resources import Resource
-from ..k8s.session import KubeSession, QueueState
+from ..k8s.session import KubeSession
 from ..names import IDEMPOTENCY_KEY_ANNOTATION
+from .cluster_objects import workloads_of_job
 from .cluster_results import FitResult
 from .clusters import (
     FIT_NAME,
@@ -35,6 +36,7 @@ from .clusters import (
     requested_queue,
     require_mapping,
 )
+from .queue_state import QueueState, queue_state
 from .settings import refuse_writes
 from .workloads import WorkloadService
 
@@ -96,7 +98,7 @@ class PodSetJobService(Generic[Spec]):
         if just made); all None when LocalQueues cannot be read and ``unreadable_ok`` (a
         create: Kueue judges the queue), else the 403."""
         try:
-            state = self.session.queue_state(naming=requested_queue(data))
+            state = queue_state(self.session, naming=requested_queue(data))
         except KubeForbidden:
             if not unreadable_ok:
                 raise
@@ -151,7 +153,7 @@ class PodSetJobService(Generic[Spec]):
         omitted = [f for f, value in (placeholders or {}).items() if request.get(f) is None]
         for field_name in omitted:
             request[field_name] = (placeholders or {})[field_name]
-        state = self.session.queue_state(naming=requested_queue(data))
+        state = queue_state(self.session, naming=requested_queue(data))
         choices = self.choices_in(state)
         job = self.parsed(parse, request, choices)
         queue, priority = job.queue, job.priority  # type: ignore[attr-defined]
@@ -201,7 +203,7 @@ class PodSetJobService(Generic[Spec]):
         names: dict[str, str] = {}
         for job in jobs:
             uid = _uid(job)
-            current = [w for w in self.session.workloads_of_job(uid) if not is_replaced_slice(w)]
+            current = [w for w in workloads_of_job(self.session, uid) if not is_replaced_slice(w)]
             if current:
                 names[uid] = str(current[-1]["metadata"]["name"])
         records = self._workloads.describe_many(names.values())

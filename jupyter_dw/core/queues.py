@@ -9,8 +9,9 @@ from typing import Any
 
 from ..domain.priorities import PriorityClass
 from ..domain.quota import QueueSummary, queue_summaries
-from ..k8s.session import KubeSession, QueueState
+from ..k8s.session import KubeSession
 from .listing import ByName
+from .queue_state import QueueState, queue_state
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class QueueService:
 
     def state(self, timeout: float | None = None) -> QueueState:
         """The parsed Kueue objects (waits for the caches' first sync)."""
-        return self.session.queue_state(timeout)
+        return queue_state(self.session, timeout)
 
     def list(self, timeout: float | None = None) -> QueueList:
         """Every LocalQueue of the namespace with its quota and headroom.

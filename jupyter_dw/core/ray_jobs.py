@@ -3,9 +3,9 @@
 Where a cluster's head answers comes from the settings (``ray_dashboard_url``,
 ``ray_client_url``) or KubeRay's status (:mod:`jupyter_dw.domain.ray_endpoints`); its token from
 the Secret KubeRay made for it, used only when that Secret's controller is this cluster
-(:meth:`KubeSession.ray_token`), held in memory a few seconds, and sent only in request
-headers to the head (:mod:`jupyter_dw.ray`). No surface ever sees it: answers carry Ray's job
-fields, never the token or the job's ``runtime_env``.
+(:mod:`.ray_token`), held in memory a few seconds, and sent only in request headers to the
+head (:mod:`jupyter_dw.ray`). No surface ever sees it: answers carry Ray's job fields, never
+the token or the job's ``runtime_env``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from ..names import CLIENT_PORT
 from ..ray.errors import ClusterNotReady, RayError, RayTokenUnavailable
 from ..ray.jobs_api import RayJobsClient
 from .clusters import ClusterService, check_cluster_name
+from .ray_token import ray_token
 
 ENDPOINT_TTL = 5.0
 """Seconds a cluster's address and token are reused before the cluster and its Secret are
@@ -113,12 +114,12 @@ class RayJobService:
     def token(self, raycluster: Mapping[str, Any]) -> RayToken | None:
         """What the cluster's Ray checks in ``Authorization: Bearer``: the token from its
         Secret, or with Kubernetes-delegated auth this identity's own Kubernetes token (see
-        :meth:`KubeSession.ray_token`); None when it has no auth."""
+        :func:`~jupyter_dw.core.ray_token.ray_token`); None when it has no auth."""
         if not ray_auth_of(raycluster).sends_token:
             return None
         name = str((raycluster.get("metadata") or {}).get("name") or "")
         try:
-            return self.session.ray_token(dict(raycluster))
+            return ray_token(self.session, dict(raycluster))
         except TokenUnavailable as err:
             raise RayTokenUnavailable(
                 f"The Ray token of cluster {name} cannot be used",

@@ -29,7 +29,9 @@ from ..names import (
     AUTOSCALING_MIN_ANNOTATION,
     PRIORITY_CLASS_LABEL,
 )
+from .cluster_objects import ray_pods
 from .cluster_results import ClusterInfo
+from .queue_state import queue_state
 
 if TYPE_CHECKING:
     from .clusters import ClusterService  # which imports this module when it scales
@@ -195,7 +197,7 @@ def scale_cluster(
     held = status.workers_admitted
     if target is not None and held is not None and target > held:
         fit = _fit_scale_up(service, raycluster, status, held, target)
-    operations = _operations(raycluster, status, target, service.session.ray_pods(name))
+    operations = _operations(raycluster, status, target, ray_pods(service.session, name))
     if dry_run or not operations:
         [info] = service.infos([found])
         return ScaleResult(info, fit, dry_run, False)
@@ -250,7 +252,7 @@ def _fit_scale_up(
     workers = worker_pod_set(raycluster, 1)
     if workers is None:
         return None
-    state = service.session.queue_state()
+    state = queue_state(service.session)
     queues = {lq.name: lq for lq in state.local_queues}
     local_queue: LocalQueueInfo | None = queues.get(status.queue or "")
     tree = state.quota_tree

@@ -26,6 +26,7 @@ from ..domain.workloads import (
 )
 from ..k8s.errors import InvalidRequest
 from ..k8s.session import KubeSession
+from .cluster_objects import workloads_of_job
 from .listing import ByName
 from .positions import PositionBoard
 from .record_memo import RecordMemo
@@ -168,7 +169,7 @@ class WorkloadService:
         preempted_by = info.preempted_by
         if preempted_by is None or preempted_by.job_uid is None:
             return info
-        for workload in self.session.workloads_of_job(preempted_by.job_uid):
+        for workload in workloads_of_job(self.session, preempted_by.job_uid):
             owner = owner_of(workload)
             if owner is not None:
                 return replace(info, preempted_by=replace(preempted_by, name=owner.name))

@@ -7,13 +7,20 @@ ResourceFlavors and WorkloadPriorityClasses when the identity may read them. A s
 cannot watch its own permissions, so discovery and the access reviews run again every
 ``refresh_interval`` seconds and at once after a 403, or a 404 for a whole resource, from an
 API group we use (:meth:`KubeSession.refresh`): a Role granted or Kueue installed later starts
-the caches it allows, a permission revoked stops them, without a restart. Answers
-(:meth:`KubeSession.queue_state`, :meth:`KubeSession.ray_clusters`,
-:meth:`KubeSession.slices_of`, ...) come from those caches, never from a list per request;
-the caches index Workloads by ``kueue.x-k8s.io/job-uid``, RayClusters by UID and pods by
-RayCluster, so relating them is a lookup, not a scan. Writes (:meth:`KubeSession.create_raycluster`,
-:meth:`KubeSession.delete_raycluster`) and the visibility API's positions go to the API
-server. Everything here is thread-based and blocking; async callers run it in an executor.
+the caches it allows, a permission revoked stops them, without a restart. Reads
+(:meth:`KubeSession.ray_clusters`, :meth:`KubeSession.synced_cache`,
+:meth:`KubeSession.indexed`, ...) come from those caches, never from a list per request; the
+caches index Workloads by ``kueue.x-k8s.io/job-uid``, RayClusters by UID and pods by
+RayCluster, so relating them is a lookup, not a scan. Writes
+(:meth:`KubeSession.create_raycluster`, :meth:`KubeSession.delete_raycluster`) and the
+visibility API's positions go to the API server. Everything here is thread-based and
+blocking; async callers run it in an executor.
+
+The queries that relate cached objects into domain answers are not here but in the core:
+the parsed queues (``jupyter_dw.core.queue_state``), a cluster's Workloads, pods and
+KubeRay's warnings (``jupyter_dw.core.cluster_objects``) and its Ray token
+(``jupyter_dw.core.ray_token``). This package is the connection, the caches with their
+indexes, raw API calls and writes.
 
 Watch health (:meth:`KubeSession.watch_health`): each cache's
 :class:`~jupyter_dw.domain.freshness.Freshness`; a cache stopped because its permission was
@@ -25,8 +32,8 @@ Listeners added with :meth:`KubeSession.add_health_listener` hear of every chang
 
 This module connects, re-checks and stops; the rest is in modules of one job each:
 ``session_state`` (what is known once connected), ``session_answers`` (the reads and
-writes), ``cache_set`` (the set of watch caches, their indexes and listeners),
-``queue_state`` (the parsed queues, once per change) and ``kueue_health``.
+writes), ``cache_set`` (the set of watch caches, their indexes and listeners) and
+``kueue_health``.
 """
 
 from __future__ import annotations
@@ -46,12 +53,11 @@ from .discovery import discover
 from .elastic import NOT_PROBED, ElasticJobs, probe_elastic_jobs
 from .errors import KubeError, NotReady
 from .kueue_health import KueueHealth, kueue_failure
-from .queue_state import QueueState, QueueStateMemo
 from .resources import LOCAL_QUEUE, RAY_CLUSTER
 from .session_answers import SessionAnswers
 from .watch_cache import DEFAULT_IDLE_TIMEOUT, Backoff
 
-__all__ = ["KubeSession", "QueueState", "SessionListener"]
+__all__ = ["KubeSession", "SessionListener"]
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +83,7 @@ class KubeSession(SessionAnswers):
 
         session = KubeSession()
         session.start_background()          # returns at once
-        session.queue_state()               # waits for the first sync, then answers
+        session.ray_clusters()              # waits for the first sync, then answers
         session.stop()
     """
 
@@ -139,7 +145,6 @@ class KubeSession(SessionAnswers):
         self._kueue = KueueHealth(self._health_changed)
         self._last_refresh = 0.0
         self._elastic: ElasticJobs = NOT_PROBED
-        self._queue_memo = QueueStateMemo()  # the last queue_state() answer
 
     # -- lifecycle -----------------------------------------------------------------------
 

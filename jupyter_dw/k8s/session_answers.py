@@ -1,8 +1,15 @@
-"""The session's answers: what the watch caches hold, related through their indexes
-(a RayCluster's Workloads, pods and KubeRay's warnings), what the visibility API says of
-positions, a RayCluster's Ray token, and the writes whose next read must already show them
-(create and delete wait briefly for their own watch event). Blocking; async callers run it
-in an executor. :class:`~jupyter_dw.k8s.session.KubeSession` is the class callers use.
+"""The session's reads and writes, with no domain rule in them: what the watch caches hold
+(a kind's objects, one by name, the objects an index maps a key to: :meth:`indexed`), one
+``get`` where a cache may lag (:meth:`get_object`), the visibility API's calls (raw API calls
+answering positions), and the writes whose next read must already show them (create and
+delete wait briefly for their own watch event). Blocking; async callers run it in an
+executor. :class:`~jupyter_dw.k8s.session.KubeSession` is the class callers use.
+
+What relates these objects into domain answers lives in ``jupyter_dw.core``, on top of these
+reads: the parsed queues (``core.queue_state``, memoized per cache generation), a cluster's
+Workloads, pods and KubeRay's warnings (``core.cluster_objects``, through :meth:`indexed`)
+and a RayCluster's Ray token (``core.ray_token``, through :meth:`get_object`). This layer is
+the connection, the caches with their indexes, raw API calls and writes only.
 """
 
 from __future__ import annotations
@@ -10,34 +17,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from jupyter_dw.domain.ray_auth import (
-    RayToken,
-    TokenUnavailable,
-    ray_auth_of,
-    token_from_secret,
-    token_secret_name,
-)
-from jupyter_dw.domain.validation import dns1123_subdomain_error
-
 from . import ray
-from .cache_set import BY_INVOLVED_UID, BY_JOB_UID, BY_RAY_CLUSTER, BY_UID
-from .errors import InvalidRequest, KubeApiError, KubeForbidden, KubeNotFound
-from .queue_state import QueueState
+from .cache_set import Kind
+from .errors import KubeForbidden, KubeNotFound
 from .resources import (
-    CLUSTER_QUEUE,
-    COHORT,
     EVENT,
-    LOCAL_QUEUE,
     PENDING_WORKLOADS_SUBRESOURCE,
     POD,
     RAY_CLUSTER,
     RAY_JOB,
-    RESOURCE_FLAVOR,
-    SECRET,
     VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
-    WORKLOAD_PRIORITY_CLASS,
     Resource,
 )
 from .session_state import SessionState
@@ -50,53 +41,20 @@ CACHE_CATCH_UP_SECONDS = 5.0
 class SessionAnswers(SessionState):
     """Reads from the caches and the writes that keep them current (see the module)."""
 
-    # -- answers -------------------------------------------------------------------------
+    # -- generic reads ---------------------------------------------------------------------
 
-    def queue_state(self, timeout: float | None = None, *, naming: str | None = None) -> QueueState:
-        """The parsed LocalQueues, ClusterQueues and Cohorts from the caches (what the queue
-        service builds its answers from, :mod:`jupyter_dw.core.queues`).
+    def indexed(self, kind: Kind, index: str, key: str) -> list[Object]:
+        """The objects of ``kind`` that the cache's ``index`` maps ``key`` to (the indexes are
+        ``cache_set``'s ``BY_*``), as the cache holds them now: no waiting, no I/O; empty when
+        ``kind`` is not readable, or ``key`` is empty."""
+        cache = self._cache_set.watching(kind.plural)
+        return cache.by_index(index, key) if cache is not None and key else []
 
-        Waits up to ``timeout`` (the request timeout) for the caches to be ready, and raises
-        what :meth:`wait_ready` raises. Parsed once per change: until a cache changes, every
-        caller gets the same (immutable) :class:`QueueState`.
-
-        ``naming``: a LocalQueue a request names. When the cache does not hold it, one
-        ``get`` asks whether it exists (made a moment ago, its watch event still on the way:
-        a queue made and used at once must not be refused), and the cache is waited for.
-        """
-        state = self._queue_state(timeout)
-        if naming is None or any(lq.name == naming for lq in state.local_queues):
-            return state
-        if dns1123_subdomain_error(naming) is not None:
-            return state  # no object can have this name: the caller's check says why
-        resource = self.discovery.kueue(LOCAL_QUEUE)
-        if resource is None:
-            return state
-        try:
-            found = self.api.get(resource.path(self.namespace, naming))
-        except (KubeForbidden, InvalidRequest):
-            return state  # not ours to read, or no name at all: the caller's check answers
-        except KubeApiError as err:
-            if err.api_status != 404:
-                raise
-            return state  # there is none: the caller's check says so
-        self._catch_up(LOCAL_QUEUE.plural, naming, str(found["metadata"]["resourceVersion"]))
-        return self._queue_state(timeout)
-
-    def _queue_state(self, timeout: float | None) -> QueueState:
-        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
-        self.wait_ready(max(0.0, deadline - time.monotonic()))
-        self.discovery.require_kueue()
-        # Waiting and raising stay per call: only parsing is shared between calls.
-        caches = (
-            self._synced_cache(LOCAL_QUEUE, deadline, required=True),
-            self._synced_cache(CLUSTER_QUEUE, deadline),
-            self._synced_cache(COHORT, deadline),
-            self._synced_cache(RESOURCE_FLAVOR, deadline),
-            self._synced_cache(WORKLOAD_PRIORITY_CLASS, deadline),
-        )
-        cohorts_served = self.discovery.cohort_version is not None
-        return self._queue_memo.state(cohorts_served, caches)
+    def get_object(self, resource: Resource, name: str) -> Object:
+        """One ``get`` of ``name`` of ``resource`` in the namespace, from the API server (for
+        what no cache holds, or holds late). Raises what the call raises (``KubeNotFound``,
+        ``KubeForbidden``, ...)."""
+        return self.api.get(resource.path(self.namespace, name))
 
     # -- Ray clusters --------------------------------------------------------------------
 
@@ -105,17 +63,17 @@ class SessionAnswers(SessionState):
 
         Raises ``NotInstalled`` without KubeRay and ``KubeForbidden`` when RayClusters cannot
         be listed and watched. Also waits (within the same ``timeout``) for the Workload, pod
-        and event caches, so :meth:`slices_of`, :meth:`ray_pods` and
-        :meth:`kuberay_warnings` answer from a full view.
+        and event caches, so a cluster's Workloads, pods and KubeRay's warnings
+        (:mod:`jupyter_dw.core.cluster_objects`) answer from a full view.
         """
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         self.wait_ready(max(0.0, deadline - time.monotonic()))
         self.discovery.require_kuberay()
-        cache = self._synced_cache(RAY_CLUSTER, deadline, required=True)
+        cache = self.synced_cache(RAY_CLUSTER, deadline, required=True)
         assert cache is not None
-        self._synced_cache(WORKLOAD, deadline)
-        self._synced_cache(POD, deadline)
-        self._synced_cache(EVENT, deadline)  # KubeRay's refusals: a stalled state at once
+        self.synced_cache(WORKLOAD, deadline)
+        self.synced_cache(POD, deadline)
+        self.synced_cache(EVENT, deadline)  # KubeRay's refusals: a stalled state at once
         return cache.snapshot()
 
     def ray_cluster(self, name: str, timeout: float | None = None) -> Object:
@@ -155,25 +113,6 @@ class SessionAnswers(SessionState):
         cache = self._cache_set.watching(RAY_CLUSTER.plural)
         return cache.get(name, self._namespace or "") if cache is not None else None
 
-    def ray_cluster_by_uid(self, uid: str) -> Object | None:
-        """The cached RayCluster with ``metadata.uid`` ``uid`` (no waiting, no I/O)."""
-        cache = self._cache_set.watching(RAY_CLUSTER.plural)
-        found = cache.by_index(BY_UID, uid) if cache is not None else []
-        return found[0] if found else None
-
-    def slices_of(self, raycluster: Object) -> list[Object]:
-        """Every Workload Kueue made for ``raycluster`` (an elastic cluster's chain of slices,
-        replaced ones included), from the Workload cache's index; empty when there is none or
-        Workloads are not readable."""
-        uid = (raycluster.get("metadata") or {}).get("uid")
-        return self.workloads_of_job(str(uid)) if uid else []
-
-    def workloads_of_job(self, job_uid: str) -> list[Object]:
-        """The cached Workloads of the job whose ``metadata.uid`` is ``job_uid`` (Kueue's
-        ``kueue.x-k8s.io/job-uid`` label; no waiting, no I/O; empty when not readable)."""
-        cache = self._cache_set.watching(WORKLOAD.plural)
-        return cache.by_index(BY_JOB_UID, job_uid) if cache is not None and job_uid else []
-
     def workloads(self, timeout: float | None = None) -> list[Object]:
         """Every Workload of the namespace from the watch cache (waits for its first sync).
 
@@ -182,7 +121,7 @@ class SessionAnswers(SessionState):
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         self.wait_ready(max(0.0, deadline - time.monotonic()))
         self.discovery.require_kueue()
-        cache = self._synced_cache(WORKLOAD, deadline, required=True)
+        cache = self.synced_cache(WORKLOAD, deadline, required=True)
         assert cache is not None
         return cache.snapshot()
 
@@ -202,53 +141,6 @@ class SessionAnswers(SessionState):
         self.wait_ready()
         self.discovery.require_kuberay()
         return ray.patch_raycluster(self.api, self.namespace, name, operations)
-
-    def ray_pods(self, name: str) -> list[Object]:
-        """The cached pods of RayCluster ``name`` (label ``ray.io/cluster``); empty when pods
-        are not readable."""
-        cache = self._cache_set.watching(POD.plural)
-        return cache.by_index(BY_RAY_CLUSTER, name) if cache is not None else []
-
-    def kuberay_warnings(self, raycluster: Object) -> list[Object]:
-        """The cached Warning events about ``raycluster`` (by its UID); empty when events are
-        not readable."""
-        cache = self._cache_set.watching(EVENT.plural)
-        uid = (raycluster.get("metadata") or {}).get("uid")
-        return cache.by_index(BY_INVOLVED_UID, str(uid)) if cache is not None and uid else []
-
-    def ray_token(self, raycluster: Object) -> RayToken:
-        """The Ray token of ``raycluster`` (``authOptions.mode: token``) from the Secret KubeRay
-        made for it: one ``get`` (never a list or watch of Secrets), used only when its
-        controller owner is this RayCluster's UID. Raises :class:`TokenUnavailable` (no such
-        Secret yet, owned by something else, no token in it) or ``KubeForbidden`` naming
-        ``get secrets``. Blocking.
-
-        A cluster with Kubernetes-delegated auth (``enableK8sTokenAuth``) has no Secret: Ray
-        asks the API server about the caller's own Kubernetes token, so the token is this
-        session's bearer token (the workbench's identity, whose RBAC Ray then checks)."""
-        name = str((raycluster.get("metadata") or {}).get("name") or "")
-        if ray_auth_of(raycluster).mode == "k8s":
-            own = self.api.bearer_token()
-            if own is None:
-                raise TokenUnavailable(
-                    "no_bearer_token",
-                    f"RayCluster {name} delegates Ray authentication to Kubernetes, which "
-                    "checks a bearer token; this server authenticates to Kubernetes otherwise "
-                    "(a client certificate)",
-                )
-            return RayToken(own)
-        secret_name = token_secret_name(name)
-        try:
-            secret = self.api.get(SECRET.path(self.namespace, secret_name))
-        except KubeApiError as err:
-            if err.api_status != 404:
-                raise
-            raise TokenUnavailable(
-                "secret_missing",
-                f"no Secret {secret_name} with RayCluster {name}'s token yet: KubeRay makes it "
-                "when it accepts the cluster",
-            ) from None
-        return token_from_secret(secret, raycluster)
 
     @property
     def positions_visible(self) -> bool:
@@ -305,10 +197,10 @@ class SessionAnswers(SessionState):
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         self.wait_ready(max(0.0, deadline - time.monotonic()))
         self.discovery.require_rayjobs()
-        cache = self._synced_cache(RAY_JOB, deadline, required=True)
+        cache = self.synced_cache(RAY_JOB, deadline, required=True)
         assert cache is not None
-        self._synced_cache(RAY_CLUSTER, deadline)
-        self._synced_cache(WORKLOAD, deadline)
+        self.synced_cache(RAY_CLUSTER, deadline)
+        self.synced_cache(WORKLOAD, deadline)
         return cache.snapshot()
 
     def ray_job(self, name: str, timeout: float | None = None) -> Object:
@@ -364,9 +256,9 @@ class SessionAnswers(SessionState):
         caller checks that the resource is served."""
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         self.wait_ready(max(0.0, deadline - time.monotonic()))
-        cache = self._synced_cache(resource, deadline, required=True)
+        cache = self.synced_cache(resource, deadline, required=True)
         assert cache is not None
-        self._synced_cache(WORKLOAD, deadline)
+        self.synced_cache(WORKLOAD, deadline)
         return cache.snapshot()
 
     def cached_job(self, resource: Resource, name: str) -> Object | None:
@@ -383,9 +275,9 @@ class SessionAnswers(SessionState):
     def wait_for_ray_cluster(self, name: str, resource_version: str) -> None:
         """Wait briefly until the RayCluster cache holds ``name`` at ``resource_version`` or
         later (a write's own watch event), so the next read shows the write."""
-        self._catch_up(RAY_CLUSTER.plural, name, resource_version)
+        self.catch_up(RAY_CLUSTER.plural, name, resource_version)
 
-    def _catch_up(self, plural: str, name: str, resource_version: str) -> None:
+    def catch_up(self, plural: str, name: str, resource_version: str) -> None:
         """Wait briefly until the cache of ``plural`` holds ``name`` at ``resource_version``
         or later (an object the API server already has, which the watch has yet to bring)."""
         cache = self._caches.get(plural)

@@ -13,7 +13,6 @@ from .cache_set import CacheSet, Kind
 from .client import KubeApi
 from .discovery import Discovery
 from .errors import KubeForbidden, NotReady
-from .queue_state import QueueStateMemo
 from .resources import LOCAL_QUEUE
 from .watch_cache import WatchCache
 
@@ -31,7 +30,6 @@ class SessionState:
     _identity: Identity | None
     _access: dict[Permission, AccessResult]
     _cache_set: CacheSet
-    _queue_memo: QueueStateMemo
 
     def wait_ready(self, timeout: float | None = None) -> None:
         """Block until started (see ``KubeSession.wait_ready``)."""
@@ -128,9 +126,12 @@ class SessionState:
         if not self._started.is_set():
             raise NotReady("Not connected to Kubernetes yet", None, "Start the session first.")
 
-    def _synced_cache(
+    def synced_cache(
         self, kind: Kind, deadline: float, required: bool = False
     ) -> WatchCache | None:
+        """The cache of ``kind`` once synced, waiting until ``deadline`` (``time.monotonic``)
+        at most; None when ``kind`` is not served or not readable, unless ``required``: then
+        ``KubeForbidden`` names the list/watch missing (see :meth:`CacheSet.synced`)."""
         return self._cache_set.synced(
             kind, deadline, self._forbidden, required, request_timeout=self.request_timeout
         )

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_dw.core.queue_state import queue_state
 from jupyter_dw.k8s.auth import load_credentials
 from jupyter_dw.k8s.client import KubeApi
 from jupyter_dw.k8s.discovery import discover
@@ -97,7 +98,7 @@ def test_a_session_picks_up_kueue_and_kuberay_installed_later(bare):
         assert not session.discovery.kueue_installed
         assert not session.discovery.kuberay_installed
         with pytest.raises(NotInstalled):
-            session.queue_state(timeout=5)
+            queue_state(session, timeout=5)
         assert session.watched == []
 
         install(bare, crds(bare))
@@ -123,7 +124,7 @@ def test_a_session_picks_up_kueue_and_kuberay_installed_later(bare):
         assert cache.wait_until(
             lambda objs: any(o["metadata"]["name"] == "late" for o in objs), TIMEOUT
         )
-        assert [q.name for q in session.queue_state().local_queues] == ["late"]
+        assert [q.name for q in queue_state(session).local_queues] == ["late"]
         assert session.ray_clusters() == []
         assert session.cache(RAY_CLUSTER) is not None
     finally:

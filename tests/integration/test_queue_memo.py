@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_dw.core.queue_state import queue_state
 from jupyter_dw.core.queues import QueueList, QueueService
 from jupyter_dw.domain.quantity import parse_quantity
 from jupyter_dw.k8s.resources import (
@@ -50,8 +51,8 @@ def settled(session: KubeSession, service: QueueService) -> QueueList:
     after each change; a memo must answer the same object for as long as nothing changes)."""
     for _ in range(50):
         before = generations(session)
-        first, first_state = service.list(), session.queue_state()
-        second, second_state = service.list(), session.queue_state()
+        first, first_state = service.list(), queue_state(session)
+        second, second_state = service.list(), queue_state(session)
         if generations(session) == before:
             assert second is first
             assert second_state is first_state
@@ -192,14 +193,14 @@ def test_every_input_of_the_queues_answer_changes_it(
     assert high in [c.name for c in answer.priority_classes]
 
     # A ResourceFlavor: not in GET queues, but in the state a fit is judged from.
-    assert session.queue_state().flavors is not None
-    before = session.queue_state().flavors[flavor]
+    assert queue_state(session).flavors is not None
+    before = queue_state(session).flavors[flavor]
     custom.patch_cluster_custom_object(
         KUEUE, version, "resourceflavors", flavor, {"spec": {"nodeLabels": {"pool": "spot"}}}
     )
     reached(session, RESOURCE_FLAVOR, lambda objs: "nodeLabels" in named(objs, flavor)["spec"])
     settled(session, service)
-    after = session.queue_state().flavors[flavor]
+    after = queue_state(session).flavors[flavor]
     assert after != before
     assert dict(after.node_labels) == {"pool": "spot"}
 

@@ -1,29 +1,113 @@
 """The namespace's queues as one immutable answer: :class:`QueueState` (LocalQueues and, when
 readable, ClusterQueues, Cohorts, ResourceFlavors and WorkloadPriorityClasses), parsed from the
-session's watch caches once per change and shared by every caller until a cache changes."""
+session's watch caches once per change and shared by every caller until a cache changes
+(:func:`queue_state`).
+
+A query, so it lives in the core: the session (``jupyter_dw.k8s``) holds the connection and
+the caches and makes the raw calls (a synced cache, one ``get``, waiting for a watch event);
+this module relates the cached Kueue objects into the domain's records and keeps the memo.
+"""
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from jupyter_dw.domain.kueue_model import (
+from ..domain.kueue_model import (
     ClusterQueueQuota,
     CohortQuota,
     KueueObjectError,
     LocalQueueInfo,
 )
-from jupyter_dw.domain.priorities import PriorityClass
-from jupyter_dw.domain.quota import QuotaTree
-from jupyter_dw.domain.scheduling import FlavorTraits
-
-from .watch_cache import Object, WatchCache
+from ..domain.priorities import PriorityClass
+from ..domain.quota import QuotaTree
+from ..domain.scheduling import FlavorTraits
+from ..domain.validation import dns1123_subdomain_error
+from ..k8s.errors import InvalidRequest, KubeApiError, KubeForbidden
+from ..k8s.resources import (
+    CLUSTER_QUEUE,
+    COHORT,
+    LOCAL_QUEUE,
+    RESOURCE_FLAVOR,
+    WORKLOAD_PRIORITY_CLASS,
+)
+from ..k8s.session import KubeSession
+from ..k8s.watch_cache import Object, WatchCache
 
 log = logging.getLogger(__name__)
+
+
+def queue_state(
+    session: KubeSession, timeout: float | None = None, *, naming: str | None = None
+) -> QueueState:
+    """The parsed LocalQueues, ClusterQueues and Cohorts from ``session``'s caches (what the
+    queue service builds its answers from, :mod:`jupyter_dw.core.queues`).
+
+    Waits up to ``timeout`` (default: the session's request timeout) for the session's start
+    and the caches' first sync, and raises what ``KubeSession.wait_ready`` raises (and
+    ``NotInstalled`` without Kueue, ``KubeForbidden`` when LocalQueues cannot be listed and
+    watched). Parsed once per change: until a cache changes, every caller of one session gets
+    the same (immutable) :class:`QueueState`.
+
+    ``naming``: a LocalQueue a request names. When the cache does not hold it, one ``get``
+    asks whether it exists (made a moment ago, its watch event still on the way: a queue made
+    and used at once must not be refused), and the cache is waited for.
+    """
+    state = _queue_state(session, timeout)
+    if naming is None or any(lq.name == naming for lq in state.local_queues):
+        return state
+    if dns1123_subdomain_error(naming) is not None:
+        return state  # no object can have this name: the caller's check says why
+    resource = session.discovery.kueue(LOCAL_QUEUE)
+    if resource is None:
+        return state
+    try:
+        found = session.get_object(resource, naming)
+    except (KubeForbidden, InvalidRequest):
+        return state  # not ours to read, or no name at all: the caller's check answers
+    except KubeApiError as err:
+        if err.api_status != 404:
+            raise
+        return state  # there is none: the caller's check says so
+    session.catch_up(LOCAL_QUEUE.plural, naming, str(found["metadata"]["resourceVersion"]))
+    return _queue_state(session, timeout)
+
+
+def _queue_state(session: KubeSession, timeout: float | None) -> QueueState:
+    deadline = time.monotonic() + (session.request_timeout if timeout is None else timeout)
+    session.wait_ready(max(0.0, deadline - time.monotonic()))
+    session.discovery.require_kueue()
+    # Waiting and raising stay per call: only parsing is shared between calls.
+    caches = (
+        session.synced_cache(LOCAL_QUEUE, deadline, required=True),
+        session.synced_cache(CLUSTER_QUEUE, deadline),
+        session.synced_cache(COHORT, deadline),
+        session.synced_cache(RESOURCE_FLAVOR, deadline),
+        session.synced_cache(WORKLOAD_PRIORITY_CLASS, deadline),
+    )
+    cohorts_served = session.discovery.cohort_version is not None
+    return _memo_of(session).state(cohorts_served, caches)
+
+
+_MEMOS: weakref.WeakKeyDictionary[KubeSession, QueueStateMemo] = weakref.WeakKeyDictionary()
+"""One memo per session, shared by every service and view of it (the queue service reuses
+its last answer while it is handed the same :class:`QueueState`); it goes with its session."""
+_MEMOS_LOCK = threading.Lock()
+
+
+def _memo_of(session: KubeSession) -> QueueStateMemo:
+    memo = _MEMOS.get(session)
+    if memo is None:
+        with _MEMOS_LOCK:  # two first callers must share one memo
+            memo = _MEMOS.setdefault(session, QueueStateMemo())
+    return memo
 
 
 @dataclass(frozen=True)
@@ -35,7 +119,7 @@ class QueueState:
     ``flavors`` None: ResourceFlavors are not readable (every flavor is assumed usable).
     ``priority_classes`` None: WorkloadPriorityClasses are not readable (names not checked).
 
-    One instance answers every caller until a cache changes (``KubeSession.queue_state``),
+    One instance answers every caller until a cache changes (:func:`queue_state`),
     so it is immutable: tuples and a read-only mapping.
     """
 
