@@ -57,7 +57,8 @@ function ResourceBar(props: {
   );
 }
 
-function QueueItem(props: { queue: Queue }): JSX.Element {
+// Memoized: a queues message keeps the objects of unchanged queues (see sharing.ts).
+const QueueItem = React.memo(function QueueItem(props: { queue: Queue }): JSX.Element {
   const q = props.queue;
   const resources = [...q.resources].sort(
     (a, b) => resourceOrder(a.resource) - resourceOrder(b.resource)
@@ -98,7 +99,7 @@ function QueueItem(props: { queue: Queue }): JSX.Element {
       ))}
     </li>
   );
-}
+});
 
 export function QueuesSection(props: { model: DWModel }): JSX.Element {
   const { queues, queuesError } = props.model;

@@ -8,7 +8,11 @@ import { ErrorNote } from './status';
 // States whose words are Kueue's reason for not running (shown with them).
 const WAITING_WORDS = new Set(['queued', 'evicted', 'preempted', 'rejected', 'suspended']);
 
-function WorkloadItem(props: { workload: Workload; mine: boolean }): JSX.Element {
+// Memoized: a change re-renders the rows whose Workload changed, not thousands of others.
+const WorkloadItem = React.memo(function WorkloadItem(props: {
+  workload: Workload;
+  mine: boolean;
+}): JSX.Element {
   const w = props.workload;
   const position = w.position_in_local_queue;
   const words = WAITING_WORDS.has(w.state) ? [w.reason, w.message].filter(Boolean).join(': ') : '';
@@ -40,7 +44,7 @@ function WorkloadItem(props: { workload: Workload; mine: boolean }): JSX.Element
       {words ? <div className="jp-dw-muted jp-dw-workload-words">{words}</div> : null}
     </li>
   );
-}
+});
 
 /** "In my queues": every Workload of the namespace per LocalQueue, whatever job owns it. */
 export function WorkloadsSection(props: { model: DWModel }): JSX.Element {
