@@ -137,6 +137,24 @@ class Discovery:
             )
         return TRAIN_JOB
 
+    def loses(self, new: Discovery) -> bool:
+        """Whether ``new`` serves less of what this discovery served (an API uninstalled,
+        or an API server that has just started and not yet published its CRDs' groups)."""
+        return bool(
+            self.kueue_resources - new.kueue_resources
+            or any(
+                getattr(self, name) and not getattr(new, name)
+                for name in (
+                    "kueue_version",
+                    "cohort_version",
+                    "visibility_version",
+                    "ray_version",
+                    "rayjobs_served",
+                    "trainjobs_served",
+                )
+            )
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The ``kueue``, ``kuberay`` and ``trainer`` parts of ``GET context``."""
         return {

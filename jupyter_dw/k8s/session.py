@@ -60,6 +60,8 @@ DEFAULT_REFRESH_INTERVAL = 60.0
 """Seconds between two re-checks of discovery and permissions when nothing asks sooner."""
 MIN_REFRESH_GAP = 2.0
 """A 403 or 404 asks for a re-check at once, but at most one per this many seconds."""
+LOSS_GRACE = 10.0
+"""Seconds an API must stay missing from discovery before the session believes it is gone."""
 NEEDED_GROUPS = frozenset(p.group for p in NEEDED_PERMISSIONS)
 """API groups whose 403 or missing resource (404) means permissions or APIs changed."""
 
@@ -142,6 +144,7 @@ class KubeSession(SessionAnswers):
         self._last_refresh = 0.0
         self._elastic: ElasticJobs = NOT_PROBED
         self._elastic_asked_at = -1  # self._kueue.returns when the dry run last ran
+        self._loss_since: float | None = None  # when re-checks began to see APIs gone
         self._queue_memo = QueueStateMemo()  # the last queue_state() answer
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -345,6 +348,19 @@ class KubeSession(SessionAnswers):
         with self._lock:
             if self._stopping or self._api is not api:
                 return False
+            if self._discovery is not None and self._discovery.loses(discovery):
+                # A kube-apiserver that has just restarted answers discovery without its CRDs'
+                # groups for seconds: believe a loss once it lasted LOSS_GRACE (re-checking
+                # every MIN_REFRESH_GAP meanwhile).
+                now = time.monotonic()
+                self._loss_since = self._loss_since or now
+                if now - self._loss_since < LOSS_GRACE:
+                    discovery = self._discovery
+                    self._refresh_wake.set()
+                else:
+                    self._loss_since = None
+            else:
+                self._loss_since = None
             before = {p: r.allowed for p, r in self._access.items()}
             after = {p: r.allowed for p, r in access.items()}
             changed = discovery != self._discovery or before != after
