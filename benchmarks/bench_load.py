@@ -13,7 +13,8 @@ times five would measure Chromium, not us). Two idle windows of ``--seconds`` ea
 
 Each process (server, kernels) re-checks its permissions and the served APIs every
 ``access_refresh_interval`` (``--refresh``, default 60 s as the product's): those requests
-(access reviews, discovery, the Kueue and elastic-jobs probes) are counted apart from the rest.
+(the rules review, discovery, the Kueue probe; access reviews and the elastic-jobs dry run
+when they can say something new) are counted apart from the rest.
 
 For each window, from the audit log (user = the workbench's service account): the requests
 received in it other than watches (target 0), the watches opened in it, and the watches open

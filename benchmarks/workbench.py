@@ -50,10 +50,12 @@ def workbench(
 def is_session_check(request: Request) -> bool:
     """Whether ``request`` is one of a jupyter_dw session's checks (at its start, then every
     ``access_refresh_interval``): discovery and other non-resource GETs, access and identity
-    reviews, and the dry-run create that asks Kueue whether it runs elastic jobs."""
+    reviews (the rules review, access reviews, who am I), and the dry-run create that asks
+    Kueue whether it runs elastic jobs."""
     return (
         request.resource.startswith("/")
-        or request.resource in ("selfsubjectaccessreviews", "selfsubjectreviews")
+        or request.resource
+        in ("selfsubjectrulesreviews", "selfsubjectaccessreviews", "selfsubjectreviews")
         or (request.verb == "create" and "dryRun=All" in request.uri)
     )
 

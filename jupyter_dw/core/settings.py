@@ -103,7 +103,7 @@ class DWSettings(Configurable):
     access_refresh_interval = Float(
         60.0,
         config=True,
-        help="""Seconds between two re-checks of what this identity may do (access reviews)
+        help="""Seconds between two re-checks of what this identity may do (one rules review)
         and which APIs the cluster serves (discovery). A Role granted, or Kueue or KubeRay
         installed, after start-up is picked up within this time without a restart (a 403 or
         a missing API triggers a re-check at once). The watches a new permission allows start

@@ -1,4 +1,5 @@
-"""Who am I, and what may I do: SelfSubjectReview, SelfSubjectAccessReviews, 403 wording.
+"""Who am I, and what may I do: SelfSubjectReview, SelfSubjectRulesReview and
+SelfSubjectAccessReviews, 403 wording.
 
 A workbench service account usually may read its namespace's LocalQueues and Workloads but
 not the cluster-scoped ClusterQueues; the session asks before it starts a cache, so a missing
@@ -8,11 +9,14 @@ permission degrades one feature instead of failing every request.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from jupyter_dw.domain.rbac_rules import ResourceRule, rules_allow
 
 from .errors import KubeError, KubeForbidden
 from .resources import (
@@ -29,6 +33,7 @@ from .resources import (
     SECRET,
     SELF_SUBJECT_ACCESS_REVIEW,
     SELF_SUBJECT_REVIEW,
+    SELF_SUBJECT_RULES_REVIEW,
     TRAIN_JOB,
     VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_LOCAL_QUEUE,
@@ -40,6 +45,8 @@ from .resources import (
 
 if TYPE_CHECKING:
     from .client import KubeApi
+
+log = logging.getLogger(__name__)
 
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 _RBAC_DENIAL = re.compile(r'cannot (\S+) resource "([^"]+)" in API group "([^"]*)"')
@@ -185,6 +192,67 @@ def check_access(
     with ThreadPoolExecutor(max_workers=8, thread_name_prefix="dw-access") as pool:
         results = list(pool.map(lambda p: _review(api, namespace, p), perms))
     return dict(zip(perms, results, strict=True))
+
+
+def recheck_access(
+    api: KubeApi,
+    namespace: str,
+    previous: Mapping[Permission, AccessResult] | None = None,
+    permissions: Iterable[Permission] = NEEDED_PERMISSIONS,
+) -> dict[Permission, AccessResult]:
+    """The verdicts of :func:`check_access` at the cost of one SelfSubjectRulesReview.
+
+    What the API server documents and does (kube-apiserver's RBAC authorizer, ``RulesFor``):
+    a SelfSubjectRulesReview needs ``spec.namespace`` and answers the rules of every
+    ClusterRoleBinding of the identity together with those of its RoleBindings in that
+    namespace, in one list that does not say which binding a rule came from; authorizers
+    that cannot list rules (webhooks) make it ``incomplete: true``, as does a binding whose
+    role cannot be read (``evaluationError``). So:
+
+    - a namespaced permission is allowed exactly when a rule matches (a ClusterRoleBinding's
+      rule applies in every namespace, a RoleBinding's in its own);
+    - a cluster-scoped permission no rule matches is denied (no binding grants it), but one a
+      rule matches may come from a RoleBinding, which never grants a cluster-scoped
+      resource: it is confirmed by its own SelfSubjectAccessReview unless ``previous`` (the
+      last verdicts) already allowed it, so a steady state costs no review (a revoked
+      ClusterRoleBinding shows as the 403 of the watch it fed, and the re-check that 403
+      asks for runs :func:`check_access`, exact);
+    - an incomplete answer, or a review that fails or is refused, falls back to
+      :func:`check_access` (one review per permission).
+
+    ``reason`` is None where the rules decided (they carry none).
+    """
+    perms = list(permissions)
+    try:
+        answer = api.post(
+            SELF_SUBJECT_RULES_REVIEW.path(),
+            {
+                "apiVersion": SELF_SUBJECT_RULES_REVIEW.api_version,
+                "kind": SELF_SUBJECT_RULES_REVIEW.kind,
+                "spec": {"namespace": namespace},
+            },
+        )
+    except KubeError as err:
+        log.info("jupyter_dw: no SelfSubjectRulesReview (%s); reviewing each permission", err)
+        return check_access(api, namespace, perms)
+    status = answer.get("status") or {}
+    if status.get("incomplete"):
+        return check_access(api, namespace, perms)
+    rules = [ResourceRule.from_json(r) for r in status.get("resourceRules") or ()]
+    previous = previous or {}
+    results: dict[Permission, AccessResult] = {}
+    confirm: list[Permission] = []
+    for perm in perms:
+        matched = rules_allow(rules, perm.verb, perm.group, perm.resource, perm.subresource)
+        last = previous.get(perm)
+        if last is not None and last.allowed == matched:
+            results[perm] = last  # unchanged: keep the verdict with its reason
+        elif matched and not perm.namespaced:
+            confirm.append(perm)
+        else:
+            results[perm] = AccessResult(perm, matched)
+    results.update(check_access(api, namespace, confirm) if confirm else {})
+    return {perm: results[perm] for perm in perms}
 
 
 def _review(api: KubeApi, namespace: str, permission: Permission) -> AccessResult:

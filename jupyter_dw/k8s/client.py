@@ -169,9 +169,16 @@ class KubeApi:
             text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + REDACTED, text)
         return text
 
-    def get(self, path: str, query: Query = (), timeout: float | None = None) -> dict[str, Any]:
-        """GET ``path`` and return the decoded JSON object."""
-        return self._json("GET", path, query, None, timeout)
+    def get(
+        self,
+        path: str,
+        query: Query = (),
+        timeout: float | None = None,
+        accept: str = "application/json",
+    ) -> dict[str, Any]:
+        """GET ``path`` and return the decoded JSON object (``accept``: the Accept header, to
+        ask for another representation such as aggregated discovery)."""
+        return self._json("GET", path, query, None, timeout, accept=accept)
 
     def post(
         self, path: str, body: Mapping[str, Any], query: Query = (), timeout: float | None = None
@@ -231,13 +238,14 @@ class KubeApi:
         body: Mapping[str, Any] | list[dict[str, Any]] | None,
         timeout: float | None,
         content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> dict[str, Any]:
         def call() -> Any:
             response = self._client.call_api(
                 path,
                 method,
                 query_params=list(query),
-                header_params={"Accept": "application/json", "Content-Type": content_type},
+                header_params={"Accept": accept, "Content-Type": content_type},
                 body=(list(body) if isinstance(body, list) else dict(body))
                 if body is not None
                 else None,

@@ -1,4 +1,5 @@
-"""Which Kueue, Kueue visibility and KubeRay APIs the cluster serves (asked once at start).
+"""Which Kueue, Kueue visibility and KubeRay APIs the cluster serves (asked at start and at
+every re-check).
 
 Discovery documents are readable by every authenticated identity (the ``system:discovery``
 ClusterRole), so this works for the most restricted workbench service account.
@@ -136,6 +137,24 @@ class Discovery:
             )
         return TRAIN_JOB
 
+    def loses(self, new: Discovery) -> bool:
+        """Whether ``new`` serves less of what this discovery served (an API uninstalled,
+        or an API server that has just started and not yet published its CRDs' groups)."""
+        return bool(
+            self.kueue_resources - new.kueue_resources
+            or any(
+                getattr(self, name) and not getattr(new, name)
+                for name in (
+                    "kueue_version",
+                    "cohort_version",
+                    "visibility_version",
+                    "ray_version",
+                    "rayjobs_served",
+                    "trainjobs_served",
+                )
+            )
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The ``kueue``, ``kuberay`` and ``trainer`` parts of ``GET context``."""
         return {
@@ -160,15 +179,70 @@ class Discovery:
         }
 
 
-def discover(api: KubeApi) -> Discovery:
-    """Ask the API server which of our APIs it serves (a handful of discovery GETs)."""
-    groups = {g.get("name"): g for g in api.get("/apis").get("groups") or []}
-    kueue_served = _versions(groups.get(KUEUE_GROUP))
+AGGREGATED_DISCOVERY = ",".join(
+    (
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList",
+        "application/json",
+    )
+)
+"""The Accept header asking ``/apis`` for aggregated discovery: every group, version and
+resource in one answer (``apidiscovery.k8s.io/v2`` from Kubernetes 1.30, ``v2beta1`` on
+1.26-1.29); an older server ignores the media type parameters and answers the plain
+``APIGroupList``, so the caller then asks each group version as before."""
+_AGGREGATED_VERSIONS = ("apidiscovery.k8s.io/v2", "apidiscovery.k8s.io/v2beta1")
+
+
+class _Served:
+    """What ``/apis`` serves: each group's versions (preferred first) and a version's
+    top-level resources, from one aggregated answer or one GET per group version."""
+
+    def __init__(self, api: KubeApi, aggregated: bool = True) -> None:
+        self._api = api
+        answer = api.get("/apis", accept=AGGREGATED_DISCOVERY if aggregated else "application/json")
+        self.aggregated = (
+            answer.get("kind") == "APIGroupDiscoveryList"
+            and answer.get("apiVersion") in _AGGREGATED_VERSIONS
+        )
+        self._versions: dict[str, list[str]] = {}
+        self._resources: dict[tuple[str, str], frozenset[str]] = {}
+        if self.aggregated:
+            for group in answer.get("items") or []:
+                name = str((group.get("metadata") or {}).get("name") or "")
+                versions = [v for v in group.get("versions") or [] if v.get("version")]
+                self._versions[name] = [str(v["version"]) for v in versions]
+                for version in versions:
+                    # Subresources (localqueues/status) are nested in their resource here.
+                    self._resources[name, str(version["version"])] = frozenset(
+                        str(r["resource"])
+                        for r in version.get("resources") or []
+                        if r.get("resource")
+                    )
+        else:
+            for group in answer.get("groups") or []:
+                self._versions[str(group.get("name"))] = _versions(group)
+
+    def versions(self, group: str) -> list[str]:
+        return self._versions.get(group, [])
+
+    def resources(self, group: str, version: str) -> frozenset[str]:
+        if self.aggregated:
+            return self._resources.get((group, version), frozenset())
+        return _resources(self._api, group, version)
+
+
+def discover(api: KubeApi, *, aggregated: bool = True) -> Discovery:
+    """Ask the API server which of our APIs it serves: one aggregated discovery GET where the
+    server offers it (else one GET per group version we read), and the RayCluster schema's
+    OpenAPI index. ``aggregated`` False asks the old way even where aggregated discovery is
+    served (to compare both)."""
+    served = _Served(api, aggregated)
+    kueue_served = served.versions(KUEUE_GROUP)
     kueue_version, kueue_resources = None, frozenset[str]()
     cohort_version = None
     resources_by_version: dict[str, frozenset[str]] = {}
     for version in kueue_served:
-        resources_by_version[version] = _resources(api, KUEUE_GROUP, version)
+        resources_by_version[version] = served.resources(KUEUE_GROUP, version)
     for version in KUEUE_VERSIONS:
         if LOCAL_QUEUE.plural in resources_by_version.get(version, ()):
             kueue_version, kueue_resources = version, resources_by_version[version]
@@ -177,18 +251,18 @@ def discover(api: KubeApi) -> Discovery:
         if COHORT.plural in resources_by_version.get(version, ()):
             cohort_version = version
             break
-    visibility_served = _versions(groups.get(VISIBILITY_GROUP))
+    visibility_served = served.versions(VISIBILITY_GROUP)
     visibility = next((v for v in VISIBILITY_VERSIONS if v in visibility_served), None)
     ray_version = None
     ray_resources = frozenset[str]()
-    if RAY_CLUSTER.version in _versions(groups.get(RAY_GROUP)):
-        ray_resources = _resources(api, RAY_GROUP, RAY_CLUSTER.version)
+    if RAY_CLUSTER.version in served.versions(RAY_GROUP):
+        ray_resources = served.resources(RAY_GROUP, RAY_CLUSTER.version)
         if RAY_CLUSTER.plural in ray_resources:
             ray_version = RAY_CLUSTER.version
     ray_auth_options = ray_auth_options_served(api) if ray_version else None
-    trainjobs_served = TRAIN_JOB.version in _versions(
-        groups.get(TRAIN_JOB.group)
-    ) and TRAIN_JOB.plural in _resources(api, TRAIN_JOB.group, TRAIN_JOB.version)
+    trainjobs_served = TRAIN_JOB.version in served.versions(
+        TRAIN_JOB.group
+    ) and TRAIN_JOB.plural in served.resources(TRAIN_JOB.group, TRAIN_JOB.version)
     return Discovery(
         kueue_served=tuple(kueue_served),
         kueue_version=kueue_version,

@@ -31,6 +31,9 @@ class KueueHealth:
         self._on_change = on_change
         self.freshness = Freshness()
         self.last_probe = 0.0
+        self.returns = 0
+        """How many times Kueue answered again after it did not (a restart may have changed
+        its configuration: what was learned from it is worth asking again)."""
 
     @property
     def live(self) -> bool:
@@ -62,6 +65,8 @@ class KueueHealth:
             before = self.freshness
             self.freshness = before.moved_to(state, reason, time.time())
             changed = self.freshness.state != before.state
+            if changed and state == LIVE and before.state == STALE:
+                self.returns += 1
         if changed:
             log.info("jupyter_dw: Kueue's controller is %s (%s)", state, reason or "answers")
             self._on_change()

@@ -168,6 +168,9 @@ EVENT = Resource("", "v1", "events", "Event", namespaced=True)
 SELF_SUBJECT_ACCESS_REVIEW = Resource(
     "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False
 )
+SELF_SUBJECT_RULES_REVIEW = Resource(
+    "authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False
+)
 SELF_SUBJECT_REVIEW = Resource(
     "authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False
 )

@@ -4,10 +4,11 @@ At start it reads credentials, discovers the APIs, asks who it is and what it ma
 starts a watch cache per readable resource: the namespace's LocalQueues, Workloads,
 RayClusters and Ray pods (label ``ray.io/cluster``), and the cluster's ClusterQueues, Cohorts,
 ResourceFlavors and WorkloadPriorityClasses when the identity may read them. A service account
-cannot watch its own permissions, so discovery and the access reviews run again every
-``refresh_interval`` seconds and at once after a 403, or a 404 for a whole resource, from an
-API group we use (:meth:`KubeSession.refresh`): a Role granted or Kueue installed later starts
-the caches it allows, a permission revoked stops them, without a restart. Reads
+cannot watch its own permissions, so discovery (one aggregated GET) and the access check (one
+SelfSubjectRulesReview) run again every ``refresh_interval`` seconds and at once after a 403,
+or a 404 for a whole resource, from an API group we use (:meth:`KubeSession.refresh`): a Role
+granted or Kueue installed later starts the caches it allows, a permission revoked stops them,
+without a restart. Reads
 (:meth:`KubeSession.ray_clusters`, :meth:`KubeSession.synced_cache`,
 :meth:`KubeSession.indexed`, ...) come from those caches, never from a list per request; the
 caches index Workloads by ``kueue.x-k8s.io/job-uid``, RayClusters by UID and pods by
@@ -45,7 +46,7 @@ from collections.abc import Callable, Mapping
 
 from jupyter_dw.domain.freshness import STALE, WatchHealth
 
-from .access import NEEDED_PERMISSIONS, check_access, who_am_i
+from .access import NEEDED_PERMISSIONS, check_access, recheck_access, who_am_i
 from .auth import Credentials, load_credentials
 from .cache_set import CacheSet, SessionListener, served, wanted_caches
 from .client import DEFAULT_TIMEOUT, FailedCall, KubeApi
@@ -65,6 +66,8 @@ DEFAULT_REFRESH_INTERVAL = 60.0
 """Seconds between two re-checks of discovery and permissions when nothing asks sooner."""
 MIN_REFRESH_GAP = 2.0
 """A 403 or 404 asks for a re-check at once, but at most one per this many seconds."""
+LOSS_GRACE = 10.0
+"""Seconds an API must stay missing from discovery before the session believes it is gone."""
 NEEDED_GROUPS = frozenset(p.group for p in NEEDED_PERMISSIONS)
 """API groups whose 403 or missing resource (404) means permissions or APIs changed."""
 
@@ -131,6 +134,7 @@ class KubeSession(SessionAnswers):
         )
         self._refresh_wake = threading.Event()
         self._refresh_stop = threading.Event()
+        self._refresh_exact = threading.Event()  # a 403 asked: review each permission
         self.refreshes = 0
         """How many re-checks ran after start (for diagnostics and tests)."""
         self._reset_state()
@@ -145,6 +149,8 @@ class KubeSession(SessionAnswers):
         self._kueue = KueueHealth(self._health_changed)
         self._last_refresh = 0.0
         self._elastic: ElasticJobs = NOT_PROBED
+        self._elastic_asked_at = -1  # self._kueue.returns when the dry run last ran
+        self._loss_since: float | None = None  # when re-checks began to see APIs gone
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -245,7 +251,7 @@ class KubeSession(SessionAnswers):
         namespace = self._configured_namespace or credentials.namespace or "default"
         discovery = discover(api)
         identity = who_am_i(api)
-        access = check_access(api, namespace)
+        access = recheck_access(api, namespace)
         self._credentials = credentials
         self._api, self._namespace = api, namespace
         self._discovery, self._identity, self._access = discovery, identity, access
@@ -262,9 +268,11 @@ class KubeSession(SessionAnswers):
         self._probe_elastic(api)
 
     def _probe_elastic(self, api: KubeApi) -> None:
-        """Ask Kueue (a dry-run create) whether it admits elastic RayClusters; once per
-        connection and again at every re-check of permissions."""
+        """Ask Kueue (a dry-run create) whether it admits elastic RayClusters: once per
+        connection, then again only when a re-check can learn something new (see
+        :meth:`_elastic_worth_asking`)."""
         discovery = self._discovery
+        asked_at = self._kueue.returns
         if discovery is None or not discovery.kuberay_installed or discovery.kueue_version is None:
             found = ElasticJobs(None, "unknown", "Kueue or KubeRay is not installed")
         elif self.allowed("create", RAY_CLUSTER) is False:
@@ -276,7 +284,17 @@ class KubeSession(SessionAnswers):
             found = probe_elastic_jobs(api, self._namespace or "default", queue)
         with self._lock:
             if self._api is api:
-                self._elastic = found
+                self._elastic, self._elastic_asked_at = found, asked_at
+
+    def _elastic_worth_asking(self, changed: bool) -> bool:
+        """Whether the dry run can say something new: the APIs or permissions changed, the
+        last one could not tell, or Kueue came back (a restart may have turned the feature
+        gate) since it ran. Otherwise its answer stands and costs no request."""
+        return (
+            changed
+            or self._elastic.enabled is None
+            or self._elastic_asked_at != self._kueue.returns
+        )
 
     @property
     def elastic_jobs(self) -> ElasticJobs:
@@ -310,26 +328,44 @@ class KubeSession(SessionAnswers):
 
     # -- following permission and API changes --------------------------------------------
 
-    def refresh(self) -> bool:
-        """Run discovery and the access reviews again now, then start the caches newly
+    def refresh(self, exact: bool = False) -> bool:
+        """Run discovery and the access check again now, then start the caches newly
         allowed and stop those no longer allowed. True when anything changed.
 
         Runs by itself every ``refresh_interval`` seconds and soon after a 403 or a missing
         resource; raises :class:`KubeError` when the API server cannot answer (the previous
-        answers stay).
+        answers stay). Costs one aggregated discovery GET (plus the RayCluster schema's
+        OpenAPI index), one SelfSubjectRulesReview (:func:`~.access.recheck_access`) and
+        the Kueue probe; ``exact`` (after a 403) reviews each permission instead.
         """
         with self._lock:
-            api, namespace = self._api, self._namespace
+            api, namespace, previous = self._api, self._namespace, self._access
         if api is None or namespace is None or not self._started.is_set():
             return False
         try:
             discovery = discover(api)
-            access = check_access(api, namespace)
+            if exact:
+                access = check_access(api, namespace)
+            else:
+                access = recheck_access(api, namespace, previous)
         finally:
             self._last_refresh = time.monotonic()
         with self._lock:
             if self._stopping or self._api is not api:
                 return False
+            if self._discovery is not None and self._discovery.loses(discovery):
+                # A kube-apiserver that has just restarted answers discovery without its CRDs'
+                # groups for seconds: believe a loss once it lasted LOSS_GRACE (re-checking
+                # every MIN_REFRESH_GAP meanwhile).
+                now = time.monotonic()
+                self._loss_since = self._loss_since or now
+                if now - self._loss_since < LOSS_GRACE:
+                    discovery = self._discovery
+                    self._refresh_wake.set()
+                else:
+                    self._loss_since = None
+            else:
+                self._loss_since = None
             before = {p: r.allowed for p, r in self._access.items()}
             after = {p: r.allowed for p, r in access.items()}
             changed = discovery != self._discovery or before != after
@@ -350,8 +386,11 @@ class KubeSession(SessionAnswers):
                 discovery.ray_version,
             )
         self._sync_caches(api)
+        # Kept at every re-check: nothing else notices Kueue's process stopping while nobody
+        # calls it (its Workloads are served by the API server, not by Kueue).
         self._kueue.probe(api, discovery, self.request_timeout)
-        self._probe_elastic(api)
+        if self._elastic_worth_asking(changed):
+            self._probe_elastic(api)
         return changed
 
     # -- Kueue's controller --------------------------------------------------------------
@@ -423,8 +462,10 @@ class KubeSession(SessionAnswers):
                 (stop if asked else self._refresh_wake).wait(wait)
                 continue
             self._refresh_wake.clear()
+            exact = self._refresh_exact.is_set()
+            self._refresh_exact.clear()
             try:
-                self.refresh()
+                self.refresh(exact=exact)
             except Exception as err:  # keep following the cluster whatever one re-check hit
                 if stop.is_set():
                     return  # stopped mid-check: the client was closed under us
@@ -444,6 +485,10 @@ class KubeSession(SessionAnswers):
                 self._refresh_wake.set()
         if failure.group not in NEEDED_GROUPS:
             return
+        if failure.status == 403:
+            # The rules review cannot tell a RoleBinding's rule from a ClusterRoleBinding's
+            # (see recheck_access): after a refusal, ask about each permission exactly.
+            self._refresh_exact.set()
         if failure.status == 403 or (failure.status == 404 and failure.object_name is None):
             self._refresh_wake.set()
 
