@@ -46,7 +46,7 @@ from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from benchmarks.workbench import JupyterServer, is_session_check, pod_environment, workbench
 from tests.cluster.audit import AuditedCluster, Request, count, describe, received_between
-from tests.cluster.fixtures import KueueObjects
+from tests.cluster.fixtures import KueueObjects, watch_until
 from tests.integration.clusters_support import suspended_raycluster
 
 TIMEOUT = 180.0
@@ -171,6 +171,15 @@ def window(requests: list[Request], start: float, end: float) -> dict[str, Any]:
     }
 
 
+def settled(local_queue: dict[str, Any], workloads: int) -> bool:
+    """Whether a LocalQueue's status counts ``workloads`` Workloads, each admitted or waiting."""
+    status = local_queue.get("status") or {}
+    return (
+        int(status.get("admittedWorkloads") or 0) + int(status.get("pendingWorkloads") or 0)
+        == workloads
+    )
+
+
 async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
     plane = AuditedCluster(Path(args.cluster_dir) if args.cluster_dir else directory / "plane")
     started = time.monotonic()
@@ -189,6 +198,17 @@ async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
         body = suspended_raycluster(name)
         body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
         custom.create_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", body)
+    # Kueue done with what the setup made (each RayCluster's Workload admitted or waiting, as
+    # its LocalQueue counts) before any process starts: the windows measure idleness, not
+    # Kueue finishing the setup (its late writes are changes the processes rightly follow).
+    watch_until(
+        lambda **kw: custom.list_namespaced_custom_object(
+            "kueue.x-k8s.io", version, namespace, "localqueues", **kw
+        ),
+        lambda lq: settled(lq, len(CLUSTERS)),
+        what="Kueue to count every RayCluster's Workload in LocalQueue team",
+        field_selector="metadata.name=team",
+    )
 
     environ = pod_environment(identity)
     environ["JUPYTER_DW_ACCESS_REFRESH_INTERVAL"] = str(args.refresh)
