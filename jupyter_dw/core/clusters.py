@@ -10,6 +10,10 @@ method blocks: the server runs them on its thread pool, a kernel on a worker thr
 Per-request cost: listing reads only the watch caches (RayClusters, their Workloads by the
 ``kueue.x-k8s.io/job-uid`` index, their pods by ``ray.io/cluster``), plus one visibility API
 call per LocalQueue that has a waiting cluster, for positions.
+
+Why ~540 lines in one module: one service for one resource's whole life (validate, fit,
+create, list, describe, delete), whose methods share the same reads of the caches; its
+records and its scaling already live apart (:mod:`.cluster_results`, :mod:`.scaling`).
 """
 
 from __future__ import annotations
