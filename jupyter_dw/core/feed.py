@@ -270,10 +270,8 @@ class ChangeFeed:
         self._freshness: dict[str, Freshness] = {}
         self._health: WatchHealth | None = None
         self._positions_seen: dict[str, int] = {}
-        """The version of each LocalQueue's pending list this viewer's Workload records were
-        made with (see :class:`PositionBoard`): a queue change re-reads only the others."""
-        self._cluster_positions_seen: dict[str, int] = {}
-        """The same for the waiting clusters' records."""
+        """The version of each LocalQueue's pending list this viewer's records were made
+        with (see :class:`PositionBoard`): a queue change re-reads only the others."""
 
     def listen(self, on_change: Callable[[str, str, Object], None]) -> Callable[[], None]:
         """Register ``on_change`` on the session's caches and on its watch health (called on
@@ -291,14 +289,12 @@ class ChangeFeed:
     def snapshot(self) -> Snapshot:
         """Queues and clusters now (blocking)."""
         queues, queues_error = _answer(self.queues.list) if self.watch_queues else (None, None)
-        cluster_positions_seen = self.clusters.positions.versions()
         clusters, clusters_error = (
             _answer(self._live_clusters) if self.watch_clusters else (None, None)
         )
         if clusters is not None:
             self._known = {c.status.name: c.status for c in clusters}
             self._freshness = {c.status.name: c.freshness for c in clusters}
-            self._cluster_positions_seen = cluster_positions_seen
         # Versions before the list: a pending list that changes meanwhile counts as changed.
         positions_seen = self.clusters.positions.versions()
         workloads, workloads_error = (
@@ -441,16 +437,12 @@ class ChangeFeed:
         names = [n for queue in sorted(moved) for n in self._workloads.waiting_in(queue)]
         return self._moved(self.workloads.describe_many(names), cause) if names else []
 
-    def _positions_changed(
-        self, queues: Iterable[str | None], seen: dict[str, int] | None = None
-    ) -> set[str]:
-        """Those of ``queues`` whose pending list differs from the one this viewer's records
-        (its Workloads', or ``seen``) were last made with (the board asks the visibility API
-        again only for queues a change marked)."""
-        seen = self._positions_seen if seen is None else seen
+    def _positions_changed(self, queues: Iterable[str | None]) -> set[str]:
+        """Those of ``queues`` whose pending list differs from the one this viewer last saw
+        (the board asks the visibility API again only for queues a change marked)."""
         versions = self.clusters.positions.refresh(queues)
-        changed = {q for q, v in versions.items() if seen.get(q) != v}
-        seen.update(versions)
+        changed = {q for q, v in versions.items() if self._positions_seen.get(q) != v}
+        self._positions_seen.update(versions)
         return changed
 
     def _moved(self, infos: dict[str, WorkloadInfo], cause: Cause) -> list[Message]:
@@ -517,20 +509,10 @@ class ChangeFeed:
         A position moves when a workload ahead is admitted or leaves, and that workload may
         be in another namespace: nothing of the waiting cluster changes, only the queues'
         status. So a queue change re-reads the positions of the waiting clusters and reports
-        those that moved. Nothing else of a cluster depends on its queue: only the clusters
-        of LocalQueues whose pending list changed since this viewer's cluster records were
-        made are described again (the versions seen for clusters are kept apart from those
-        for Workloads: a Workload's message may have seen a queue's new list first).
+        those that moved.
         """
-        waiting = self._waiting()
-        if not waiting:
-            return []
-        queues = self._positions_changed(
-            {q for n in waiting if (q := self._known[n].queue)}, self._cluster_positions_seen
-        )
-        names = [n for n in waiting if self._known[n].queue in queues]
         moved: list[Message] = []
-        for cluster, info in self.clusters.describe_many(names).items():
+        for cluster, info in self.clusters.describe_many(self._waiting()).items():
             known = self._known.get(cluster)
             if info.status == known:
                 continue
