@@ -58,6 +58,8 @@ class PositionBoard:
         self._queue_marks: dict[str, int] = {}
         self._cluster_queue_marks: dict[str, int] = {}
         self._cluster_queue_of: dict[str, str] = {}
+        self._counts: dict[str, int] = {}
+        """Each LocalQueue's last ``status.pendingWorkloads``."""
         self._order: dict[str, tuple[str, tuple[Any, ...] | None]] = {}
         self._held: dict[str, _Held] = {}
         self._reading: dict[str, int] = {}
@@ -96,26 +98,37 @@ class PositionBoard:
 
     def _local_queue_changed(self, event_type: str, obj: Object) -> None:
         """A LocalQueue made, deleted or moved to another ClusterQueue is read again; so is
-        one whose status counts another number of pending Workloads than the answer held.
+        one whose count of pending Workloads went down below what the answer held lists.
 
-        Its Workloads' own changes mark it, but this session's watch may see a Workload change
+        Its Workloads' own changes mark it, but this session's watch may see a Workload leave
         before Kueue's queue manager has: a read then gets the list as it was (a deleted
         Workload still in it). Kueue writes the LocalQueue's ``pendingWorkloads`` from its
-        queue manager, so a count that disagrees with the answer held says the answer is
-        behind, and the change of that count is the moment to ask again."""
+        queue manager, so a count that fell below the answer held says the answer is behind,
+        and the change of that count is the moment to ask again. Only a fall counts: Kueue's
+        count of new Workloads often comes after the list that has them already."""
         name = str((obj.get("metadata") or {}).get("name") or "")
         with self._lock:
             if event_type == DELETED:
                 self._cluster_queue_of.pop(name, None)
                 self._held.pop(name, None)
+                self._counts.pop(name, None)
                 return
             cluster_queue = str((obj.get("spec") or {}).get("clusterQueue") or "")
             if self._cluster_queue_of.get(name) != cluster_queue:
                 self._cluster_queue_of[name] = cluster_queue
                 self._tick += 1
                 self._queue_marks[name] = self._tick
-            elif _behind(self._held.get(name), (obj.get("status") or {}).get("pendingWorkloads")):
-                self._mark_queue(name)
+            else:
+                count = (obj.get("status") or {}).get("pendingWorkloads")
+                before = self._counts.get(name)
+                if isinstance(count, int) and not isinstance(count, bool):
+                    self._counts[name] = count
+                    if (
+                        before is not None
+                        and count < before
+                        and _behind(self._held.get(name), count)
+                    ):
+                        self._mark_queue(name)
 
     def _mark_queue(self, queue: str) -> None:
         """Every LocalQueue of ``queue``'s ClusterQueue (positions in the ClusterQueue move
@@ -222,12 +235,10 @@ VISIBILITY_PAGE = 1000
 which we do not change): a longer list is cut there."""
 
 
-def _behind(held: _Held | None, pending: object) -> bool:
-    """Whether an answer held lists another number of Workloads than Kueue's count of the
-    LocalQueue's pending ones (no answer held, or no count: nothing to compare)."""
-    if held is None or not isinstance(pending, int) or isinstance(pending, bool):
-        return False
-    return min(pending, VISIBILITY_PAGE) != len(held.items)
+def _behind(held: _Held | None, pending: int) -> bool:
+    """Whether an answer held lists more Workloads than Kueue counts pending in the LocalQueue
+    (no answer held: nothing to compare)."""
+    return held is not None and len(held.items) > min(pending, VISIBILITY_PAGE)
 
 
 def _order(items: tuple[Object, ...]) -> list[tuple[Any, ...]]:

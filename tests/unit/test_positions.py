@@ -64,7 +64,7 @@ def names(board: PositionBoard) -> list[str]:
     return sorted(board.entries(["lq"]))
 
 
-def test_a_stale_answer_is_asked_again_when_the_local_queue_counts_otherwise():
+def test_a_stale_answer_is_asked_again_when_the_local_queue_counts_fewer():
     caches = Caches()
     board = board_on(caches)
     caches.event("localqueues", "ADDED", local_queue("lq", pending=0))
@@ -125,3 +125,17 @@ def test_a_waiting_workload_marks_its_queue_only_when_its_place_can_move():
     caches.answers["lq"] = []
     caches.event("workloads", "MODIFIED", admitted)
     assert board.entries(["lq"]) == {} and len(caches.asked) == 2
+
+
+def test_a_count_that_rises_late_asks_nothing():
+    caches = Caches()
+    board = board_on(caches)
+    caches.event("localqueues", "ADDED", local_queue("lq", pending=0))
+    for name in ("a", "b"):
+        caches.event("workloads", "ADDED", waiting(name))
+    caches.answers["lq"] = ["a", "b"]
+    assert names(board) == ["a", "b"] and len(caches.asked) == 1
+    # Kueue's count of the new ones comes after the list that has them: not behind.
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=1))
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=2))
+    assert names(board) == ["a", "b"] and len(caches.asked) == 1
