@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -43,6 +44,14 @@ def pending_in(cache: Any, name: str) -> int | None:
     return (held.get("status") or {}).get("pendingWorkloads")
 
 
+async def past_the_second(obj: dict[str, Any]) -> None:
+    """Until the clock (the API server's: the same machine) has passed the second ``obj`` was
+    made in."""
+    made = datetime.fromisoformat(obj["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    while datetime.now(timezone.utc) < made + timedelta(seconds=1):
+        await asyncio.sleep(0.05)
+
+
 async def test_pending_changes_cost_one_visibility_call_for_every_reader(
     kube, kueue, namespace, jp_serverapp, jp_ws_fetch
 ):
@@ -52,20 +61,26 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
     session, board = core.session, core.positions
     await asyncio.to_thread(session.wait_ready, WAIT_TIMEOUT)
 
-    def create(name: str, cpu: str) -> None:
+    def create(name: str, cpu: str) -> dict[str, Any]:
         # With a priority, as Kueue gives every job's Workload: Kueue 0.14.8's visibility API
         # panics (nil pointer, answered 503) on a pending Workload without one.
         body = plain_workload(kueue.api_version, name, queue.local_queue, cpu, priority=0)
-        custom.create_namespaced_custom_object(
+        made: dict[str, Any] = custom.create_namespaced_custom_object(
             KUEUE, kueue.api_version, namespace, "workloads", body
         )
+        return made
 
     # One holder takes the quota; then N Workloads wait in the one LocalQueue: N changes of
-    # its pending list, made before anyone reads positions.
+    # its pending list, made before anyone reads positions. Kueue orders equal priorities by
+    # the second they were made in, and 0.14 breaks no tie between one second's Workloads
+    # (they may swap places between two reads): the first two are each made in a second of
+    # their own, so which one moves up below is Kueue's order, not chance.
     await asyncio.to_thread(create, "holder", "2")
     waiting = [f"waiting-{i}" for i in range(8)]
-    for name in waiting:
-        await asyncio.to_thread(create, name, "1")
+    for index, name in enumerate(waiting):
+        made = await asyncio.to_thread(create, name, "1")
+        if index < 2:
+            await past_the_second(made)
     # Quiet first: every Workload cached, and Kueue's count of them in the ClusterQueue's
     # status (its status change marks the queue too).
     await asyncio.to_thread(
