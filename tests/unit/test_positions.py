@@ -64,13 +64,20 @@ def names(board: PositionBoard) -> list[str]:
     return sorted(board.entries(["lq"]))
 
 
-def test_a_stale_answer_is_asked_again_when_the_local_queue_counts_fewer():
+def two_waiting() -> tuple[Caches, PositionBoard]:
+    """A board whose LocalQueue ``lq`` (count 0 so far) has two waiting Workloads, a and b,
+    both in the visibility API's answer (not asked yet)."""
     caches = Caches()
     board = board_on(caches)
     caches.event("localqueues", "ADDED", local_queue("lq", pending=0))
     for name in ("a", "b"):
         caches.event("workloads", "ADDED", waiting(name))
     caches.answers["lq"] = ["a", "b"]
+    return caches, board
+
+
+def test_a_stale_answer_is_asked_again_when_the_local_queue_counts_fewer():
+    caches, board = two_waiting()
     assert names(board) == ["a", "b"] and caches.asked == ["lq"]
     # The LocalQueue agrees with the answer held: nothing to ask.
     caches.event("localqueues", "MODIFIED", local_queue("lq", pending=2))
@@ -128,12 +135,7 @@ def test_a_waiting_workload_marks_its_queue_only_when_its_place_can_move():
 
 
 def test_a_count_that_rises_late_asks_nothing():
-    caches = Caches()
-    board = board_on(caches)
-    caches.event("localqueues", "ADDED", local_queue("lq", pending=0))
-    for name in ("a", "b"):
-        caches.event("workloads", "ADDED", waiting(name))
-    caches.answers["lq"] = ["a", "b"]
+    caches, board = two_waiting()
     assert names(board) == ["a", "b"] and len(caches.asked) == 1
     # Kueue's count of the new ones comes after the list that has them: not behind.
     caches.event("localqueues", "MODIFIED", local_queue("lq", pending=1))
