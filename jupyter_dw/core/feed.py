@@ -77,6 +77,9 @@ CLUSTER_CAUSES = {k.plural: k.kind for k in (RAY_CLUSTER, WORKLOAD, POD, EVENT)}
 """Caches whose changes are cluster changes, and the ``cause`` kind each names."""
 HEALTH = "watch-health"
 """The ``plural`` of a change that is a change of watch health (no object)."""
+POSITIONS = "queue-positions"
+"""The ``plural`` of a change the position board found by itself (see :class:`PositionBoard`):
+the pending list of LocalQueue ``metadata.name`` changed with no cache change to say so."""
 HEALTH_CAUSE_KIND = "WatchHealth"
 """The ``cause.kind`` of a cluster message sent because the cluster's freshness changed."""
 
@@ -279,10 +282,14 @@ class ChangeFeed:
         the snapshot, so no change between the two is lost. Returns a remover."""
         remove_changes = self.session.add_listener(on_change)
         remove_health = self.session.add_health_listener(lambda: on_change(HEALTH, "MODIFIED", {}))
+        remove_positions = self.clusters.positions.add_listener(
+            lambda queue: on_change(POSITIONS, "MODIFIED", {"metadata": {"name": queue}})
+        )
 
         def remove() -> None:
             remove_changes()
             remove_health()
+            remove_positions()
 
         return remove
 
@@ -337,6 +344,9 @@ class ChangeFeed:
             return self._health_messages()
         metadata = obj.get("metadata") or {}
         name = str(metadata.get("name") or "")
+        if plural == POSITIONS:
+            cause = Cause(LOCAL_QUEUE.kind, name, "MODIFIED")
+            return [*self._waiting_clusters_moved(cause), *self._workloads_moved(cause)]
         if plural in QUEUE_KINDS:
             if not self.watch_queues and not self._waiting() and not self._workloads.any_waiting():
                 return []

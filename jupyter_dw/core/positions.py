@@ -12,13 +12,21 @@ changes of one LocalQueue's pending set cost at most one call per read that foll
 N open sockets cost what one does. Readers that must be fresh (a REST answer) always ask; their
 answer is kept too.
 
+Kueue's answer can lag its own count: a Workload gone from the LocalQueue's
+``status.pendingWorkloads`` may still be listed for a moment, and no later change may come to
+ask again. So when an answer lists more Workloads than Kueue counts, the board checks again
+by itself a few times (:data:`RECHECK_DELAYS`, each only while the two still disagree) and
+tells its listeners (:meth:`PositionBoard.add_listener`) when the list it holds changed: a
+known disagreement is settled, nothing is polled.
+
 :attr:`PositionBoard.calls` counts the visibility calls made (for benchmarks and tests).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +36,15 @@ from ..k8s.resources import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD
 from ..k8s.session import KubeSession
 from ..k8s.watch_cache import DELETED
 
+log = logging.getLogger(__name__)
+
 Object = dict[str, Any]
+Schedule = Callable[[float, Callable[[], None]], None]
+"""``schedule(delay, call)``: run ``call()`` on another thread after ``delay`` seconds."""
+
+RECHECK_DELAYS = (0.5, 1.0, 2.0, 4.0)
+"""Seconds before each check of an answer that lists more Workloads than Kueue counts (7.5 s
+in all: Kueue writes a LocalQueue's count within a second or two of its list changing)."""
 
 _ANY_CLUSTER_QUEUE = ""
 """The mark of a ClusterQueue change that concerns LocalQueues whose ClusterQueue the board
@@ -49,8 +65,9 @@ class PositionBoard:
     """The visibility API's pending Workloads per LocalQueue, asked again only after a change
     that can move them (see the module docstring). Thread-safe; its reads block."""
 
-    def __init__(self, session: KubeSession) -> None:
+    def __init__(self, session: KubeSession, schedule: Schedule | None = None) -> None:
         self.session = session
+        self._schedule = schedule or _later
         self.calls = 0
         """Visibility-API calls made so far."""
         self._lock = threading.Condition()
@@ -63,9 +80,25 @@ class PositionBoard:
         self._order: dict[str, tuple[str, tuple[Any, ...] | None]] = {}
         self._held: dict[str, _Held] = {}
         self._reading: dict[str, int] = {}
+        self._rechecks: dict[str, int] = {}
+        """LocalQueues with a check scheduled, and how many were made for the disagreement."""
+        self._listeners: list[Callable[[str], None]] = []
         # Registered when the core is made, before any feed: a change is marked before a
         # feed reads positions for it (listeners run in the order they were added).
         self._remove = session.add_listener(self._on_change)
+
+    def add_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(queue)`` (on the board's thread) when a check of the board's own
+        changed the pending list held for LocalQueue ``queue``; returns a remover."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def remove() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return remove
 
     # -- marks (on the caches' threads) --------------------------------------------------
 
@@ -114,21 +147,21 @@ class PositionBoard:
                 self._counts.pop(name, None)
                 return
             cluster_queue = str((obj.get("spec") or {}).get("clusterQueue") or "")
+            count = (obj.get("status") or {}).get("pendingWorkloads")
+            before = self._counts.get(name)
+            if isinstance(count, int) and not isinstance(count, bool):
+                self._counts[name] = count
             if self._cluster_queue_of.get(name) != cluster_queue:
                 self._cluster_queue_of[name] = cluster_queue
                 self._tick += 1
                 self._queue_marks[name] = self._tick
-            else:
-                count = (obj.get("status") or {}).get("pendingWorkloads")
-                before = self._counts.get(name)
-                if isinstance(count, int) and not isinstance(count, bool):
-                    self._counts[name] = count
-                    if (
-                        before is not None
-                        and count < before
-                        and _behind(self._held.get(name), count)
-                    ):
-                        self._mark_queue(name)
+            elif (
+                name in self._counts
+                and before is not None
+                and self._counts[name] < before
+                and _behind(self._held.get(name), self._counts[name])
+            ):
+                self._mark_queue(name)
 
     def _mark_queue(self, queue: str) -> None:
         """Every LocalQueue of ``queue``'s ClusterQueue (positions in the ClusterQueue move
@@ -222,7 +255,38 @@ class PositionBoard:
                 )
                 held = self._held[queue] = _Held(start, version, items)
             self._done(queue, start)
+            if queue not in self._rechecks and _behind(held, self._counts.get(queue)):
+                self._rechecks[queue] = 0
+                self._schedule(RECHECK_DELAYS[0], lambda: self._recheck(queue))
             return held
+
+    def _recheck(self, queue: str) -> None:
+        """Ask again about ``queue`` while its answer lists more than Kueue counts; tell the
+        listeners when the list changed (scheduled by :meth:`_read`)."""
+        with self._lock:
+            attempt = self._rechecks.get(queue, 0) + 1
+            held = self._held.get(queue)
+            if not _behind(held, self._counts.get(queue)):
+                self._rechecks.pop(queue, None)
+                return
+            self._rechecks[queue] = attempt
+            self._tick += 1  # this queue only: the others' answers agreed with their counts
+            self._queue_marks[queue] = self._tick
+        try:
+            now = self._read(queue, fresh=False)
+        except Exception as err:  # a check of ours: the next change asks again
+            log.debug("jupyter_dw: re-checking the positions of %s failed: %s", queue, err)
+            now = held
+        with self._lock:
+            again = attempt < len(RECHECK_DELAYS) and _behind(now, self._counts.get(queue))
+            if again:
+                self._schedule(RECHECK_DELAYS[attempt], lambda: self._recheck(queue))
+            else:
+                self._rechecks.pop(queue, None)
+            changed = now is not None and (held is None or now.version != held.version)
+            listeners = list(self._listeners) if changed else []
+        for listener in listeners:
+            listener(queue)
 
     def _done(self, queue: str, start: int) -> None:
         if self._reading.get(queue) == start:
@@ -235,10 +299,18 @@ VISIBILITY_PAGE = 1000
 which we do not change): a longer list is cut there."""
 
 
-def _behind(held: _Held | None, pending: int) -> bool:
+def _behind(held: _Held | None, pending: int | None) -> bool:
     """Whether an answer held lists more Workloads than Kueue counts pending in the LocalQueue
-    (no answer held: nothing to compare)."""
-    return held is not None and len(held.items) > min(pending, VISIBILITY_PAGE)
+    (no answer or no count: nothing to compare)."""
+    return (
+        held is not None and pending is not None and len(held.items) > min(pending, VISIBILITY_PAGE)
+    )
+
+
+def _later(delay: float, call: Callable[[], None]) -> None:
+    timer = threading.Timer(delay, call)
+    timer.daemon = True  # a check never keeps a process alive
+    timer.start()
 
 
 def _order(items: tuple[Object, ...]) -> list[tuple[Any, ...]]:

@@ -38,9 +38,9 @@ def wait_cache(session: Any, kind: Any, done: Any, what: str) -> None:
     assert cache is not None and cache.wait_until(lambda _: done(cache), WAIT_TIMEOUT), what
 
 
-def pending_in(cache: Any, name: str) -> int | None:
-    """The ClusterQueue's pending count as the cache holds it."""
-    held = cache.get(name) or {}
+def pending_in(cache: Any, name: str, namespace: str = "") -> int | None:
+    """The queue's pending count as the cache holds it."""
+    held = cache.get(name, namespace) or {}
     return (held.get("status") or {}).get("pendingWorkloads")
 
 
@@ -82,7 +82,8 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
         if index < 2:
             await past_the_second(made)
     # Quiet first: every Workload cached, and Kueue's count of them in the ClusterQueue's
-    # status (its status change marks the queue too).
+    # status (its status change marks the queue too) and in the LocalQueue's (an answer that
+    # lists more than that count is checked again: see PositionBoard).
     await asyncio.to_thread(
         wait_cache,
         session,
@@ -96,6 +97,13 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
         CLUSTER_QUEUE,
         lambda c: pending_in(c, queue.cluster_queue) == len(waiting),
         "Kueue counting them",
+    )
+    await asyncio.to_thread(
+        wait_cache,
+        session,
+        LOCAL_QUEUE,
+        lambda c: pending_in(c, queue.local_queue, namespace) == len(waiting),
+        "the LocalQueue counting them",
     )
 
     # Five readers at once after N changes: one call between them.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from jupyter_dw.core.positions import VISIBILITY_PAGE, PositionBoard
+from jupyter_dw.core.positions import RECHECK_DELAYS, VISIBILITY_PAGE, PositionBoard
 from jupyter_dw.k8s.session import KubeSession
 
 Object = dict[str, Any]
@@ -56,19 +56,36 @@ def waiting(name: str, queue: str = "lq") -> Object:
     }
 
 
-def board_on(caches: Caches) -> PositionBoard:
-    return PositionBoard(cast(KubeSession, caches))
+class Checks:
+    """The board's scheduled checks, run when the test says (no timer, no race)."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[float, Callable[[], None]]] = []
+        self.delays: list[float] = []
+
+    def schedule(self, delay: float, call: Callable[[], None]) -> None:
+        self.pending.append((delay, call))
+        self.delays.append(delay)
+
+    def run(self) -> None:
+        """Run the check scheduled first."""
+        _, call = self.pending.pop(0)
+        call()
+
+
+def board_on(caches: Caches, checks: Checks | None = None) -> PositionBoard:
+    return PositionBoard(cast(KubeSession, caches), (checks or Checks()).schedule)
 
 
 def names(board: PositionBoard) -> list[str]:
     return sorted(board.entries(["lq"]))
 
 
-def two_waiting() -> tuple[Caches, PositionBoard]:
+def two_waiting(checks: Checks | None = None) -> tuple[Caches, PositionBoard]:
     """A board whose LocalQueue ``lq`` (count 0 so far) has two waiting Workloads, a and b,
     both in the visibility API's answer (not asked yet)."""
     caches = Caches()
-    board = board_on(caches)
+    board = board_on(caches, checks)
     caches.event("localqueues", "ADDED", local_queue("lq", pending=0))
     for name in ("a", "b"):
         caches.event("workloads", "ADDED", waiting(name))
@@ -141,3 +158,50 @@ def test_a_count_that_rises_late_asks_nothing():
     caches.event("localqueues", "MODIFIED", local_queue("lq", pending=1))
     caches.event("localqueues", "MODIFIED", local_queue("lq", pending=2))
     assert names(board) == ["a", "b"] and len(caches.asked) == 1
+
+
+def test_an_answer_still_behind_the_count_is_checked_again_and_listeners_told():
+    checks = Checks()
+    caches, board = two_waiting(checks)
+    told: list[str] = []
+    board.add_listener(told.append)
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=2))
+    assert names(board) == ["a", "b"]
+    checks.pending.clear()  # read before the count agreed: see the late-count test
+    # "a" leaves and Kueue counts one, but its visibility answer still lists "a" ...
+    caches.event("workloads", "DELETED", waiting("a"))
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=1))
+    assert names(board) == ["a", "b"] and len(caches.asked) == 2
+    assert len(checks.pending) == 1 and told == []
+    # ... and no change comes after: the board's own check asks again and tells.
+    caches.answers["lq"] = ["b"]
+    checks.run()
+    assert len(caches.asked) == 3 and told == ["lq"]
+    assert names(board) == ["b"] and len(caches.asked) == 3  # the check's answer is held
+    assert checks.pending == []  # answer and count agree: no more checks
+
+
+def test_a_check_finds_the_count_caught_up_and_asks_nothing():
+    checks = Checks()
+    caches, board = two_waiting(checks)
+    assert names(board) == ["a", "b"] and len(checks.pending) == 1
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=2))
+    checks.run()
+    assert len(caches.asked) == 1 and checks.pending == []
+
+
+def test_checks_of_a_lasting_disagreement_end():
+    checks = Checks()
+    caches, board = two_waiting(checks)
+    told: list[str] = []
+    board.add_listener(told.append)
+    assert names(board) == ["a", "b"]
+    while checks.pending:
+        checks.run()
+    # One check per delay, each asking once; the list never changed: nobody told.
+    assert checks.delays == list(RECHECK_DELAYS)
+    assert len(caches.asked) == 1 + len(RECHECK_DELAYS) and told == []
+    # A later read schedules checks again.
+    caches.event("workloads", "DELETED", waiting("a"))
+    names(board)
+    assert len(checks.pending) == 1
