@@ -9,6 +9,7 @@ from ..k8s.session import KubeSession
 from .clusters import ClusterService
 from .context import SessionContext
 from .elastic import ElasticSupport
+from .feed import ChangeFeed
 from .kuberay_jobs import KubeRayJobService
 from .podset_jobs import PodSetJobService
 from .positions import PositionBoard
@@ -80,6 +81,12 @@ class DWCore:
         """Every kind of job made of pod sets besides clusters (RayJobs, TrainJobs): what the
         change feed follows alike."""
         return (self.rayjobs, self.trainjobs)
+
+    def change_feed(self) -> ChangeFeed:
+        """A new change feed over this core (one per viewer: a socket, a kernel)."""
+        return ChangeFeed(
+            self.session, self.queues, self.clusters, self.workloads, jobs=self.pod_set_jobs
+        )
 
     def context(self, timeout: float | None = None) -> SessionContext:
         """Identity, installed APIs, permissions (waits for the session's start)."""

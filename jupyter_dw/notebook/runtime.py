@@ -137,9 +137,7 @@ class KernelRuntime:
         with self._lock:
             self._subscriptions.append(subscription)
             if self._feed is None:
-                self._feed = ChangeFeed(
-                    core.session, core.queues, core.clusters, core.workloads, jobs=core.pod_set_jobs
-                )
+                self._feed = core.change_feed()
                 self._remove_listener = self._feed.listen(lambda *change: self._changes.put(change))
                 self._feed_thread = threading.Thread(
                     target=self._run_feed, args=(self._feed,), name="dw-kernel-feed", daemon=True

@@ -81,7 +81,6 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..core.backlog import DEFAULT_LIMIT, ChangeBacklog
 from ..core.errors import KubeError
-from ..core.feed import ChangeFeed
 from .handlers import AUTH_RESOURCE, ExtensionObjectsMixin
 from .job_stream import JobWatches
 
@@ -158,9 +157,7 @@ class EventsHandler(
         self._closed = False
         self._given_up = False
         core = self.core
-        self._feed = ChangeFeed(
-            core.session, core.queues, core.clusters, core.workloads, jobs=core.pod_set_jobs
-        )
+        self._feed = core.change_feed()
         # Registered before the snapshot is read, so no change between the two is lost.
         self._remove_listener = self._feed.listen(self._on_change)
         self._pump = asyncio.ensure_future(self._run())

@@ -13,6 +13,7 @@ tests check every answer against it); this module only wires them to the core.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -64,11 +65,27 @@ class ExtensionObjectsMixin:
     the core (session and services) and the executor for blocking calls."""
 
     settings: dict[str, Any]
+    _finished: bool
+
+    async def prepare(self, *args: Any, **kwargs: Any) -> None:
+        """jupyter_server's checks (who, XSRF, origin), then wait for the core if it is still
+        being made (see :mod:`.core_loader`)."""
+        checks = super().prepare(*args, **kwargs)  # type: ignore[misc]  # the handler's own
+        if inspect.isawaitable(checks):  # jupyter_server's are async, a WebSocket's returns one
+            await checks
+        if not self._finished:
+            await self.wait_for_core()
+
+    async def wait_for_core(self) -> None:
+        """Until the core is made (at once, but for the first requests after a start)."""
+        await self.settings[CORE_SETTING].ready()
 
     @property
     def core(self) -> DWCore:
-        """The extension's core."""
-        return self.settings[CORE_SETTING]
+        """The extension's core (made: :meth:`prepare` waited for it)."""
+        core: DWCore | None = self.settings[CORE_SETTING].made
+        assert core is not None, "the core is used before prepare() waited for it"
+        return core
 
     async def run_blocking(self, func: Callable[..., Any], *args: Any) -> Any:
         """``func(*args)`` on the extension's executor: never on the IO loop."""

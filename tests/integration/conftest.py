@@ -65,7 +65,7 @@ def jp_server_config(identity, dw_config, server_options):
 @pytest.fixture
 def session(jp_serverapp) -> KubeSession:
     """The server extension's KubeSession (to look at its caches, never to answer)."""
-    return jp_serverapp.web_app.settings[CORE_SETTING].session
+    return jp_serverapp.web_app.settings[CORE_SETTING].get().session
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ DEFAULT_QUEUE = f"{KUEUE}/default-queue"
 
 
 def core_of(jp_serverapp: Any) -> Any:
-    return jp_serverapp.web_app.settings[CORE_SETTING]
+    return jp_serverapp.web_app.settings[CORE_SETTING].get()
 
 
 def wait_cache(session: Any, kind: Any, done: Any, what: str) -> None:

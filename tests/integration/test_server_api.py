@@ -216,7 +216,7 @@ async def test_namespace_is_configurable(jp_fetch, jp_serverapp):
     assert code == 200
     assert context["namespace"] == "team-configured"
     assert context["namespace_source"] == "config"
-    assert jp_serverapp.web_app.settings[CORE_SETTING].session.namespace == "team-configured"
+    assert jp_serverapp.web_app.settings[CORE_SETTING].get().session.namespace == "team-configured"
 
 
 class DenyJupyterDW(Authorizer):

@@ -21,7 +21,7 @@ def _jupyter_server_extension_points() -> list[dict[str, Any]]:
 class CountersHandler(APIHandler):
     @web.authenticated
     def get(self) -> None:
-        core = self.settings.get(CORE_SETTING)
+        core = self.settings[CORE_SETTING].made  # the page has used it: made
         board = getattr(core, "positions", None)
         self.finish({"visibility_calls": board.calls if board is not None else None})
 

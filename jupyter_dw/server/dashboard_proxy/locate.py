@@ -7,11 +7,10 @@ import asyncio
 import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tornado import httputil
 
-from ...core.services import DWCore
 from ...domain.cluster_state import cluster_status
 from ...domain.ray_auth import RayToken
 from ...domain.ray_endpoints import validate_url_template
@@ -22,6 +21,9 @@ from ..dashboard_capability import (
     Target,
 )
 from .errors import DashboardError
+
+if TYPE_CHECKING:
+    from ...core.services import DWCore
 
 KUBERAY_DASHBOARD_URL = "http://{service}.{namespace}.svc:{port}"
 """Where the dashboard is when no template is configured: the head Service and dashboard port

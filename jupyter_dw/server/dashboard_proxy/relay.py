@@ -154,6 +154,7 @@ class RayDashboardHandler(
         if not self.check_host():
             raise web.HTTPError(403)
         self.current_user = self._jupyter_current_user = None
+        await self.wait_for_core()
         name, token, raw_path = self._route
         try:
             self._check_write_origin(name)
