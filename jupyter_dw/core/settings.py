@@ -29,8 +29,8 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from ..domain.quantity import format_quantity
 from ..domain.ray_auth import RAY_AUTH_MODES
-from ..domain.ray_endpoints import CLIENT_SCHEMES, DEFAULT_TEMPLATE, validate_url_template
 from ..domain.spec_policy import SIZES, SpecPolicy
+from ..domain.url_templates import CLIENT_SCHEMES, DEFAULT_TEMPLATE, validate_url_template
 from ..k8s.auth import DEFAULT_SERVICE_ACCOUNT_DIR
 from ..k8s.errors import KubeError
 from ..names import DASHBOARD_PORT

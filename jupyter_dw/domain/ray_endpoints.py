@@ -11,58 +11,21 @@ default port.
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..names import CLIENT_PORT, DASHBOARD_PORT
 from .cluster_state import cluster_status
 from .validation import dns1035_label_error
 
-TEMPLATE_FIELDS = frozenset({"name", "namespace", "port"})
-DEFAULT_TEMPLATE = ""
-"""No template: use what KubeRay reports."""
 KUBERAY_DASHBOARD_URL = "http://{service}.{namespace}.svc:{port}"
 """The dashboard (and Jobs API) of a head Service, by its cluster DNS name."""
 KUBERAY_CLIENT_URL = "ray://{service}.{namespace}.svc:{port}"
 """Ray Client on a head Service, by its cluster DNS name."""
-HTTP_SCHEMES = ("http", "https")
-CLIENT_SCHEMES = ("ray",)
 
 
 class NoAddress(ValueError):
     """The head of a cluster has no usable address (the text says what KubeRay reports)."""
-
-
-def validate_url_template(template: str, schemes: tuple[str, ...] = HTTP_SCHEMES) -> str:
-    """``template`` when it is empty (use what KubeRay reports) or a URL of one of ``schemes``
-    built only from ``{name}``, ``{namespace}`` and ``{port}``; else ``ValueError`` saying
-    what is wrong."""
-    if template == DEFAULT_TEMPLATE:
-        return template
-    try:
-        parsed = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(template)]
-    except ValueError as err:  # unbalanced braces
-        raise ValueError(f"{template!r} is not a valid template: {err}") from err
-    fields = [f for f, _, _ in parsed if f is not None]
-    unknown = sorted({f for f in fields if f not in TEMPLATE_FIELDS})
-    if unknown:
-        raise ValueError(
-            f"{template!r} uses unknown placeholder(s) {', '.join(repr(f) for f in unknown)}; "
-            "only {name}, {namespace} and {port} are known"
-        )
-    if any(spec or conv for _, spec, conv in parsed):
-        raise ValueError(f"{template!r}: placeholders take no format spec or conversion")
-    if "name" not in fields:
-        raise ValueError(f"{template!r} must contain {{name}} (the RayCluster's name)")
-    sample = urlsplit(template.format(name="example", namespace="default", port=1))
-    if sample.scheme not in schemes or not sample.hostname:
-        wanted = " or ".join(f"{s}://" for s in schemes)
-        raise ValueError(f"{template!r} must be a {wanted} URL with a host")
-    if sample.query or sample.fragment:
-        raise ValueError(f"{template!r} must not have a query string or fragment")
-    return template
 
 
 def _head_service(name: str, raycluster: Mapping[str, Any]) -> str:

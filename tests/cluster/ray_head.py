@@ -116,10 +116,21 @@ def ray_head(token: str | None = None, client_port: int | None = None) -> Iterat
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RayHeadFailed(f"the Ray head did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.5)  # polling the condition: the dashboard answering
-        yield port
+        try:
+            yield port
+        except BaseException:
+            _print_client_server_logs(Path(temp))  # deleted below: shown with the failure
+            raise
     finally:
         _stop(process)
         shutil.rmtree(temp, ignore_errors=True)  # Ray's logs, sockets, HOME: nothing is kept
+
+
+def _print_client_server_logs(temp: Path) -> None:
+    """The end of each Ray Client server's log (why one did not start), for the test report."""
+    for log in sorted(temp.glob("ray/session_*/logs/ray_client_server*")):
+        print(f"--- {log.name} (last 3000 characters)")
+        print(log.read_text(errors="replace")[-3000:])
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

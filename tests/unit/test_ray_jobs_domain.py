@@ -5,12 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_dw.domain.ray_endpoints import (
-    NoAddress,
-    client_address,
-    dashboard_address,
-    validate_url_template,
-)
+from jupyter_dw.domain.ray_endpoints import NoAddress, client_address, dashboard_address
 from jupyter_dw.domain.ray_jobs import (
     RayJob,
     clip_log,
@@ -20,6 +15,7 @@ from jupyter_dw.domain.ray_jobs import (
     last_lines,
     plain_log,
 )
+from jupyter_dw.domain.url_templates import validate_url_template
 
 
 @pytest.mark.parametrize("good", ["raysubmit_AbC123xyz", "my-job.1", "a"])

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from tornado import httputil
 
-from ...domain.cluster_state import cluster_status
 from ...domain.ray_auth import RayToken
-from ...domain.ray_endpoints import validate_url_template
+from ...domain.url_templates import validate_url_template
 from ...domain.validation import dns1035_label_error
 from ...names import DASHBOARD_PORT
 from ..dashboard_capability import (
@@ -86,6 +85,10 @@ class DashboardProxy:
         if self.url_template:
             url = self.url_template.format(name=name, namespace=namespace, port=self.port)
             return url.rstrip("/")
+        # Imported here, as the core is (see server/core_loader.py): the cluster models are
+        # not needed before a dashboard is opened, and would weigh on the server's start.
+        from ...domain.cluster_state import cluster_status
+
         dashboard = cluster_status(raycluster).dashboard
         # The status is written by KubeRay, but a name that is not a Service name, or a port
         # that is not a port, must not become a host or a URL.

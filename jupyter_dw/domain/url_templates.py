@@ -1,0 +1,49 @@
+"""URL templates for a Ray head's addresses (``ray_dashboard_url``, ``ray_client_url``): their
+rules, apart from the addresses they make (:mod:`.ray_endpoints`), so configuration can check
+a template without importing the cluster models. Pure: no I/O.
+
+A template holds only the placeholders ``{name}`` (the RayCluster's name, required),
+``{namespace}`` and ``{port}``; no format spec, conversion, query string or fragment, since a
+path is appended to it.
+"""
+
+from __future__ import annotations
+
+import string
+from urllib.parse import urlsplit
+
+TEMPLATE_FIELDS = frozenset({"name", "namespace", "port"})
+DEFAULT_TEMPLATE = ""
+"""No template: use what KubeRay reports."""
+HTTP_SCHEMES = ("http", "https")
+CLIENT_SCHEMES = ("ray",)
+
+
+def validate_url_template(template: str, schemes: tuple[str, ...] = HTTP_SCHEMES) -> str:
+    """``template`` when it is empty (use what KubeRay reports) or a URL of one of ``schemes``
+    built only from ``{name}``, ``{namespace}`` and ``{port}``; else ``ValueError`` saying
+    what is wrong."""
+    if template == DEFAULT_TEMPLATE:
+        return template
+    try:
+        parsed = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(template)]
+    except ValueError as err:  # unbalanced braces
+        raise ValueError(f"{template!r} is not a valid template: {err}") from err
+    fields = [f for f, _, _ in parsed if f is not None]
+    unknown = sorted({f for f in fields if f not in TEMPLATE_FIELDS})
+    if unknown:
+        raise ValueError(
+            f"{template!r} uses unknown placeholder(s) {', '.join(repr(f) for f in unknown)}; "
+            "only {name}, {namespace} and {port} are known"
+        )
+    if any(spec or conv for _, spec, conv in parsed):
+        raise ValueError(f"{template!r}: placeholders take no format spec or conversion")
+    if "name" not in fields:
+        raise ValueError(f"{template!r} must contain {{name}} (the RayCluster's name)")
+    sample = urlsplit(template.format(name="example", namespace="default", port=1))
+    if sample.scheme not in schemes or not sample.hostname:
+        wanted = " or ".join(f"{s}://" for s in schemes)
+        raise ValueError(f"{template!r} must be a {wanted} URL with a host")
+    if sample.query or sample.fragment:
+        raise ValueError(f"{template!r} must not have a query string or fragment")
+    return template
