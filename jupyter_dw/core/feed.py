@@ -339,7 +339,13 @@ class ChangeFeed:
         return self.workloads.list(fresh=False)
 
     def messages(self, plural: str, event_type: str, obj: Object) -> list[Message]:
-        """What one raw change means for this viewer (blocking; may be nothing)."""
+        """What one raw change means for this viewer (blocking on the caches, never on the
+        visibility API: positions are the board's, and a list it reads again later comes as a
+        change of its own, see :meth:`PositionBoard.held_only`; may be nothing)."""
+        with self.clusters.positions.held_only():
+            return self._messages(plural, event_type, obj)
+
+    def _messages(self, plural: str, event_type: str, obj: Object) -> list[Message]:
         if plural == HEALTH:
             return self._health_messages()
         metadata = obj.get("metadata") or {}

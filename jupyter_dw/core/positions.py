@@ -19,14 +19,21 @@ by itself a few times (:data:`RECHECK_DELAYS`, each only while the two still dis
 tells its listeners (:meth:`PositionBoard.add_listener`) when the list it holds changed: a
 known disagreement is settled, nothing is polled.
 
+A live view never waits for the visibility API (under load one call can take seconds, and a
+socket's messages go out in order): its reads run inside :meth:`PositionBoard.held_only`, which
+answers with what the board holds and asks again for a marked LocalQueue in the background;
+when that answer changes the list, the listeners are told and the view reports who moved.
+REST answers and the notebook API still wait for an answer as new as the marks.
+
 :attr:`PositionBoard.calls` counts the visibility calls made (for benchmarks and tests).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +90,9 @@ class PositionBoard:
         self._rechecks: dict[str, int] = {}
         """LocalQueues with a check scheduled, and how many were made for the disagreement."""
         self._listeners: list[Callable[[str], None]] = []
+        self._asking: set[str] = set()
+        """LocalQueues a background read is scheduled or running for."""
+        self._held_only = threading.local()
         # Registered when the core is made, before any feed: a change is marked before a
         # feed reads positions for it (listeners run in the order they were added).
         self._remove = session.add_listener(self._on_change)
@@ -99,6 +109,19 @@ class PositionBoard:
                     self._listeners.remove(listener)
 
         return remove
+
+    @contextlib.contextmanager
+    def held_only(self) -> Iterator[None]:
+        """Reads on this thread, inside the block, answer with what the board holds and never
+        wait for the visibility API: a LocalQueue marked since its answer is asked again in the
+        background, and the listeners are told when its list changed (see the module
+        docstring)."""
+        before = getattr(self._held_only, "on", False)
+        self._held_only.on = True
+        try:
+            yield
+        finally:
+            self._held_only.on = before
 
     # -- marks (on the caches' threads) --------------------------------------------------
 
@@ -223,6 +246,8 @@ class PositionBoard:
         """``queue``'s answer as new as its marks (``fresh``: asked now). One call at a time
         per queue: a reader that finds a call under way that started after the queue's last
         mark waits for its answer instead of asking again."""
+        if not fresh and getattr(self._held_only, "on", False):
+            return self._held_now(queue)
         with self._lock:
             while not fresh:
                 held, needed = self._held.get(queue), self._needed(queue)
@@ -259,6 +284,41 @@ class PositionBoard:
                 self._rechecks[queue] = 0
                 self._schedule(RECHECK_DELAYS[0], lambda: self._recheck(queue))
             return held
+
+    def _held_now(self, queue: str) -> _Held | None:
+        """What the board holds for ``queue`` (None: nothing yet); asked again in the
+        background when a change marked it since."""
+        if not self.session.positions_visible:
+            return None
+        with self._lock:
+            held = self._held.get(queue)
+            stale = held is None or held.tick < self._needed(queue)
+            if stale and queue not in self._asking:
+                self._asking.add(queue)
+                self._schedule(0.0, lambda: self._ask_in_background(queue))
+        return held
+
+    def _ask_in_background(self, queue: str) -> None:
+        """Read ``queue`` until the answer is as new as its marks; tell the listeners each time
+        its list changed."""
+        while True:
+            with self._lock:
+                before = self._held.get(queue)
+            try:
+                now = self._read(queue, fresh=False)
+            except Exception as err:  # the next change asks again
+                log.debug("jupyter_dw: reading the positions of %s failed: %s", queue, err)
+                now = None
+            with self._lock:
+                done = now is None or now.tick >= self._needed(queue)
+                if done:
+                    self._asking.discard(queue)
+                changed = now is not None and (before is None or now.version != before.version)
+                listeners = list(self._listeners) if changed else []
+            for listener in listeners:
+                listener(queue)
+            if done:
+                return
 
     def _recheck(self, queue: str) -> None:
         """Ask again about ``queue`` while its answer lists more than Kueue counts; tell the

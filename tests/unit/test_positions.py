@@ -205,3 +205,39 @@ def test_checks_of_a_lasting_disagreement_end():
     caches.event("workloads", "DELETED", waiting("a"))
     names(board)
     assert len(checks.pending) == 1
+
+
+def test_a_live_view_never_waits_and_hears_of_each_new_list():
+    checks = Checks()
+    caches, board = two_waiting(checks)
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=2))
+    told: list[str] = []
+    board.add_listener(told.append)
+    # Nothing held yet: a live view gets no positions at once, and one read is scheduled.
+    with board.held_only():
+        assert board.entries(["lq"]) == {}
+        assert board.refresh(["lq"]) == {}
+    assert caches.asked == [] and len(checks.pending) == 1
+    checks.run()
+    assert caches.asked == ["lq"] and told == ["lq"] and checks.pending == []
+    with board.held_only():
+        assert sorted(board.entries(["lq"])) == ["a", "b"]
+    assert len(caches.asked) == 1 and checks.pending == []
+    # A change marks the queue: the view gets the list held at once, the new one after.
+    caches.answers["lq"] = ["b"]
+    caches.event("workloads", "DELETED", waiting("a"))
+    with board.held_only():
+        assert sorted(board.entries(["lq"])) == ["a", "b"]
+    assert len(caches.asked) == 1 and len(checks.pending) == 1
+    checks.run()
+    assert told == ["lq", "lq"] and len(caches.asked) == 2
+    assert names(board) == ["b"] and len(caches.asked) == 2  # outside: held, no new call
+
+
+def test_a_read_outside_a_live_view_still_waits_for_the_marks():
+    checks = Checks()
+    caches, board = two_waiting(checks)
+    with board.held_only():
+        board.entries(["lq"])
+    assert caches.asked == []
+    assert names(board) == ["a", "b"] and caches.asked == ["lq"]
