@@ -141,7 +141,12 @@ async def test_every_workload_of_the_namespace(kube, kueue, namespace, jp_fetch,
     def all_seen(message: dict[str, Any]) -> bool:
         latest.read(message)
         states = latest.states()
-        waits = sorted(states.get(n, ("", None, False)) for n in ("wait-a", "wait-b"))
+        # A position may come after the state (the board reads it in the background): None
+        # sorts first.
+        waits = sorted(
+            (states.get(n, ("", None, False)) for n in ("wait-a", "wait-b")),
+            key=lambda s: (s[0], -1 if s[1] is None else s[1], s[2]),
+        )
         return waits == [("queued", 0, True), ("queued", 1, True)] and all(
             states.get(n) == v for n, v in settled.items()
         )
