@@ -39,6 +39,7 @@ from typing import Any
 
 from ..domain.workloads import queue_order
 from ..k8s.errors import KubeUnreachable
+from ..k8s.listeners import Listeners
 from ..k8s.resources import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD
 from ..k8s.session import KubeSession
 from ..k8s.watch_cache import DELETED
@@ -89,7 +90,7 @@ class PositionBoard:
         self._reading: dict[str, int] = {}
         self._rechecks: dict[str, int] = {}
         """LocalQueues with a check scheduled, and how many were made for the disagreement."""
-        self._listeners: list[Callable[[str], None]] = []
+        self._listeners: Listeners[Callable[[str], None]] = Listeners()
         self._asking: set[str] = set()
         """LocalQueues a background read is scheduled or running for."""
         self._held_only = threading.local()
@@ -100,15 +101,7 @@ class PositionBoard:
     def add_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
         """Call ``listener(queue)`` (on the board's thread) when a check of the board's own
         changed the pending list held for LocalQueue ``queue``; returns a remover."""
-        with self._lock:
-            self._listeners.append(listener)
-
-        def remove() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return remove
+        return self._listeners.add(listener)
 
     @contextlib.contextmanager
     def held_only(self) -> Iterator[None]:
@@ -179,8 +172,7 @@ class PositionBoard:
                 self._tick += 1
                 self._queue_marks[name] = self._tick
             elif (
-                name in self._counts
-                and before is not None
+                before is not None
                 and self._counts[name] < before
                 and _behind(self._held.get(name), self._counts[name])
             ):
@@ -313,10 +305,7 @@ class PositionBoard:
                 done = now is None or now.tick >= self._needed(queue)
                 if done:
                     self._asking.discard(queue)
-                changed = now is not None and (before is None or now.version != before.version)
-                listeners = list(self._listeners) if changed else []
-            for listener in listeners:
-                listener(queue)
+            self._tell_if_changed(queue, before, now)
             if done:
                 return
 
@@ -343,10 +332,13 @@ class PositionBoard:
                 self._schedule(RECHECK_DELAYS[attempt], lambda: self._recheck(queue))
             else:
                 self._rechecks.pop(queue, None)
-            changed = now is not None and (held is None or now.version != held.version)
-            listeners = list(self._listeners) if changed else []
-        for listener in listeners:
-            listener(queue)
+        self._tell_if_changed(queue, held, now)
+
+    def _tell_if_changed(self, queue: str, before: _Held | None, now: _Held | None) -> None:
+        """Tell the listeners when a read of the board's own changed ``queue``'s list."""
+        if now is not None and (before is None or now.version != before.version):
+            for listener in self._listeners.now():
+                listener(queue)
 
     def _done(self, queue: str, start: int) -> None:
         if self._reading.get(queue) == start:

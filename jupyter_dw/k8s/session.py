@@ -54,6 +54,7 @@ from .discovery import discover
 from .elastic import NOT_PROBED, ElasticJobs, probe_elastic_jobs
 from .errors import KubeError, NotReady
 from .kueue_health import KueueHealth, kueue_failure
+from .listeners import Listeners
 from .resources import LOCAL_QUEUE, RAY_CLUSTER
 from .session_answers import SessionAnswers
 from .watch_cache import DEFAULT_IDLE_TIMEOUT, Backoff
@@ -124,7 +125,7 @@ class KubeSession(SessionAnswers):
         self._starter: threading.Thread | None = None
         self._start_error: KubeError | None = None
         self._stopping = False
-        self._health_listeners: list[HealthListener] = []
+        self._health_listeners: Listeners[HealthListener] = Listeners()
         self._cache_set = CacheSet(
             self._lock,
             self._health_changed,
@@ -414,20 +415,10 @@ class KubeSession(SessionAnswers):
 
     def add_health_listener(self, listener: HealthListener) -> Callable[[], None]:
         """Call ``listener()`` whenever :meth:`watch_health` changes; returns a remover."""
-        with self._lock:
-            self._health_listeners.append(listener)
-
-        def remove() -> None:
-            with self._lock:
-                if listener in self._health_listeners:
-                    self._health_listeners.remove(listener)
-
-        return remove
+        return self._health_listeners.add(listener)
 
     def _health_changed(self) -> None:
-        with self._lock:
-            listeners = list(self._health_listeners)
-        for listener in listeners:
+        for listener in self._health_listeners.now():
             try:
                 listener()
             except Exception:  # a broken listener must not break a cache or the re-check

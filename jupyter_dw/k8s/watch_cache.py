@@ -44,6 +44,7 @@ import urllib3
 
 from ..domain.freshness import LIVE, RECONNECTING, STALE, Freshness
 from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized
+from .listeners import Listeners
 from .projection import Projection
 from .resources import Resource
 
@@ -191,7 +192,7 @@ class WatchCache:
         self._indexes: dict[str, dict[str, set[tuple[str, str]]]] = {
             index: {} for index in self._index_funcs
         }
-        self._listeners: list[Listener] = []
+        self._listeners: Listeners[Listener] = Listeners()
         self._stop = threading.Event()
         self._synced = threading.Event()
         self._thread: threading.Thread | None = None
@@ -292,8 +293,7 @@ class WatchCache:
     @property
     def listener_count(self) -> int:
         """How many listeners are registered (for diagnostics: one per open events socket)."""
-        with self._lock:
-            return len(self._listeners)
+        return len(self._listeners.now())
 
     def snapshot(self) -> list[Object]:
         """The current objects, sorted by namespace and name."""
@@ -345,15 +345,7 @@ class WatchCache:
 
     def add_listener(self, listener: Listener) -> Callable[[], None]:
         """Register ``listener(event_type, obj)``; returns a function that removes it."""
-        with self._lock:
-            self._listeners.append(listener)
-
-        def remove() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return remove
+        return self._listeners.add(listener)
 
     # -- the reflector loop --------------------------------------------------------------
 
@@ -550,9 +542,7 @@ class WatchCache:
             self._index(key, obj)
 
     def _notify(self, event_type: str, obj: Object) -> None:
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
+        for listener in self._listeners.now():
             try:
                 listener(event_type, obj)
             except Exception:  # a broken listener must not stop the cache
