@@ -22,8 +22,9 @@ known disagreement is settled, nothing is polled.
 A live view never waits for the visibility API (under load one call can take seconds, and a
 socket's messages go out in order): its reads run inside :meth:`PositionBoard.held_only`, which
 answers with what the board holds and asks again for a marked LocalQueue in the background;
-when that answer changes the list, the listeners are told and the view reports who moved.
-REST answers and the notebook API still wait for an answer as new as the marks.
+any read that changes a list held (a REST answer's too) tells the listeners, and the view
+reports who moved. REST answers and the notebook API still wait for an answer as new as the
+marks.
 
 :attr:`PositionBoard.calls` counts the visibility calls made (for benchmarks and tests).
 """
@@ -99,8 +100,8 @@ class PositionBoard:
         self._remove = session.add_listener(self._on_change)
 
     def add_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
-        """Call ``listener(queue)`` (on the board's thread) when a check of the board's own
-        changed the pending list held for LocalQueue ``queue``; returns a remover."""
+        """Call ``listener(queue)`` (on the reading thread) whenever a read changed the pending
+        list held for LocalQueue ``queue``, whoever asked; returns a remover."""
         return self._listeners.add(listener)
 
     @contextlib.contextmanager
@@ -264,18 +265,23 @@ class PositionBoard:
             with self._lock:
                 self._done(queue, start)
             raise
+        changed = False
         with self._lock:
             held = self._held.get(queue)
             if held is None or held.tick <= start:
-                version = (held.version if held is not None else 0) + (
-                    held is None or _order(held.items) != _order(items)
-                )
+                changed = held is None or _order(held.items) != _order(items)
+                version = (held.version if held is not None else 0) + changed
                 held = self._held[queue] = _Held(start, version, items)
             self._done(queue, start)
             if queue not in self._rechecks and _behind(held, self._counts.get(queue)):
                 self._rechecks[queue] = 0
                 self._schedule(RECHECK_DELAYS[0], lambda: self._recheck(queue))
-            return held
+        if changed:
+            # Whoever read it: a live view that answered with the list held before hears of
+            # the new one (a REST answer's read must not leave the sockets behind).
+            for listener in self._listeners.now():
+                listener(queue)
+        return held
 
     def _held_now(self, queue: str) -> _Held | None:
         """What the board holds for ``queue`` (None: nothing yet); asked again in the
@@ -291,11 +297,9 @@ class PositionBoard:
         return held
 
     def _ask_in_background(self, queue: str) -> None:
-        """Read ``queue`` until the answer is as new as its marks; tell the listeners each time
-        its list changed."""
+        """Read ``queue`` until the answer is as new as its marks (each read that changes its
+        list tells the listeners)."""
         while True:
-            with self._lock:
-                before = self._held.get(queue)
             try:
                 now = self._read(queue, fresh=False)
             except Exception as err:  # the next change asks again
@@ -305,13 +309,12 @@ class PositionBoard:
                 done = now is None or now.tick >= self._needed(queue)
                 if done:
                     self._asking.discard(queue)
-            self._tell_if_changed(queue, before, now)
             if done:
                 return
 
     def _recheck(self, queue: str) -> None:
-        """Ask again about ``queue`` while its answer lists more than Kueue counts; tell the
-        listeners when the list changed (scheduled by :meth:`_read`)."""
+        """Ask again about ``queue`` while its answer lists more than Kueue counts (scheduled by
+        :meth:`_read`, which tells the listeners when the list changed)."""
         with self._lock:
             attempt = self._rechecks.get(queue, 0) + 1
             held = self._held.get(queue)
@@ -332,13 +335,6 @@ class PositionBoard:
                 self._schedule(RECHECK_DELAYS[attempt], lambda: self._recheck(queue))
             else:
                 self._rechecks.pop(queue, None)
-        self._tell_if_changed(queue, held, now)
-
-    def _tell_if_changed(self, queue: str, before: _Held | None, now: _Held | None) -> None:
-        """Tell the listeners when a read of the board's own changed ``queue``'s list."""
-        if now is not None and (before is None or now.version != before.version):
-            for listener in self._listeners.now():
-                listener(queue)
 
     def _done(self, queue: str, start: int) -> None:
         if self._reading.get(queue) == start:

@@ -163,11 +163,11 @@ def test_a_count_that_rises_late_asks_nothing():
 def test_an_answer_still_behind_the_count_is_checked_again_and_listeners_told():
     checks = Checks()
     caches, board = two_waiting(checks)
-    told: list[str] = []
-    board.add_listener(told.append)
     caches.event("localqueues", "MODIFIED", local_queue("lq", pending=2))
     assert names(board) == ["a", "b"]
     checks.pending.clear()  # read before the count agreed: see the late-count test
+    told: list[str] = []
+    board.add_listener(told.append)
     # "a" leaves and Kueue counts one, but its visibility answer still lists "a" ...
     caches.event("workloads", "DELETED", waiting("a"))
     caches.event("localqueues", "MODIFIED", local_queue("lq", pending=1))
@@ -193,9 +193,9 @@ def test_a_check_finds_the_count_caught_up_and_asks_nothing():
 def test_checks_of_a_lasting_disagreement_end():
     checks = Checks()
     caches, board = two_waiting(checks)
+    assert names(board) == ["a", "b"]
     told: list[str] = []
     board.add_listener(told.append)
-    assert names(board) == ["a", "b"]
     while checks.pending:
         checks.run()
     # One check per delay, each asking once; the list never changed: nobody told.
@@ -241,3 +241,18 @@ def test_a_read_outside_a_live_view_still_waits_for_the_marks():
         board.entries(["lq"])
     assert caches.asked == []
     assert names(board) == ["a", "b"] and caches.asked == ["lq"]
+
+
+def test_a_read_that_must_be_fresh_tells_the_live_views_of_a_new_list():
+    checks = Checks()
+    caches, board = two_waiting(checks)
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=2))
+    assert names(board) == ["a", "b"]
+    told: list[str] = []
+    board.add_listener(told.append)
+    # A REST answer asks now: the same list tells nobody, a new one tells every view.
+    board.entries(["lq"], fresh=True)
+    assert told == [] and len(caches.asked) == 2
+    caches.answers["lq"] = ["b", "a"]
+    board.entries(["lq"], fresh=True)
+    assert told == ["lq"] and len(caches.asked) == 3
