@@ -13,8 +13,9 @@ N open sockets cost what one does. Readers that must be fresh (a REST answer) al
 answer is kept too.
 
 Kueue's answer can lag its own count: a Workload gone from the LocalQueue's
-``status.pendingWorkloads`` may still be listed for a moment, and no later change may come to
-ask again. So when an answer lists more Workloads than Kueue counts, the board checks again
+``status.pendingWorkloads`` may still be listed for a moment (a new one not yet listed), and no
+later change may come to ask again. So a count that moves past the answer held marks the queue,
+and when an answer lists more Workloads than Kueue counts, the board checks again
 by itself a few times (:data:`RECHECK_DELAYS`, each only while the two still disagree) and
 tells its listeners (:meth:`PositionBoard.add_listener`) when the list it holds changed: a
 known disagreement is settled, nothing is polled.
@@ -95,6 +96,7 @@ class PositionBoard:
         self._asking: set[str] = set()
         """LocalQueues a background read is scheduled or running for."""
         self._held_only = threading.local()
+        self._watching_queues = False
         # Registered when the core is made, before any feed: a change is marked before a
         # feed reads positions for it (listeners run in the order they were added).
         self._remove = session.add_listener(self._on_change)
@@ -148,14 +150,16 @@ class PositionBoard:
 
     def _local_queue_changed(self, event_type: str, obj: Object) -> None:
         """A LocalQueue made, deleted or moved to another ClusterQueue is read again; so is
-        one whose count of pending Workloads went down below what the answer held lists.
+        one whose count of pending Workloads moved past what the answer held lists.
 
-        Its Workloads' own changes mark it, but this session's watch may see a Workload leave
-        before Kueue's queue manager has: a read then gets the list as it was (a deleted
-        Workload still in it). Kueue writes the LocalQueue's ``pendingWorkloads`` from its
-        queue manager, so a count that fell below the answer held says the answer is behind,
-        and the change of that count is the moment to ask again. Only a fall counts: Kueue's
-        count of new Workloads often comes after the list that has them already."""
+        Its Workloads' own changes mark it, but this session's watch may see a Workload come
+        or leave before Kueue's queue manager has: a read then gets the list as it was (a
+        deleted Workload still in it, a new one, such as a scale-up's slice, not yet in it).
+        Kueue writes the LocalQueue's ``pendingWorkloads`` from its queue manager, so a count
+        that fell below the answer held, or rose above it, says the answer is behind, and the
+        change of that count is the moment to ask again. A count that moves towards the answer
+        asks nothing: Kueue's count of new Workloads often comes after the list that has them
+        already."""
         name = str((obj.get("metadata") or {}).get("name") or "")
         with self._lock:
             if event_type == DELETED:
@@ -172,10 +176,8 @@ class PositionBoard:
                 self._cluster_queue_of[name] = cluster_queue
                 self._tick += 1
                 self._queue_marks[name] = self._tick
-            elif (
-                before is not None
-                and self._counts[name] < before
-                and _behind(self._held.get(name), self._counts[name])
+            elif before is not None and _count_says_behind(
+                self._held.get(name), before, self._counts[name]
             ):
                 self._mark_queue(name)
 
@@ -255,6 +257,8 @@ class PositionBoard:
             visible = self.session.positions_visible
             if visible:
                 self.calls += 1
+        if visible:
+            self._watch_queues()
         if not visible:
             with self._lock:
                 self._done(queue, start)
@@ -288,6 +292,7 @@ class PositionBoard:
         background when a change marked it since."""
         if not self.session.positions_visible:
             return None
+        self._watch_queues()
         with self._lock:
             held = self._held.get(queue)
             stale = held is None or held.tick < self._needed(queue)
@@ -295,6 +300,20 @@ class PositionBoard:
                 self._asking.add(queue)
                 self._schedule(0.0, lambda: self._ask_in_background(queue))
         return held
+
+    def _watch_queues(self) -> None:
+        """Open the LocalQueue and ClusterQueue watches (once) when positions are first read.
+
+        A kernel opens only the watches what it shows needs, and a cluster's status needs
+        neither; but the board does: a LocalQueue's count says when an answer is behind (a
+        new Workload seen here before Kueue's queue manager has it), and a ClusterQueue's
+        status when Workloads of other namespaces move the positions. Without them a
+        position read too early would never be asked again."""
+        if self._watching_queues:
+            return
+        self._watching_queues = True
+        for kind in (LOCAL_QUEUE, CLUSTER_QUEUE):
+            self.session.cache(kind)  # started if the session watches lazily; None: not read
 
     def _ask_in_background(self, queue: str) -> None:
         """Read ``queue`` until the answer is as new as its marks (each read that changes its
@@ -349,10 +368,24 @@ which we do not change): a longer list is cut there."""
 
 def _behind(held: _Held | None, pending: int | None) -> bool:
     """Whether an answer held lists more Workloads than Kueue counts pending in the LocalQueue
-    (no answer or no count: nothing to compare)."""
-    return (
-        held is not None and pending is not None and len(held.items) > min(pending, VISIBILITY_PAGE)
-    )
+    (no answer or no count: nothing to compare). One that lists fewer is not checked again:
+    that is the moment after a Workload left, before Kueue writes its count."""
+    return held is not None and pending is not None and len(held.items) > _listable(pending)
+
+
+def _count_says_behind(held: _Held | None, before: int, now: int) -> bool:
+    """Whether a LocalQueue's count moving from ``before`` to ``now`` passed the answer held:
+    it fell below the number listed (one listed has left) or rose above it (one not listed
+    has come)."""
+    if held is None:
+        return False
+    listed = len(held.items)
+    return (now < before and listed > _listable(now)) or (now > before and listed < _listable(now))
+
+
+def _listable(pending: int) -> int:
+    """How many of ``pending`` Workloads one visibility answer lists."""
+    return min(pending, VISIBILITY_PAGE)
 
 
 def _later(delay: float, call: Callable[[], None]) -> None:

@@ -124,6 +124,9 @@ async def test_status_follows_a_cluster_from_the_queue_to_ready(kernel, kueue, k
     await until(status, "position_in_local_queue", lambda p: p == 0, "its position")
     await until(status, "message", lambda m: "insufficient unused quota" in (m or ""), "why")
     assert status.reason
+    # A kernel watches only what it shows; a position needs the queues' watches too (a
+    # LocalQueue's count tells a position read before Kueue had the Workload to ask again).
+    assert {"localqueues", "clusterqueues"} <= set(kernel.core.session.watched)
 
     client.CustomObjectsApi(kube).delete_namespaced_custom_object(
         KUEUE, kueue.api_version, kueue.namespace, "workloads", blocker

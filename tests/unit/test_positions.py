@@ -26,6 +26,11 @@ class Caches:
         self.listeners: list[Listener] = []
         self.answers: dict[str, list[str]] = {}
         self.asked: list[str] = []
+        self.watched: list[str] = []
+        """The watches the board opened (a kernel's session opens them on first use)."""
+
+    def cache(self, kind: Any) -> None:
+        self.watched.append(kind.plural)
 
     def add_listener(self, listener: Listener) -> Callable[[], None]:
         self.listeners.append(listener)
@@ -160,6 +165,34 @@ def test_a_count_that_rises_late_asks_nothing():
     assert names(board) == ["a", "b"] and len(caches.asked) == 1
 
 
+def test_a_count_that_rises_past_the_answer_asks_again():
+    caches, board = two_waiting()
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=2))
+    assert names(board) == ["a", "b"] and len(caches.asked) == 1
+    # "c" (a scale-up's slice, say) comes: this watch saw it before Kueue's queue manager
+    # did, so the read it marks does not list it yet ...
+    caches.event("workloads", "ADDED", waiting("c"))
+    assert names(board) == ["a", "b"] and len(caches.asked) == 2
+    # ... until Kueue counts it: the count passed the answer, the board asks again.
+    caches.answers["lq"] = ["a", "b", "c"]
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=3))
+    assert names(board) == ["a", "b", "c"] and len(caches.asked) == 3
+
+
+def test_an_answer_that_lists_fewer_than_the_count_is_not_checked_again():
+    checks = Checks()
+    caches, board = two_waiting(checks)
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=2))
+    assert names(board) == ["a", "b"] and checks.pending == []
+    # "a" left; Kueue's list has it gone before Kueue writes the count: the count will agree.
+    caches.answers["lq"] = ["b"]
+    caches.event("workloads", "DELETED", waiting("a"))
+    assert names(board) == ["b"] and len(caches.asked) == 2
+    assert checks.pending == []
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=1))
+    assert names(board) == ["b"] and len(caches.asked) == 2
+
+
 def test_an_answer_still_behind_the_count_is_checked_again_and_listeners_told():
     checks = Checks()
     caches, board = two_waiting(checks)
@@ -256,3 +289,13 @@ def test_a_read_that_must_be_fresh_tells_the_live_views_of_a_new_list():
     caches.answers["lq"] = ["b", "a"]
     board.entries(["lq"], fresh=True)
     assert told == ["lq"] and len(caches.asked) == 3
+
+
+def test_reading_positions_opens_the_queue_watches_once():
+    caches, board = two_waiting()
+    assert caches.watched == []  # made, nothing read: a kernel that shows no queue watches none
+    names(board)
+    with board.held_only():
+        board.entries(["lq"])
+    names(board)
+    assert caches.watched == ["localqueues", "clusterqueues"]
