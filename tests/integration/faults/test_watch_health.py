@@ -158,9 +158,11 @@ async def test_a_silent_watch_is_noticed_and_reopened(
         # (its pods', its Workloads') may still be reconnecting: its reopening says so.
         assert message["state"]["freshness"]["state"] == "reconnecting", message
         message = await events.until(
-            lambda m: m["type"] == "cluster"
-            and m["name"] == "after-silence"
-            and m["state"]["freshness"]["state"] == "live",
+            lambda m: (
+                m["type"] == "cluster"
+                and m["name"] == "after-silence"
+                and m["state"]["freshness"]["state"] == "live"
+            ),
             "the cluster live again once every watch reopened",
             timeout=RECOVERY_BOUND,
         )
