@@ -11,6 +11,9 @@ waiting in a queue without quota), JupyterLab running as a workbench service acc
   clock: browser and benchmark run on the same machine).
 - **workload**: a plain Workload is created in a LocalQueue; latency to the queue's pending
   count in the DOM. This one includes Kueue's own status update of the LocalQueue.
+- **bare watch baseline**, same run: a plain watch of the namespace's RayClusters (the
+  kubernetes client alone) stamps when each probe arrives: what the API server itself takes,
+  which no extension can beat.
 - **poll baseline**, same run and page: a 5 s poll of ``GET dw/api/clusters`` (the interval
   dask-labextension uses) stamps when each new cluster first appears in a poll answer; and the
   round trip of that ``GET clusters`` itself.
@@ -31,13 +34,14 @@ import contextlib
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client, config, watch
 from playwright.sync_api import expect, sync_playwright
 
 from jupyter_dw.domain.cluster_spec import ValidatedSpec
@@ -55,21 +59,36 @@ OBSERVE = """
   const now = () => performance.timeOrigin + performance.now();
   window.__bench = { cards: {}, pending: {}, polled: {}, rtt: [] };
   const root = document.getElementById('jp-dw-sidebar');
-  const record = () => {
+  const card = (el, t) => { window.__bench.cards[el.dataset.cluster] ??= t; };
+  const queue = (q, t) => {
+    const n = q.querySelector('[data-count="pending"] strong')?.textContent;
+    const seen = (window.__bench.pending[q.dataset.queue] ??= {});
+    seen[n] ??= t;
+  };
+  const within = (node, selector) => node.nodeType !== Node.ELEMENT_NODE ? [] :
+    [...(node.matches(selector) ? [node] : []), ...node.querySelectorAll(selector)];
+  // Only what each mutation touched: a scan of the whole panel per mutation (200 queues, 90
+  // cards) took most of the page's main thread at scale and delayed what it measured.
+  const record = mutations => {
     const t = now();
-    for (const card of root.querySelectorAll('[data-cluster]')) {
-      window.__bench.cards[card.dataset.cluster] ??= t;
+    const queues = new Set();
+    for (const m of mutations) {
+      for (const node of m.addedNodes) {
+        within(node, '[data-cluster]').forEach(el => card(el, t));
+        within(node, '[data-queue]').forEach(q => queues.add(q));
+      }
+      const target = m.target.nodeType === Node.ELEMENT_NODE ? m.target : m.target.parentElement;
+      const q = target?.closest('[data-queue]');
+      if (q) queues.add(q);
     }
-    for (const q of root.querySelectorAll('[data-queue]')) {
-      const n = q.querySelector('[data-count="pending"] strong')?.textContent;
-      const seen = (window.__bench.pending[q.dataset.queue] ??= {});
-      seen[n] ??= t;
-    }
+    queues.forEach(q => queue(q, t));
   };
   new MutationObserver(record).observe(root, {
-    subtree: true, childList: true, characterData: true, attributes: true
+    subtree: true, childList: true, characterData: true
   });
-  record();
+  const t0 = now();
+  root.querySelectorAll('[data-cluster]').forEach(el => card(el, t0));
+  root.querySelectorAll('[data-queue]').forEach(q => queue(q, t0));
   // The baseline: what a 5 s poll of GET clusters would show, and when.
   setInterval(async () => {
     const start = now();
@@ -264,6 +283,8 @@ def measure(
             push: list[float] = []
             server: list[float] = []
             panel: list[float] = []
+            bare: list[float] = []
+            watched = BareWatch(kube, namespace, "probe-")
             for i in range(args.changes):
                 name = f"probe-{i:02d}"
                 written = time.time() * 1000
@@ -277,6 +298,7 @@ def measure(
                 push.append(shown - written)
                 server.append(arrived - written)
                 panel.append(shown - arrived)
+                bare.append(watched.seen(name) - written)
 
             workload: list[float] = []
             # Kueue's own count, as the panel shows it now: each new Workload adds one.
@@ -320,6 +342,7 @@ def measure(
             cards = page.evaluate("() => window.__bench.cards")
             rtt = page.evaluate("() => window.__bench.rtt")
             browser.close()
+            watched.stop()
     finally:
         if lab is not None:
             lab.stop()
@@ -335,10 +358,57 @@ def measure(
         "push": push,
         "server": server,
         "panel": panel,
+        "bare": bare,
         "workload": workload,
         "poll": poll,
         "rtt": rtt,
     }
+
+
+class BareWatch:
+    """The API server's own latency, same run: a plain watch of the namespace's RayClusters (no
+    Jupyter, no jupyter_dw) stamping when each new one named ``prefix...`` arrives."""
+
+    def __init__(self, kube: Any, namespace: str, prefix: str) -> None:
+        self._custom = client.CustomObjectsApi(kube)
+        self._namespace = namespace
+        self._prefix = prefix
+        self._arrived: dict[str, float] = {}
+        self._ready = threading.Condition()
+        self._watch = watch.Watch()
+        listed = self._custom.list_namespaced_custom_object(
+            "ray.io", "v1", namespace, "rayclusters", limit=1
+        )
+        self._version = listed["metadata"]["resourceVersion"]
+        self._thread = threading.Thread(target=self._run, name="bare-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        for event in self._watch.stream(
+            self._custom.list_namespaced_custom_object,
+            "ray.io",
+            "v1",
+            self._namespace,
+            "rayclusters",
+            resource_version=self._version,
+            timeout_seconds=3600,
+        ):
+            now = time.time() * 1000
+            name = str(event["object"]["metadata"]["name"])
+            if event["type"] == "ADDED" and name.startswith(self._prefix):
+                with self._ready:
+                    self._arrived.setdefault(name, now)
+                    self._ready.notify_all()
+
+    def seen(self, name: str, timeout: float = 30.0) -> float:
+        """When the watch saw ``name`` arrive (waits for it)."""
+        with self._ready:
+            if not self._ready.wait_for(lambda: name in self._arrived, timeout):
+                raise SystemExit(f"the bare watch never saw {name}")
+            return self._arrived[name]
+
+    def stop(self) -> None:
+        self._watch.stop()
 
 
 def report(
@@ -351,13 +421,15 @@ def report(
     print(describe("push: RayCluster created -> card", result["push"]))
     print(describe("  of which: write -> socket message", result["server"]))
     print(describe("  of which: socket message -> DOM", result["panel"]))
+    print(describe("baseline: write -> a bare watch sees it", result["bare"]))
     print(describe("push: Workload created -> pending", result["workload"]))
     print(describe(f"baseline: {POLL_MS / 1000:g} s poll of GET clusters", result["poll"]))
     print(describe("baseline: GET clusters round trip", result["rtt"]))
     ratio = statistics.median(result["poll"]) / statistics.median(result["push"])
     print(f"median speed-up over the 5 s poll: {ratio:.0f}x")
     if args.smoke:
-        assert all(len(result[k]) == args.changes for k in ("push", "server", "panel", "workload"))
+        keys = ("push", "server", "panel", "bare", "workload")
+        assert all(len(result[k]) == args.changes for k in keys)
         assert result["rtt"], "a figure is missing"
         print("smoke: ok", file=sys.stderr)
 

@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 from playwright.sync_api import Page, expect
 
-from tests.cluster.fixtures import KueueObjects
+from tests.cluster.fixtures import KueueObjects, plain_workload
 from tests.integration.clusters_support import KUEUE, make_queue, small_cluster
 from tests.integration.test_workloads import admitted, job, job_workload, waiting
 from tests.ui.lab import LabServer
@@ -83,3 +83,38 @@ def test_in_my_queues_shows_another_kinds_workload_ahead_of_ours(
     expect(ours.locator(".jp-dw-workload-position")).to_have_text("#1", timeout=60_000)
     expect(listed.locator(".jp-dw-workload-name")).to_have_text(["batch-ahead", "ui-mine"])
     expect(ours).to_have_attribute("data-state", "queued")
+
+
+def test_a_long_queue_shows_its_first_workloads_and_ours_until_asked_for_all(
+    page: Page, lab: LabServer, kueue: KueueObjects, kube, namespace: str
+) -> None:
+    queue = make_queue(kueue, cpu="1", memory="8Gi")
+    custom = client.CustomObjectsApi(kube)
+    # Seven others of a higher priority (one admitted, six waiting), then ours: last in
+    # Kueue's order, beyond the rows a queue shows at first.
+    for i in range(7):
+        body = plain_workload(kueue.api_version, f"other-{i}", queue.local_queue, "1", 100)
+        custom.create_namespaced_custom_object(
+            KUEUE, kueue.api_version, namespace, "workloads", body
+        )
+    lab.api("POST", "clusters", small_cluster("ui-mine-late", workers=1))
+    sidebar = open_panel(page, lab)
+    group = sidebar.locator(f'.jp-dw-in-queues [data-queue="{queue.local_queue}"]')
+    listed = group.locator(".jp-dw-workload")
+    more = group.get_by_role("button", name="Show all 8 (2 more)")
+    expect(more).to_be_visible(timeout=60_000)
+    ours = row(group, "ui-mine-late")
+    expect(ours.locator(".jp-dw-workload-position")).to_have_text("#7", timeout=60_000)
+
+    # The first five in Kueue's order, then ours (mine: always shown).
+    expect(listed).to_have_count(6)
+    expect(listed.first).to_have_attribute("data-state", "admitted")
+    expect(listed.last).to_have_attribute("data-mine", "true")
+    expect(more).to_have_attribute("aria-expanded", "false")
+
+    more.click()
+    expect(listed).to_have_count(8)
+    fewer = group.get_by_role("button", name="Show fewer")
+    expect(fewer).to_have_attribute("aria-expanded", "true")
+    fewer.click()
+    expect(listed).to_have_count(6)

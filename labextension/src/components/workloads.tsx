@@ -3,6 +3,7 @@ import * as React from 'react';
 import type { Workload } from '../api';
 import { colorOf } from '../../../jupyter_dw/notebook/static/tones.js';
 import { DWModel } from '../model';
+import { firstAndMine } from '../workloadrows';
 import { ErrorNote } from './status';
 
 // States whose words are Kueue's reason for not running (shown with them).
@@ -46,6 +47,38 @@ const WorkloadItem = React.memo(function WorkloadItem(props: {
   );
 });
 
+function QueueWorkloads(props: {
+  model: DWModel;
+  queue: string;
+  workloads: readonly Workload[];
+}): JSX.Element {
+  const { model, queue, workloads } = props;
+  const [expanded, setExpanded] = React.useState(false);
+  const isMine = (w: Workload) => model.isMine(w);
+  const shown = expanded ? workloads : firstAndMine(workloads, isMine);
+  const hidden = workloads.length - shown.length;
+  return (
+    <div className="jp-dw-queue-workloads" data-queue={queue}>
+      <div className="jp-dw-queue-name">{queue}</div>
+      <ul className="jp-dw-workloads">
+        {shown.map(w => (
+          <WorkloadItem key={w.name} workload={w} mine={isMine(w)} />
+        ))}
+      </ul>
+      {hidden > 0 || expanded ? (
+        <button
+          type="button"
+          className="jp-mod-styled jp-dw-button jp-dw-workloads-more"
+          aria-expanded={expanded}
+          onClick={() => setExpanded(!expanded)}
+        >
+          {expanded ? 'Show fewer' : `Show all ${workloads.length} (${hidden} more)`}
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
 /** "In my queues": every Workload of the namespace per LocalQueue, whatever job owns it. */
 export function WorkloadsSection(props: { model: DWModel }): JSX.Element {
   const { model } = props;
@@ -64,14 +97,12 @@ export function WorkloadsSection(props: { model: DWModel }): JSX.Element {
         <p className="jp-dw-muted">No workloads in the namespace's queues.</p>
       ) : null}
       {shown.map(queue => (
-        <div className="jp-dw-queue-workloads" data-queue={queue} key={queue}>
-          <div className="jp-dw-queue-name">{queue}</div>
-          <ul className="jp-dw-workloads">
-            {model.workloadsIn(queue).map(w => (
-              <WorkloadItem key={w.name} workload={w} mine={model.isMine(w)} />
-            ))}
-          </ul>
-        </div>
+        <QueueWorkloads
+          key={queue}
+          model={model}
+          queue={queue}
+          workloads={model.workloadsIn(queue)}
+        />
       ))}
     </section>
   );
