@@ -96,7 +96,6 @@ class PositionBoard:
         self._asking: set[str] = set()
         """LocalQueues a background read is scheduled or running for."""
         self._held_only = threading.local()
-        self._watching_queues = False
         # Registered when the core is made, before any feed: a change is marked before a
         # feed reads positions for it (listeners run in the order they were added).
         self._remove = session.add_listener(self._on_change)
@@ -257,12 +256,11 @@ class PositionBoard:
             visible = self.session.positions_visible
             if visible:
                 self.calls += 1
-        if visible:
-            self._watch_queues()
         if not visible:
             with self._lock:
                 self._done(queue, start)
             return None
+        self._watch_queues()
         try:
             items = tuple(self.session.pending_workloads(queue) or ())
         except BaseException:
@@ -302,16 +300,15 @@ class PositionBoard:
         return held
 
     def _watch_queues(self) -> None:
-        """Open the LocalQueue and ClusterQueue watches (once) when positions are first read.
+        """Have the LocalQueue and ClusterQueue watches open whenever positions are read.
 
         A kernel opens only the watches what it shows needs, and a cluster's status needs
         neither; but the board does: a LocalQueue's count says when an answer is behind (a
         new Workload seen here before Kueue's queue manager has it), and a ClusterQueue's
         status when Workloads of other namespaces move the positions. Without them a
-        position read too early would never be asked again."""
-        if self._watching_queues:
-            return
-        self._watching_queues = True
+        position read too early would never be asked again. Asked at every read, like every
+        lazy watch, not once: a session started again, or a watch newly allowed, has new
+        caches that open on their first use."""
         for kind in (LOCAL_QUEUE, CLUSTER_QUEUE):
             self.session.cache(kind)  # started if the session watches lazily; None: not read
 

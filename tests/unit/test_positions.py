@@ -30,7 +30,8 @@ class Caches:
         """The watches the board opened (a kernel's session opens them on first use)."""
 
     def cache(self, kind: Any) -> None:
-        self.watched.append(kind.plural)
+        if kind.plural not in self.watched:  # a session opens a watch on its first use only
+            self.watched.append(kind.plural)
 
     def add_listener(self, listener: Listener) -> Callable[[], None]:
         self.listeners.append(listener)
