@@ -33,6 +33,10 @@ class Listeners(Generic[Listener]):
 
         return remove
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._listeners)
+
     def now(self) -> list[Listener]:
         """The listeners registered now, to call outside the lock."""
         with self._lock:

@@ -293,7 +293,7 @@ class WatchCache:
     @property
     def listener_count(self) -> int:
         """How many listeners are registered (for diagnostics: one per open events socket)."""
-        return len(self._listeners.now())
+        return len(self._listeners)
 
     def snapshot(self) -> list[Object]:
         """The current objects, sorted by namespace and name."""
