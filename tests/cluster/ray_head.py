@@ -116,21 +116,28 @@ def ray_head(token: str | None = None, client_port: int | None = None) -> Iterat
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RayHeadFailed(f"the Ray head did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.5)  # polling the condition: the dashboard answering
-        try:
-            yield port
-        except BaseException:
-            _print_client_server_logs(Path(temp))  # deleted below: shown with the failure
-            raise
+        _TEMP_OF_HEAD[port] = Path(temp)
+        yield port
     finally:
+        _TEMP_OF_HEAD.pop(port, None)
         _stop(process)
         shutil.rmtree(temp, ignore_errors=True)  # Ray's logs, sockets, HOME: nothing is kept
 
 
-def _print_client_server_logs(temp: Path) -> None:
-    """The end of each Ray Client server's log (why one did not start), for the test report."""
-    for log in sorted(temp.glob("ray/session_*/logs/ray_client_server*")):
-        print(f"--- {log.name} (last 3000 characters)")
-        print(log.read_text(errors="replace")[-3000:])
+_TEMP_OF_HEAD: dict[int, Path] = {}
+"""The temp dir of each running head, by dashboard port (its logs go with it at the end)."""
+
+
+def client_server_logs(port: int) -> str:
+    """The end of each Ray Client server's log of the running head on dashboard ``port`` (why
+    one did not start), for a failing test's message: a test's failure never reaches the
+    fixture that holds the head, and the logs are deleted with it."""
+    temp = _TEMP_OF_HEAD.get(port)
+    logs = sorted(temp.glob("ray/session_*/logs/ray_client_server*")) if temp else []
+    return "".join(
+        f"\n--- {log.name} (last 3000 characters)\n{log.read_text(errors='replace')[-3000:]}"
+        for log in logs
+    )
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

@@ -21,7 +21,7 @@ import pytest
 
 import jupyter_dw as dw
 from tests.cluster.controlplane import free_port
-from tests.cluster.ray_head import ray_head, ray_venv
+from tests.cluster.ray_head import client_server_logs, ray_head, ray_venv
 from tests.integration.clusters_support import make_queue, small_cluster
 from tests.integration.ray_jobs_support import CLUSTER, TEMPLATE, give_token, new_token
 from tests.integration.workbench_rbac import namespace_rules
@@ -96,7 +96,7 @@ def test_ray_init_and_ray_s_job_client_work_on_real_ray(
         check=False,
     )
     out = done.stdout + done.stderr
-    assert done.returncode == 0, out
+    assert done.returncode == 0, out + client_server_logs(port)
     assert "mode token" in out and "answer 42" in out and "cpus 1.0" in out, out
     assert "jobs JobSubmissionClient True" in out, out
     assert token not in out  # not in anything Ray or jupyter_dw printed
