@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..k8s.watch_cache import ADDED, DELETED, MODIFIED
+from ..k8s.watch_events import ADDED, DELETED, MODIFIED
 
 Object = dict[str, Any]
 Change = tuple[str, str, Object]

@@ -50,7 +50,7 @@ from ..k8s.resources import (
     WORKLOAD_PRIORITY_CLASS,
 )
 from ..k8s.session import KubeSession
-from ..k8s.watch_cache import DELETED
+from ..k8s.watch_events import DELETED
 from ..names import JOB_UID_LABEL, RAY_CLUSTER_LABEL, RAY_GROUP
 from .cluster_objects import ray_cluster_by_uid
 from .clusters import ClusterInfo, ClusterService

@@ -44,7 +44,7 @@ from ..k8s.errors import KubeUnreachable
 from ..k8s.listeners import Listeners
 from ..k8s.resources import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD
 from ..k8s.session import KubeSession
-from ..k8s.watch_cache import DELETED
+from ..k8s.watch_events import DELETED
 
 log = logging.getLogger(__name__)
 

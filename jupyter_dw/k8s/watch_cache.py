@@ -47,6 +47,7 @@ from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized
 from .listeners import Listeners
 from .projection import Projection
 from .resources import Resource
+from .watch_events import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED
 
 if TYPE_CHECKING:
     from .client import KubeApi
@@ -57,11 +58,10 @@ Object = dict[str, Any]
 Listener = Callable[[str, Object], None]
 """Called with ``(event_type, object)``: ``ADDED``, ``MODIFIED`` or ``DELETED``."""
 IndexFunc = Callable[[Object], Iterable[str]]
+"""The index values of an object (none, one or several), like client-go's ``IndexFunc``."""
 HealthListener = Callable[[Freshness], None]
 """Called with the cache's new :class:`Freshness` whenever its state or reason changes."""
-"""The index values of an object (none, one or several), like client-go's ``IndexFunc``."""
 
-ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 GONE = 410
 LIST_PAGE_SIZE = 100
 """Objects per list page. A page's full objects are held until projected: with 500 (client-go's
