@@ -4,19 +4,22 @@
 session's Workload watch cache and the visibility API's positions. Per request: the cache,
 plus one visibility call per LocalQueue that has a waiting Workload. No permission beyond
 listing and watching Workloads: owners are named from the Workloads' own owner references,
-never read. Every method blocks (the server runs them on its thread pool, a kernel on a worker
-thread).
+never read, except the kinds jupyter_dw itself creates (RayCluster, RayJob, TrainJob), whose
+watches say which ones this identity made (:meth:`WorkloadService.made_by_me`). Every method
+blocks (the server runs them on its thread pool, a kernel on a worker thread).
 """
 
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..domain.workloads import (
     WorkloadInfo,
+    created_by,
     kind_filter_problem,
     matches,
     owner_of,
@@ -25,6 +28,7 @@ from ..domain.workloads import (
     workload_info,
 )
 from ..k8s.errors import InvalidRequest
+from ..k8s.resources import RAY_CLUSTER, RAY_JOB, TRAIN_JOB, Resource
 from ..k8s.session import KubeSession
 from .cluster_objects import workloads_of_job
 from .listing import ByName
@@ -32,6 +36,11 @@ from .positions import PositionBoard
 from .record_memo import RecordMemo
 
 Object = dict[str, Any]
+
+OUR_KINDS: dict[tuple[str, str], Resource] = {
+    (r.kind, r.group): r for r in (RAY_CLUSTER, RAY_JOB, TRAIN_JOB)
+}
+"""The owner kinds jupyter_dw creates (``(kind, API group)``), whose objects carry who made them."""
 
 
 class InvalidFilter(InvalidRequest):
@@ -130,6 +139,26 @@ class WorkloadService:
             queue=queue,
             kind=kind,
         )
+
+    def follow_owners(self, timeout: float | None = None) -> None:
+        """Open and sync the watches of :data:`OUR_KINDS` that this identity may read (a
+        kernel opens watches lazily), so that :meth:`made_by_me` can answer."""
+        deadline = time.monotonic() + (self.session.request_timeout if timeout is None else timeout)
+        for resource in OUR_KINDS.values():
+            self.session.synced_cache(resource, deadline)
+
+    def made_by_me(self, info: WorkloadInfo) -> bool:
+        """Whether ``info``'s job is a RayCluster, RayJob or TrainJob this identity created
+        through jupyter_dw (from the watch caches: no I/O). Without a known username, any one
+        created through jupyter_dw counts, as in the sidebar."""
+        owner = info.owner
+        resource = OUR_KINDS.get((owner.kind, owner.api_group)) if owner else None
+        if owner is None or resource is None:
+            return False
+        obj = self.session.cached_job(resource, owner.name)
+        maker = created_by(obj) if obj is not None else None
+        username = self.session.identity.username
+        return maker is not None and (username is None or maker == username)
 
     def describe(self, name: str) -> WorkloadInfo | None:
         """Workload ``name`` as the cache holds it now (None when it does not, or it is a

@@ -23,7 +23,7 @@ from ..core.clusters import new_idempotency_key
 from ..core.errors import InvalidRequest, KubeError
 from ..core.feed import ClusterChanged, HealthChanged, Message, QueuesChanged, WorkloadChanged
 from ..domain.freshness import FRESH
-from ..domain.workloads import WorkloadInfo, sorted_workloads
+from ..domain.workload_rows import QueueRows
 from .display import fit_html
 from .runtime import KernelRuntime, runtime
 
@@ -206,13 +206,20 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
 class QueueBoard(_Live, anywidget.AnyWidget):
     """Every LocalQueue of the namespace with per-resource headroom bars and the Workloads in
     it (whatever job owns them: Ray clusters, batch Jobs, ...), each with its state, position
-    while waiting and Kueue's reason, live."""
+    while waiting and Kueue's reason, live. A long queue shows its first
+    :data:`~jupyter_dw.domain.workload_rows.WORKLOADS_SHOWN` and every one of yours until
+    "Show all" (``expanded``): a change syncs the rows shown, not the namespace's thousands."""
 
     _esm = esm("queues.js")
 
     queues = List(Dict()).tag(sync=True)
     workloads = List(Dict()).tag(sync=True)
-    """``GET workloads``' records, in its order (by queue, holding ones, then Kueue's)."""
+    """The rows shown, ``GET workloads``' records in its order (by queue, holding ones, then
+    Kueue's): of each queue the first ones and yours, or all when it is ``expanded``."""
+    workload_counts = Dict().tag(sync=True)
+    """How many Workloads each LocalQueue holds, shown or not."""
+    expanded = List(Unicode()).tag(sync=True)
+    """The LocalQueues whose every Workload is shown (the view's "Show all" sets it)."""
     workloads_error = optional_dict().tag(sync=True)
     error = optional_dict().tag(sync=True)
     freshness = Dict(FRESH.to_json()).tag(sync=True)
@@ -221,7 +228,7 @@ class QueueBoard(_Live, anywidget.AnyWidget):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._workloads: dict[str, WorkloadInfo] = {}
+        self._rows: QueueRows | None = None
         try:
             rt = self._follow(self._on_change)
             self.queues = rt.core.queues.list().to_json()["queues"]
@@ -230,23 +237,33 @@ class QueueBoard(_Live, anywidget.AnyWidget):
             self.error = err.to_json()
             return
         try:
-            self._workloads = {w.name: w for w in rt.core.workloads.list()}
+            rt.core.workloads.follow_owners()
+            rows = QueueRows(rt.core.workloads.made_by_me)
+            rows.expand(self.expanded)
+            rows.reset(rt.core.workloads.list())
+            self._rows = rows
             self._show_workloads()
         except KubeError as err:
             self.workloads_error = err.to_json()
+        self.observe(self._on_expanded, names="expanded")
 
     def _show_workloads(self) -> None:
-        self.workloads = [w.to_json() for w in sorted_workloads(self._workloads.values())]
+        assert self._rows is not None
+        self.workloads = [info.to_json() for info in self._rows.rows()]
+        self.workload_counts = self._rows.counts()
+
+    def _on_expanded(self, change: dict[str, Any]) -> None:
+        if self._rows is not None:
+            self._rows.expand(change["new"])
+            self._show_workloads()
 
     def _on_change(self, message: Message) -> None:
         if isinstance(message, HealthChanged):
             self.freshness = message.health.freshness.to_json()
         elif isinstance(message, WorkloadChanged):
-            if message.workload is None:
-                self._workloads.pop(message.name, None)
-            else:
-                self._workloads[message.name] = message.workload
-            self._show_workloads()
+            if self._rows is not None:
+                self._rows.put(message.name, message.workload)
+                self._show_workloads()
         elif isinstance(message, QueuesChanged):
             if message.queues is not None:
                 self.queues = message.queues.to_json()["queues"]

@@ -21,7 +21,7 @@ from jupyter_dw.core.workloads import InvalidFilter
 from jupyter_dw.domain.workloads import Owner
 from jupyter_dw.notebook.display import workloads_html
 from jupyter_dw.notebook.magics import run as magic
-from tests.cluster.fixtures import KueueObjects, condition, watch_until
+from tests.cluster.fixtures import KueueObjects, condition, plain_workload, watch_until
 from tests.integration.clusters_support import (
     KUEUE,
     Events,
@@ -299,4 +299,44 @@ async def test_kernel_lists_workloads_and_the_board_follows_them(kernel, kueue, 
         "the second Job admitted once the first is gone",
     )
     assert board.workloads[0]["position_in_local_queue"] is None
+    board.close()
+
+
+async def test_the_board_shows_a_long_queues_first_rows_and_ours_until_expanded(
+    kernel, kueue, kube, namespace
+):
+    """Seven Workloads of others of a higher priority, then our Ray cluster: last in Kueue's
+    order, beyond the rows a queue shows at first. The board syncs the first five and ours,
+    counts all eight, and every row once the queue is expanded."""
+    queue = make_queue(kueue, cpu="1", memory="8Gi")
+    custom = client.CustomObjectsApi(kube)
+    for i in range(7):
+        body = plain_workload(kueue.api_version, f"other-{i}", queue.local_queue, "1", 100)
+        custom.create_namespaced_custom_object(
+            KUEUE, kueue.api_version, namespace, "workloads", body
+        )
+    await asyncio.to_thread(dw.submit, small_cluster("mine-late", workers=1))
+
+    def owners(rows: list[dict[str, Any]]) -> list[str]:
+        return [(w["owner"] or {"name": w["name"]})["name"] for w in rows]
+
+    board = dw.QueueBoard()
+    await until(board, "workload_counts", lambda c: c.get(queue.local_queue) == 8, "all eight")
+    await until(board, "workloads", lambda ws: "mine-late" in owners(ws), "ours among the rows")
+    shown = owners(board.workloads)
+    assert len(shown) == 6 and shown[-1] == "mine-late"
+    assert all(name.startswith("other-") for name in shown[:5])
+
+    board.expanded = [queue.local_queue]
+    every = owners(board.workloads)
+    assert every[:5] == shown[:5] and every[-1] == "mine-late"
+    assert sorted(every[:7]) == [f"other-{i}" for i in range(7)]
+    board.expanded = []
+    assert owners(board.workloads) == shown
+
+    # A change in the queue still reaches the board, counted and chosen again.
+    hidden = every[5]  # an other's row not shown while folded
+    custom.delete_namespaced_custom_object(KUEUE, kueue.api_version, namespace, "workloads", hidden)
+    await until(board, "workload_counts", lambda c: c.get(queue.local_queue) == 7, "one gone")
+    assert owners(board.workloads) == shown
     board.close()

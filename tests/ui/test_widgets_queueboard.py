@@ -1,7 +1,8 @@
 """``dw.QueueBoard()`` rendered in headless Chromium in JupyterLab (anywidget's frontend, the
 kernel running as the workbench's service account): each queue's Workloads of any kind, a
 batch Job holding the quota and another waiting with its position and Kueue's words; when the
-first Job goes, the board shows the second admitted with no cell run in between."""
+first Job goes, the board shows the second admitted with no cell run in between; a long queue
+shows its first rows until "Show all"."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from kubernetes import client
 from playwright.sync_api import Page, expect
 
-from tests.integration.clusters_support import make_queue
+from tests.cluster.fixtures import plain_workload
+from tests.integration.clusters_support import KUEUE, make_queue
 from tests.integration.test_workloads import admitted, job, job_workload, waiting
 from tests.ui.lab import LabServer
 from tests.ui.test_widgets import KERNEL_CONNECTED, kernel_lab
@@ -61,3 +63,20 @@ def test_queue_board_shows_each_queues_workloads_live(
     expect(board.locator(".jp-dw-workload")).to_have_count(1)
     expect(queued.locator(".jp-dw-workload-position")).to_have_count(0)
     page.screenshot(path=str(artifacts / "queueboard-admitted.png"))
+
+    # Six more waiting: the kernel syncs the queue's first five rows, and all on "Show all".
+    custom = client.CustomObjectsApi(kube)
+    for i in range(6):
+        body = plain_workload(kueue.api_version, f"more-{i}", queue.local_queue, "1")
+        custom.create_namespaced_custom_object(
+            KUEUE, kueue.api_version, namespace, "workloads", body
+        )
+    more = board.get_by_role("button", name="Show all 7 (2 more)")
+    expect(more).to_be_visible(timeout=60_000)
+    rows = board.locator(".jp-dw-workload")
+    expect(rows).to_have_count(5)
+    expect(rows.first).to_have_attribute("data-state", "admitted")
+    more.click()
+    expect(rows).to_have_count(7)
+    board.get_by_role("button", name="Show fewer").click()
+    expect(rows).to_have_count(5)

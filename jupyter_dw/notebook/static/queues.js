@@ -1,5 +1,6 @@
 // QueueBoard view (anywidget ESM): every LocalQueue with a headroom bar per resource and the
-// Workloads in it (any kind of job), each with its state, position while waiting and Kueue's words.
+// Workloads in it (any kind of job), each with its state, position while waiting and Kueue's words;
+// a long queue's first rows and yours until "Show all".
 const UNITS = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12, m: 1e-3 };
 
 function amount(text) {
@@ -52,7 +53,28 @@ function workloadRow(w) {
   return row;
 }
 
+// The kernel sends a long queue's first rows and yours; "Show all" asks it for every row.
+function expanderOf(model) {
+  return function expander(queue, shown) {
+    const total = (model.get("workload_counts") || {})[queue] ?? shown;
+    const expanded = (model.get("expanded") || []).includes(queue);
+    if (!expanded && total <= shown) return [];
+    const button = document.createElement("button");
+    button.className = "jp-dw-workloads-more";
+    button.dataset.queue = queue;
+    button.style.cssText = "margin-left:12px;font-size:12px";
+    button.textContent = expanded ? "Show fewer" : `Show all ${total} (${total - shown} more)`;
+    button.addEventListener("click", () => {
+      const others = (model.get("expanded") || []).filter((q) => q !== queue);
+      model.set("expanded", expanded ? others : [...others, queue]);
+      model.save_changes();
+    });
+    return [button];
+  };
+}
+
 function render({ model, el: root }) {
+  const expander = expanderOf(model);
   const box = document.createElement("div");
   box.className = "jp-dw-queues";
   box.style.cssText = "font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;color:var(--jp-ui-font-color1,inherit)";
@@ -110,9 +132,11 @@ function render({ model, el: root }) {
         }
         box.append(row);
       }
-      for (const w of (model.get("workloads") || []).filter((w) => w.queue === queue.name)) {
+      const rows = (model.get("workloads") || []).filter((w) => w.queue === queue.name);
+      for (const w of rows) {
         box.append(workloadRow(w));
       }
+      box.append(...expander(queue.name, rows.length));
     }
     const problem = model.get("workloads_error");
     if (problem && problem.error) {
@@ -126,6 +150,7 @@ function render({ model, el: root }) {
   model.on("change:error", draw);
   model.on("change:freshness", draw);
   model.on("change:workloads", draw);
+  model.on("change:workload_counts", draw);
   model.on("change:workloads_error", draw);
   draw();
 }
