@@ -100,6 +100,14 @@ def ray_head(token: str | None = None, client_port: int | None = None) -> Iterat
         if not key.startswith("RAY_") and key != "HOME"
     }
     environ.update(HOME=str(home), RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+    # gRPC's fork handlers off: Ray Client's proxier forks a "specific server" per connection
+    # while its gRPC threads run, and with the handlers on, that child now and then dies before
+    # it starts ("Other threads are currently calling into gRPC, skipping fork() handlers",
+    # then "epoll_wait ... Bad file descriptor"): ray-project/ray#63202. Measured with 100 Ray
+    # Client connections to one head each: 4 failed with the handlers on, 0 with them off
+    # (tests/cluster/ray_client_starts.py, which sets DW_RAY_GRPC_FORK_SUPPORT=on to compare).
+    fork_support = os.environ.get("DW_RAY_GRPC_FORK_SUPPORT", "off") == "on"
+    environ["GRPC_ENABLE_FORK_SUPPORT"] = "1" if fork_support else "0"
     # Jobs' ``python`` is the venv's, with Ray, as in a Ray image.
     environ["PATH"] = os.pathsep.join([str(venv / "bin"), environ.get("PATH", "")])
     if token is not None:
