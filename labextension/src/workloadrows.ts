@@ -5,6 +5,7 @@ import type { Workload } from './api';
  * (those holding quota, then by position) and every one of this identity's. A namespace on a
  * shared cluster can hold thousands of Workloads; a row for each made every change of the
  * panel lay out tens of thousands of elements again (benchmarks/bench_sidebar.py --scale).
+ * The kernel's QueueBoard chooses its rows the same way (jupyter_dw/domain/workload_rows.py).
  */
 export const WORKLOADS_SHOWN = 5;
 
