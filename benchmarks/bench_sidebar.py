@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import statistics
 import sys
 import tempfile
@@ -53,6 +54,7 @@ from tests.ui.lab import CHROMIUM, LabServer
 
 GROUP = "kueue.x-k8s.io"
 POLL_MS = 5000
+QUIET_MS = 2000
 
 OBSERVE = """
 ({pollMs}) => {
@@ -106,13 +108,19 @@ OBSERVE = """
 STAMP_MESSAGES = """
 const Native = window.WebSocket;
 window.__arrived = {};
+window.__messages = {};
+window.__lastMessageAt = performance.now();
 window.WebSocket = class extends Native {
   constructor(...args) {
     super(...args);
     if (String(args[0]).includes('dw/api/events')) {
       this.addEventListener('message', event => {
         const t = performance.timeOrigin + performance.now();
+        window.__lastMessageAt = performance.now();
         const m = JSON.parse(event.data);
+        const kind = window.__messages[m.type] ??= { count: 0, bytes: 0 };
+        kind.count += 1;
+        kind.bytes += event.data.length;
         if (m.type === 'cluster' && m.state) window.__arrived[m.name] ??= t;
       });
     }
@@ -196,6 +204,11 @@ def main() -> None:
         "5,000 Workloads (issue 19)",
     )
     parser.add_argument("--smoke", action="store_true", help="tiny and quick; checks it ran")
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="write a CPU profile of the page during the changes (.cpuprofile, Chrome DevTools)",
+    )
     args = parser.parse_args()
     if args.smoke:
         # 11: lq-010 is the Workloads' queue (on ClusterQueue 0, without quota).
@@ -278,6 +291,17 @@ def measure(
             sidebar = page.locator("#jp-dw-sidebar")
             expect(sidebar.locator("li[data-queue]")).to_have_count(args.queues, timeout=120_000)
             expect(sidebar.locator("[data-cluster]")).to_have_count(args.clusters, timeout=120_000)
+            # Settled first: after the snapshot the server reads the waiting Workloads' positions
+            # in the background and sends each as it lands (at scale about 5,000 messages). The
+            # changes are timed once no message has come for QUIET_MS.
+            opened = time.monotonic()
+            page.wait_for_function(
+                f"() => performance.now() - window.__lastMessageAt > {QUIET_MS}",
+                polling=100,
+                timeout=300_000,
+            )
+            settled = time.monotonic() - opened - QUIET_MS / 1000
+            print(f"panel settled {settled:.1f} s after its queues and cards showed")
             page.evaluate(OBSERVE, {"pollMs": POLL_MS})
 
             push: list[float] = []
@@ -285,6 +309,11 @@ def measure(
             panel: list[float] = []
             bare: list[float] = []
             watched = BareWatch(kube, namespace, "probe-")
+            profiler = page.context.new_cdp_session(page) if args.profile else None
+            page.evaluate("window.__messages = {}")  # counted from here: the changes' own
+            if profiler is not None:
+                profiler.send("Profiler.enable")
+                profiler.send("Profiler.start")
             for i in range(args.changes):
                 name = f"probe-{i:02d}"
                 written = time.time() * 1000
@@ -299,6 +328,10 @@ def measure(
                 server.append(arrived - written)
                 panel.append(shown - arrived)
                 bare.append(watched.seen(name) - written)
+            if profiler is not None:
+                Path(args.profile).write_text(json.dumps(profiler.send("Profiler.stop")["profile"]))
+                messages = page.evaluate("window.__messages")
+                print(f"events messages in the page during the {args.changes} changes:", messages)
 
             workload: list[float] = []
             # Kueue's own count, as the panel shows it now: each new Workload adds one.
