@@ -25,6 +25,7 @@ from tests.cluster.fixtures import KueueObjects, condition, plain_workload, watc
 from tests.integration.clusters_support import (
     KUEUE,
     Events,
+    Queue,
     call,
     make_queue,
     open_events,
@@ -246,6 +247,20 @@ async def test_every_workload_of_the_namespace(kube, kueue, namespace, jp_fetch,
     events.close()
 
 
+def queue_with_others_ahead(kueue: KueueObjects, kube: Any, others: int = 7) -> Queue:
+    """A LocalQueue of 1 CPU holding ``others`` Workloads of others at priority 100 (one
+    admitted, the rest waiting): a job of ours made next is last in Kueue's order, beyond the
+    rows a queue shows at first."""
+    queue = make_queue(kueue, cpu="1", memory="8Gi")
+    custom = client.CustomObjectsApi(kube)
+    for i in range(others):
+        body = plain_workload(kueue.api_version, f"other-{i}", queue.local_queue, "1", 100)
+        custom.create_namespaced_custom_object(
+            KUEUE, kueue.api_version, kueue.namespace, "workloads", body
+        )
+    return queue
+
+
 # --------------------------------------------------------------------------------------------
 # The kernel: dw.workloads() and the QueueBoard
 # --------------------------------------------------------------------------------------------
@@ -308,13 +323,8 @@ async def test_the_board_shows_a_long_queues_first_rows_and_ours_until_expanded(
     """Seven Workloads of others of a higher priority, then our Ray cluster: last in Kueue's
     order, beyond the rows a queue shows at first. The board syncs the first five and ours,
     counts all eight, and every row once the queue is expanded."""
-    queue = make_queue(kueue, cpu="1", memory="8Gi")
+    queue = queue_with_others_ahead(kueue, kube)
     custom = client.CustomObjectsApi(kube)
-    for i in range(7):
-        body = plain_workload(kueue.api_version, f"other-{i}", queue.local_queue, "1", 100)
-        custom.create_namespaced_custom_object(
-            KUEUE, kueue.api_version, namespace, "workloads", body
-        )
     await asyncio.to_thread(dw.submit, small_cluster("mine-late", workers=1))
 
     def owners(rows: list[dict[str, Any]]) -> list[str]:

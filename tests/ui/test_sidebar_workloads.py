@@ -12,9 +12,15 @@ import pytest
 from kubernetes import client
 from playwright.sync_api import Page, expect
 
-from tests.cluster.fixtures import KueueObjects, plain_workload
+from tests.cluster.fixtures import KueueObjects
 from tests.integration.clusters_support import KUEUE, make_queue, small_cluster
-from tests.integration.test_workloads import admitted, job, job_workload, waiting
+from tests.integration.test_workloads import (
+    admitted,
+    job,
+    job_workload,
+    queue_with_others_ahead,
+    waiting,
+)
 from tests.ui.lab import LabServer
 from tests.ui.test_sidebar import open_panel
 
@@ -88,15 +94,7 @@ def test_in_my_queues_shows_another_kinds_workload_ahead_of_ours(
 def test_a_long_queue_shows_its_first_workloads_and_ours_until_asked_for_all(
     page: Page, lab: LabServer, kueue: KueueObjects, kube, namespace: str
 ) -> None:
-    queue = make_queue(kueue, cpu="1", memory="8Gi")
-    custom = client.CustomObjectsApi(kube)
-    # Seven others of a higher priority (one admitted, six waiting), then ours: last in
-    # Kueue's order, beyond the rows a queue shows at first.
-    for i in range(7):
-        body = plain_workload(kueue.api_version, f"other-{i}", queue.local_queue, "1", 100)
-        custom.create_namespaced_custom_object(
-            KUEUE, kueue.api_version, namespace, "workloads", body
-        )
+    queue = queue_with_others_ahead(kueue, kube)  # seven others, then ours: last
     lab.api("POST", "clusters", small_cluster("ui-mine-late", workers=1))
     sidebar = open_panel(page, lab)
     group = sidebar.locator(f'.jp-dw-in-queues [data-queue="{queue.local_queue}"]')
