@@ -167,7 +167,7 @@ class ClusterService:
         named = request.get("name") is not None
         if not named:
             request["name"] = FIT_NAME
-        state = queue_state(self.session, naming=requested_queue(data))
+        state = queue_state(self.session, naming=requested_queue(data), default=True)
         queues = {lq.name: lq for lq in state.local_queues}
         choice = default_local_queue(state.local_queues, self.session.namespace)
         spec = self.validate_spec(
@@ -250,7 +250,7 @@ class ClusterService:
         self.session.wait_ready()
         namespace = self.session.namespace
         try:
-            state = queue_state(self.session, naming=requested_queue(data))
+            state = queue_state(self.session, naming=requested_queue(data), default=True)
         except KubeForbidden:
             # LocalQueues unreadable: the queue cannot be checked here, Kueue will judge it.
             known, default, priorities = None, None, None

@@ -98,7 +98,7 @@ class PodSetJobService(Generic[Spec]):
         if just made); all None when LocalQueues cannot be read and ``unreadable_ok`` (a
         create: Kueue judges the queue), else the 403."""
         try:
-            state = queue_state(self.session, naming=requested_queue(data))
+            state = queue_state(self.session, naming=requested_queue(data), default=True)
         except KubeForbidden:
             if not unreadable_ok:
                 raise
@@ -153,7 +153,7 @@ class PodSetJobService(Generic[Spec]):
         omitted = [f for f, value in (placeholders or {}).items() if request.get(f) is None]
         for field_name in omitted:
             request[field_name] = (placeholders or {})[field_name]
-        state = queue_state(self.session, naming=requested_queue(data))
+        state = queue_state(self.session, naming=requested_queue(data), default=True)
         choices = self.choices_in(state)
         job = self.parsed(parse, request, choices)
         queue, priority = job.queue, job.priority  # type: ignore[attr-defined]

@@ -25,12 +25,13 @@ from ..domain.kueue_model import (
     CohortQuota,
     KueueObjectError,
     LocalQueueInfo,
+    default_local_queue,
 )
 from ..domain.priorities import PriorityClass
 from ..domain.quota import QuotaTree
 from ..domain.scheduling import FlavorTraits
 from ..domain.validation import dns1123_subdomain_error
-from ..k8s.errors import InvalidRequest, KubeApiError, KubeForbidden
+from ..k8s.errors import InvalidRequest, KubeApiError, KubeError, KubeForbidden
 from ..k8s.resources import (
     CLUSTER_QUEUE,
     COHORT,
@@ -45,7 +46,11 @@ log = logging.getLogger(__name__)
 
 
 def queue_state(
-    session: KubeSession, timeout: float | None = None, *, naming: str | None = None
+    session: KubeSession,
+    timeout: float | None = None,
+    *,
+    naming: str | None = None,
+    default: bool = False,
 ) -> QueueState:
     """The parsed LocalQueues, ClusterQueues and Cohorts from ``session``'s caches (what the
     queue service builds its answers from, :mod:`jupyter_dw.core.queues`).
@@ -58,10 +63,16 @@ def queue_state(
 
     ``naming``: a LocalQueue a request names. When the cache does not hold it, one ``get``
     asks whether it exists (made a moment ago, its watch event still on the way: a queue made
-    and used at once must not be refused), and the cache is waited for.
+    and used at once must not be refused), and the cache is waited for. ``default``: the
+    request names none and takes the namespace's default; when the cache shows no default
+    LocalQueue, one ``list`` asks for LocalQueues the cache has yet to see, the same way.
     """
     state = _queue_state(session, timeout)
-    if naming is None or any(lq.name == naming for lq in state.local_queues):
+    if naming is None:
+        if default and default_local_queue(state.local_queues, session.namespace) is None:
+            return _with_unseen_queues(session, state, timeout)
+        return state
+    if any(lq.name == naming for lq in state.local_queues):
         return state
     if dns1123_subdomain_error(naming) is not None:
         return state  # no object can have this name: the caller's check says why
@@ -78,6 +89,29 @@ def queue_state(
         return state  # there is none: the caller's check says so
     session.catch_up(LOCAL_QUEUE.plural, naming, str(found["metadata"]["resourceVersion"]))
     return _queue_state(session, timeout)
+
+
+def _with_unseen_queues(
+    session: KubeSession, state: QueueState, timeout: float | None
+) -> QueueState:
+    """``state`` once the cache holds every LocalQueue one ``list`` of the API server shows
+    (a queue made a moment ago), or as it is when there is none or the list fails."""
+    resource = session.discovery.kueue(LOCAL_QUEUE)
+    if resource is None:
+        return state
+    try:
+        listed = session.api.get(resource.path(session.namespace))
+    except KubeError:
+        return state  # the list is a second chance, not a new way to fail
+    known = {lq.name for lq in state.local_queues}
+    unseen = [
+        item["metadata"]
+        for item in listed.get("items", [])
+        if item.get("metadata", {}).get("name") not in known
+    ]
+    for metadata in unseen:
+        session.catch_up(LOCAL_QUEUE.plural, metadata["name"], str(metadata["resourceVersion"]))
+    return _queue_state(session, timeout) if unseen else state
 
 
 def _queue_state(session: KubeSession, timeout: float | None) -> QueueState:

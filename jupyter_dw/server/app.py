@@ -18,6 +18,7 @@ from tornado.ioloop import IOLoop
 from ..core.settings import SECTION, DWSettings, environment_config
 from .core_loader import CoreLoader
 from .dashboard_proxy import DASHBOARD_SETTING, PROXY_PREFIX, DashboardProxy, dashboard_routes
+from .events import SOCKETS_SETTING, EventsHandler
 from .handlers import CORE_SETTING, EXECUTOR_SETTING, route_table
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ class JupyterDW(ExtensionApp, DWSettings):
         assert self.serverapp is not None  # jupyter_server sets it before initialize_settings
         self.core_loader = CoreLoader(self._make_core)
         self.executor = ThreadPoolExecutor(EXECUTOR_WORKERS, thread_name_prefix="jupyter-dw")
+        self.event_sockets: set[EventsHandler] = set()
         self.dashboard_proxy = (
             DashboardProxy(self.ray_dashboard_url, self.ray_dashboard_port)
             if self.ray_dashboard_proxy
@@ -51,6 +53,7 @@ class JupyterDW(ExtensionApp, DWSettings):
                 CORE_SETTING: self.core_loader,
                 EXECUTOR_SETTING: self.executor,
                 DASHBOARD_SETTING: self.dashboard_proxy,
+                SOCKETS_SETTING: self.event_sockets,
             }
         )
         IOLoop.current().add_callback(self.core_loader.start)
@@ -79,7 +82,10 @@ class JupyterDW(ExtensionApp, DWSettings):
         self.handlers.extend(dashboard_routes(self.dashboard_proxy))
 
     async def stop_extension(self) -> None:
-        """Stop the watches and the worker threads on server shutdown."""
+        """Close the events sockets, then stop the watches and the worker threads on server
+        shutdown."""
+        for socket in list(self.event_sockets):
+            socket.going_away()
         # Joining the watch threads blocks briefly: keep it off the IO loop too.
         await asyncio.get_running_loop().run_in_executor(None, self.core_loader.stop)
         self.executor.shutdown(wait=False, cancel_futures=True)

@@ -90,6 +90,9 @@ Object = dict[str, Any]
 
 
 SLOW_READER_CODE = 1013
+GOING_AWAY = 1001
+SOCKETS_SETTING = "jupyter_dw_event_sockets"
+"""The open events sockets (a set), closed with :data:`GOING_AWAY` when the server stops."""
 """The close code of a socket whose browser fell too far behind (RFC 6455: Try Again Later)."""
 
 HANDSHAKE_HINT = "Open dw/api/events as a WebSocket (new WebSocket(url) in a browser)."
@@ -155,6 +158,7 @@ class EventsHandler(
         self.backlog = ChangeBacklog(self.backlog_limit)
         self._wake = asyncio.Event()
         self._closed = False
+        self._stopped = False
         self._given_up = False
         core = self.core
         self._feed = core.change_feed()
@@ -162,6 +166,7 @@ class EventsHandler(
         self._remove_listener = self._feed.listen(self._on_change)
         self._pump = asyncio.ensure_future(self._run())
         self._jobs = JobWatches(core, self.run_blocking, self._send_while_open)
+        self.settings[SOCKETS_SETTING].add(self)
 
     def on_message(self, message: str | bytes) -> None:
         """``watch_jobs`` (see :mod:`.job_stream`); anything else is ignored."""
@@ -174,7 +179,22 @@ class EventsHandler(
 
     def on_close(self) -> None:
         """Stop listening and stop the sending tasks."""
+        self._stop()
+        self.settings[SOCKETS_SETTING].discard(self)
+
+    def going_away(self) -> None:
+        """The server stops: stop sending and close with 1001 ("going away"), so the page
+        reconnects to the next server. Called before the extension's threads stop: the
+        sending task would otherwise hand its next change to a stopped thread pool and
+        report that as a failure."""
+        self._stop()
+        self.close(GOING_AWAY, "the Jupyter server is stopping")
+
+    def _stop(self) -> None:
         self._closed = True
+        if self._stopped:
+            return
+        self._stopped = True
         self._remove_listener()
         self._pump.cancel()
         self._jobs.stop()

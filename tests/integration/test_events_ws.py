@@ -300,3 +300,23 @@ async def test_socket_is_authorized_by_jupyter_server(jp_ws_fetch):
     with pytest.raises(HTTPClientError) as refused:
         await jp_ws_fetch("dw", "api", "events")
     assert refused.value.code == 403
+
+
+async def test_a_stopping_server_closes_each_socket_going_away(
+    kueue, jp_serverapp, jp_ws_fetch, caplog
+):
+    """The extension stops (as the server does, before its threads go): every events socket
+    closes with 1001, so the page reconnects to the next server, and none reports a failure."""
+    make_queue(kueue)
+    events, _ = await open_events(jp_ws_fetch)
+    (app,) = jp_serverapp.extension_manager.extension_apps["jupyter_dw"]
+    await app.stop_extension()
+
+    async def closed() -> None:
+        while await events.ws.read_message() is not None:
+            pass  # messages already on their way before the stop
+
+    await asyncio.wait_for(closed(), WAIT_TIMEOUT)
+    assert events.ws.close_code == 1001
+    assert events.ws.close_reason == "the Jupyter server is stopping"
+    assert not [r for r in caplog.records if "events socket failed" in r.getMessage()]

@@ -70,8 +70,12 @@ def test_sidebar_trainjob_cards_follow_their_states(
         "queue team · runtime torch-distributed · by you"
     )
     expect(first.locator("[data-trainjob-nodes]")).to_contain_text("2 nodes")
-    expect(first).to_have_attribute("data-state", "running", timeout=RUN_TIMEOUT)
-    expect(first.locator("[data-trainjob-nodes]")).to_contain_text("jobs ready 1")
+    # Holding the queue's quota: the second is made now, while the first still has its whole
+    # run ahead (its pods complete 20 s after they start). Made once the first ran, the
+    # second could find the quota free again on a slow machine and never wait.
+    expect(first).to_have_attribute(
+        "data-state", re.compile("admitted|starting|running"), timeout=ADMIT_TIMEOUT
+    )
 
     # -- the second waits: Kueue's reason and its position on its card -----------------------
     lab.api("POST", "trainjobs", request("tj-b"))
@@ -93,7 +97,10 @@ def test_sidebar_trainjob_cards_follow_their_states(
     expect(mine).to_have_attribute("data-mine", "true")
     sidebar.screenshot(path=str(artifacts / "trainjob-waiting.png"))
 
-    # -- the first succeeds; its quota goes to the second ------------------------------------
+    # -- the first runs and succeeds; its quota goes to the second ---------------------------
+    page.wait_for_function(
+        "() => (window.__dwStates['tj-a'] || []).includes('running')", timeout=RUN_TIMEOUT
+    )
     expect(first).to_have_attribute("data-state", "succeeded", timeout=RUN_TIMEOUT)
     expect(second).to_have_attribute(
         "data-state", re.compile("admitted|starting|running"), timeout=ADMIT_TIMEOUT

@@ -247,8 +247,8 @@ async def test_apiserver_restart_shows_reconnecting_then_recovers_by_itself(
     kube, kueue, namespace, kernel, jp_fetch, jp_ws_fetch, faults: DisposableCluster
 ):
     make_queue(kueue)
-    code, _ = await call(jp_fetch, "POST", "clusters", body=small_cluster("steady", workers=1))
-    assert code == 201
+    code, body = await call(jp_fetch, "POST", "clusters", body=small_cluster("steady", workers=1))
+    assert code == 201, body
     create_suspended_raycluster(kube, namespace, "doomed")
     events, _ = await open_events(jp_ws_fetch)
     await events.cluster_state("steady", state_is("ready"), "ready")
