@@ -11,7 +11,7 @@ IO loop, which hands the changes, in the order their objects changed, to its
 extension's thread pool, awaited one at a time so the order holds. Awaiting each write makes
 a slow browser slow its own socket down; when more than ``DEFAULT_LIMIT`` objects wait, the
 server closes the socket (code 1013, "Try Again Later", with the reason) and the page opens a
-new one, which starts with a snapshot.
+new one, which starts with a snapshot. A stopping server closes each socket with 1001.
 
 Messages are JSON text frames from the server. The browser sends only ``watch_jobs`` (the
 Ray jobs and the one job log it shows, see :mod:`.job_stream`); anything else it sends is
