@@ -167,7 +167,7 @@ class ClusterService:
         named = request.get("name") is not None
         if not named:
             request["name"] = FIT_NAME
-        state = queue_state(self.session, naming=requested_queue(data), default=True)
+        state = queue_state(self.session, naming=requested_queue(data))
         queues = {lq.name: lq for lq in state.local_queues}
         choice = default_local_queue(state.local_queues, self.session.namespace)
         spec = self.validate_spec(

@@ -153,7 +153,7 @@ class PodSetJobService(Generic[Spec]):
         omitted = [f for f, value in (placeholders or {}).items() if request.get(f) is None]
         for field_name in omitted:
             request[field_name] = (placeholders or {})[field_name]
-        state = queue_state(self.session, naming=requested_queue(data), default=True)
+        state = queue_state(self.session, naming=requested_queue(data))
         choices = self.choices_in(state)
         job = self.parsed(parse, request, choices)
         queue, priority = job.queue, job.priority  # type: ignore[attr-defined]

@@ -63,9 +63,10 @@ def queue_state(
 
     ``naming``: a LocalQueue a request names. When the cache does not hold it, one ``get``
     asks whether it exists (made a moment ago, its watch event still on the way: a queue made
-    and used at once must not be refused), and the cache is waited for. ``default``: the
-    request names none and takes the namespace's default; when the cache shows no default
-    LocalQueue, one ``list`` asks for LocalQueues the cache has yet to see, the same way.
+    and used at once must not be refused), and the cache is waited for. ``default``: a create
+    that names none and takes the namespace's default; when the cache shows no default
+    LocalQueue, one ``list`` asks for LocalQueues the cache has yet to see, the same way (not
+    for a fit, which a form asks for as the user types).
     """
     state = _queue_state(session, timeout)
     if naming is None:
