@@ -12,6 +12,7 @@ blocks (the server runs them on its thread pool, a kernel on a worker thread).
 from __future__ import annotations
 
 import builtins
+import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -27,7 +28,7 @@ from ..domain.workloads import (
     sorted_workloads,
     workload_info,
 )
-from ..k8s.errors import InvalidRequest
+from ..k8s.errors import InvalidRequest, KubeError
 from ..k8s.resources import RAY_CLUSTER, RAY_JOB, TRAIN_JOB, Resource
 from ..k8s.session import KubeSession
 from .cluster_objects import workloads_of_job
@@ -36,6 +37,7 @@ from .positions import PositionBoard
 from .record_memo import RecordMemo
 
 Object = dict[str, Any]
+log = logging.getLogger(__name__)
 
 OUR_KINDS: dict[tuple[str, str], Resource] = {
     (r.kind, r.group): r for r in (RAY_CLUSTER, RAY_JOB, TRAIN_JOB)
@@ -145,7 +147,10 @@ class WorkloadService:
         kernel opens watches lazily), so that :meth:`made_by_me` can answer."""
         deadline = time.monotonic() + (self.session.request_timeout if timeout is None else timeout)
         for resource in OUR_KINDS.values():
-            self.session.synced_cache(resource, deadline)
+            try:
+                self.session.synced_cache(resource, deadline)
+            except KubeError as err:  # not known as ours then; the Workloads still show
+                log.info("jupyter_dw: %s not followed: %s", resource.plural, err)
 
     def made_by_me(self, info: WorkloadInfo) -> bool:
         """Whether ``info``'s job is a RayCluster, RayJob or TrainJob this identity created
