@@ -468,7 +468,25 @@ class ChangeFeed:
                 continue
             self._workloads.put(info)
             moved.append(WorkloadChanged("MODIFIED", name, info.queue, cause, info))
+            moved.extend(self._owning_job_moved(info, cause))
         return moved
+
+    def _owning_job_moved(self, info: WorkloadInfo, cause: Cause) -> list[Message]:
+        """The record of the RayJob or TrainJob whose Workload ``info`` moved: its card shows
+        the Workload's position. Without it, a job whose position came only after its own last
+        change (the board's answer landing after Kueue's condition write) never showed one."""
+        owner = info.owner
+        for kind in self.jobs:
+            if owner is None or (owner.kind, owner.api_group) != (
+                kind.resource.kind,
+                kind.resource.group,
+            ):
+                continue
+            job = kind.describe_many([owner.name]).get(owner.name)
+            if job is None:
+                return []
+            return [JobChanged(kind.message, "MODIFIED", owner.name, cause, job)]
+        return []
 
     def cluster_message(self, cluster: str, event: str, cause: Cause) -> ClusterChanged | None:
         """Cluster ``cluster`` as the caches hold it now (``cluster`` None once it is gone);

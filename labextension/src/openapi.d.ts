@@ -1116,7 +1116,7 @@ export interface components {
       positions_visible: boolean;
       trainjobs: components['schemas']['TrainJob'][];
     };
-    /** @description A RayJob changed, or its Workload did. `rayjob` is the record `GET rayjobs` lists; null, with `event` `DELETED`, once it is gone. */
+    /** @description A RayJob changed, or its Workload did, or a change of a Workload of its queue or of a queue moved its Workload's position (`cause`). `rayjob` is the record `GET rayjobs` lists; null, with `event` `DELETED`, once it is gone. */
     KubeRayJobMessage: {
       /**
        * @description discriminator enum property added by openapi-typescript
@@ -1127,13 +1127,20 @@ export interface components {
       name: string;
       cause: {
         /** @enum {unknown} */
-        kind: 'RayJob' | 'Workload';
+        kind:
+          | 'RayJob'
+          | 'Workload'
+          | 'LocalQueue'
+          | 'ClusterQueue'
+          | 'Cohort'
+          | 'ResourceFlavor'
+          | 'WorkloadPriorityClass';
         name: string;
         event: components['schemas']['ChangeEvent'];
       };
       rayjob: null | components['schemas']['KubeRayJob'];
     };
-    /** @description A TrainJob changed, or its Workload did. `trainjob` is the record `GET trainjobs` lists; null, with `event` `DELETED`, once it is gone. */
+    /** @description A TrainJob changed, or its Workload did, or a change of a Workload of its queue or of a queue moved its Workload's position (`cause`). `trainjob` is the record `GET trainjobs` lists; null, with `event` `DELETED`, once it is gone. */
     TrainJobMessage: {
       /**
        * @description discriminator enum property added by openapi-typescript
@@ -1144,7 +1151,14 @@ export interface components {
       name: string;
       cause: {
         /** @enum {unknown} */
-        kind: 'TrainJob' | 'Workload';
+        kind:
+          | 'TrainJob'
+          | 'Workload'
+          | 'LocalQueue'
+          | 'ClusterQueue'
+          | 'Cohort'
+          | 'ResourceFlavor'
+          | 'WorkloadPriorityClass';
         name: string;
         event: components['schemas']['ChangeEvent'];
       };

@@ -102,6 +102,7 @@ class Seen:
     def __init__(self, events: Events, snapshot: dict[str, Any]) -> None:
         self.events = events
         self.snapshot = snapshot["workloads"]
+        self.snapshot_jobs = snapshot
 
     def records(self) -> dict[str, dict[str, Any]]:
         records = {w["name"]: w for w in self.snapshot}
@@ -120,6 +121,29 @@ class Seen:
             for m in self.events.seen
             if m["type"] == "workload" and m["name"] == name and m["workload"]
         }
+
+    def job_positions(self) -> dict[str, int | None]:
+        """Each RayJob's and TrainJob's position in its LocalQueue, as its own record (its
+        card) last showed it on the socket (the snapshot's, then each message's)."""
+        found = {
+            j["name"]: j.get("position_in_local_queue")
+            for kind in ("rayjobs", "trainjobs")
+            for j in self.snapshot_jobs.get(kind) or ()
+        }
+        for message in self.events.seen:
+            if message["type"] in ("rayjob", "trainjob"):
+                job = message[message["type"]]
+                found[message["name"]] = job.get("position_in_local_queue") if job else None
+        return found
+
+    async def jobs_until(self, want: dict[str, int | None]) -> None:
+        """Until the jobs' own records show the positions ``want``."""
+
+        def shown() -> bool:
+            return {n: self.job_positions().get(n) for n in want} == want
+
+        if not shown():
+            await self.events.until(lambda _: shown(), f"the job records show {want}")
 
     async def until(self, names: dict[str, str], want: dict[str, tuple[str, int | None]]) -> None:
         """Until the socket has shown ``want`` (see :func:`positions`)."""
@@ -229,6 +253,9 @@ async def _kinds_in_one_queue(kube, kueue, namespace, jp_fetch, jp_ws_fetch) -> 
     assert route is not None and (await call(jp_fetch, "DELETE", route, first))[0] == 200
     moved = {"batch": ("admitted", None), **{n: ("queued", i) for i, n in enumerate(order)}}
     await seen.until(owners, moved)
+    # The waiting jobs' own records (their cards) move with their Workloads: nothing of the
+    # RayJob or the TrainJob itself changed, only the queue ahead of it.
+    await seen.jobs_until({n: moved[n][1] for n in order if KINDS[n][0] in ("RayJob", "TrainJob")})
     await until(
         board,
         "workloads",
