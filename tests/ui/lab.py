@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -121,6 +122,14 @@ class LabServer:
         if not self._ready.wait(START_TIMEOUT) or self.process.poll() is not None:
             self.stop()
             raise RuntimeError(f"jupyter lab did not start; see {self.log_path}")
+        # jupyter_server logs its URL before it binds the port (the bind is a callback of its
+        # IO loop): a client that connected on the log line alone was refused now and then.
+        deadline = time.monotonic() + START_TIMEOUT
+        while not _accepts_connections(self.port):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"jupyter lab did not listen; see {self.log_path}")
+            time.sleep(0.02)  # polling the condition: the port accepting connections
 
     def _copy_log(self) -> None:
         assert self.process is not None and self.process.stdout is not None
@@ -233,3 +242,10 @@ def workbench_lab(
     server.start()
     yield server
     server.stop()
+
+
+def _accepts_connections(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:``port`` now."""
+    with socket.socket() as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
