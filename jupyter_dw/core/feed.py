@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 from ..domain.cluster_state import ClusterSnapshot, transition
 from ..domain.freshness import FRESH, Freshness, WatchHealth
 from ..domain.rayjob_state import owning_rayjob
-from ..domain.workloads import WorkloadInfo, owner_of
+from ..domain.workloads import Owner, WorkloadInfo, owner_of
 from ..k8s.errors import KubeError
 from ..k8s.resources import (
     CLUSTER_QUEUE,
@@ -394,10 +394,7 @@ class ChangeFeed:
                 job, event, cause = name, event_type, Cause(kind.resource.kind, name, event_type)
             elif plural == WORKLOAD.plural:
                 owner = owner_of(obj)
-                if owner is None or (owner.kind, owner.api_group) != (
-                    kind.resource.kind,
-                    kind.resource.group,
-                ):
+                if owner is None or self._job_kind_of(owner) is not kind:
                     continue
                 job, event, cause = owner.name, "MODIFIED", Cause(WORKLOAD.kind, name, event_type)
             else:
@@ -476,17 +473,18 @@ class ChangeFeed:
         the Workload's position. Without it, a job whose position came only after its own last
         change (the board's answer landing after Kueue's condition write) never showed one."""
         owner = info.owner
+        kind = self._job_kind_of(owner) if owner is not None else None
+        if owner is None or kind is None:
+            return []
+        job = kind.describe_many([owner.name]).get(owner.name)
+        return [] if job is None else [JobChanged(kind.message, "MODIFIED", owner.name, cause, job)]
+
+    def _job_kind_of(self, owner: Owner) -> Any:
+        """The pod-set job kind (of :attr:`jobs`) that ``owner`` is, or None."""
         for kind in self.jobs:
-            if owner is None or (owner.kind, owner.api_group) != (
-                kind.resource.kind,
-                kind.resource.group,
-            ):
-                continue
-            job = kind.describe_many([owner.name]).get(owner.name)
-            if job is None:
-                return []
-            return [JobChanged(kind.message, "MODIFIED", owner.name, cause, job)]
-        return []
+            if (owner.kind, owner.api_group) == (kind.resource.kind, kind.resource.group):
+                return kind
+        return None
 
     def cluster_message(self, cluster: str, event: str, cause: Cause) -> ClusterChanged | None:
         """Cluster ``cluster`` as the caches hold it now (``cluster`` None once it is gone);
