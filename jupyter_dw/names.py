@@ -98,8 +98,9 @@ IDEMPOTENCY_KEY_ANNOTATION = "jupyter-dw/idempotency-key"
 """The idempotency key of the create request that made a RayCluster: a retried create with the
 same key answers with this cluster instead of making a second one or failing with 409."""
 AUTOSCALING_MIN_ANNOTATION = "jupyter-dw/autoscaling-min-workers"
-"""While a person has pinned an elastic cluster's size (``minReplicas`` = ``replicas`` = N):
-the ``minReplicas`` of its own range, given back when the pin is released."""
+"""While a person has pinned an elastic cluster's size (``minReplicas`` raised to N, and
+``replicas`` set to N, which the autoscaler may raise later): the ``minReplicas`` of its own
+range, given back when the pin is released."""
 REQUEST_DIGEST_ANNOTATION = "jupyter-dw/request-digest"
 """SHA-256 of the create request an idempotency key was first sent with."""
 

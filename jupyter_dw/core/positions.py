@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..domain.pending_ties import keep_tie_order
 from ..domain.workloads import queue_order
 from ..k8s.errors import KubeUnreachable
 from ..k8s.listeners import Listeners
@@ -270,6 +271,8 @@ class PositionBoard:
         changed = False
         with self._lock:
             held = self._held.get(queue)
+            # Kueue 0.14 swaps ties on every answer: keep the order of the list held.
+            items = keep_tie_order(held.items if held is not None else (), items)
             if held is None or held.tick <= start:
                 changed = held is None or _order(held.items) != _order(items)
                 version = (held.version if held is not None else 0) + changed

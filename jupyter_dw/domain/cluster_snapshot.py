@@ -93,8 +93,9 @@ class ClusterSnapshot:
     """An elastic job (annotation ``kueue.x-k8s.io/elastic-job: "true"`` and the Ray
     autoscaler on): Kueue admits its changes of size as Workload slices."""
     pinned_workers: int | None = None
-    """A person pinned the size at this many workers (``minReplicas`` = ``replicas``); None
-    while the Ray autoscaler owns it."""
+    """A person pinned the size at this many workers (``minReplicas`` raised to N, the
+    cluster's own minimum kept in an annotation); the Ray autoscaler may still grow it past N.
+    None while the Ray autoscaler owns the whole range."""
     scale: ScaleChange | None = None
     """A change of size in flight (elastic clusters only)."""
 

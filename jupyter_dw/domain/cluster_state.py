@@ -396,9 +396,12 @@ def _size(raycluster: Mapping[str, Any]) -> _Size:
         and spec.get("enableInTreeAutoscaling") is True
     )
     own_min = _int(annotations.get(AUTOSCALING_MIN_ANNOTATION))
-    if elastic and own_min is not None and low == replicas:
-        # Pinned: minReplicas was raised to the pin; the user's own minimum is the annotation.
-        return _Size(elastic, replicas, own_min, high, replicas)
+    if elastic and own_min is not None:
+        # Pinned: minReplicas was raised to the pin and the cluster's own minimum kept in the
+        # annotation. The autoscaler may grow past the pin (replicas > minReplicas): the pin
+        # is still minReplicas and the range still the annotation's, or a later scale down
+        # would be judged against the pin as if it were the cluster's own range.
+        return _Size(elastic, replicas, own_min, high, low)
     return _Size(elastic, replicas, low, high, None)
 
 

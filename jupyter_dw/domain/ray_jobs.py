@@ -10,6 +10,7 @@ Field names and states are Ray's (``ray/dashboard/modules/job/pydantic_models.py
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,14 @@ def job_id_error(job_id: Any) -> str | None:
             "(a Ray submission id such as raysubmit_AbC123)"
         )
     return None
+
+
+def readable_command(entrypoint: str) -> str:
+    """``entrypoint`` with the shell's quoting taken off (see :attr:`RayJob.command`)."""
+    try:
+        return " ".join(shlex.split(entrypoint))
+    except ValueError:  # unbalanced quotes: show it as Ray has it
+        return entrypoint
 
 
 def _text(value: Any) -> str | None:
@@ -85,6 +94,13 @@ class RayJob:
         )
 
     @property
+    def command(self) -> str:
+        """The entrypoint as a person wrote it, for display: the shell's quoting taken off
+        (``python -c 'print("it'"'"'s")'`` reads ``python -c print("it's")``), the words
+        joined by spaces; the entrypoint as it is when it is not a shell command's words."""
+        return readable_command(self.entrypoint)
+
+    @property
     def terminal(self) -> bool:
         """Whether the job has ended (it will not change any more)."""
         return self.status in TERMINAL_STATES
@@ -101,6 +117,7 @@ class RayJob:
         return {
             "submission_id": self.submission_id,
             "entrypoint": self.entrypoint,
+            "command": self.command,
             "status": self.status,
             "message": self.message,
             "error_type": self.error_type,

@@ -128,6 +128,19 @@ def _time(text: str | None) -> datetime | None:
         return None
 
 
+def clock_html(at: datetime) -> str:
+    """A time of day in HTML the kernel draws. The kernel cannot know the reader's locale or
+    time zone (the widgets and the sidebar, drawn by the browser, use them: ``clock.js``), so
+    it writes the kernel's own zone's 24-hour time and names the zone, never a bare time in
+    another zone than the reader's; the exact instant is in ``datetime`` and on hover."""
+    local = at.astimezone()
+    instant = at.isoformat().replace("+00:00", "Z")
+    return (
+        f'<time datetime="{escape(instant)}" title="{escape(instant)}">'
+        f"{local.strftime('%H:%M:%S')} {escape(local.tzname() or '')}</time>"
+    )
+
+
 def duration(seconds: float) -> str:
     """``42s``, ``3m 5s``, ``2h 10m``."""
     seconds = max(0, int(seconds))
@@ -145,7 +158,7 @@ def timeline_html(milestones: tuple[Milestone, ...] | list[Milestone]) -> str:
     for milestone in milestones:
         at = _time(milestone.time)
         step = f" (+{duration((at - previous).total_seconds())})" if at and previous else ""
-        clock = at.strftime("%H:%M:%S") if at else "—"
+        clock = clock_html(at) if at else "—"
         rows.append(
             f"<li>{escape(milestone.name)} <span style='opacity:.7'>{clock}{step}</span></li>"
         )

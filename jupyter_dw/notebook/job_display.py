@@ -19,7 +19,7 @@ def jobs_html(jobs: JobList) -> str:
     rows = "".join(
         "<tr>"
         f"<td><code>{html.escape(job.submission_id)}</code></td>"
-        f"<td><code>{html.escape(job.entrypoint[:120])}</code></td>"
+        f"<td><code>{html.escape(job.command[:120])}</code></td>"
         f"<td>{badge(job.status, color_of('job', job.status))}</td>"
         f"<td>{duration((job.duration_ms(now) or 0) / 1000) if job.start_time else ''}</td>"
         f"<td>{html.escape((job.message or '')[:200])}</td>"

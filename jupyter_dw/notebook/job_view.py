@@ -40,6 +40,8 @@ class JobView(anywidget.AnyWidget):
     cluster = Unicode().tag(sync=True)
     submission_id = Unicode().tag(sync=True)
     entrypoint = Unicode("").tag(sync=True)
+    command = Unicode("").tag(sync=True)
+    """The entrypoint as the user wrote it (the shell's quoting taken off): what is shown."""
     status = Unicode("PENDING").tag(sync=True)
     message = Unicode(None, allow_none=True).tag(sync=True)
     start_time = Int(None, allow_none=True).tag(sync=True)
@@ -104,6 +106,7 @@ class JobView(anywidget.AnyWidget):
     def _show(self, job: RayJob) -> None:
         with self.hold_sync():
             self.entrypoint = job.entrypoint
+            self.command = job.command
             self.status = job.status
             self.message = job.message
             self.start_time = job.start_time

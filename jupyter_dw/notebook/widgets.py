@@ -33,7 +33,7 @@ STATIC = Path(__file__).parent / "static"
 def esm(*files: str) -> str:
     """A widget's ESM: the shared ``dom.js`` helpers and ``tones.js`` colours (one table with
     the sidebar and the notebook's HTML), then ``files``, joined into one module."""
-    return "\n".join((STATIC / f).read_text() for f in ("dom.js", "tones.js", *files))
+    return "\n".join((STATIC / f).read_text() for f in ("dom.js", "tones.js", "clock.js", *files))
 
 
 def optional_dict() -> TraitType[dict[str, Any] | None, dict[str, Any] | None]:

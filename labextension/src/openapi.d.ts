@@ -631,7 +631,7 @@ export interface components {
       max_workers: number;
       /** @description An elastic job (`kueue.x-k8s.io/elastic-job: "true"`, Ray autoscaler on): its size may change after admission, each scale-up a new Workload slice. */
       elastic: boolean;
-      /** @description A person pinned the size at this many workers (`replicas` = `minReplicas` = N); null while the Ray autoscaler owns the size within `[min_workers, max_workers]`. */
+      /** @description A person pinned the size at this many workers (`minReplicas` raised to N, `replicas` set to N; the Ray autoscaler may still grow it up to `max_workers`); null while the Ray autoscaler owns the size within `[min_workers, max_workers]`. */
       pinned_workers: number | null;
       /** @description A change of size in flight, null when none. */
       scale: null | components['schemas']['ScaleChange'];
@@ -1167,7 +1167,10 @@ export interface components {
     /** @description A Ray job as Ray's Jobs API has it (`JobDetails`, Ray 2.60), without its `runtime_env`. Times are milliseconds since the epoch. */
     RayJob: {
       submission_id: string;
+      /** @description The shell command Ray runs, as submitted. */
       entrypoint: string;
+      /** @description The entrypoint as a person wrote it, for display: the shell's quoting taken off (`python -c 'print("it'"'"'s")'` reads `python -c print("it's")`). */
+      command: string;
       /** @enum {unknown} */
       status: 'PENDING' | 'RUNNING' | 'STOPPED' | 'SUCCEEDED' | 'FAILED';
       /** @description Ray's words, e.g. why it FAILED (with the last log lines Ray quotes). */

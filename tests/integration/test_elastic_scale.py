@@ -389,3 +389,93 @@ async def test_a_widget_shows_a_waiting_scale_up_and_its_stepper_scales(
     widget.scale_to(9)
     assert "workers" in widget.scale_result["error"]["errors"]
     widget.close()
+
+
+async def test_a_pinned_cluster_the_autoscaler_grew_scales_down_to_its_own_range(
+    kube, kueue, namespace, identity, jp_fetch, jp_ws_fetch, kueue_api_version
+):
+    """Pinned at 5, then the autoscaler asks for 7 (it waits for quota): a scale to 2 is
+    within the cluster's own range (1 to 8), replaces the pending slice and leaves 2 workers.
+    The same after a release: the release gives minReplicas back (it was a no-op before)."""
+    sidecar = Decimal("0.5") if counts_sidecar(kueue_api_version) else Decimal(0)
+    # The cluster at 6 workers fits (head 1 + sidecar + 6); 7 waits.
+    queue = make_queue(kueue, cpu=str(1 + sidecar + 6), memory="64Gi")
+    events, _ = await open_events(jp_ws_fetch)
+    code, created = await call(jp_fetch, "POST", "clusters", body=elastic("pin", 2))
+    assert code == 201, created
+    await events.cluster_state("pin", state_is("ready"), "ready at 2 workers")
+
+    async def pin_five_then_autoscaler_asks_seven() -> None:
+        code, pinned = await call(jp_fetch, "POST", "clusters", "pin", "scale", body={"workers": 5})
+        assert code == 200 and pinned["cluster"]["pinned_workers"] == 5, pinned
+        await events.cluster_state(
+            "pin",
+            lambda s: s is not None and s["workers_ready"] == 5 and s["scale"] is None,
+            "5 workers ready",
+        )
+        set_replicas(kube, namespace, "pin", 7)  # the Ray autoscaler asks for more
+        waiting = await events.cluster_state(
+            "pin",
+            lambda s: s is not None and (s.get("scale") or {}).get("reason") is not None,
+            "the autoscaler's 7 wait for quota",
+        )
+        assert (waiting["scale"]["from"], waiting["scale"]["to"]) == (5, 7), waiting
+        assert waiting["scale"]["requested_by"] == "autoscaler"
+        # The cluster's own range is still the one it was made with; the pin is still 5.
+        assert (waiting["min_workers"], waiting["max_workers"]) == (1, 8), waiting
+        assert waiting["pinned_workers"] == 5
+
+    async def scale_to_two() -> None:
+        code, down = await call(jp_fetch, "POST", "clusters", "pin", "scale", body={"workers": 2})
+        assert code == 200 and down["changed"] and down["fit"] is None, down
+        assert down["cluster"]["pinned_workers"] == 2 and down["cluster"]["min_workers"] == 1
+        shrunk = await events.cluster_state(
+            "pin",
+            lambda s: s is not None and s["workers_admitted"] == 2 and s["scale"] is None,
+            "scaled down to 2, the pending slice gone",
+        )
+        assert shrunk["workers_desired"] == 2 and shrunk["state"] == "ready", shrunk
+        # Kueue's own view: one slice holds quota, for 2 workers; none waits.
+        live = [
+            w
+            for w in kueue_workloads(kube, kueue, uid_of(kube, namespace, "pin"))
+            if condition(w, "Finished") is None
+        ]
+        assert [reserved(w) for w in live] == ["True"], live
+        assert worker_count(live[0]) == 2
+        assert len(worker_pods(kube, namespace, "pin")) == 2
+        await headroom_becomes(events, jp_fetch, queue, Decimal(6 - 2))
+
+    # Straight from the pin the autoscaler grew past.
+    await pin_five_then_autoscaler_asks_seven()
+    await scale_to_two()
+    # A release first, then the scale.
+    await pin_five_then_autoscaler_asks_seven()
+    code, released = await call(
+        jp_fetch, "POST", "clusters", "pin", "scale", body={"workers": None}
+    )
+    assert code == 200 and released["changed"], released
+    assert released["cluster"]["pinned_workers"] is None
+    assert released["cluster"]["min_workers"] == 1
+    group = client.CustomObjectsApi(kube).get_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters", "pin"
+    )["spec"]["workerGroupSpecs"][0]
+    assert (group["minReplicas"], group["replicas"]) == (1, 7)
+    await scale_to_two()
+    events.close()
+
+
+def kueue_workloads(kube: client.ApiClient, kueue, uid: str) -> list[dict]:
+    """The cluster's Workloads (every slice) as Kueue stores them now."""
+    return client.CustomObjectsApi(kube).list_namespaced_custom_object(
+        KUEUE,
+        kueue.api_version,
+        kueue.namespace,
+        "workloads",
+        label_selector=f"{KUEUE}/job-uid={uid}",
+    )["items"]
+
+
+def worker_count(workload: dict) -> int:
+    """The worker pod set's count of a RayCluster's Workload (every set but the head's)."""
+    return sum(p["count"] for p in workload["spec"]["podSets"] if p["name"] != "head")

@@ -182,6 +182,7 @@ async def test_the_magics_submit_show_and_list(ray_cluster, tmp_path):
     view = run(f"job {CLUSTER} -- python -c 'print(6 * 7)'", printed.append)
     assert isinstance(view, dw.JobView) and printed == []
     assert view.entrypoint == "python -c 'print(6 * 7)'"
+    assert view.command == "python -c print(6 * 7)"  # shown as the user wrote it
     await until(view, "status", lambda s: s == "SUCCEEDED", "the magic's job")
     assert "42" in view.log
     listing = run(f"jobs {CLUSTER}", printed.append)

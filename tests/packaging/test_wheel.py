@@ -91,6 +91,7 @@ def test_wheel_installs_both_extensions_without_node(tmp_path: Path) -> None:
         "queues.js",
         "workers_bar.js",
         "job_view.js",
+        "clock.js",
     }
 
     # The doctor runs from the wheel (console script and python -m), with no cluster in reach.

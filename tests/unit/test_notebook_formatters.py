@@ -98,3 +98,22 @@ def test_each_registered_type_and_its_drawing_function_exist(formatter):
     assert not hasattr(shown, "_repr_html_")  # the core knows no HTML
     module = importlib.import_module(formatter.display_module, "jupyter_dw.notebook")
     assert callable(getattr(module, formatter.function))
+
+
+def test_the_kernel_s_timeline_names_its_time_zone(monkeypatch):
+    """A bare clock time in the kernel's zone read as the reader's would be wrong by hours:
+    the kernel's HTML names its zone and carries the instant."""
+    import time
+
+    from jupyter_dw.domain.milestones import Milestone
+    from jupyter_dw.notebook.display import timeline_html
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        html = timeline_html([Milestone("Submitted", "2026-11-26T22:14:47Z")])
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert '<time datetime="2026-11-26T22:14:47Z"' in html
+    assert ">17:14:47 EST</time>" in html

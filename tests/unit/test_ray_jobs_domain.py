@@ -116,3 +116,22 @@ def test_the_head_is_found_from_a_template_or_what_kuberay_reports():
     bad_port = {**raycluster, "status": {**raycluster["status"], "endpoints": {"dashboard": "x"}}}
     with pytest.raises(NoAddress, match="dashboard port"):
         dashboard_address("", 8265, "demo", "ns", bad_port)
+
+
+def test_a_job_s_command_reads_as_the_user_wrote_it():
+    import shlex
+
+    program = 'import ray\nray.init()  # the job\'s driver joins\nprint("done")\n'
+    job = RayJob.from_ray(
+        {
+            "submission_id": "s",
+            "entrypoint": f"python -c {shlex.quote(program)}",
+            "status": "RUNNING",
+        }
+    )
+    assert "'\"'\"'" in job.entrypoint  # what the shell needs, what Ray has
+    assert job.command == f"python -c {program}"
+    assert job.to_json()["command"] == job.command
+    # Not a shell command's words (unbalanced quote): shown as Ray has it.
+    odd = RayJob.from_ray({"submission_id": "t", "entrypoint": "echo 'oops", "status": "PENDING"})
+    assert odd.command == "echo 'oops"

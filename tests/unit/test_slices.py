@@ -278,3 +278,13 @@ def test_a_waiting_slice_asked_back_to_the_held_size_is_no_change():
     back = workload("grow-b", 4, reserved=False, at=T1, replaces="grow-a")
     status = cluster_status(ready(elastic_cluster(4), 4), slices=[FIRST, back], pods=[])
     assert status.scale is None and status.workers_admitted == 4
+
+
+def test_a_pin_the_autoscaler_grew_past_keeps_the_cluster_s_own_range():
+    """Pinned at 5, then the autoscaler asked for 7: the range is still the annotation's
+    (1 to 8), the pin still 5 — a later scale to 2 is within the cluster's range."""
+    grown = elastic_cluster(5, pinned_min=1)
+    grown["spec"]["workerGroupSpecs"][0]["replicas"] = 7
+    status = cluster_status(ready(grown, 5), slices=[FIRST], pods=[])
+    assert (status.min_workers, status.max_workers) == (1, 8)
+    assert status.pinned_workers == 5 and status.workers_desired == 7

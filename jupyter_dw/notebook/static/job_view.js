@@ -13,7 +13,7 @@ function duration(ms) {
 
 function render({ model, el: root }) {
   const badge = el("span", { class: "dw-job-status", style: "color:#fff;border-radius:3px;padding:1px 6px;font-weight:600" });
-  const title = el("code", { class: "dw-job-entrypoint" });
+  const title = el("code", { class: "dw-job-entrypoint", style: "white-space:pre-wrap" });
   const id = el("span", { class: "dw-job-id", style: "color:#718096" });
   const time = el("span", { class: "dw-job-duration", style: "color:#4a5568" });
   const stop = el("button", { class: "dw-job-stop", type: "button", onclick: () => model.send({ action: "stop" }) }, "Stop");
@@ -34,7 +34,9 @@ function render({ model, el: root }) {
     badge.textContent = status;
     badge.dataset.status = status;
     badge.style.background = colorOf("job", status);
-    title.textContent = model.get("entrypoint");
+    // As the user wrote it; the shell command Ray runs (with its quoting) on hover.
+    title.textContent = model.get("command") || model.get("entrypoint");
+    title.title = model.get("entrypoint");
     id.textContent = `${model.get("submission_id")} on ${model.get("cluster")}`;
     stop.style.display = TERMINAL.has(status) ? "none" : "";
     message.textContent = model.get("message") || "";
@@ -52,7 +54,7 @@ function render({ model, el: root }) {
   show();
   showLog();
   const timer = setInterval(showTime, 1000);
-  const traits = ["status", "message", "start_time", "end_time", "failure", "error", "entrypoint"];
+  const traits = ["status", "message", "start_time", "end_time", "failure", "error", "entrypoint", "command"];
   for (const trait of traits) model.on(`change:${trait}`, show);
   model.on("change:log", showLog);
   model.on("change:log_truncated", showLog);

@@ -97,7 +97,7 @@ function render({ model, el: root }) {
       banner.setAttribute("role", "status");
       banner.dataset.freshness = freshness.state;
       banner.style.cssText = "background:#fefcbf;color:#744210;border-radius:4px;padding:2px 6px";
-      const since = freshness.since ? ` since ${new Date(freshness.since).toLocaleTimeString()}` : "";
+      const since = freshness.since ? ` since ${clockTime(freshness.since)}` : "";
       banner.textContent = `${freshness.state === "reconnecting" ? "Reconnecting…" : "Stale"}${since}: ${freshness.reason || ""} — last known queues shown`;
       box.append(banner);
     }

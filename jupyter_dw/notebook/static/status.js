@@ -187,7 +187,7 @@ function render({ model, el: root }) {
     const freshness = model.get("freshness") || {};
     if (freshness.state && freshness.state !== "live") {
       // The state below is the last one known: say so, never show it as current.
-      const since = freshness.since ? ` since ${new Date(freshness.since).toLocaleTimeString()}` : "";
+      const since = freshness.since ? ` since ${clockTime(freshness.since)}` : "";
       box.append(el("div", { class: "jp-dw-freshness", role: "status", "data-freshness": freshness.state, style: "background:#fefcbf;color:#744210;border-radius:4px;padding:2px 6px" },
         `${freshness.state === "reconnecting" ? "Reconnecting…" : "Stale"}${since}: ${freshness.reason || ""} — last known state shown`));
     }
@@ -235,7 +235,7 @@ function render({ model, el: root }) {
     for (const milestone of model.get("milestones") || []) {
       const at = milestone.time ? new Date(milestone.time) : null;
       const step = at && previous ? ` (+${duration((at - previous) / 1000)})` : "";
-      list.append(el("li", {}, milestone.name, el("span", { style: "opacity:.7" }, ` ${at ? at.toLocaleTimeString() : "—"}${step}`)));
+      list.append(el("li", {}, milestone.name, el("span", { style: "opacity:.7" }, ` ${at ? clockTime(at) : "—"}${step}`)));
       if (at) previous = at;
     }
     box.append(list);

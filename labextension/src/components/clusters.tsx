@@ -2,6 +2,7 @@ import * as React from 'react';
 
 import type { Cluster } from '../api';
 import { DWModel, dashboardOffHint, formatDuration, quotaHeldFor, timeline } from '../model';
+import { clockTime } from '../../../jupyter_dw/notebook/static/clock.js';
 import { canScale } from '../../../jupyter_dw/notebook/static/workers_bar.js';
 import type { IScaler } from '../scale';
 import { CardHead, CardReason, DeleteButton, QueuePosition } from './card';
@@ -39,7 +40,7 @@ function Timeline(props: { cluster: Cluster }): JSX.Element | null {
           <span className="jp-dw-milestone-name">{step.name}</span>
           {step.time ? (
             <time className="jp-dw-muted" dateTime={step.time}>
-              {new Date(step.time).toLocaleTimeString()}
+              {clockTime(step.time)}
             </time>
           ) : null}
           {step.sincePrevious !== null ? (

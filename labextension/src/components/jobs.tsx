@@ -59,7 +59,9 @@ export function JobsView(props: { cluster: Cluster; model: DWModel }): JSX.Eleme
                 >
                   {job.status}
                 </span>{' '}
-                <code className="jp-dw-job-entrypoint">{job.entrypoint}</code>{' '}
+                <code className="jp-dw-job-entrypoint" title={job.entrypoint}>
+                  {job.command}
+                </code>{' '}
                 <span className="jp-dw-muted jp-dw-job-id">{job.submission_id}</span>
                 {ms !== null ? (
                   <span className="jp-dw-muted jp-dw-job-duration"> · {formatDuration(ms)}</span>

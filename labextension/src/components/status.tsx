@@ -1,5 +1,6 @@
 import * as React from 'react';
 
+import { clockTime } from '../../../jupyter_dw/notebook/static/clock.js';
 import { DWModel } from '../model';
 
 /** The version handshake's verdict when it is not "ok", with the fix. */
@@ -111,7 +112,7 @@ export function FreshnessBanner(props: { model: DWModel }): JSX.Element | null {
   if (health.kueue_controller.state !== 'live') {
     affected.push('Kueue');
   }
-  const since = freshness.since ? new Date(freshness.since).toLocaleTimeString() : null;
+  const since = freshness.since ? clockTime(freshness.since) : null;
   const title = freshness.state === 'reconnecting' ? 'Reconnecting to Kubernetes…' : 'Stale';
   return (
     <div
