@@ -27,6 +27,7 @@ from ..domain.ray_jobs import (
     job_list,
     plain_log,
 )
+from ..domain.usage import RayLoad, ray_load
 from ..k8s.errors import InvalidRequest
 from ..k8s.session import KubeSession
 from ..names import CLIENT_PORT
@@ -147,6 +148,12 @@ class RayJobService:
     def list(self, name: str) -> JobList:
         """The cluster's submitted jobs, newest first."""
         return job_list(name, self.client(name).list_jobs())
+
+    def load(self, name: str) -> RayLoad:
+        """What the cluster's Ray says of its own load: three cheap calls (cluster status,
+        jobs, live actors counted). Raises as :meth:`client` does, or :class:`RayError`."""
+        client = self.client(name)
+        return ray_load(client.cluster_status(), client.list_jobs(), client.alive_actors())
 
     def get(self, name: str, job_id: str) -> RayJob:
         """One job (``JobNotFound`` when the cluster has none of that id)."""

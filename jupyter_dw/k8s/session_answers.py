@@ -20,6 +20,7 @@ from typing import Any
 from . import ray
 from .cache_set import Kind
 from .errors import KubeForbidden, KubeNotFound
+from .metrics import MetricsRead, read_pod_metrics
 from .resources import (
     EVENT,
     PENDING_WORKLOADS_SUBRESOURCE,
@@ -159,6 +160,10 @@ class SessionAnswers(SessionState):
         version = self.discovery.visibility_version
         assert version is not None
         return ray.pending_workloads(self.api, version, self.namespace, local_queue)
+
+    def pod_metrics(self) -> MetricsRead:
+        """Every pod's use in the namespace from the metrics API (one call), or why not."""
+        return read_pod_metrics(self.api, self.namespace)
 
     def cluster_queue_pending_workloads(self, cluster_queue: str) -> list[Object] | None:
         """Every pending Workload of ``cluster_queue``, all namespaces (one visibility API

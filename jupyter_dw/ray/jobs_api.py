@@ -8,6 +8,7 @@ the standard library only, so it works in a kernel without Ray:
 - ``POST /api/jobs/{id}/stop`` → ``{"stopped"}``
 - ``GET``/``PUT /api/packages/gcs/{name}``: a ``working_dir`` uploaded as Ray's SDK does
 - ``GET /api/jobs/{id}/logs/tail``: a WebSocket, see :mod:`.log_tail`
+- ``GET /api/cluster_status`` (logical load) and ``GET /api/v0/actors`` (live actors, counted)
 
 Blocking: surfaces call it off their event loop. With token authentication every request
 carries ``Authorization: Bearer <token>`` (Ray answers 401 without it, 403 with a wrong one);
@@ -82,6 +83,22 @@ class RayJobsClient:
         path = f"/api/jobs/{quote(job_id, safe='')}/stop"
         answer = self._json("POST", path, {}, job_id=job_id)
         return bool(answer.get("stopped")) if isinstance(answer, dict) else False
+
+    def cluster_status(self) -> Any:
+        """The dashboard's ``GET /api/cluster_status``: GCS key-value reads, cheap; its
+        ``data.clusterStatus.loadMetricsReport.usage`` is the logical load."""
+        return self._json("GET", "/api/cluster_status")
+
+    def alive_actors(self) -> int | None:
+        """How many actors are alive (Ray's state API, counted by Ray: ``limit=1`` keeps the
+        answer small); None when the answer has no count."""
+        query = "filter_keys=state&filter_predicates=%3D&filter_values=ALIVE&limit=1"
+        answer = self._json("GET", f"/api/v0/actors?{query}")
+        result = (
+            ((answer or {}).get("data") or {}).get("result") if isinstance(answer, dict) else None
+        )
+        total = result.get("total") if isinstance(result, dict) else None
+        return total if isinstance(total, int) else None
 
     def package_exists(self, package: str) -> bool:
         try:

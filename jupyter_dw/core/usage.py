@@ -1,0 +1,247 @@
+"""Sampling what the namespace's Ray clusters use, for every surface and for the idle rule.
+
+The metrics API has no watch: metrics-server keeps one sample per pod per resolution. So the
+service reads it at most once per ``period`` (one call for the whole namespace, whoever
+asks), and only while someone follows (an events socket, a widget) or a reader asks: with
+nothing open and no rule set it makes no request at all. Ray is asked (three cheap calls) only
+for clusters whose head is ready and that a follower named or a reader asked about.
+
+Each sample is kept with its time; a cluster's :class:`ClusterUsage` is computed from the
+held sample and the pods the caches hold now (pure, :mod:`jupyter_dw.domain.usage`), and
+``idle_since`` is the first sample that found it idle since it was last busy. Followers hear
+which clusters' usage changed after each sample.
+
+Blocking, like the rest of ``core/``; the sampling runs on a daemon thread of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import Any
+
+from ..domain.usage import ClusterUsage, PodUsage, RayLoad, cluster_pods, cluster_usage, pod_usages
+from ..k8s.errors import KubeError
+from ..k8s.listeners import Listeners
+from ..k8s.metrics import MetricsRead
+from ..k8s.session import KubeSession
+from ..ray.errors import RayError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PERIOD = 15.0
+"""Seconds between two reads: metrics-server's default resolution (``--metric-resolution``)."""
+
+RayLoader = Callable[[str], RayLoad]
+"""``load(cluster)``: what its Ray says of its load (raises ``RayError``/``KubeError``)."""
+
+
+@dataclass
+class _Sample:
+    at: float
+    """``time.monotonic()`` when it was read."""
+    metrics: MetricsRead
+    usages: dict[str, PodUsage] | None
+    ray: dict[str, RayLoad | str] = field(default_factory=dict)
+    """Per cluster asked: its load, or why Ray could not tell."""
+
+
+class UsageService:
+    """See the module docstring. Thread-safe."""
+
+    def __init__(
+        self,
+        session: KubeSession,
+        ray_load: RayLoader | None = None,
+        period: float = DEFAULT_PERIOD,
+        idle_cpu_fraction: Decimal = Decimal("0.05"),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.session = session
+        self.ray_load = ray_load
+        self.period = period
+        self.idle_cpu_fraction = idle_cpu_fraction
+        self.clock = clock
+        self.reads = 0
+        """Metrics API calls made (benchmarks and tests count them)."""
+        self.ray_calls = 0
+        """Ray load reads made (each is three calls to the head)."""
+        self._lock = threading.Lock()
+        self._sample: _Sample | None = None
+        self._followers: dict[int, frozenset[str] | None] = {}
+        self._next_id = 0
+        self._listeners: Listeners[Callable[[set[str]], None]] = Listeners()
+        self._idle_since: dict[str, str] = {}
+        self._last: dict[str, dict[str, Any]] = {}
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- who wants it ------------------------------------------------------------------------
+
+    def follow(self, clusters: Iterable[str] | None = None) -> Callable[[], None]:
+        """Keep sampling while the returned remover is not called. ``clusters``: those whose
+        Ray to ask (None: every cluster of the namespace, as a socket showing all does)."""
+        with self._lock:
+            key = self._next_id
+            self._next_id += 1
+            self._followers[key] = frozenset(clusters) if clusters is not None else None
+            if self._thread is None or not self._thread.is_alive():
+                self._wake.clear()
+                self._thread = threading.Thread(
+                    target=self._run, name="jupyter-dw-usage", daemon=True
+                )
+                self._thread.start()
+
+        def unfollow() -> None:
+            with self._lock:
+                self._followers.pop(key, None)
+                last = not self._followers
+            if last:
+                self._wake.set()  # the sampler ends now rather than after its wait
+
+        return unfollow
+
+    def add_listener(self, listener: Callable[[set[str]], None]) -> Callable[[], None]:
+        """``listener(clusters)`` after each sample, with the clusters whose usage changed."""
+        return self._listeners.add(listener)
+
+    @property
+    def following(self) -> int:
+        with self._lock:
+            return len(self._followers)
+
+    # -- answers ------------------------------------------------------------------------------
+
+    def usage(self, cluster: str, ask: bool = True) -> ClusterUsage:
+        """The cluster's usage from the sample held (read first when it is older than one
+        period and ``ask``: one call per period at most, whoever asks)."""
+        sample = self._current(cluster if ask else None)
+        return self._usage_of(cluster, sample)
+
+    def idle_since(self, cluster: str) -> str | None:
+        """When the samples first found ``cluster`` idle since it was last busy (RFC 3339)."""
+        with self._lock:
+            return self._idle_since.get(cluster)
+
+    # -- sampling -----------------------------------------------------------------------------
+
+    def _current(self, asking: str | None) -> _Sample | None:
+        with self._lock:
+            sample = self._sample
+            fresh = sample is not None and self.clock() - sample.at < self.period
+            if fresh and (asking is None or sample is None or asking in sample.ray):
+                return sample
+        if asking is None:
+            return sample
+        return self.sample(extra=(asking,))
+
+    def sample(self, extra: Iterable[str] = ()) -> _Sample:
+        """Read the metrics API once and ask Ray for the clusters followed (and ``extra``);
+        tell the listeners which clusters' usage changed."""
+        metrics = self.session.pod_metrics()
+        usages = pod_usages(metrics.items) if metrics.items is not None else None
+        sample = _Sample(self.clock(), metrics, usages)
+        for name in self._ray_targets(extra):
+            sample.ray[name] = self._ask_ray(name)
+        with self._lock:
+            self.reads += 1
+            self._sample = sample
+        changed = self._record(sample)
+        if changed:
+            for listener in self._listeners.now():
+                try:
+                    listener(changed)
+                except Exception:  # one listener's failure must not stop the others
+                    log.exception("jupyter_dw usage listener failed")
+        return sample
+
+    def _ray_targets(self, extra: Iterable[str]) -> list[str]:
+        if self.ray_load is None:
+            return []
+        with self._lock:
+            wanted = list(self._followers.values())
+        names = {
+            str((rc.get("metadata") or {}).get("name") or "")
+            for rc in self.session.cached_ray_clusters()
+        }
+        chosen = set(extra) & names
+        for followed in wanted:
+            chosen |= names if followed is None else (followed & names)
+        return sorted(n for n in chosen if self._head_ready(n))
+
+    def _head_ready(self, name: str) -> bool:
+        raycluster = self.session.cached_ray_cluster(name) or {}
+        conditions = (raycluster.get("status") or {}).get("conditions") or []
+        return any(
+            c.get("type") == "HeadPodReady" and c.get("status") == "True" for c in conditions
+        )
+
+    def _ask_ray(self, name: str) -> RayLoad | str:
+        assert self.ray_load is not None
+        with self._lock:
+            self.ray_calls += 1
+        try:
+            return self.ray_load(name)
+        except (RayError, KubeError) as err:
+            return f"Ray on {name} could not be asked: {err}"
+
+    def _usage_of(self, cluster: str, sample: _Sample | None) -> ClusterUsage:
+        from .cluster_objects import ray_pods
+
+        pods = cluster_pods(ray_pods(self.session, cluster), cluster)
+        if sample is None:
+            return cluster_usage(
+                pods, None, "not read yet", idle_cpu_fraction=self.idle_cpu_fraction
+            )
+        ray = sample.ray.get(cluster)
+        return cluster_usage(
+            pods,
+            sample.usages,
+            sample.metrics.reason,
+            ray=ray if isinstance(ray, RayLoad) else None,
+            ray_reason=ray if isinstance(ray, str) else None,
+            idle_cpu_fraction=self.idle_cpu_fraction,
+        )
+
+    def _record(self, sample: _Sample) -> set[str]:
+        """Idle clocks and which clusters' usage changed with ``sample``."""
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        changed: set[str] = set()
+        names = [
+            str((rc.get("metadata") or {}).get("name") or "")
+            for rc in self.session.cached_ray_clusters()
+        ]
+        for name in names:
+            usage = self._usage_of(name, sample)
+            as_json = usage.to_json()
+            with self._lock:
+                if usage.idle:
+                    self._idle_since.setdefault(name, now)
+                else:
+                    self._idle_since.pop(name, None)
+                if self._last.get(name) != as_json:
+                    self._last[name] = as_json
+                    changed.add(name)
+        with self._lock:
+            for gone in set(self._last) - set(names):
+                self._last.pop(gone, None)
+                self._idle_since.pop(gone, None)
+        return changed
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._followers:
+                    self._thread = None
+                    return
+            try:
+                self.sample()
+            except Exception:  # a failed sample must not end the sampling
+                log.exception("jupyter_dw usage sample failed")
+            self._wake.wait(self.period)
+            self._wake.clear()

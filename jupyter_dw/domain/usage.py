@@ -1,0 +1,288 @@
+"""What a cluster's pods use against what they hold, and whether the cluster is idle. Pure.
+
+Two sources, each may be missing (then its part is None with the reason, never a zero):
+
+- the metrics API (``metrics.k8s.io/v1beta1`` PodMetrics: ``containers[].usage.cpu`` and
+  ``.memory``, averaged by metrics-server over its window), summed per cluster over the pods
+  KubeRay labels ``ray.io/cluster=<name>``, against those pods' requests
+  (:func:`jupyter_dw.domain.workloads.pod_requests`, Kubernetes' rule);
+- Ray itself (the dashboard's ``GET /api/cluster_status``: logical resources in use of the
+  total, ``loadMetricsReport.usage`` = ``{resource: [used, total]}``; the Jobs API for running
+  and pending jobs; live actors).
+
+A cluster is idle when Ray says nothing is in use, no job runs or waits and no actor lives;
+where Ray cannot be asked, when every pod the metrics API reports uses less than
+``idle_cpu_fraction`` of its CPU request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal
+
+from jupyter_dw.domain.lenient import mapping as _map
+from jupyter_dw.domain.lenient import text as _text
+from jupyter_dw.domain.quantity import QuantityError, parse_quantity
+from jupyter_dw.domain.quota import format_amount
+from jupyter_dw.domain.workloads import pod_requests
+from jupyter_dw.names import RAY_CLUSTER_LABEL
+
+METERED = ("cpu", "memory")
+"""What the metrics API measures; a GPU's use comes from Ray only."""
+
+Basis = Literal["ray", "metrics"]
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _amount(value: Any) -> Decimal | None:
+    try:
+        return parse_quantity(value) if isinstance(value, str | int | float) else None
+    except QuantityError:
+        return None
+
+
+@dataclass(frozen=True)
+class PodUsage:
+    """One pod's use now, as the metrics API reports it (its containers summed)."""
+
+    pod: str
+    used: Mapping[str, Decimal]
+    window_end: str | None
+    """When metrics-server's sampling window ended (``timestamp``)."""
+
+
+def pod_usages(pod_metrics: Iterable[Mapping[str, Any]]) -> dict[str, PodUsage]:
+    """The PodMetrics items of a namespace by pod name (unreadable items left out)."""
+    found: dict[str, PodUsage] = {}
+    for item in pod_metrics:
+        name = _text(_map(_map(item).get("metadata")).get("name"))
+        if name is None:
+            continue
+        used: dict[str, Decimal] = dict.fromkeys(METERED, Decimal(0))
+        for container in _list(_map(item).get("containers")):
+            usage = _map(_map(container).get("usage"))
+            for resource in METERED:
+                amount = _amount(usage.get(resource))
+                if amount is not None:
+                    used[resource] += amount
+        found[name] = PodUsage(name, used, _text(_map(item).get("timestamp")))
+    return found
+
+
+@dataclass(frozen=True)
+class ResourceUse:
+    """One resource: what the cluster's pods request (hold) and use now (None: unknown)."""
+
+    held: Decimal
+    used: Decimal | None
+
+    def to_json(self, resource: str) -> dict[str, str | None]:
+        return {
+            "held": format_amount(resource, self.held),
+            "used": format_amount(resource, self.used),
+        }
+
+
+@dataclass(frozen=True)
+class RayLoad:
+    """What Ray says of its own load: logical resources ``{name: (used, total)}``, jobs
+    running and pending, live actors. A part Ray did not answer is None."""
+
+    resources: Mapping[str, tuple[Decimal, Decimal]] | None = None
+    jobs_running: int | None = None
+    jobs_pending: int | None = None
+    actors_alive: int | None = None
+
+    @property
+    def busy(self) -> bool | None:
+        """True when any logical resource is in use, a job runs or waits, or an actor lives;
+        False when Ray answered all of it and none is; None when a part is unknown."""
+        parts = (self.resources, self.jobs_running, self.jobs_pending, self.actors_alive)
+        in_use = self.resources is not None and any(u > 0 for u, _ in self.resources.values())
+        counted = any(n for n in (self.jobs_running, self.jobs_pending, self.actors_alive) if n)
+        if in_use or counted:
+            return True
+        return None if any(p is None for p in parts) else False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "resources": (
+                {
+                    name: {"used": _number(used), "total": _number(total)}
+                    for name, (used, total) in sorted(self.resources.items())
+                }
+                if self.resources is not None
+                else None
+            ),
+            "jobs_running": self.jobs_running,
+            "jobs_pending": self.jobs_pending,
+            "actors_alive": self.actors_alive,
+        }
+
+
+def _number(value: Decimal) -> float:
+    return float(value)
+
+
+def ray_resources(cluster_status: Mapping[str, Any]) -> dict[str, tuple[Decimal, Decimal]] | None:
+    """``loadMetricsReport.usage`` of the dashboard's ``GET /api/cluster_status`` answer
+    (``data.clusterStatus``), without Ray's internal resources (``node:…``, ``memory``,
+    ``object_store_memory``, accelerator-type markers); None when the answer has none."""
+    status = _map(_map(_map(cluster_status).get("data")).get("clusterStatus"))
+    usage = _map(_map(status.get("loadMetricsReport")).get("usage"))
+    if not usage:
+        return None
+    found: dict[str, tuple[Decimal, Decimal]] = {}
+    for name, pair in usage.items():
+        if not isinstance(name, str) or name.startswith(("node:", "accelerator_type:")):
+            continue
+        if name in ("memory", "object_store_memory"):
+            continue
+        values = _list(pair)
+        if len(values) == 2 and all(isinstance(v, int | float) for v in values):
+            found[name] = (Decimal(str(values[0])), Decimal(str(values[1])))
+    return found
+
+
+def job_counts(jobs: Any) -> tuple[int, int] | None:
+    """Jobs running and pending in Ray's ``GET /api/jobs/`` answer, every kind counted: a
+    submission, and a driver with no submission (a notebook's Ray Client session) — both use
+    the cluster. None when the answer is not a list."""
+    if not isinstance(jobs, list):
+        return None
+    states = [_map(job).get("status") for job in jobs]
+    return states.count("RUNNING"), states.count("PENDING")
+
+
+def ray_load(cluster_status: Any, jobs: Any, actors_alive: int | None) -> RayLoad:
+    """Ray's three answers as one :class:`RayLoad` (a part it did not give is None)."""
+    counts = job_counts(jobs)
+    return RayLoad(
+        resources=ray_resources(_map(cluster_status)),
+        jobs_running=counts[0] if counts is not None else None,
+        jobs_pending=counts[1] if counts is not None else None,
+        actors_alive=actors_alive,
+    )
+
+
+@dataclass(frozen=True)
+class ClusterUsage:
+    """A cluster's use against what it holds, and whether it is idle (see the module)."""
+
+    resources: Mapping[str, ResourceUse] = field(default_factory=dict)
+    metrics_reason: str | None = None
+    """Why the metrics API's part is unknown (None when it was read)."""
+    sampled_at: str | None = None
+    ray: RayLoad | None = None
+    ray_reason: str | None = None
+    """Why Ray's part is unknown (None when Ray answered, or was not asked)."""
+    idle: bool | None = None
+    idle_basis: Basis | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "resources": {r: use.to_json(r) for r, use in sorted(self.resources.items())},
+            "reason": self.metrics_reason,
+            "sampled_at": self.sampled_at,
+            "ray": self.ray.to_json() if self.ray is not None else None,
+            "ray_reason": self.ray_reason,
+            "idle": self.idle,
+            "idle_basis": self.idle_basis,
+        }
+
+
+def cluster_pods(pods: Iterable[Mapping[str, Any]], cluster: str) -> list[Mapping[str, Any]]:
+    """The cluster's pods that hold a node now (scheduled, not finished, not being deleted)."""
+    held = []
+    for pod in pods:
+        metadata = _map(pod.get("metadata"))
+        if _map(metadata.get("labels")).get(RAY_CLUSTER_LABEL) != cluster:
+            continue
+        if metadata.get("deletionTimestamp"):
+            continue
+        if _map(pod.get("status")).get("phase") in ("Succeeded", "Failed"):
+            continue
+        if not _map(pod.get("spec")).get("nodeName"):
+            continue  # gated or unscheduled: holds no node (its quota is Kueue's to say)
+        held.append(pod)
+    return held
+
+
+def cluster_usage(
+    pods: Iterable[Mapping[str, Any]],
+    usages: Mapping[str, PodUsage] | None,
+    metrics_reason: str | None = None,
+    ray: RayLoad | None = None,
+    ray_reason: str | None = None,
+    idle_cpu_fraction: Decimal = Decimal("0.05"),
+) -> ClusterUsage:
+    """Use against requests over ``pods`` (one cluster's, see :func:`cluster_pods`).
+
+    ``usages`` None: the metrics API could not be read (``metrics_reason`` says why). A pod
+    the metrics API does not list yet (it needs two scrapes) makes the use unknown, not low.
+    """
+    held: dict[str, Decimal] = {}
+    used: dict[str, Decimal] | None = (
+        dict.fromkeys(METERED, Decimal(0)) if usages is not None else None
+    )
+    reason = metrics_reason
+    stamps: list[str] = []
+    below = True  # every pod below the idle fraction of its CPU request
+    pods = list(pods)
+    for pod in pods:
+        requests = pod_requests(_map(pod.get("spec")))
+        for resource, amount in requests.items():
+            held[resource] = held.get(resource, Decimal(0)) + amount
+        name = _text(_map(pod.get("metadata")).get("name")) or ""
+        sample = usages.get(name) if usages else None
+        if usages is not None and sample is None:
+            used = None
+            reason = reason or f"the metrics API has no sample of pod {name} yet"
+        if sample is None:
+            below = False
+            continue
+        if sample.window_end:
+            stamps.append(sample.window_end)
+        if used is not None:
+            for resource in METERED:
+                used[resource] += sample.used.get(resource, Decimal(0))
+        cpu_request = requests.get("cpu", Decimal(0))
+        if (
+            cpu_request <= 0
+            or sample.used.get("cpu", Decimal(0)) >= idle_cpu_fraction * cpu_request
+        ):
+            below = False
+    if usages is None and reason is None:
+        reason = "the metrics API was not read"
+    if not pods:
+        used, below = None, False
+        reason = reason or "no pod of the cluster runs"
+    resources = {
+        resource: ResourceUse(
+            amount, used.get(resource) if used is not None and resource in METERED else None
+        )
+        for resource, amount in held.items()
+    }
+    busy = ray.busy if ray is not None else None
+    idle: bool | None
+    basis: Basis | None
+    if busy is not None:
+        idle, basis = (not busy), "ray"
+    elif used is not None:
+        idle, basis = below, "metrics"
+    else:
+        idle, basis = None, None
+    return ClusterUsage(
+        resources=resources,
+        metrics_reason=None if used is not None else reason,
+        sampled_at=min(stamps) if stamps else None,
+        ray=ray,
+        ray_reason=ray_reason,
+        idle=idle,
+        idle_basis=basis,
+    )

@@ -1,0 +1,51 @@
+"""The metrics API (``metrics.k8s.io/v1beta1``, served by metrics-server through the API
+server's aggregation layer): every pod's CPU and memory use in a namespace, one call.
+
+It has no watch: metrics-server keeps one sample per pod per resolution (15 s by default), so
+a reader asks at most once per resolution (:mod:`jupyter_dw.core.usage` does). What cannot
+be read is an answer too: :class:`MetricsRead` carries the reason, never an empty list that a
+reader would take for "no use".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .client import KubeApi
+from .errors import KubeError, KubeForbidden, KubeNotFound, KubeUnreachable
+
+METRICS_GROUP = "metrics.k8s.io"
+METRICS_VERSION = "v1beta1"
+
+
+@dataclass(frozen=True)
+class MetricsRead:
+    """PodMetrics items of a namespace, or None with why (``reason``)."""
+
+    items: list[dict[str, Any]] | None
+    reason: str | None = None
+
+
+def read_pod_metrics(api: KubeApi, namespace: str) -> MetricsRead:
+    """``GET /apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods`` (one call)."""
+    path = f"/apis/{METRICS_GROUP}/{METRICS_VERSION}/namespaces/{namespace}/pods"
+    try:
+        answer = api.get(path)
+    except KubeForbidden:
+        return MetricsRead(
+            None,
+            f"this workbench may not list pods.{METRICS_GROUP} in namespace {namespace} "
+            "(the RBAC in examples/rbac/ grants it)",
+        )
+    except KubeNotFound:
+        return MetricsRead(
+            None, f"the metrics API ({METRICS_GROUP}/{METRICS_VERSION}) is not served here"
+        )
+    except KubeUnreachable as err:
+        return MetricsRead(None, f"the metrics API did not answer: {err}")
+    except KubeError as err:
+        # 503 while metrics-server is down or not yet registered, among others.
+        return MetricsRead(None, f"the metrics API failed: {err}")
+    items = answer.get("items")
+    return MetricsRead([i for i in items if isinstance(i, dict)] if isinstance(items, list) else [])
