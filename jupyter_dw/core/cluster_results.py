@@ -21,6 +21,7 @@ from ..domain.priorities import PreemptedBy
 from ..domain.ray_auth import RayAuth
 from ..domain.rayjob_spec import ValidatedRayJob
 from ..domain.slices import ScaleChange
+from ..domain.usage import ClusterUsage
 from ..names import CLIENT_PORT
 from .listing import ByName
 
@@ -57,6 +58,11 @@ class ClusterInfo:
     ray_auth: RayAuth | None = None
     """How Ray authenticates on this cluster, read from the RayCluster, with the warning every
     surface shows when it does not (``disabled`` by the administrator, ``none``)."""
+    usage: ClusterUsage | None = None
+    """What its pods use against what they hold, and whether it is idle (None when usage is
+    turned off: ``usage_interval`` 0)."""
+    idle_since: str | None = None
+    """When the usage samples first found it idle since it was last busy."""
 
     # -- the status's fields, read through (REST's names; tests check none is missing) --
 
@@ -224,6 +230,11 @@ class ClusterInfo:
             "milestones": [m.to_json() for m in self.milestones],
             "freshness": self.freshness.to_json(),
             "ray_auth": self.ray_auth.to_json() if self.ray_auth is not None else None,
+            "usage": (
+                {**self.usage.to_json(), "idle_since": self.idle_since}
+                if self.usage is not None
+                else None
+            ),
         }
 
 

@@ -69,6 +69,7 @@ from .elastic import ElasticSupport
 from .positions import PositionBoard
 from .queue_state import QueueState, queue_state
 from .settings import refuse_writes
+from .usage import UsageService
 
 Object = dict[str, Any]
 Found = tuple[Object, list[Object], ClusterSnapshot]
@@ -147,6 +148,8 @@ class ClusterService:
     """Configuration files that could not be read: creates and scales are refused."""
     positions: PositionBoard = None  # type: ignore[assignment]  # made from session when None
     """The session's queue positions (one board shared by every service of a core)."""
+    usage: UsageService | None = None
+    """What the clusters use (None: usage turned off)."""
 
     def __post_init__(self) -> None:
         if self.elastic is None:
@@ -341,6 +344,13 @@ class ClusterService:
             milestones=milestones(status, raycluster, None, pods, slices=slices),
             freshness=health.of_cluster(CLUSTER_SOURCES, follows_workload=bool(slices)),
             ray_auth=ray_auth_of(raycluster),
+            # A live view never waits for the metrics API: it answers from the last sample.
+            usage=(
+                self.usage.usage(status.name, ask=not self.positions.answering_held_only)
+                if self.usage is not None
+                else None
+            ),
+            idle_since=self.usage.idle_since(status.name) if self.usage is not None else None,
         )
 
     def _name_preemptor(self, status: ClusterSnapshot) -> ClusterSnapshot:

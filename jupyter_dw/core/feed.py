@@ -77,6 +77,9 @@ CLUSTER_CAUSES = {k.plural: k.kind for k in (RAY_CLUSTER, WORKLOAD, POD, EVENT)}
 """Caches whose changes are cluster changes, and the ``cause`` kind each names."""
 HEALTH = "watch-health"
 """The ``plural`` of a change that is a change of watch health (no object)."""
+USAGE = "cluster-usage"
+"""The ``plural`` of a change of what a cluster uses (a new usage sample; ``name``: the
+cluster)."""
 POSITIONS = "queue-positions"
 """The ``plural`` of a change the position board found by itself (see :class:`PositionBoard`):
 the pending list of LocalQueue ``metadata.name`` changed with no cache change to say so."""
@@ -285,11 +288,21 @@ class ChangeFeed:
         remove_positions = self.clusters.positions.add_listener(
             lambda queue: on_change(POSITIONS, "MODIFIED", {"metadata": {"name": queue}})
         )
+        usage = self.clusters.usage if self.watch_clusters else None
+        removers = [remove_changes, remove_health, remove_positions]
+        if usage is not None:
+            # Listen first, then follow: the first sample's changes reach this viewer.
+
+            def usage_changed(names: set[str]) -> None:
+                for name in sorted(names):
+                    on_change(USAGE, "MODIFIED", {"metadata": {"name": name}})
+
+            removers.append(usage.add_listener(usage_changed))
+            removers.append(usage.follow())
 
         def remove() -> None:
-            remove_changes()
-            remove_health()
-            remove_positions()
+            for remover in removers:
+                remover()
 
         return remove
 
@@ -350,6 +363,12 @@ class ChangeFeed:
             return self._health_messages()
         metadata = obj.get("metadata") or {}
         name = str(metadata.get("name") or "")
+        if plural == USAGE:
+            raycluster = self.session.cached_ray_cluster(name)
+            if raycluster is None or owning_rayjob(raycluster) is not None:
+                return []  # gone (its own change says so), or shown under its RayJob
+            message = self.cluster_message(name, "MODIFIED", Cause("PodMetrics", name, "MODIFIED"))
+            return [message] if message is not None else []
         if plural == POSITIONS:
             cause = Cause(LOCAL_QUEUE.kind, name, "MODIFIED")
             return [*self._waiting_clusters_moved(cause), *self._workloads_moved(cause)]

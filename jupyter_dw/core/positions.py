@@ -106,6 +106,12 @@ class PositionBoard:
         list held for LocalQueue ``queue``, whoever asked; returns a remover."""
         return self._listeners.add(listener)
 
+    @property
+    def answering_held_only(self) -> bool:
+        """Whether reads on this thread are inside :meth:`held_only` (a live view's): other
+        sources a view reads (usage) then answer from what they hold too."""
+        return bool(getattr(self._held_only, "on", False))
+
     @contextlib.contextmanager
     def held_only(self) -> Iterator[None]:
         """Reads on this thread, inside the block, answer with what the board holds and never

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
+from ..domain.usage import RayLoad
 from ..k8s.session import KubeSession
 from .clusters import ClusterService
 from .context import SessionContext
@@ -17,6 +19,7 @@ from .queues import QueueService
 from .ray_jobs import RayJobService
 from .settings import DWSettings
 from .trainjobs import TrainJobService
+from .usage import UsageService
 from .workloads import WorkloadService
 
 
@@ -54,8 +57,26 @@ class DWCore:
         positions = PositionBoard(session)
         proxied = dashboard_base if settings.ray_dashboard_proxy else None
         elastic = ElasticSupport(session, settings.elastic_jobs)
+        jobs: RayJobService | None = None
+        usage = (
+            UsageService(
+                session,
+                # Late-bound: the Ray job service needs the cluster service made below.
+                lambda name: jobs.load(name) if jobs is not None else RayLoad(),
+                settings.usage_interval,
+                Decimal(str(settings.idle_cpu_fraction)),
+            )
+            if settings.usage_interval > 0
+            else None
+        )
         clusters = ClusterService(
-            session, settings.spec_policy(), proxied, elastic, settings.config_errors, positions
+            session,
+            settings.spec_policy(),
+            proxied,
+            elastic,
+            settings.config_errors,
+            positions,
+            usage,
         )
         jobs = RayJobService(
             session,

@@ -134,6 +134,40 @@ class DWSettings(Configurable):
         noticed within this time instead of the watch's 6-11 minute renewal.""",
     )
 
+    usage_interval = Float(
+        15.0,
+        config=True,
+        help="""Seconds between two reads of what the clusters use: one metrics API call
+        (``metrics.k8s.io/v1beta1`` PodMetrics) for the whole namespace, and three calls to
+        each shown cluster's Ray head (its logical load, jobs and live actors). Reads happen
+        only while someone looks (an events socket, a widget) or asks (a REST read, at most
+        once per interval). metrics-server samples every 15 s by default, so less gains
+        nothing. 0 turns usage off (clusters' ``usage`` is null).""",
+    )
+
+    idle_cpu_fraction = Float(
+        0.05,
+        config=True,
+        help="""Where a cluster's Ray cannot be asked, the cluster counts as idle while every
+        pod the metrics API reports uses less than this fraction of its CPU request (Ray's
+        own word decides otherwise: nothing in use, no job running or pending, no live
+        actor).""",
+    )
+
+    @validate("usage_interval")
+    def _validate_usage_interval(self, proposal: Any) -> float:
+        value = float(proposal["value"])
+        if value < 0 or value != value:
+            raise TraitError(f"JupyterDW.usage_interval must be 0 (off) or positive, got {value}")
+        return value
+
+    @validate("idle_cpu_fraction")
+    def _validate_idle_cpu_fraction(self, proposal: Any) -> float:
+        value = float(proposal["value"])
+        if not 0 <= value <= 1:
+            raise TraitError(f"JupyterDW.idle_cpu_fraction must be between 0 and 1, got {value}")
+        return value
+
     @validate("request_timeout", "access_refresh_interval", "watch_idle_timeout")
     def _validate_positive_seconds(self, proposal: Any) -> float:
         value = float(proposal["value"])

@@ -656,6 +656,40 @@ export interface components {
       /** @description Whether this state is current: not `live` while a watch it is read from (RayClusters, Workloads, pods) is reconnecting or stale, or, for a cluster Kueue manages, while Kueue's controller does not answer. The other fields are then the last known state. */
       freshness: components['schemas']['Freshness'];
       ray_auth: components['schemas']['RayAuth'];
+      /** @description What the cluster uses against what it holds; null when usage is off. */
+      usage: null | components['schemas']['ClusterUsage'];
+    };
+    /** @description What a cluster's pods use now against what they request, read at most once per `usage_interval` (15 s). `resources` (cpu, memory, GPUs...): `held` is the requests of the pods on a node, `used` the metrics API's reading (cpu and memory only; null with `reason` when it cannot be read, never a zero). `ray`: Ray's own load (null with `ray_reason` when Ray cannot be asked, or was not: a cluster whose head is not ready). `idle`: Ray reports nothing in use, no job running or pending and no live actor (`idle_basis: ray`); where Ray cannot tell, every pod uses less than `idle_cpu_fraction` of its CPU request (`metrics`); null when neither can tell. */
+    ClusterUsage: {
+      resources: {
+        [key: string]: {
+          held: components['schemas']['Quantity'];
+          used: null | components['schemas']['Quantity'];
+        };
+      };
+      /** @description Why `used` is unknown (no metrics API, no permission, no sample yet). */
+      reason: string | null;
+      /** @description The end of metrics-server's sampling window (RFC 3339). */
+      sampled_at: string | null;
+      ray: null | components['schemas']['RayLoad'];
+      ray_reason: string | null;
+      idle: boolean | null;
+      /** @enum {unknown} */
+      idle_basis: 'ray' | 'metrics' | null;
+      /** @description When the samples first found it idle since it was last busy (RFC 3339). */
+      idle_since: string | null;
+    };
+    /** @description Ray's own load: logical resources in use of the total (`GET /api/cluster_status`), jobs running and pending (a notebook's Ray Client driver counts), live actors. A part Ray did not answer is null. */
+    RayLoad: {
+      resources: {
+        [key: string]: {
+          used: number;
+          total: number;
+        };
+      } | null;
+      jobs_running: number | null;
+      jobs_pending: number | null;
+      actors_alive: number | null;
     };
     /** @description How Ray authenticates on this cluster, read from the RayCluster. `token`: KubeRay's token (`spec.authOptions.mode: token`); the dashboard proxy sends it upstream, it never reaches the browser. `k8s`: Kubernetes-delegated tokens (`enableK8sTokenAuth`). `disabled`: turned off by the administrator (`ray_auth=disabled`). `none`: created without Ray authentication (a KubeRay before 1.6, or another tool). `warning` is set when the cluster is open (`disabled`, `none`): show it on every card and widget. */
     RayAuth: {
@@ -1299,7 +1333,7 @@ export interface components {
       name: string;
       cause: {
         /**
-         * @description `WatchHealth`: the cluster's `freshness` changed (`name` is its new state). `Event`: a Warning event of KubeRay about the cluster (e.g. `InvalidRayClusterSpec`, which makes it `stalled`).
+         * @description `WatchHealth`: the cluster's `freshness` changed (`name` is its new state). `Event`: a Warning event of KubeRay about the cluster (e.g. `InvalidRayClusterSpec`, which makes it `stalled`). `PodMetrics`: a new usage sample changed what the cluster uses or whether it is idle.
          * @enum {unknown}
          */
         kind:
@@ -1307,6 +1341,7 @@ export interface components {
           | 'Workload'
           | 'Pod'
           | 'Event'
+          | 'PodMetrics'
           | 'LocalQueue'
           | 'ClusterQueue'
           | 'Cohort'
