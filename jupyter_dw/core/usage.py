@@ -61,12 +61,16 @@ class UsageService:
         period: float = DEFAULT_PERIOD,
         idle_cpu_fraction: Decimal = Decimal("0.05"),
         clock: Callable[[], float] = time.monotonic,
+        background: bool = True,
     ) -> None:
         self.session = session
         self.ray_load = ray_load
         self.period = period
         self.idle_cpu_fraction = idle_cpu_fraction
         self.clock = clock
+        self.background = background
+        """Sample on a thread of its own while followed (False: the caller calls
+        :meth:`sample`, as tests do)."""
         self.reads = 0
         """Metrics API calls made (benchmarks and tests count them)."""
         self.ray_calls = 0
@@ -90,7 +94,7 @@ class UsageService:
             key = self._next_id
             self._next_id += 1
             self._followers[key] = frozenset(clusters) if clusters is not None else None
-            if self._thread is None or not self._thread.is_alive():
+            if self.background and (self._thread is None or not self._thread.is_alive()):
                 self._wake.clear()
                 self._thread = threading.Thread(
                     target=self._run, name="jupyter-dw-usage", daemon=True

@@ -1,0 +1,148 @@
+"""The usage sampler's cost rules: one metrics API read per period whoever asks, none while
+nobody follows or asks, Ray asked only for ready clusters someone shows; idle clocks.
+
+A stand-in session plays the caches and the metrics API's answers (as ``test_positions.py``
+does for the visibility API), and a hand-moved clock stands in for time, so each rule is
+checked without a race.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, cast
+
+from jupyter_dw.core.usage import UsageService
+from jupyter_dw.domain.usage import RayLoad
+from jupyter_dw.k8s.metrics import MetricsRead
+from jupyter_dw.k8s.session import KubeSession
+
+
+def raycluster(name: str, head_ready: bool = True) -> dict[str, Any]:
+    status = "True" if head_ready else "False"
+    return {
+        "metadata": {"name": name},
+        "status": {"conditions": [{"type": "HeadPodReady", "status": status}]},
+    }
+
+
+def pod(name: str, cluster: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"ray.io/cluster": cluster}},
+        "spec": {
+            "nodeName": "n",
+            "containers": [
+                {"name": "ray", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+            ],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+class Session:
+    def __init__(self) -> None:
+        self.clusters = [raycluster("a"), raycluster("b", head_ready=False)]
+        self.pods = {"a": [pod("a-head", "a")], "b": [pod("b-head", "b")]}
+        self.cpu = {"a-head": "500m", "b-head": "10m"}
+        self.reads = 0
+
+    def pod_metrics(self) -> MetricsRead:
+        self.reads += 1
+        return MetricsRead(
+            [
+                {"metadata": {"name": n}, "timestamp": "2026-11-26T10:00:00Z",
+                 "containers": [{"name": "ray", "usage": {"cpu": c, "memory": "1Mi"}}]}
+                for n, c in self.cpu.items()
+            ]
+        )  # fmt: skip
+
+    def cached_ray_clusters(self) -> list[dict[str, Any]]:
+        return self.clusters
+
+    def cached_ray_cluster(self, name: str) -> dict[str, Any] | None:
+        return next((c for c in self.clusters if c["metadata"]["name"] == name), None)
+
+    def indexed(self, kind: Any, index: str, key: str) -> list[dict[str, Any]]:
+        return self.pods.get(key, [])
+
+
+class Clock:
+    now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def service(session: Session, clock: Clock, loads: list[str]) -> UsageService:
+    """A sampler sampled by hand (no thread): each rule is checked step by step."""
+
+    def load(name: str) -> RayLoad:
+        loads.append(name)
+        return RayLoad({"CPU": (Decimal(0), Decimal(1))}, 0, 0, 0)
+
+    return UsageService(
+        cast(KubeSession, session), load, period=15.0, clock=clock, background=False
+    )
+
+
+def test_readers_share_one_read_per_period():
+    session, clock, loads = Session(), Clock(), []
+    usage = service(session, clock, loads)
+    assert session.reads == 0  # made: nothing read
+    first = usage.usage("a")
+    assert session.reads == 1 and loads == ["a"]
+    assert first.resources["cpu"].used == Decimal("0.5")
+    usage.usage("a")
+    usage.usage("a")
+    assert session.reads == 1 and loads == ["a"]  # within the period: the sample held
+    clock.now += 15.0
+    usage.usage("a")
+    assert session.reads == 2
+
+
+def test_a_live_view_never_asks_and_nothing_is_read_without_a_reader():
+    session, clock, loads = Session(), Clock(), []
+    usage = service(session, clock, loads)
+    held = usage.usage("a", ask=False)
+    assert session.reads == 0 and held.metrics_reason == "not read yet"
+
+
+def test_ray_is_asked_only_for_ready_clusters_and_idle_is_clocked():
+    session, clock, loads = Session(), Clock(), []
+    usage = service(session, clock, loads)
+    told: list[set[str]] = []
+    usage.add_listener(told.append)
+    usage.follow()  # a viewer showing every cluster
+    usage.sample()
+    assert loads == ["a"]  # b's head is not ready
+    assert told == [{"a", "b"}]
+    a = usage.usage("a", ask=False)
+    assert a.idle is True and a.idle_basis == "ray"
+    since = usage.idle_since("a")
+    assert since is not None
+    # b: Ray not asked; the metrics API says 10m of 1 CPU, below 5 %: idle by the metrics.
+    b = usage.usage("b", ask=False)
+    assert (b.idle, b.idle_basis) == (True, "metrics")
+    usage.sample()
+    assert told == [{"a", "b"}] and usage.idle_since("a") == since  # nothing changed
+    session.cpu["b-head"] = "900m"
+    usage.sample()
+    assert told[-1] == {"b"} and usage.idle_since("b") is None
+
+
+def test_following_samples_until_the_last_follower_leaves():
+    import threading
+
+    session, clock = Session(), Clock()
+    usage = UsageService(cast(KubeSession, session), None, period=3600.0, clock=clock)
+    sampled = threading.Event()
+    usage.add_listener(lambda names: sampled.set())
+    stop_one, stop_two = usage.follow(), usage.follow()
+    assert sampled.wait(10) and session.reads == 1  # the first sample at once, then one per hour
+    stop_one()
+    assert usage.following == 1
+    stop_two()
+    thread = usage._thread
+    if thread is not None:
+        thread.join(10)
+        assert not thread.is_alive()
+    assert session.reads == 1 and usage.following == 0
