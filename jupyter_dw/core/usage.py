@@ -122,10 +122,11 @@ class UsageService:
     # -- answers ------------------------------------------------------------------------------
 
     def usage(self, cluster: str, ask: bool = True) -> ClusterUsage:
-        """The cluster's usage from the sample held (read first when it is older than one
-        period and ``ask``: one call per period at most, whoever asks)."""
-        sample = self._current(cluster if ask else None)
-        return self._usage_of(cluster, sample)
+        """The cluster's usage from the sample held. With ``ask`` (a REST read), the metrics
+        API is read first when the sample is older than one period (one call per period at
+        most, whoever asks); Ray's part is only ever the followers' sampling: a read never
+        waits on a head."""
+        return self._usage_of(cluster, self._current(ask))
 
     def idle_since(self, cluster: str) -> str | None:
         """When the samples first found ``cluster`` idle since it was last busy (RFC 3339)."""
@@ -134,24 +135,31 @@ class UsageService:
 
     # -- sampling -----------------------------------------------------------------------------
 
-    def _current(self, asking: str | None) -> _Sample | None:
+    def _current(self, ask: bool) -> _Sample | None:
         with self._lock:
             sample = self._sample
             fresh = sample is not None and self.clock() - sample.at < self.period
-            if fresh and (asking is None or sample is None or asking in sample.ray):
-                return sample
-        if asking is None:
+        if fresh or not ask:
             return sample
-        return self.sample(extra=(asking,))
+        return self.sample(ask_ray=False)
 
-    def sample(self, extra: Iterable[str] = ()) -> _Sample:
-        """Read the metrics API once and ask Ray for the clusters followed (and ``extra``);
-        tell the listeners which clusters' usage changed."""
-        metrics = self.session.pod_metrics()
+    def sample(self, ask_ray: bool = True) -> _Sample:
+        """Read the metrics API once and (``ask_ray``) ask Ray for the clusters followed;
+        tell the listeners which clusters' usage changed. Without ``ask_ray`` the Ray part
+        of the sample before is kept while someone follows (it is at most a period old)."""
+        try:
+            metrics = self.session.pod_metrics()
+        except KubeError as err:  # not connected yet, say
+            metrics = MetricsRead(None, f"the metrics API could not be read: {err}")
         usages = pod_usages(metrics.items) if metrics.items is not None else None
         sample = _Sample(self.clock(), metrics, usages)
-        for name in self._ray_targets(extra):
-            sample.ray[name] = self._ask_ray(name)
+        if ask_ray:
+            for name in self._ray_targets():
+                sample.ray[name] = self._ask_ray(name)
+        else:
+            with self._lock:
+                if self._followers and self._sample is not None:
+                    sample.ray = dict(self._sample.ray)
         with self._lock:
             self.reads += 1
             self._sample = sample
@@ -164,7 +172,7 @@ class UsageService:
                     log.exception("jupyter_dw usage listener failed")
         return sample
 
-    def _ray_targets(self, extra: Iterable[str]) -> list[str]:
+    def _ray_targets(self) -> list[str]:
         if self.ray_load is None:
             return []
         with self._lock:
@@ -173,7 +181,7 @@ class UsageService:
             str((rc.get("metadata") or {}).get("name") or "")
             for rc in self.session.cached_ray_clusters()
         }
-        chosen = set(extra) & names
+        chosen: set[str] = set()
         for followed in wanted:
             chosen |= names if followed is None else (followed & names)
         return sorted(n for n in chosen if self._head_ready(n))

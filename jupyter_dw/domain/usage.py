@@ -141,8 +141,8 @@ def ray_resources(cluster_status: Mapping[str, Any]) -> dict[str, tuple[Decimal,
     for name, pair in usage.items():
         if not isinstance(name, str) or name.startswith(("node:", "accelerator_type:")):
             continue
-        if name in ("memory", "object_store_memory"):
-            continue
+        if name in ("memory", "object_store_memory", "objectStoreMemory"):
+            continue  # Ray's own accounting of memory, not a request of the user's
         values = _list(pair)
         if len(values) == 2 and all(isinstance(v, int | float) for v in values):
             found[name] = (Decimal(str(values[0])), Decimal(str(values[1])))

@@ -90,15 +90,19 @@ class RayJobsClient:
         return self._json("GET", "/api/cluster_status")
 
     def alive_actors(self) -> int | None:
-        """How many actors are alive (Ray's state API, counted by Ray: ``limit=1`` keeps the
-        answer small); None when the answer has no count."""
-        query = "filter_keys=state&filter_predicates=%3D&filter_values=ALIVE&limit=1"
+        """How many actors are alive (Ray's state API); None when the answer has no count.
+
+        Ray filters after it truncates to ``limit`` and counts every actor, dead ones too, in
+        ``total``: the count of live ones is ``num_filtered``, right only when the limit
+        covers every actor (Ray 2.60 checked: a finished job's supervisor stays listed,
+        dead)."""
+        query = "filter_keys=state&filter_predicates=%3D&filter_values=ALIVE&limit=10000"
         answer = self._json("GET", f"/api/v0/actors?{query}")
         result = (
             ((answer or {}).get("data") or {}).get("result") if isinstance(answer, dict) else None
         )
-        total = result.get("total") if isinstance(result, dict) else None
-        return total if isinstance(total, int) else None
+        alive = result.get("num_filtered") if isinstance(result, dict) else None
+        return alive if isinstance(alive, int) else None
 
     def package_exists(self, package: str) -> bool:
         try:

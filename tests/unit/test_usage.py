@@ -101,6 +101,7 @@ def test_ray_s_cluster_status_gives_logical_resources_without_its_internal_ones(
                         "GPU": [0.0, 1.0],
                         "memory": [0.0, 8e9],
                         "object_store_memory": [0.0, 2e9],
+                        "objectStoreMemory": [0.0, 2e9],
                         "node:10.0.0.1": [0.0, 1.0],
                         "node:__internal_head__": [0.0, 1.0],
                     }
