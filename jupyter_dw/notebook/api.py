@@ -415,6 +415,30 @@ class RayClusterHandle:
         """:meth:`scale` without blocking the kernel's event loop."""
         return await asyncio.to_thread(self.scale, workers, dry_run=dry_run)
 
+    def stop(self) -> ClusterInfo:
+        """Stop the cluster, keeping it: Kueue evicts its Workload (deactivated), KubeRay
+        removes its pods and the quota is free for others; the RayCluster and its spec stay,
+        with who stopped it and when (``status().stopped``). Raises ``WrongState`` (not
+        admitted, already stopped) or ``PermissionDenied`` (``patch
+        workloads.kueue.x-k8s.io``), with nothing changed."""
+        self._last = runtime().core.clusters.stop(self.name)
+        return self._last
+
+    async def stop_async(self) -> ClusterInfo:
+        """:meth:`stop` without blocking the kernel's event loop."""
+        return await asyncio.to_thread(self.stop)
+
+    def resume(self) -> ClusterInfo:
+        """Queue a stopped cluster again: it waits like a new one (its position and Kueue's
+        reason in ``status()``), then comes back at the size it had; ``wait()`` for it.
+        Raises ``WrongState`` when it is not stopped, with nothing changed."""
+        self._last = runtime().core.clusters.resume(self.name)
+        return self._last
+
+    async def resume_async(self) -> ClusterInfo:
+        """:meth:`resume` without blocking the kernel's event loop."""
+        return await asyncio.to_thread(self.resume)
+
     def delete(self) -> None:
         """Delete the cluster; its Workload, pods and Services follow."""
         rt = runtime()
