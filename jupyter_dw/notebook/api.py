@@ -234,6 +234,14 @@ class RayClusterHandle:
             raise ClusterFailed(f"Ray cluster {self.name!r} is gone", None, "It was deleted.", None)
         if info.state == state and (condition is None or condition(info)):
             return info
+        if info.state == "stopped" and state != "stopped":
+            # Never comes back by itself: a wait for ready would only time out.
+            raise ClusterFailed(
+                f"Ray cluster {self.name!r} is stopped",
+                info.stopped.sentence() if info.stopped else info.reason,
+                "Resume it (h.resume()) to queue it again.",
+                info.state,
+            )
         if info.state in GIVE_UP_STATES and state not in GIVE_UP_STATES:
             raise ClusterFailed(
                 f"Ray cluster {self.name!r} is {info.state}",
