@@ -149,10 +149,13 @@ def _reactivated(f: WorkloadFacts) -> Outcome | None:
     evicted = f.wl.get("Evicted")
     if not (f.has_workload and f.active and _is_true(evicted)):
         return None
-    if _words(evicted)[0] not in _DEACTIVATED_REASONS or f.quota_reserved:
+    # Also while the reservation is still on record: eviction is two writes (Evicted, then
+    # the reservation released), and a resume soon after a stop lands between them.
+    if _words(evicted)[0] not in _DEACTIVATED_REASONS:
         return None
     reason, message = _words(f.wl.get("QuotaReserved"))
-    if reason is None or reason in _DEACTIVATED_REASONS or message == _words(evicted)[1]:
+    stale = reason is None or reason in _DEACTIVATED_REASONS or message == _words(evicted)[1]
+    if f.quota_reserved or stale:
         # Still the eviction's words: the scheduler has not judged the queue yet.
         requeued = f.wl.get("Requeued")
         reason, message = _words(requeued) if _is_true(requeued) else ("Reactivated", None)

@@ -362,6 +362,10 @@ def test_reactivated_waits_in_the_queue_not_evicted() -> None:
     assert (status.state, status.reason) == ("queued", "Reactivated")
     assert status.message == "The workload was reactivated"
     assert kueue_state(wl).state == "queued"
+    # Resumed between Kueue's two eviction writes (the reservation not yet released).
+    wl = workload(evicted, RESERVED, requeued)
+    status = cluster_status(raycluster(), wl)
+    assert (status.state, status.reason) == ("queued", "Reactivated")
     # Judged: the scheduler's own words (why it waits).
     short = "couldn't assign flavors to pod set head: insufficient unused quota"
     wl = workload(evicted, cond("QuotaReserved", "False", "Pending", short), requeued)
