@@ -48,6 +48,7 @@ _LAZY = {
     "RayTokenUnavailable": ".core.errors",
     "RayNotInstalled": ".core.errors",
     "RayVersionMismatch": ".core.errors",
+    "WrongState": ".core.errors",
     "TrainJobSpec": ".notebook.trainjobs",
     "TrainJobHandle": ".notebook.trainjobs",
     "TrainJobEnded": ".notebook.trainjobs",

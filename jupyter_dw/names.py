@@ -103,6 +103,13 @@ AUTOSCALING_MIN_ANNOTATION = "jupyter-dw/autoscaling-min-workers"
 range, given back when the pin is released."""
 REQUEST_DIGEST_ANNOTATION = "jupyter-dw/request-digest"
 """SHA-256 of the create request an idempotency key was first sent with."""
+STOPPED_BY_ANNOTATION = "jupyter-dw/stopped-by"
+"""On a stopped RayCluster: the identity that stopped it (the workbench's Kubernetes user)."""
+STOPPED_AT_ANNOTATION = "jupyter-dw/stopped-at"
+"""On a stopped RayCluster: when it was stopped (RFC 3339, UTC)."""
+STOP_REASON_ANNOTATION = "jupyter-dw/stop-reason"
+"""On a stopped RayCluster: why, a JSON object whose ``by`` says what decided (``person``; an
+idle rule writes ``idle-rule`` with its figures, e.g. ``idle_seconds`` and ``waiting``)."""
 
 
 def head_service_name(cluster: str) -> str:

@@ -21,6 +21,7 @@ from ..domain.priorities import PreemptedBy
 from ..domain.ray_auth import RayAuth
 from ..domain.rayjob_spec import ValidatedRayJob
 from ..domain.slices import ScaleChange
+from ..domain.stop_record import StopRecord
 from ..domain.usage import ClusterUsage
 from ..names import CLIENT_PORT
 from .listing import ByName
@@ -205,6 +206,11 @@ class ClusterInfo:
     def scale(self) -> ScaleChange | None:
         """A change of size in flight (elastic clusters only)."""
         return self.status.scale
+
+    @property
+    def stopped(self) -> StopRecord | None:
+        """While ``stopped``: who stopped it, when and why (None otherwise)."""
+        return self.status.stopped
 
     @property
     def capacity_provisioned(self) -> bool:

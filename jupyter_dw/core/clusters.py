@@ -1,5 +1,5 @@
 """Ray clusters as every surface shows them: validated, fitted, created, listed with their
-Kueue and KubeRay state and milestones, deleted.
+Kueue and KubeRay state and milestones, stopped and resumed, deleted.
 
 :class:`ClusterService` joins the pure domain (``ValidatedSpec``, ``assess_fit``,
 ``suggest_workers``, ``cluster_status``, ``milestones``) with :class:`KubeSession` (caches,
@@ -296,6 +296,19 @@ class ClusterService:
             refuse_writes(self.config_errors)
         return scale_cluster(self, name, workers, dry_run)
 
+    def stop(self, name: str, reason: dict[str, Any] | None = None) -> ClusterInfo:
+        """Stop admitted cluster ``name``, keeping its RayCluster (its Workload deactivated:
+        the quota is freed, the pods go); see :mod:`jupyter_dw.core.stopping`."""
+        from .stopping import stop_cluster
+
+        return stop_cluster(self, name, reason)
+
+    def resume(self, name: str) -> ClusterInfo:
+        """Resume stopped cluster ``name``: Kueue queues it again, at the same size."""
+        from .stopping import resume_cluster
+
+        return resume_cluster(self, name)
+
     def describe(self, name: str) -> ClusterInfo | None:
         """The cached RayCluster ``name``, None if the cache does not hold it. Only the cache
         is read, plus one visibility call for a waiting cluster. For the change feed."""
@@ -532,6 +545,8 @@ def _pod_info(pod: Object) -> PodInfo:
 def _waiting_workload(status: ClusterSnapshot) -> str | None:
     """The Workload of ``status`` that waits for quota (the cluster's own, or a scale-up's
     slice), whose position to ask for; None when none waits."""
+    if status.state == "stopped":
+        return None  # deactivated: out of the queue, the visibility API does not list it
     if status.workload is not None and not status.quota_reserved:
         return status.workload
     if status.scale is not None and status.scale.state == "queued":

@@ -28,6 +28,7 @@ from ..ray.errors import (
     RayUnreachable,
     RayVersionMismatch,
 )
+from .stopping import WrongState
 
 __all__ = [
     "NEEDED_PERMISSIONS",
@@ -49,4 +50,5 @@ __all__ = [
     "RayTokenUnavailable",
     "RayUnreachable",
     "RayVersionMismatch",
+    "WrongState",
 ]

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from jupyter_dw.domain.kueue_state import CHECK_READY, AdmissionCheckStatus
 from jupyter_dw.domain.priorities import PreemptedBy
 from jupyter_dw.domain.slices import ScaleChange
+from jupyter_dw.domain.stop_record import StopRecord
 from jupyter_dw.names import DASHBOARD_PORT
 
 ClusterState = Literal[
@@ -24,6 +25,7 @@ ClusterState = Literal[
     "evicted",
     "preempted",
     "suspended",
+    "stopped",
     "failed",
     "rejected",
     "deleting",
@@ -49,7 +51,7 @@ class ClusterSnapshot:
 
     ``state`` follows a fixed precedence (first match wins) — see ``cluster_status``.
     ``reason``/``message`` are the controllers' own words for that state (Kueue's for
-    queued/admitted/evicted/preempted/suspended-by-deactivation, KubeRay's for
+    queued/admitted/evicted/preempted/stopped, KubeRay's for
     starting/failed); None when they gave none. ``quota_reserved``/``admitted`` are the
     Workload's ``QuotaReserved``/``Admitted`` conditions. ``flavors`` lists the flavors
     assigned (first-seen order); ``pod_set_flavors`` maps PodSet → resource → flavor.
@@ -98,6 +100,9 @@ class ClusterSnapshot:
     None while the Ray autoscaler owns the whole range."""
     scale: ScaleChange | None = None
     """A change of size in flight (elastic clusters only)."""
+    stopped: StopRecord | None = None
+    """While ``stopped``: who stopped it, when and why (None for a Workload deactivated by
+    other means, e.g. ``kueuectl stop workload``, which leaves no record)."""
 
     @property
     def capacity_provisioned(self) -> bool:
@@ -137,4 +142,5 @@ class ClusterSnapshot:
             "elastic": self.elastic,
             "pinned_workers": self.pinned_workers,
             "scale": self.scale.to_json() if self.scale else None,
+            "stopped": self.stopped.to_json() if self.stopped else None,
         }

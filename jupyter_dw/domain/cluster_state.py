@@ -44,6 +44,7 @@ from jupyter_dw.domain.milestones import transition
 from jupyter_dw.domain.pod_problems import PodProblem, first_problem
 from jupyter_dw.domain.ray_auth import Refusal
 from jupyter_dw.domain.slices import ScaleChange, SliceChain, scale_change, slice_chain
+from jupyter_dw.domain.stop_record import stop_record
 from jupyter_dw.names import (
     AUTOSCALING_MIN_ANNOTATION,
     DASHBOARD_PORT,
@@ -223,15 +224,34 @@ def _suspended(f: _Facts) -> Outcome | None:
     return "suspended", None, None
 
 
-_deleting, _rejected, _deactivated, _retrying_check, _evicted, _admitted, _waiting, _queued = (
-    KUEUE_RULES
-)
+(
+    _deleting,
+    _rejected,
+    _deactivated,
+    _reactivated,
+    _retrying_check,
+    _evicted,
+    _admitted,
+    _waiting,
+    _queued,
+) = KUEUE_RULES
+
+
+def _stopped(f: _Facts) -> Outcome | None:
+    # A Ray cluster whose Workload is deactivated (spec.active: false: our Stop, or `kueuectl
+    # stop workload`) is stopped, not gone: Kueue evicted it and suspended the RayCluster,
+    # KubeRay removed its pods, the quota is free, and the RayCluster with its spec is kept
+    # to be resumed. The Workload alone keeps Kueue's word for it, `suspended`.
+    outcome = _deactivated(f)
+    return ("stopped", outcome[1], outcome[2]) if outcome is not None else None
+
 
 _RULES: tuple[Callable[[_Facts], Outcome | None], ...] = (
     _deleting,
     _failed,
     _rejected,
-    _deactivated,
+    _stopped,
+    _reactivated,
     _retrying_check,
     _evicted,
     _refused_by_kuberay,
@@ -293,10 +313,13 @@ def cluster_status(
     3. ``rejected``: an admission check is ``Rejected`` (e.g. the ProvisioningRequest turned
        ``Failed`` with no retries left), or Kueue deactivated the Workload because of one
        (``Evicted`` reason ``DeactivatedDueToAdmissionCheck``; Kueue then resets the check to
-       Pending, so the Evicted message is what names it); ``suspended`` by deactivation:
-       Workload ``spec.active: false`` (Kueue evicts it with reason ``Deactivated`` and never
-       requeues it); ``waiting-for-capacity``: evicted with reason ``AdmissionCheck`` (a check
-       in ``Retry``: Kueue requeues it after a backoff);
+       Pending, so the Evicted message is what names it); ``stopped``: Workload
+       ``spec.active: false`` (Kueue evicts it with reason ``Deactivated``, suspends the
+       RayCluster and never requeues it; ``stopped`` is the record of who stopped it and why,
+       from the RayCluster's annotations); ``queued`` once reactivated (Kueue keeps
+       ``Evicted=True``, reason ``Deactivated``, until it reserves quota again);
+       ``waiting-for-capacity``: evicted with reason ``AdmissionCheck`` (a check in ``Retry``:
+       Kueue requeues it after a backoff);
     4. ``preempted``: Workload ``Preempted=True`` or ``Evicted=True`` with reason
        ``Preempted``; ``evicted``: ``Evicted=True`` with another reason (PodsReadyTimeout,
        ClusterQueueStopped, LocalQueueStopped, AdmissionCheck, ...), until Kueue reserves
@@ -369,6 +392,7 @@ def cluster_status(
         elastic=elastic,
         pinned_workers=size.pinned,
         scale=_scale(chain, facts, pods, size, pending) if elastic else None,
+        stopped=stop_record(raycluster) if state == "stopped" else None,
     )
 
 

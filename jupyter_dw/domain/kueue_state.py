@@ -135,12 +135,31 @@ def _retrying_check(f: WorkloadFacts) -> Outcome | None:
 def _deactivated(f: WorkloadFacts) -> Outcome | None:
     # Kueue evicts a deactivated Workload (reason Deactivated) but never requeues it: it stays
     # off until someone sets spec.active=true, which is a suspension, not an eviction.
+    if not (f.has_workload and not f.active):
+        return None
     evicted = f.wl.get("Evicted")
-    by_reason = _is_true(evicted) and _words(evicted)[0] in _DEACTIVATED_REASONS
-    if f.has_workload and (not f.active or by_reason):
-        reason, message = _words(evicted) if _is_true(evicted) else ("Deactivated", None)
-        return "suspended", reason, message
-    return None
+    reason, message = _words(evicted) if _is_true(evicted) else ("Deactivated", None)
+    return "suspended", reason, message
+
+
+def _reactivated(f: WorkloadFacts) -> Outcome | None:
+    # spec.active set back to true: Kueue leaves Evicted=True (reason Deactivated) until it
+    # reserves quota again (then Evicted=False, "Previously: ...") and says Requeued=True
+    # (reason Reactivated): the Workload waits in its queue like a new one, not evicted.
+    evicted = f.wl.get("Evicted")
+    if not (f.has_workload and f.active and _is_true(evicted)):
+        return None
+    # Also while the reservation is still on record: eviction is two writes (Evicted, then
+    # the reservation released), and a resume soon after a stop lands between them.
+    if _words(evicted)[0] not in _DEACTIVATED_REASONS:
+        return None
+    reason, message = _words(f.wl.get("QuotaReserved"))
+    stale = reason is None or reason in _DEACTIVATED_REASONS or message == _words(evicted)[1]
+    if f.quota_reserved or stale:
+        # Still the eviction's words: the scheduler has not judged the queue yet.
+        requeued = f.wl.get("Requeued")
+        reason, message = _words(requeued) if _is_true(requeued) else ("Reactivated", None)
+    return "queued", reason, message
 
 
 def _evicted(f: WorkloadFacts) -> Outcome | None:
@@ -199,6 +218,7 @@ KUEUE_RULES: tuple[Callable[[WorkloadFacts], Outcome | None], ...] = (
     _deleting,
     _rejected,
     _deactivated,
+    _reactivated,
     _retrying_check,
     _evicted,
     _admitted,
@@ -222,7 +242,8 @@ def kueue_state(workload: Mapping[str, Any]) -> KueueState:
     """The state of any Kueue Workload, by the same rules (and precedence) as a cluster's
     Kueue states: ``deleting``; ``finished`` (``Finished=True``: Kueue released its quota;
     Kueue's reason, e.g. ``Succeeded``, and message); ``rejected``; ``suspended``
-    (deactivated); ``waiting-for-capacity`` (an admission check in Retry, or quota reserved
+    (deactivated); ``queued`` (reactivated, until Kueue reserves quota again);
+    ``waiting-for-capacity`` (an admission check in Retry, or quota reserved
     with checks not Ready); ``preempted``/``evicted``; ``admitted``; ``queued`` (Kueue's
     ``QuotaReserved=False`` reason and message). Never raises on a partial object."""
     workload = _map(workload)

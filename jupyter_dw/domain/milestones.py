@@ -6,8 +6,8 @@ Every surface draws the same timeline from this one list: ``Submitted`` (the Ray
 ProvisioningRequest asked for; only when the ClusterQueue requires checks), ``Admitted``,
 ``HeadReady`` (KubeRay's ``HeadPodReady`` condition, else the head pod's ``Ready``),
 ``WorkerReady:<n>`` (the n-th worker pod to turn ``Ready``, by its condition's time), ``Ready``
-(when the last of those happened, once the cluster is ready), then ``Evicted``/``Preempted``
-and ``Deleting`` when they apply. Times are the RFC 3339 strings the API server wrote; a
+(when the last of those happened, once the cluster is ready), then ``Evicted``/``Preempted``,
+``Stopped`` and ``Deleting`` when they apply. Times are the RFC 3339 strings the API server wrote; a
 milestone reached with no time recorded has ``time`` None. Names are the ones
 :func:`transition` (below) reports on the events socket.
 
@@ -127,6 +127,10 @@ def milestones(
         if status.state == "evicted" or not reached:
             since = _true_since(workload, "Evicted")[1]
         steps.append(Milestone(status.state.capitalize(), since))
+    if status.state == "stopped":
+        # Kueue's eviction time, else (not evicted yet) the time our record says.
+        since = _true_since(workload, "Evicted")[1]
+        steps.append(Milestone("Stopped", since or (status.stopped.at if status.stopped else None)))
     if status.state == "deleting":
         deleted = _text(_map(raycluster.get("metadata")).get("deletionTimestamp"))
         steps.append(Milestone("Deleting", deleted))
@@ -179,6 +183,7 @@ _ENTRY_EVENTS: dict[str, str] = {
     "failed": "Failed",
     "rejected": "Rejected",
     "suspended": "Suspended",
+    "stopped": "Stopped",
     "deleting": "Deleting",
 }
 
@@ -190,7 +195,8 @@ def transition(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[str]:
     ``QuotaReserved``, ``WaitingForCapacity`` (entering that state), ``CapacityProvisioned``
     (every admission check Ready), ``Admitted``, ``HeadReady``, ``WorkerReady:<n>`` for each
     newly ready worker count n, ``Ready``. Then the state entered, if it is one of
-    ``Evicted``, ``Preempted``, ``Failed``, ``Rejected``, ``Suspended``, ``Deleting``; then
+    ``Evicted``, ``Preempted``, ``Failed``, ``Rejected``, ``Suspended``, ``Stopped``,
+    ``Deleting``; then
     ``QuotaReleased`` if the reservation was lost; then an elastic cluster's
     ``ScaleRequested:<n>``, ``ScaleAdmitted:<n>``, ``ScaledTo:<n>``. ``old`` None means
     nothing was known: every

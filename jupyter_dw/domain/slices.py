@@ -150,6 +150,11 @@ class SliceChain:
         """The slice named ``<ns>/<name>``."""
         return next((w for w in self.slices if key and _key(w) == key), None)
 
+    def live(self) -> list[Object]:
+        """Slices neither ``Finished`` (replaced ones are) nor being deleted, oldest first:
+        the ones that hold quota or wait for it, which a stop deactivates."""
+        return [w for w in self.slices if not _finished(w) and not _deleting(w)]
+
     def scale_ups(self) -> list[Object]:
         """Slices made by scale-ups (each replaces an older one), oldest first."""
         return [w for w in self.slices if replaces(w)]

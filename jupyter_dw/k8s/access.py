@@ -111,6 +111,7 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
     # In the workbench's namespace (a Role; examples/rbac/role.yaml): all required.
     *_perms(LOCAL_QUEUE, ("list", "watch"), "show the namespace's queues"),
     *_perms(WORKLOAD, ("list", "watch"), "show queued and admitted workloads"),
+    *_perms(WORKLOAD, ("patch",), "stop and resume Ray clusters (a Workload's spec.active)"),
     *_perms(
         VISIBILITY_LOCAL_QUEUE,
         ("get",),
@@ -121,7 +122,9 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
     *_perms(RAY_CLUSTER, ("delete",), "delete Ray clusters"),
     *_perms(RAY_CLUSTER, ("list", "watch"), "list Ray clusters and follow their state"),
     *_perms(RAY_CLUSTER, ("get",), "open a Ray cluster's dashboard through the server"),
-    *_perms(RAY_CLUSTER, ("patch",), "scale elastic Ray clusters"),
+    *_perms(
+        RAY_CLUSTER, ("patch",), "scale elastic Ray clusters; record who stopped a Ray cluster"
+    ),
     *_perms(RAY_JOB, ("create", "delete", "get"), "run RayJobs (a job with its own cluster)"),
     *_perms(RAY_JOB, ("list", "watch"), "list RayJobs and follow their state"),
     *_perms(TRAIN_JOB, ("create", "delete", "get"), "run TrainJobs (Kubeflow Trainer)"),

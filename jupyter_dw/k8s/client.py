@@ -61,6 +61,7 @@ _SECRETS = (
 )
 REDACTED = "[redacted]"
 JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,17 @@ class KubeApi:
         """PATCH ``path`` with a JSON patch (RFC 6902; a ``test`` operation makes it
         conditional) and return the decoded JSON object."""
         return self._json("PATCH", path, query, operations, timeout, JSON_PATCH)
+
+    def merge_patch(
+        self,
+        path: str,
+        changes: Mapping[str, Any],
+        query: Query = (),
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """PATCH ``path`` with a JSON merge patch (RFC 7386: ``None`` removes a key; what
+        ``kubectl patch --type=merge`` sends) and return the decoded JSON object."""
+        return self._json("PATCH", path, query, changes, timeout, MERGE_PATCH)
 
     def delete(self, path: str, query: Query = (), timeout: float | None = None) -> dict[str, Any]:
         """DELETE ``path`` and return the decoded JSON object (a Status or the object)."""

@@ -1,5 +1,6 @@
 """Writes and one-off reads for KubeRay objects (RayClusters, RayJobs): create (dry run
-first), delete, get, and the positions of pending Workloads from Kueue's visibility API.
+first), delete, patch, annotate, get, and the positions of pending Workloads from Kueue's
+visibility API.
 
 Everything that is watched (RayClusters, their pods, Workloads) is read from the session's
 caches instead; these are the calls no cache can answer. All functions block.
@@ -11,6 +12,7 @@ import copy
 import hashlib
 import json
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..names import IDEMPOTENCY_KEY_ANNOTATION, REQUEST_DIGEST_ANNOTATION
@@ -196,6 +198,28 @@ def patch_raycluster(
     is absent."""
     try:
         return api.patch(RAY_CLUSTER.path(namespace, name), operations)
+    except KubeApiError as err:
+        if err.api_status == 404:
+            raise not_found(namespace, name) from err
+        raise
+
+
+def annotate_raycluster(
+    api: KubeApi,
+    namespace: str,
+    name: str,
+    annotations: Mapping[str, str | None],
+    dry_run: bool = False,
+) -> Object:
+    """Set (a string) or remove (None) ``annotations`` of RayCluster ``name`` in one merge
+    patch, leaving its other annotations and its spec as they are; :class:`KubeNotFound` when
+    it is absent, :class:`KubeForbidden` naming ``patch rayclusters.ray.io`` without RBAC."""
+    try:
+        return api.merge_patch(
+            RAY_CLUSTER.path(namespace, name),
+            {"metadata": {"annotations": dict(annotations)}},
+            query=[DRY_RUN] if dry_run else (),
+        )
     except KubeApiError as err:
         if err.api_status == 404:
             raise not_found(namespace, name) from err

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from . import ray
+from . import ray, workload_writes
 from .cache_set import Kind
 from .errors import KubeForbidden, KubeNotFound
 from .metrics import MetricsRead, read_pod_metrics
@@ -142,6 +142,33 @@ class SessionAnswers(SessionState):
         self.wait_ready()
         self.discovery.require_kuberay()
         return ray.patch_raycluster(self.api, self.namespace, name, operations)
+
+    def annotate_raycluster(
+        self, name: str, annotations: dict[str, str | None], dry_run: bool = False
+    ) -> Object:
+        """Set (a string) or remove (None) annotations of RayCluster ``name`` (one merge
+        patch); a write waits briefly for its own watch event, so the next read shows it."""
+        self.wait_ready()
+        self.discovery.require_kuberay()
+        patched = ray.annotate_raycluster(self.api, self.namespace, name, annotations, dry_run)
+        if not dry_run:
+            self.catch_up(RAY_CLUSTER.plural, name, _version(patched))
+        return patched
+
+    def set_workload_active(self, name: str, active: bool, dry_run: bool = False) -> Object:
+        """Deactivate (``active`` False) or reactivate Workload ``name``: see
+        :func:`workload_writes.set_workload_active`. A write waits briefly for its own watch
+        event, so the next read shows it."""
+        self.wait_ready()
+        self.discovery.require_kueue()
+        resource = self.discovery.kueue(WORKLOAD)
+        assert resource is not None  # require_kueue: Kueue is served
+        patched = workload_writes.set_workload_active(
+            self.api, resource, self.namespace, name, active, dry_run
+        )
+        if not dry_run:
+            self.catch_up(WORKLOAD.plural, name, _version(patched))
+        return patched
 
     @property
     def positions_visible(self) -> bool:
@@ -309,3 +336,8 @@ class SessionAnswers(SessionState):
         self.wait_ready()
         self.discovery.require_kuberay()
         return self.delete_object(RAY_CLUSTER, name)
+
+
+def _version(obj: Object) -> str:
+    """An object's ``metadata.resourceVersion`` ("" when absent)."""
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")

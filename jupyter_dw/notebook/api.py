@@ -234,6 +234,14 @@ class RayClusterHandle:
             raise ClusterFailed(f"Ray cluster {self.name!r} is gone", None, "It was deleted.", None)
         if info.state == state and (condition is None or condition(info)):
             return info
+        if info.state == "stopped" and state != "stopped":
+            # Never comes back by itself: a wait for ready would only time out.
+            raise ClusterFailed(
+                f"Ray cluster {self.name!r} is stopped",
+                info.stopped.sentence() if info.stopped else info.reason,
+                "Resume it (h.resume()) to queue it again.",
+                info.state,
+            )
         if info.state in GIVE_UP_STATES and state not in GIVE_UP_STATES:
             raise ClusterFailed(
                 f"Ray cluster {self.name!r} is {info.state}",
@@ -414,6 +422,30 @@ class RayClusterHandle:
     async def scale_async(self, workers: int | None, *, dry_run: bool = False) -> ScaleResult:
         """:meth:`scale` without blocking the kernel's event loop."""
         return await asyncio.to_thread(self.scale, workers, dry_run=dry_run)
+
+    def stop(self) -> ClusterInfo:
+        """Stop the cluster, keeping it: Kueue evicts its Workload (deactivated), KubeRay
+        removes its pods and the quota is free for others; the RayCluster and its spec stay,
+        with who stopped it and when (``status().stopped``). Raises ``WrongState`` (not
+        admitted, already stopped) or ``PermissionDenied`` (``patch
+        workloads.kueue.x-k8s.io``), with nothing changed."""
+        self._last = runtime().core.clusters.stop(self.name)
+        return self._last
+
+    async def stop_async(self) -> ClusterInfo:
+        """:meth:`stop` without blocking the kernel's event loop."""
+        return await asyncio.to_thread(self.stop)
+
+    def resume(self) -> ClusterInfo:
+        """Queue a stopped cluster again: it waits like a new one (its position and Kueue's
+        reason in ``status()``), then comes back at the size it had; ``wait()`` for it.
+        Raises ``WrongState`` when it is not stopped, with nothing changed."""
+        self._last = runtime().core.clusters.resume(self.name)
+        return self._last
+
+    async def resume_async(self) -> ClusterInfo:
+        """:meth:`resume` without blocking the kernel's event loop."""
+        return await asyncio.to_thread(self.resume)
 
     def delete(self) -> None:
         """Delete the cluster; its Workload, pods and Services follow."""

@@ -33,6 +33,9 @@ HELP = """%dw queues                      LocalQueues with quota and headroom
 %dw scale NAME N|auto [--dry-run]
                                  pin an elastic cluster at N workers (auto: the Ray
                                  autoscaler decides again); a scale-up is fitted first
+%dw stop NAME                    stop a cluster, keeping it: its pods go, its quota is
+                                 freed, its spec stays
+%dw resume NAME                  queue a stopped cluster again, at the size it had
 %dw list                         the namespace's Ray clusters
 %dw job NAME [--working-dir DIR] -- COMMAND...
                                  run COMMAND on cluster NAME as a Ray job; a live view
@@ -98,6 +101,8 @@ def _parser() -> argparse.ArgumentParser:
     scale.add_argument("name")
     scale.add_argument("workers", help="a whole number, or 'auto' for the Ray autoscaler")
     scale.add_argument("--dry-run", action="store_true")
+    commands.add_parser("stop", add_help=False).add_argument("name")
+    commands.add_parser("resume", add_help=False).add_argument("name")
     commands.add_parser("list", add_help=False)
     job = commands.add_parser("job", add_help=False)
     job.add_argument("name")
@@ -213,6 +218,21 @@ def _scale(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
     result = _api().RayClusterHandle(args.name).scale(args.workers, dry_run=args.dry_run)
     out(result.message)
     return result.cluster
+
+
+def _stop(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    info = _api().RayClusterHandle(args.name).stop()
+    out(
+        f"Stopped Ray cluster {args.name}: Kueue frees its quota and KubeRay removes its pods; "
+        f"the cluster is kept (%dw resume {args.name} queues it again)."
+    )
+    return info
+
+
+def _resume(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+    info = _api().RayClusterHandle(args.name).resume()
+    out(f"Resumed Ray cluster {args.name}: it is {info.state} in queue {info.queue}.")
+    return info
 
 
 def _list(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
@@ -358,6 +378,8 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]]
     "watch": _watch,
     "down": _down,
     "scale": _scale,
+    "stop": _stop,
+    "resume": _resume,
     "list": _list,
     "job": _job,
     "jobs": _jobs,

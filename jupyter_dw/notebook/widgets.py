@@ -69,7 +69,8 @@ class _Live:
 
 class ClusterStatus(_Live, anywidget.AnyWidget):
     """One Ray cluster, live: state badge, Kueue's reason and queue position, workers bar,
-    timeline, dashboard link and Delete (with confirmation). Synced traits carry the REST
+    timeline, dashboard link, Stop (an admitted cluster, kept) or Resume (a stopped one) and
+    Delete (with confirmation). Synced traits carry the REST
     field names. ``close()`` stops following it."""
 
     # The bar's words and numbers are the sidebar's (workers_bar.js, one source), then the view.
@@ -83,6 +84,9 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
     reason = Unicode(None, allow_none=True).tag(sync=True)
     message = Unicode(None, allow_none=True).tag(sync=True)
     position_in_local_queue = Int(None, allow_none=True).tag(sync=True)
+    admitted = Bool(False).tag(sync=True)
+    stopped = optional_dict().tag(sync=True)
+    """While ``stopped``: REST's ``{"by", "at", "reason"}``, who stopped it and why."""
     preempted_by = optional_dict().tag(sync=True)
     admission_checks = List(Dict()).tag(sync=True)
     workers_ready = Int(0).tag(sync=True)
@@ -128,6 +132,8 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
             self.reason = status.reason
             self.message = status.message
             self.position_in_local_queue = status.position_in_local_queue
+            self.admitted = status.admitted
+            self.stopped = status.stopped.to_json() if status.stopped else None
             self.preempted_by = status.preempted_by.to_json() if status.preempted_by else None
             self.admission_checks = [c.to_json() for c in status.admission_checks]
             self.workers_ready = status.workers_ready
@@ -153,6 +159,8 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
                 self.state = "deleted"
                 self.reason = self.message = None
                 self.position_in_local_queue = None
+                self.admitted = False
+                self.stopped = None
                 self.preempted_by = None
                 self.admission_checks = []
                 self.scale = None
@@ -164,6 +172,10 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
             return
         if content.get("action") == "delete":
             self.delete()
+        elif content.get("action") == "stop":
+            self.stop()
+        elif content.get("action") == "resume":
+            self.resume()
         elif content.get("action") == "scale":
             request = content.get("request")
             self.scale_to(
@@ -191,6 +203,28 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
             "request": request,
         }
         self.show(result.cluster)
+
+    def stop(self) -> None:
+        """Stop the cluster, keeping it (the view's Stop button calls this); a refusal (409,
+        403 naming the permission) goes to ``error``, nothing changed."""
+        try:
+            info = runtime().core.clusters.stop(self.name)
+        except KubeError as err:
+            self.error = err.to_json()
+            return
+        self.error = None
+        self.show(info)
+
+    def resume(self) -> None:
+        """Queue the stopped cluster again (the view's Resume button calls this); its
+        position and Kueue's reason then arrive through the watches."""
+        try:
+            info = runtime().core.clusters.resume(self.name)
+        except KubeError as err:
+            self.error = err.to_json()
+            return
+        self.error = None
+        self.show(info)
 
     def delete(self) -> None:
         """Delete the cluster (the view's confirmed Delete button calls this)."""

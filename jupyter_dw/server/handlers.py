@@ -265,6 +265,49 @@ def _scale(core: DWCore, name: str, body: Any) -> Any:
     return core.clusters.scale(name, workers, dry_run)
 
 
+class StopHandler(DWHandler):
+    """``POST clusters/{name}/stop``: stop an admitted cluster, keeping it (no body, or
+    ``{}``)."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, name: str) -> None:
+        """See :meth:`jupyter_dw.core.clusters.ClusterService.stop`."""
+        await self.call_with_body(
+            lambda body: _no_fields(body, "stop", self.core.clusters.stop)(name)
+        )
+
+
+class ResumeHandler(DWHandler):
+    """``POST clusters/{name}/resume``: queue a stopped cluster again (no body, or ``{}``)."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, name: str) -> None:
+        """See :meth:`jupyter_dw.core.clusters.ClusterService.resume`."""
+        await self.call_with_body(
+            lambda body: _no_fields(body, "resume", self.core.clusters.resume)(name)
+        )
+
+
+def _no_fields(body: Any, action: str, then: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``then`` when ``body`` is empty (none, ``null`` or ``{}``), else :class:`InvalidRequest`
+    before anything is read or changed: these actions take no fields today."""
+    if body is None or body == {}:
+        return then
+    problem = (
+        f"unknown field(s) {', '.join(sorted(body))}"
+        if isinstance(body, dict)
+        else "the body must be empty or a JSON object without fields"
+    )
+    raise InvalidRequest(
+        f"Invalid {action} request",
+        problem,
+        "Send no body, or {}; nothing was changed.",
+        {"request": problem},
+    )
+
+
 def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHandler]]]:
     """``(pattern, handler)`` pairs; ExtensionApp prepends ``base_url``."""
     # Imported here: those modules import this one's base class and settings names.
@@ -282,6 +325,8 @@ def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHan
         (url_path_join(prefix, "clusters"), ClustersHandler),
         (url_path_join(prefix, "clusters", "([^/]+)"), ClusterHandler),
         (url_path_join(prefix, "clusters", "([^/]+)", "scale"), ScaleHandler),
+        (url_path_join(prefix, "clusters", "([^/]+)", "stop"), StopHandler),
+        (url_path_join(prefix, "clusters", "([^/]+)", "resume"), ResumeHandler),
         (url_path_join(prefix, "clusters", "([^/]+)", "jobs"), JobsHandler),
         (url_path_join(job, "logs"), JobLogsHandler),
         (url_path_join(job, "stop"), JobStopHandler),

@@ -107,6 +107,10 @@ export interface IDWApi {
   remove(name: string): Promise<Deleted>;
   /** `POST clusters/{name}/scale`: pin at `workers` (null: back to the Ray autoscaler). */
   scale(name: string, workers: number | null, dryRun?: boolean): Promise<ScaleResult>;
+  /** `POST clusters/{name}/stop`: stop an admitted cluster, keeping it (quota freed). */
+  stop(name: string): Promise<Cluster>;
+  /** `POST clusters/{name}/resume`: queue a stopped cluster again, at the size it had. */
+  resume(name: string): Promise<Cluster>;
   /** `POST clusters/{name}/jobs/{job}/stop`: the server adds the cluster's Ray token. */
   stopJob(name: string, job: string): Promise<JobStopped>;
   /** `POST rayjobs/fit`: the RayJob's fit (its submitter counted as Kueue counts it). */
@@ -176,6 +180,14 @@ export class DWApi implements IDWApi {
   scale(name: string, workers: number | null, dryRun = false): Promise<ScaleResult> {
     const body: ScaleRequest = { workers, dry_run: dryRun };
     return this.request<ScaleResult>('POST', `clusters/${encodeURIComponent(name)}/scale`, body);
+  }
+
+  stop(name: string): Promise<Cluster> {
+    return this.request<Cluster>('POST', `clusters/${encodeURIComponent(name)}/stop`);
+  }
+
+  resume(name: string): Promise<Cluster> {
+    return this.request<Cluster>('POST', `clusters/${encodeURIComponent(name)}/resume`);
   }
 
   stopJob(name: string, job: string): Promise<JobStopped> {

@@ -486,6 +486,17 @@ export class DWModel {
     return this.api.scale(name, workers, dryRun);
   }
 
+  /**
+   * Stop cluster `name`, keeping it (its Workload deactivated: pods removed, quota freed), or
+   * resume a stopped one (queued again). Rejects with `DWRequestError` (`not_admitted`,
+   * `not_stopped`, `forbidden` naming `patch workloads.kueue.x-k8s.io`). The card follows
+   * the change through the events socket (an answer applied here could be older than a
+   * message already shown).
+   */
+  async stopOrResume(name: string, action: 'stop' | 'resume'): Promise<void> {
+    await (action === 'stop' ? this.api.stop(name) : this.api.resume(name));
+  }
+
   /** The Ray jobs of the ready clusters and the selected job's log (from the socket). */
   readonly jobs = new JobsState();
 

@@ -168,6 +168,60 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/clusters/{name}/stop': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayCluster name (as for `/clusters/{name}`). */
+        name: string;
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Stop an admitted cluster, keeping it (its Workload deactivated, its quota freed).
+     * @description Deactivates the cluster's Kueue Workload (`spec.active: false`, as `kueuectl stop
+     *     workload` does; every live slice of an elastic cluster): Kueue evicts it, suspends
+     *     the RayCluster, KubeRay deletes its pods and the quota is free for the next workload
+     *     in the queue. The RayCluster and its spec stay, with who stopped it and why
+     *     (`stopped`). Needs `patch workloads.kueue.x-k8s.io` in the namespace (not in Kueue's
+     *     batch-user role) and `patch rayclusters.ray.io`. No body, or `{}`.
+     */
+    post: operations['stopCluster'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/clusters/{name}/resume': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayCluster name (as for `/clusters/{name}`). */
+        name: string;
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Queue a stopped cluster again, at the size it had.
+     * @description Reactivates the cluster's Workload (`spec.active: true`): Kueue requeues it like any
+     *     new one (`queued` with its reason and position while the quota is held by others,
+     *     then admitted, then ready) and the stop record is removed. Needs `patch
+     *     workloads.kueue.x-k8s.io`. No body, or `{}`.
+     */
+    post: operations['resumeCluster'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/clusters/{name}/jobs': {
     parameters: {
       query?: never;
@@ -400,14 +454,14 @@ export interface components {
       reason: string | null;
       /** @description What to do about it. */
       hint: string | null;
-      /** @description Machine-readable: `invalid_spec`, `invalid_request`, `rejected`, `forbidden`, `unauthorized`, `not_found`, `already_exists`, `api_error`, `unreachable`, `busy`, `no_credentials`, `not_ready`, `kueue_not_installed`, `kuberay_not_installed`, `trainer_not_installed`, `timeout` (504: the API server did not answer within `request_timeout`), `kueue_webhook_unavailable`, `webhook_unavailable` (503: an admission webhook could not be called), ... Absent for errors of jupyter_server's own checks. */
+      /** @description Machine-readable: `invalid_spec`, `invalid_request`, `rejected`, `forbidden`, `unauthorized`, `not_found`, `already_exists`, `api_error`, `unreachable`, `busy`, `no_credentials`, `not_ready`, `kueue_not_installed`, `kuberay_not_installed`, `trainer_not_installed`, `timeout` (504: the API server did not answer within `request_timeout`), `kueue_webhook_unavailable`, `webhook_unavailable` (503: an admission webhook could not be called), `not_admitted` / `not_stopped` (409: a stop or resume of a cluster in another state), ... Absent for errors of jupyter_server's own checks. */
       code?: string | null;
       /** @description 403: the permission Kubernetes denied, `<verb> <resource>.<group>`. */
       denied?: string | null;
       /** @description `kueue_webhook_unavailable` / `webhook_unavailable`: the admission webhook that could not be called, as the API server names it (e.g. `mraycluster.kb.io`). */
       webhook?: string | null;
       errors?: components['schemas']['FieldErrors'];
-      /** @description `cluster_not_ready`: the cluster's state now. */
+      /** @description `cluster_not_ready`, `not_admitted`, `not_stopped`: the cluster's state now. */
       state?: string | null;
     };
     /** @description Field name (or `request`) → message. */
@@ -567,7 +621,7 @@ export interface components {
       default: boolean;
     };
     /**
-     * @description `waiting-for-capacity`: quota reserved, an admission check (e.g. the ProvisioningRequest check asking the cluster autoscaler for nodes) not Ready yet, or in Retry; `rejected`: an admission check refused the workload and Kueue deactivated it.
+     * @description `waiting-for-capacity`: quota reserved, an admission check (e.g. the ProvisioningRequest check asking the cluster autoscaler for nodes) not Ready yet, or in Retry; `rejected`: an admission check refused the workload and Kueue deactivated it; `stopped`: its Workload is deactivated (`spec.active: false`: `POST clusters/{name}/stop`, or `kueuectl stop workload`): no pods, no quota held, the RayCluster and its spec kept (`stopped` says who stopped it and why; resume it with `POST clusters/{name}/resume`).
      * @enum {unknown}
      */
     ClusterState:
@@ -580,11 +634,12 @@ export interface components {
       | 'evicted'
       | 'preempted'
       | 'suspended'
+      | 'stopped'
       | 'failed'
       | 'rejected'
       | 'deleting';
     Milestone: {
-      /** @description `Submitted`, `QuotaReserved`, `CapacityProvisioned` (every admission check Ready; only when the ClusterQueue requires checks), `Admitted`, `HeadReady`, `WorkerReady:<n>`, `Ready`, and possibly `Evicted`, `Preempted`, `Deleting`. An elastic cluster's changes of size add `ScaleRequested:<n>` (a new slice asks for n workers), `ScaleAdmitted:<n>` (Kueue admitted it) and `ScaledTo:<n>` (n workers ready after a change); `QuotaReserved` and `Admitted` stay the first admission's. */
+      /** @description `Submitted`, `QuotaReserved`, `CapacityProvisioned` (every admission check Ready; only when the ClusterQueue requires checks), `Admitted`, `HeadReady`, `WorkerReady:<n>`, `Ready`, and possibly `Evicted`, `Preempted`, `Stopped`, `Deleting`. An elastic cluster's changes of size add `ScaleRequested:<n>` (a new slice asks for n workers), `ScaleAdmitted:<n>` (Kueue admitted it) and `ScaledTo:<n>` (n workers ready after a change); `QuotaReserved` and `Admitted` stay the first admission's. */
       name: string;
       time: components['schemas']['NullableTime'];
     };
@@ -656,6 +711,8 @@ export interface components {
       /** @description Whether this state is current: not `live` while a watch it is read from (RayClusters, Workloads, pods) is reconnecting or stale, or, for a cluster Kueue manages, while Kueue's controller does not answer. The other fields are then the last known state. */
       freshness: components['schemas']['Freshness'];
       ray_auth: components['schemas']['RayAuth'];
+      /** @description While `stopped`: who stopped it, when and why (the RayCluster's annotations `jupyter-dw/stopped-by`, `jupyter-dw/stopped-at`, `jupyter-dw/stop-reason`); null in any other state, and for a Workload deactivated by other means. */
+      stopped: null | components['schemas']['StopRecord'];
       /** @description What the cluster uses against what it holds; null when usage is off. */
       usage: null | components['schemas']['ClusterUsage'];
     };
@@ -691,6 +748,17 @@ export interface components {
       jobs_pending: number | null;
       actors_alive: number | null;
     };
+    StopRecord: {
+      /** @description The identity that stopped it (the workbench's Kubernetes user). */
+      by: string | null;
+      at: components['schemas']['NullableTime'];
+      /** @description Why: `by` says what decided, `person` (someone asked: the Stop button, `h.stop()`, `%dw stop`) or a rule, which adds its figures (e.g. `{"by": "idle-rule", "idle_seconds": 1800, "waiting": 2}`); other keys are the rule's. */
+      reason: {
+        by: string | null;
+      } & {
+        [key: string]: unknown;
+      };
+    };
     /** @description How Ray authenticates on this cluster, read from the RayCluster. `token`: KubeRay's token (`spec.authOptions.mode: token`); the dashboard proxy sends it upstream, it never reaches the browser. `k8s`: Kubernetes-delegated tokens (`enableK8sTokenAuth`). `disabled`: turned off by the administrator (`ray_auth=disabled`). `none`: created without Ray authentication (a KubeRay before 1.6, or another tool). `warning` is set when the cluster is open (`disabled`, `none`): show it on every card and widget. */
     RayAuth: {
       /** @enum {unknown} */
@@ -718,6 +786,8 @@ export interface components {
       /** @description The pending slice's Workload (`queued`), else the admitted one. */
       workload: string | null;
     };
+    /** @description No fields (an action that takes none today). */
+    EmptyRequest: Record<string, never>;
     ScaleRequest: {
       /** @description Pin at this many workers, within `[min_workers, max_workers]`; null gives the size back to the Ray autoscaler. */
       workers: number | null;
@@ -1853,6 +1923,124 @@ export interface operations {
       403: components['responses']['Forbidden'];
       /** @description `not_found`: no such RayCluster; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
+    };
+  };
+  stopCluster: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayCluster name (as for `/clusters/{name}`). */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['EmptyRequest'];
+      };
+    };
+    responses: {
+      /** @description The cluster, now `stopped`. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Cluster'];
+        };
+      };
+      /** @description `invalid_name`, or `invalid_request` (a body with fields). Nothing was changed. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such RayCluster; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `not_admitted`: the cluster is not admitted (queued, already stopped, being deleted, not managed by Kueue); `state` is its state. Nothing was changed. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
+    };
+  };
+  resumeCluster: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A RayCluster name (as for `/clusters/{name}`). */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['EmptyRequest'];
+      };
+    };
+    responses: {
+      /** @description The cluster, queued again (or already admitted). */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Cluster'];
+        };
+      };
+      /** @description `invalid_name`, or `invalid_request` (a body with fields). Nothing was changed. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidRequestError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `not_found`: no such RayCluster; or jupyter_server's answer to a request from another origin (`error` only, no `code`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description `not_stopped`: the cluster is not stopped; `state` is its state. Nothing was changed. */
+      409: {
         headers: {
           [name: string]: unknown;
         };

@@ -10,10 +10,14 @@ RAY_RULE_VERBS = ["get", "list", "watch", "create", "delete", "patch"]
 RAYJOB_VERBS = ["get", "list", "watch", "create", "delete"]
 
 
-def namespace_rules(ray_verbs: Sequence[str] = RAY_RULE_VERBS) -> list[dict[str, Any]]:
+def namespace_rules(
+    ray_verbs: Sequence[str] = RAY_RULE_VERBS, *, stop: bool = False
+) -> list[dict[str, Any]]:
     """What a workbench typically may do in its namespace (Kueue's batch-user role, Ray
-    clusters with ``ray_verbs``, RayJobs, reading pods and events, getting Ray's token Secrets)."""
-    return [
+    clusters with ``ray_verbs``, RayJobs, reading pods and events, getting Ray's token Secrets);
+    ``stop`` adds ``patch workloads``, which stop and resume need and the batch-user role
+    lacks."""
+    rules: list[dict[str, Any]] = [
         {
             "apiGroups": [KUEUE],
             "resources": ["localqueues", "workloads"],
@@ -31,6 +35,9 @@ def namespace_rules(ray_verbs: Sequence[str] = RAY_RULE_VERBS) -> list[dict[str,
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]},
     ]
+    if stop:
+        rules.append({"apiGroups": [KUEUE], "resources": ["workloads"], "verbs": ["patch"]})
+    return rules
 
 
 # The optional ClusterRole that reveals quota.

@@ -98,11 +98,11 @@ def test_a_check_seen_rejected_before_the_eviction_names_itself() -> None:
     assert status.message == f"admission check {CHECK} rejected the workload: no capacity"
 
 
-def test_deactivated_by_hand_is_still_suspended() -> None:
+def test_deactivated_by_hand_is_stopped_not_rejected() -> None:
     wl = workload(
         cond("Evicted", "True", "Deactivated", "The workload is deactivated"), active=False
     )
-    assert cluster_status(raycluster(), wl).state == "suspended"
+    assert cluster_status(raycluster(), wl).state == "stopped"
 
 
 def test_provisioned_then_admitted_then_ready_with_milestones_in_order() -> None:

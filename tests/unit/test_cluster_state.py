@@ -19,6 +19,8 @@ from jupyter_dw.domain.cluster_state import (
     transition,
     workload_selector,
 )
+from jupyter_dw.domain.kueue_state import kueue_state
+from jupyter_dw.domain.stop_record import StopRecord, stop_record
 
 UID = "5f0c2a4e-8d7b-4c59-9d0e-1a2b3c4d5e6f"
 CREATED = "2026-08-01T10:00:00Z"
@@ -304,17 +306,70 @@ def test_readmitted_after_eviction_is_no_longer_evicted() -> None:
     assert cluster_status(raycluster(), wl).state == "admitted"
 
 
-def test_deactivated_workload_is_suspended_not_evicted() -> None:
+def test_deactivated_workload_is_stopped_not_evicted() -> None:
     wl = evicted_workload("Deactivated", "The workload is deactivated")
     wl["spec"]["active"] = False
     status = cluster_status(raycluster(), wl)
-    assert (status.state, status.reason) == ("suspended", "Deactivated")
+    assert (status.state, status.reason) == ("stopped", "Deactivated")
     assert status.message == "The workload is deactivated"
+    assert status.stopped is None  # deactivated by other means: no record
 
 
 def test_deactivated_before_kueue_evicts_it() -> None:
     status = cluster_status(raycluster(), workload(PENDING_V1BETA2, active=False))
-    assert (status.state, status.reason) == ("suspended", "Deactivated")
+    assert (status.state, status.reason) == ("stopped", "Deactivated")
+
+
+def test_a_stopped_cluster_carries_its_record_and_only_while_stopped() -> None:
+    record = StopRecord("system:serviceaccount:ns:wb", "2026-11-26T10:00:00Z")
+    rc = raycluster()
+    rc["metadata"]["annotations"] = record.annotations()
+    wl = evicted_workload("Deactivated", "The workload is deactivated")
+    wl["spec"]["active"] = False
+    status = cluster_status(rc, wl)
+    assert status.state == "stopped" and status.stopped == record
+    assert status.to_json()["stopped"] == {
+        "by": "system:serviceaccount:ns:wb",
+        "at": "2026-11-26T10:00:00Z",
+        "reason": {"by": "person"},
+    }
+    assert transition(None, status)[-1] == "Stopped"
+    # Reactivated: the record left behind is not shown.
+    wl["spec"]["active"] = True
+    assert cluster_status(rc, wl).stopped is None
+
+
+def test_a_rules_figures_are_kept_in_the_record() -> None:
+    reason = {"by": "idle-rule", "idle_seconds": 1800, "waiting": 2}
+    rc = raycluster()
+    rc["metadata"]["annotations"] = StopRecord("sa", "t", reason).annotations()
+    record = stop_record(rc)
+    assert record is not None and record.reason == reason
+    assert record.sentence() == "stopped by the idle-rule (as sa) at t"
+    rc["metadata"]["annotations"]["jupyter-dw/stop-reason"] = "not json"
+    assert stop_record(rc) == StopRecord("sa", "t", {"by": None, "text": "not json"})
+
+
+def test_reactivated_waits_in_the_queue_not_evicted() -> None:
+    # spec.active back to true: Kueue keeps Evicted=True (Deactivated) until it reserves quota
+    # again, and says Requeued=True (Reactivated).
+    # The eviction's words are still on QuotaReserved until the scheduler judges the queue.
+    off = "The workload is deactivated"
+    evicted = cond("Evicted", "True", "Deactivated", off)
+    requeued = cond("Requeued", "True", "Reactivated", "The workload was reactivated")
+    wl = workload(evicted, cond("QuotaReserved", "False", "Pending", off), requeued)
+    status = cluster_status(raycluster(), wl)
+    assert (status.state, status.reason) == ("queued", "Reactivated")
+    assert status.message == "The workload was reactivated"
+    assert kueue_state(wl).state == "queued"
+    # Resumed between Kueue's two eviction writes (the reservation not yet released).
+    wl = workload(evicted, RESERVED, requeued)
+    status = cluster_status(raycluster(), wl)
+    assert (status.state, status.reason) == ("queued", "Reactivated")
+    # Judged: the scheduler's own words (why it waits).
+    short = "couldn't assign flavors to pod set head: insufficient unused quota"
+    wl = workload(evicted, cond("QuotaReserved", "False", "Pending", short), requeued)
+    assert cluster_status(raycluster(), wl).message == short
 
 
 # -- failed, deleting -----------------------------------------------------------------------

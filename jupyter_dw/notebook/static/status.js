@@ -208,6 +208,11 @@ function render({ model, el: root }) {
     } else if (reason || message) {
       box.append(el("div", { class: "jp-dw-reason" }, `${reason || ""} ${message || ""}`));
     }
+    const stopped = model.get("stopped");
+    if (state === "stopped" && stopped) {
+      // Who stopped it and why: a person, or a rule with its figures.
+      box.append(el("div", { class: "jp-dw-stopped" }, stoppedWords(stopped)));
+    }
     const preemptor = model.get("preempted_by");
     if (preemptor) {
       // A Ray cluster of this namespace by name; any other workload by its UIDs.
@@ -249,6 +254,11 @@ function render({ model, el: root }) {
     } else if (proxied === false || !base) {
       actions.append(el("span", { style: "opacity:.7" }, `Dashboard: the jupyter_dw server extension is not reachable here; use kubectl port-forward svc/${name}-head-svc 8265`));
     }
+    if (state === "stopped" && !model.get("deleted")) {
+      actions.append(el("button", { class: "jp-Button jp-mod-accept jp-dw-resume", title: "Queue it again, at the size it had", onclick: () => model.send({ action: "resume" }) }, "Resume"));
+    } else if (model.get("admitted") === true && state !== "deleting" && !model.get("deleted")) {
+      actions.append(el("button", { class: "jp-Button jp-dw-stop", title: "Free its quota and remove its pods; the cluster and its spec are kept", onclick: () => model.send({ action: "stop" }) }, "Stop"));
+    }
     if (state && state !== "deleting" && !model.get("deleted")) {
       if (!confirming) {
         actions.append(el("button", { class: "jp-Button jp-dw-delete", onclick: () => { confirming = true; draw(); } }, "Delete"));
@@ -260,11 +270,22 @@ function render({ model, el: root }) {
     }
     box.append(actions);
   }
-  for (const trait of ["state", "reason", "message", "position_in_local_queue", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue", "freshness", "ray_auth", ...SCALE_TRAITS]) {
+  for (const trait of ["state", "reason", "message", "position_in_local_queue", "admitted", "stopped", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue", "freshness", "ray_auth", ...SCALE_TRAITS]) {
     model.on(`change:${trait}`, draw);
   }
   model.on("change:scale_result", onResult);
   draw();
+}
+
+/** "stopped by <who> at <time>", and the rule with its figures when a rule decided. */
+function stoppedWords(stopped) {
+  const reason = stopped.reason || {};
+  const at = stopped.at ? ` at ${new Date(stopped.at).toLocaleString()}` : "";
+  if (reason.by && reason.by !== "person") {
+    const figures = Object.entries(reason).filter(([key]) => key !== "by").map(([key, value]) => `${key} ${value}`).join(", ");
+    return `stopped by the ${reason.by}${figures ? ` (${figures})` : ""}${at}`;
+  }
+  return `stopped by ${stopped.by || "someone"}${at}`;
 }
 
 export default { render };

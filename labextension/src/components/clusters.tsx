@@ -1,5 +1,6 @@
 import * as React from 'react';
 
+import { DWRequestError } from '../api';
 import type { Cluster } from '../api';
 import { DWModel, dashboardOffHint, formatDuration, quotaHeldFor, timeline } from '../model';
 import { clockTime } from '../../../jupyter_dw/notebook/static/clock.js';
@@ -52,6 +53,67 @@ function Timeline(props: { cluster: Cluster }): JSX.Element | null {
   );
 }
 
+/** "stopped by <who> at <time>", or the rule that stopped it with its figures. */
+export function stoppedWords(stopped: NonNullable<Cluster['stopped']>): string {
+  const reason: Record<string, unknown> = stopped.reason;
+  const at = stopped.at ? ` at ${new Date(stopped.at).toLocaleString()}` : '';
+  const by = typeof reason.by === 'string' ? reason.by : null;
+  if (by && by !== 'person') {
+    const figures = Object.entries(reason)
+      .filter(([key]) => key !== 'by')
+      .map(([key, value]) => `${key} ${String(value)}`)
+      .join(', ');
+    return `stopped by the ${by}${figures ? ` (${figures})` : ''}${at}`;
+  }
+  return `stopped by ${stopped.by ?? 'someone'}${at}`;
+}
+
+/**
+ * Stop (an admitted cluster: its pods go, its quota is freed, the cluster is kept) or Resume
+ * (a stopped one: queued again); a refusal is shown under the buttons.
+ */
+function StopResumeButton(props: { cluster: Cluster; model: DWModel }): JSX.Element | null {
+  const c = props.cluster;
+  const [busy, setBusy] = React.useState(false);
+  const [error, setError] = React.useState<DWRequestError | Error | null>(null);
+  const action =
+    c.state === 'stopped' ? 'resume' : c.admitted && c.state !== 'deleting' ? 'stop' : null;
+  if (action === null) {
+    return error ? <ErrorNote error={{ error: error.message }} /> : null;
+  }
+  const click = async (): Promise<void> => {
+    setBusy(true);
+    setError(null);
+    try {
+      await props.model.stopOrResume(c.name, action);
+    } catch (err) {
+      setError(err instanceof Error ? err : new Error(String(err)));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const body = error instanceof DWRequestError ? error.body : null;
+  return (
+    <>
+      <button
+        type="button"
+        className={`jp-mod-styled jp-dw-button jp-dw-${action}`}
+        aria-label={`${action === 'stop' ? 'Stop' : 'Resume'} ${c.name}`}
+        title={
+          action === 'stop'
+            ? 'Free its quota and remove its pods; the cluster and its spec are kept'
+            : 'Queue it again, at the size it had'
+        }
+        disabled={busy}
+        onClick={() => void click()}
+      >
+        {action === 'stop' ? 'Stop' : 'Resume'}
+      </button>
+      {error ? <ErrorNote error={body ?? { error: error.message }} /> : null}
+    </>
+  );
+}
+
 function ClusterCard(props: {
   cluster: Cluster;
   actions: IClusterActions;
@@ -76,6 +138,11 @@ function ClusterCard(props: {
         {c.owner ? <> · by {c.owner === props.me ? 'you' : c.owner}</> : null}
       </div>
       <CardReason reason={c.reason} message={c.message} always={queued} />
+      {c.state === 'stopped' && c.stopped ? (
+        <div className="jp-dw-stopped" data-stopped-by={c.stopped.reason.by ?? ''}>
+          {stoppedWords(c.stopped)}
+        </div>
+      ) : null}
       <QueuePosition
         queued={queued}
         queue={c.queue}
@@ -122,6 +189,7 @@ function ClusterCard(props: {
         >
           Insert ray.init
         </button>
+        <StopResumeButton cluster={c} model={props.model} />
         <DeleteButton
           name={c.name}
           disabled={c.state === 'deleting'}
