@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain.freshness import WatchHealth
+from ..domain.spec_policy import SpecPolicy
 from ..k8s.access import AccessResult, Identity
 from ..k8s.discovery import Discovery
 from ..k8s.elastic import NOT_PROBED, ElasticJobs
@@ -15,9 +16,11 @@ from .elastic import ASSUMED, AutoscalerQuota, ElasticSupport
 
 @dataclass(frozen=True)
 class SessionContext:
-    """The ``GET context`` answer: namespace, identity, installed APIs, permissions and the
+    """The ``GET context`` answer: namespace, identity, installed APIs, permissions, the
     health of each watch cache (``{plural: (synced, last error)}``, and as ``health``: live,
-    reconnecting or stale, with Kueue's controller)."""
+    reconnecting or stale, with Kueue's controller), and the configured defaults and limits
+    of new clusters (``policy``: a form shows them, and leaves a field it was not given empty
+    so the server's default applies)."""
 
     namespace: str
     namespace_source: str
@@ -31,6 +34,7 @@ class SessionContext:
     health: WatchHealth
     elastic_jobs: ElasticJobs = NOT_PROBED
     autoscaler_quota: AutoscalerQuota = ASSUMED
+    policy: SpecPolicy = field(default_factory=SpecPolicy)
 
     @classmethod
     def of(
@@ -38,8 +42,10 @@ class SessionContext:
         session: KubeSession,
         timeout: float | None = None,
         elastic: ElasticSupport | None = None,
+        policy: SpecPolicy | None = None,
     ) -> SessionContext:
-        """Read it from a session (waits for its start)."""
+        """Read it from a session (waits for its start); ``policy`` is the configured one
+        (the built-in defaults without)."""
         session.wait_ready(timeout)
         elastic = elastic or ElasticSupport(session)
         return cls(
@@ -55,6 +61,7 @@ class SessionContext:
             health=session.watch_health(),
             elastic_jobs=elastic.jobs(),
             autoscaler_quota=elastic.autoscaler_quota(),
+            policy=policy or SpecPolicy(),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -82,4 +89,8 @@ class SessionContext:
                 for plural, (synced, error) in self.caches.items()
             },
             "health": self.health.to_json(),
+            "cluster_policy": {
+                "default_image": self.policy.default_image,
+                "sizes": self.policy.published_sizes(),
+            },
         }

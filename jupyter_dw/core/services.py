@@ -110,5 +110,6 @@ class DWCore:
         )
 
     def context(self, timeout: float | None = None) -> SessionContext:
-        """Identity, installed APIs, permissions (waits for the session's start)."""
-        return SessionContext.of(self.session, timeout, self.clusters.elastic)
+        """Identity, installed APIs, permissions and the cluster policy (waits for the
+        session's start)."""
+        return SessionContext.of(self.session, timeout, self.clusters.elastic, self.clusters.policy)

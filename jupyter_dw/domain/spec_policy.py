@@ -82,6 +82,11 @@ class Size:
         """``value`` as a user writes it: ``"500m"``, ``"2Gi"``, ``"4"``."""
         return _TEXT[self.kind](value)
 
+    def request_value(self, value: Any) -> int | str:
+        """``value`` as a request carries it: a whole number for counts, the quantity's text
+        (``"750m"``) for sizes, so a client can show it, or send it back, as it is."""
+        return self.text(value) if self.is_quantity else int(value)
+
 
 _PARSE: dict[str, Callable[[Any], Any]] = {
     "count": parse_count,
@@ -246,6 +251,20 @@ class SpecPolicy:
     def limit(self, field: str) -> Any:
         """The limit on sized field ``field``, or None."""
         return getattr(self, SIZE_OF[field].limit_name)
+
+    def published_sizes(self) -> dict[str, dict[str, int | str | None]]:
+        """Each sized field's default and limit (``{"worker_cpu": {"default": "750m", "max":
+        "4"}}``), as a request writes them: what a form shows as the value it will get when
+        left empty, and the most it may ask for (None: no limit beyond the queue's quota)."""
+        return {
+            size.field: {
+                "default": size.request_value(self.default(size.field)),
+                "max": (
+                    None if (limit := self.limit(size.field)) is None else size.request_value(limit)
+                ),
+            }
+            for size in SIZES
+        }
 
     def sized_value(self, field: str, raw: object) -> Any:
         """Parse sized field ``field`` and check it against this policy's limit."""

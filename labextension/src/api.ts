@@ -10,6 +10,7 @@ import type { components } from './openapi';
 type Schemas = components['schemas'];
 export type Version = Schemas['Version'];
 export type Context = Schemas['Context'];
+export type ClusterPolicy = Schemas['ClusterPolicy'];
 export type Queues = Schemas['Queues'];
 export type Queue = Schemas['Queue'];
 export type QueueResource = Schemas['QueueResource'];

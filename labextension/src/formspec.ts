@@ -4,8 +4,13 @@
  * (`POST rayjobs`) — and the server's per-field errors mapped back onto its fields. Both kinds
  * share the cluster's fields and names; a RayJob sends them under `cluster` and the server
  * names their errors `cluster.<field>`.
+ *
+ * The server owns the defaults and limits of a cluster's sizes (`GET context`'s
+ * `cluster_policy`, from its configuration): a size field starts empty, shows the default it
+ * will get as its placeholder and its limit beside it, and only what a user typed is sent, so
+ * an administrator's `default_worker_cpu` applies to what the form creates.
  */
-import type { ClusterSpecRequest, KubeRayJobRequest, Queue } from './api';
+import type { ClusterPolicy, ClusterSpecRequest, KubeRayJobRequest, Queue } from './api';
 
 export type FormKind = 'cluster' | 'rayjob';
 
@@ -31,15 +36,32 @@ export type FormFields = Record<FieldName, string>;
 
 export const SUBMISSION_MODES = ['K8sJobMode', 'SidecarMode'] as const;
 
+/** A sized field of the cluster: the server publishes its default and limit. */
+export type SizeField = keyof ClusterPolicy['sizes'];
+
+/** The cluster's sized fields, in the order the form shows them. */
+export const SIZE_FIELDS: readonly SizeField[] = [
+  'workers',
+  'worker_cpu',
+  'worker_memory',
+  'worker_gpu',
+  'head_cpu',
+  'head_memory'
+];
+
+/**
+ * Every field empty but the RayJob's submission mode (a choice, not a size): an empty field
+ * is left out of the request, and the server's default applies.
+ */
 export const INITIAL_FIELDS: FormFields = {
   name: '',
   queue: '',
-  workers: '1',
-  worker_cpu: '1',
-  worker_memory: '2Gi',
-  worker_gpu: '0',
-  head_cpu: '1',
-  head_memory: '2Gi',
+  workers: '',
+  worker_cpu: '',
+  worker_memory: '',
+  worker_gpu: '',
+  head_cpu: '',
+  head_memory: '',
   image: '',
   priority: '',
   entrypoint: '',
@@ -81,6 +103,31 @@ const INTEGER_FIELDS: readonly FieldName[] = [
 /** The fields a form of `kind` shows. */
 export function fieldsOf(kind: FormKind): readonly FieldName[] {
   return kind === 'cluster' ? CLUSTER_FIELDS : [...CLUSTER_FIELDS, ...RAYJOB_OWN_FIELDS.slice(3)];
+}
+
+function isSize(name: FieldName): name is SizeField {
+  return (SIZE_FIELDS as readonly FieldName[]).includes(name);
+}
+
+/**
+ * What field `name` gets when left empty, as its placeholder says it: the server's default
+ * ("default: 750m"); "server default" while the policy is not known (the server still
+ * applies its own).
+ */
+export function defaultHint(policy: ClusterPolicy | null, name: FieldName): string | undefined {
+  if (name === 'image') {
+    return policy ? `default: ${policy.default_image}` : 'server default';
+  }
+  if (!isSize(name)) {
+    return undefined;
+  }
+  return policy ? `default: ${policy.sizes[name].default}` : 'server default';
+}
+
+/** The most field `name` may ask for on this server ("max 4"), or null when only the quota limits it. */
+export function limitHint(policy: ClusterPolicy | null, name: FieldName): string | null {
+  const limit = policy && isSize(name) ? policy.sizes[name].max : null;
+  return limit === null ? null : `max ${limit}`;
 }
 
 /** The queue to preselect: the setting's if it exists, else the namespace's default. */

@@ -8,6 +8,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import {
   Cluster,
+  ClusterPolicy,
   ClusterSpecRequest,
   DWRequestError,
   ErrorBody,
@@ -135,6 +136,13 @@ export class DWModel {
   /** The identity's username (`GET context`), to tell "my" clusters; null if unknown. */
   get username(): string | null {
     return this._username;
+  }
+  /**
+   * The server's defaults and limits for a new cluster's sizes (`GET context`), which the form
+   * shows; null until known (the server applies its defaults anyway).
+   */
+  get clusterPolicy(): ClusterPolicy | null {
+    return this._clusterPolicy;
   }
   get queues(): Queues | null {
     return this._queues;
@@ -309,9 +317,11 @@ export class DWModel {
     try {
       const context = await this.api.context();
       this._username = context.identity.username;
+      this._clusterPolicy = context.cluster_policy;
       this._emit();
     } catch {
-      // Without the identity every cluster shows ("mine" cannot be told apart).
+      // Without the identity every cluster shows ("mine" cannot be told apart); without the
+      // policy the form says "server default" instead of the values.
     }
   }
 
@@ -577,6 +587,7 @@ export class DWModel {
   private _namespace: string | null = null;
   private _health: WatchHealth | null = null;
   private _username: string | null = null;
+  private _clusterPolicy: ClusterPolicy | null = null;
   private _queues: Queues | null = null;
   private _queuesError: ErrorBody | null = null;
   private _clusters = new Map<string, Cluster>();

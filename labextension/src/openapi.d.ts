@@ -547,6 +547,31 @@ export interface components {
         };
       };
       health: components['schemas']['WatchHealth'];
+      cluster_policy: components['schemas']['ClusterPolicy'];
+    };
+    /** @description This server's defaults and limits for new clusters (and a RayJob's cluster), as configured (`default_<field>`, `max_<field>` settings). A request that leaves a field out gets its `default`; one above its `max` is refused (400). The sidebar's form shows them and sends only the fields a user typed. */
+    ClusterPolicy: {
+      /** @description The image of a cluster whose request names none. */
+      default_image: string;
+      /** @description Each sized field of a cluster request, by its request name. */
+      sizes: {
+        workers: components['schemas']['CountSetting'];
+        head_cpu: components['schemas']['QuantitySetting'];
+        head_memory: components['schemas']['QuantitySetting'];
+        worker_cpu: components['schemas']['QuantitySetting'];
+        worker_memory: components['schemas']['QuantitySetting'];
+        worker_gpu: components['schemas']['CountSetting'];
+      };
+    };
+    /** @description A whole-number field's default, and its limit (null: none but the quota). */
+    CountSetting: {
+      default: number;
+      max: number | null;
+    };
+    /** @description A quantity field's default and limit (null: none but the quota), as a Kubernetes quantity written the way a request may send it ("750m", "3Gi"). */
+    QuantitySetting: {
+      default: string;
+      max: string | null;
     };
     /** @description Whether a state can be trusted as current. `live`: the watches it is read from follow the API server. `reconnecting`: a watch broke (API server unreachable, connection dropped) and is being re-opened; the state is the last known one, as of `since`, and catches up by itself. `stale`: it cannot be followed and retrying will not fix it soon (the identity may no longer list/watch a resource, Kueue does not answer); the state is old. `reason` says why (null when live); `since` is when this state began (RFC 3339, null when never anything but live). */
     Freshness: {

@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 
 import type {
   Cluster,
+  ClusterPolicy,
   ClusterSpecRequest,
   EventMessage,
   Fit,
@@ -60,12 +61,27 @@ function snapshot(
   };
 }
 
+const POLICY: ClusterPolicy = {
+  default_image: 'rayproject/ray:2.60.0',
+  sizes: {
+    workers: { default: 1, max: null },
+    worker_cpu: { default: '750m', max: '4' },
+    worker_memory: { default: '3Gi', max: null },
+    worker_gpu: { default: 0, max: null },
+    head_cpu: { default: '1', max: null },
+    head_memory: { default: '3Gi', max: null }
+  }
+};
+
 function fakeApi(overrides: Partial<IDWApi> = {}) {
   const sockets: FakeSocket[] = [];
   const api: IDWApi = {
     version: async () => ({ version: '0.1.0' }),
     context: async () =>
-      ({ identity: { username: 'me', groups: [], kind: 'User', service_account: null } }) as never,
+      ({
+        identity: { username: 'me', groups: [], kind: 'User', service_account: null },
+        cluster_policy: POLICY
+      }) as never,
     queues: async () => QUEUES,
     clusters: async () => ({ namespace: 'ns', positions_visible: true, clusters: [] }),
     fit: async () => ({}) as Fit,
@@ -110,6 +126,8 @@ describe('version handshake', () => {
     expect(model.handshake).toEqual({ kind: 'ok', serverVersion: '0.1.0' });
     expect(sockets).toHaveLength(1);
     expect(model.username).toBe('me');
+    // The server's defaults and limits, for the form to show.
+    expect(model.clusterPolicy).toEqual(POLICY);
   });
 
   it('reports a mismatch and opens no socket', async () => {

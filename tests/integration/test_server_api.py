@@ -82,6 +82,43 @@ async def test_context_names_identity_apis_and_permissions(
     assert "clusterqueues" not in context["caches"]  # not readable: no cache, no 403 loop
     # RayClusters are listed and watched too; pods are not readable for this Role.
     assert set(context["caches"]) == {"localqueues", "workloads", "rayclusters"}
+    # Nothing configured: the built-in defaults, no limits.
+    assert context["cluster_policy"]["sizes"]["worker_cpu"] == {"default": "1", "max": None}
+
+
+@pytest.mark.parametrize(
+    "dw_config",
+    [
+        {
+            "default_worker_cpu": "750m",
+            "default_worker_memory": "3Gi",
+            "default_head_memory": "3Gi",
+            "default_workers": 2,
+            "max_workers": 8,
+            "max_worker_cpu": "4",
+            "max_head_memory": "16Gi",
+            "allowed_images": ["quay.io/team/"],
+            "default_image": "quay.io/team/ray:2.60.0",
+        }
+    ],
+    indirect=True,
+)
+async def test_context_publishes_the_configured_cluster_defaults_and_limits(jp_fetch):
+    """What the sidebar's form shows as each empty field's value and its limit (issue 34)."""
+    code, context = await fetch_json(jp_fetch, "context")
+
+    assert code == 200
+    assert context["cluster_policy"] == {
+        "default_image": "quay.io/team/ray:2.60.0",
+        "sizes": {
+            "workers": {"default": 2, "max": 8},
+            "head_cpu": {"default": "1", "max": None},
+            "head_memory": {"default": "3Gi", "max": "16Gi"},
+            "worker_cpu": {"default": "750m", "max": "4"},
+            "worker_memory": {"default": "3Gi", "max": None},
+            "worker_gpu": {"default": 0, "max": None},
+        },
+    }
 
 
 @pytest.mark.parametrize("rules", [[]], indirect=True)

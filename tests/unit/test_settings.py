@@ -8,8 +8,10 @@ import pytest
 from traitlets import TraitError
 
 from jupyter_dw.core.settings import environment_config, load_settings, setting_names
+from jupyter_dw.domain.spec_policy import SIZES
 from jupyter_dw.notebook.ray_connect import version_mismatches
 from jupyter_dw.notebook.runtime import kernel_base_url
+from tests.openapi_check import openapi
 
 
 def write_config(directory, name: str, text: str) -> None:
@@ -117,3 +119,28 @@ def test_readable_config_files_leave_writes_allowed(tmp_path):
     (tmp_path / "jupyter_server_config.json").write_text('{"JupyterDW": {"max_workers": 4}}')
     settings = load_settings(environ={}, paths=[str(tmp_path)])
     assert settings.config_errors == () and settings.max_workers == 4
+
+
+def test_the_published_policy_is_the_configured_one_as_a_request_writes_it():
+    """What ``GET context`` publishes for a form to show: every sized field of SIZES (the one
+    table), exactly the fields the contract names, each default and limit as configured,
+    written the way a request sends it (counts as numbers, quantities as their text)."""
+    env = {
+        "JUPYTER_DW_DEFAULT_WORKER_CPU": "0.75",
+        "JUPYTER_DW_DEFAULT_WORKER_MEMORY": "3072Mi",
+        "JUPYTER_DW_DEFAULT_HEAD_MEMORY": "3Gi",
+        "JUPYTER_DW_MAX_WORKER_CPU": "4",
+        "JUPYTER_DW_MAX_WORKERS": "8",
+    }
+    published = load_settings(environ=env, paths=[]).spec_policy().published_sizes()
+
+    contract = openapi()["components"]["schemas"]["ClusterPolicy"]["properties"]["sizes"]
+    assert set(published) == {size.field for size in SIZES} == set(contract["required"])
+    assert published == {
+        "workers": {"default": 1, "max": 8},
+        "head_cpu": {"default": "1", "max": None},
+        "head_memory": {"default": "3Gi", "max": None},
+        "worker_cpu": {"default": "750m", "max": "4"},
+        "worker_memory": {"default": "3Gi", "max": None},
+        "worker_gpu": {"default": 0, "max": None},
+    }

@@ -7,9 +7,13 @@ import {
   FormKind,
   INITIAL_FIELDS,
   REQUEST_ERROR,
+  SIZE_FIELDS,
+  SizeField,
   SUBMISSION_MODES,
   clusterRequest,
+  defaultHint,
   formErrors,
+  limitHint,
   preselectedQueue,
   rayJobRequest
 } from '../formspec';
@@ -18,20 +22,23 @@ import { colorOf } from '../../../jupyter_dw/notebook/static/tones.js';
 
 export { preselectedQueue };
 
-/** The cluster's sizing fields: the same in both kinds (a RayJob sends them as `cluster`). */
-const SIZE_FIELDS: {
-  name: FieldName;
-  label: string;
-  placeholder?: string;
-  inputMode?: 'numeric';
-}[] = [
-  { name: 'workers', label: 'Workers', inputMode: 'numeric' },
-  { name: 'worker_cpu', label: 'Worker CPU' },
-  { name: 'worker_memory', label: 'Worker memory' },
-  { name: 'worker_gpu', label: 'Worker GPUs', inputMode: 'numeric' },
-  { name: 'head_cpu', label: 'Head CPU' },
-  { name: 'head_memory', label: 'Head memory' },
-  { name: 'image', label: 'Image', placeholder: 'server default' }
+const SIZE_LABELS: Record<SizeField, { label: string; inputMode?: 'numeric' }> = {
+  workers: { label: 'Workers', inputMode: 'numeric' },
+  worker_cpu: { label: 'Worker CPU' },
+  worker_memory: { label: 'Worker memory' },
+  worker_gpu: { label: 'Worker GPUs', inputMode: 'numeric' },
+  head_cpu: { label: 'Head CPU' },
+  head_memory: { label: 'Head memory' }
+};
+
+/**
+ * The cluster's sizing fields and image: the same in both kinds (a RayJob sends them as
+ * `cluster`). Each starts empty; its placeholder says the server's default and the text beside
+ * it the server's limit (`formspec.ts`).
+ */
+const CLUSTER_INPUTS: { name: FieldName; label: string; inputMode?: 'numeric' }[] = [
+  ...SIZE_FIELDS.map(name => ({ name, ...SIZE_LABELS[name] })),
+  { name: 'image', label: 'Image' }
 ];
 
 const KIND_TEXT: Record<FormKind, { title: string; submit: string; submitting: string }> = {
@@ -89,11 +96,15 @@ function FitVerdict(props: { state: FitState; onUseSuggestion: (workers: number)
   );
 }
 
-/** One labelled field with the server's error next to it (`aria-describedby`). */
+/**
+ * One labelled field with the server's error next to it, and its limit ("max 4") when it has
+ * one, both read out as its description (`aria-describedby`).
+ */
 function Field(props: {
   name: string;
   label: string;
   error: string | undefined;
+  hint?: string | null;
   children: (control: {
     id: string;
     'aria-invalid': true | undefined;
@@ -102,14 +113,23 @@ function Field(props: {
 }): JSX.Element {
   const id = `jp-dw-field-${props.name}`;
   const errorId = `jp-dw-error-${props.name}`;
+  const hintId = `jp-dw-hint-${props.name}`;
+  const describedBy = [props.hint ? hintId : '', props.error ? errorId : '']
+    .filter(Boolean)
+    .join(' ');
   return (
     <div className="jp-dw-field" data-field={props.name}>
       <label htmlFor={id}>{props.label}</label>
       {props.children({
         id,
         'aria-invalid': props.error ? true : undefined,
-        'aria-describedby': props.error ? errorId : undefined
+        'aria-describedby': describedBy || undefined
       })}
+      {props.hint ? (
+        <span className="jp-dw-field-hint" id={hintId}>
+          {props.hint}
+        </span>
+      ) : null}
       {props.error ? (
         <span className="jp-dw-field-error" id={errorId}>
           {props.error}
@@ -211,15 +231,20 @@ export function NewClusterForm(props: {
     }
   };
 
-  const input = (name: FieldName, label: string, extra: Partial<(typeof SIZE_FIELDS)[0]> = {}) => (
-    <Field key={name} name={name} label={label} error={errors[name]}>
+  const policy = model.clusterPolicy;
+  const input = (
+    name: FieldName,
+    label: string,
+    extra: { placeholder?: string; inputMode?: 'numeric' } = {}
+  ) => (
+    <Field key={name} name={name} label={label} error={errors[name]} hint={limitHint(policy, name)}>
       {control => (
         <input
           {...control}
           name={name}
           className="jp-mod-styled"
           value={fields[name]}
-          placeholder={extra.placeholder}
+          placeholder={extra.placeholder ?? defaultHint(policy, name)}
           inputMode={extra.inputMode}
           autoComplete="off"
           spellCheck={false}
@@ -314,7 +339,7 @@ export function NewClusterForm(props: {
             })}
           </>
         ) : null}
-        {SIZE_FIELDS.map(f => input(f.name, f.label, f))}
+        {CLUSTER_INPUTS.map(f => input(f.name, f.label, f))}
         {priorityClasses && priorityClasses.length > 0 ? (
           <Field name="priority" label="Priority" error={errors.priority}>
             {control => (
