@@ -16,6 +16,7 @@ from ..domain.cluster_state import AdmissionCheckStatus, ClusterSnapshot, Cluste
 from ..domain.fit import FitVerdict, Verdict
 from ..domain.fit_suggestion import Suggestion
 from ..domain.freshness import FRESH, Freshness
+from ..domain.idle_rule import IdleVerdict
 from ..domain.milestones import Milestone
 from ..domain.priorities import PreemptedBy
 from ..domain.ray_auth import RayAuth
@@ -64,6 +65,9 @@ class ClusterInfo:
     turned off: ``usage_interval`` 0)."""
     idle_since: str | None = None
     """When the usage samples first found it idle since it was last busy."""
+    idle_verdict: IdleVerdict | None = None
+    """What the idle rule will do to it and when (None: not idle, not one the rule may
+    touch, or the rule is off)."""
 
     # -- the status's fields, read through (REST's names; tests check none is missing) --
 
@@ -237,7 +241,11 @@ class ClusterInfo:
             "freshness": self.freshness.to_json(),
             "ray_auth": self.ray_auth.to_json() if self.ray_auth is not None else None,
             "usage": (
-                {**self.usage.to_json(), "idle_since": self.idle_since}
+                {
+                    **self.usage.to_json(),
+                    "idle_since": self.idle_since,
+                    "idle_action": self.idle_verdict.to_json() if self.idle_verdict else None,
+                }
                 if self.usage is not None
                 else None
             ),

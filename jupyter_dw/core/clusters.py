@@ -23,6 +23,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -41,6 +42,7 @@ from ..domain.cluster_state import ClusterSnapshot, cluster_status
 from ..domain.fit import FITS_NOW, FitVerdict, PodSetRequest, assess_fit, pod_sets_for_spec
 from ..domain.fit_suggestion import Suggestion, suggest_workers
 from ..domain.freshness import WatchHealth
+from ..domain.idle_rule import RULE_OFF, IdleRule, IdleVerdict, judge, waiting_near
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
 from ..domain.milestones import milestones
 from ..domain.priorities import (
@@ -150,6 +152,9 @@ class ClusterService:
     """The session's queue positions (one board shared by every service of a core)."""
     usage: UsageService | None = None
     """What the clusters use (None: usage turned off)."""
+    idle_rule: IdleRule = RULE_OFF
+    """The administrator's idle rule (off by default): its verdict is shown on every surface
+    for the clusters it would touch; the server acts on it (:mod:`.idle_rule`)."""
 
     def __post_init__(self) -> None:
         if self.elastic is None:
@@ -349,6 +354,7 @@ class ClusterService:
     ) -> ClusterInfo:
         pods = ray_pods(self.session, status.name)
         status = self._name_preemptor(status)
+        idle_since = self.usage.idle_since(status.name) if self.usage is not None else None
         return ClusterInfo(
             status=status,
             dashboard_url=self.dashboard_url(status.name),
@@ -363,8 +369,28 @@ class ClusterService:
                 if self.usage is not None
                 else None
             ),
-            idle_since=self.usage.idle_since(status.name) if self.usage is not None else None,
+            idle_since=idle_since,
+            idle_verdict=self._idle_verdict(raycluster, status, idle_since),
         )
+
+    def _idle_verdict(
+        self, raycluster: Object, status: ClusterSnapshot, idle_since: str | None
+    ) -> IdleVerdict | None:
+        """The idle rule's verdict on a cluster it may touch: one this workbench's owner
+        made, admitted and idle (None otherwise, or with the rule off)."""
+        if not self.idle_rule.on or idle_since is None or not status.admitted:
+            return None
+        if status.state in ("stopped", "deleting") or not self.is_mine(raycluster):
+            return None
+        tree = queue_state(self.session).quota_tree
+        waiting = waiting_near(tree, status.cluster_queue)
+        return judge(self.idle_rule, idle_since, datetime.now(timezone.utc), waiting)
+
+    def is_mine(self, raycluster: Object) -> bool:
+        """Whether this workbench's owner made the cluster (its owner annotation is this
+        identity's username): the only clusters a rule of this workbench may touch."""
+        username = self.session.identity.username
+        return username is not None and created_by(raycluster) == username
 
     def _name_preemptor(self, status: ClusterSnapshot) -> ClusterSnapshot:
         """``status`` with ``preempted_by.name`` set when the preemptor's job is a RayCluster

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from traitlets import TraitError
+
+from ..domain.idle_rule import RULE_OFF, IdleRule
 from ..domain.usage import RayLoad
 from ..k8s.session import KubeSession
 from .clusters import ClusterService
@@ -21,6 +25,8 @@ from .settings import DWSettings
 from .trainjobs import TrainJobService
 from .usage import UsageService
 from .workloads import WorkloadService
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,7 @@ class DWCore:
             settings.config_errors,
             positions,
             usage,
+            _idle_rule(settings),
         )
         jobs = RayJobService(
             session,
@@ -113,3 +120,13 @@ class DWCore:
         """Identity, installed APIs, permissions and the cluster policy (waits for the
         session's start)."""
         return SessionContext.of(self.session, timeout, self.clusters.elastic, self.clusters.policy)
+
+
+def _idle_rule(settings: DWSettings) -> IdleRule:
+    """The configured idle rule; one that cannot work is refused, named in the log, and
+    left off: a rule that deletes or stops must never run half-configured (fail closed)."""
+    try:
+        return settings.idle_rule()
+    except TraitError as err:
+        log.error("jupyter_dw: the idle rule is off: %s", err)
+        return RULE_OFF

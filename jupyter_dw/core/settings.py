@@ -20,13 +20,14 @@ import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from traitlets import Bool, Enum, Float, Int, List, TraitError, TraitType, Unicode, validate
 from traitlets import Union as TraitUnion
 from traitlets.config import Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
+from ..domain.idle_rule import IdleAction, IdleRule
 from ..domain.quantity import format_quantity
 from ..domain.ray_auth import RAY_AUTH_MODES
 from ..domain.spec_policy import SIZES, SpecPolicy
@@ -153,6 +154,81 @@ class DWSettings(Configurable):
         own word decides otherwise: nothing in use, no job running or pending, no live
         actor).""",
     )
+
+    idle_cluster_timeout = Float(
+        0.0,
+        config=True,
+        help="""Seconds a Ray cluster this workbench's owner made may stay idle before the idle
+        rule acts on it (``idle_cluster_action``). Idle: Ray reports nothing in use, no job
+        running or pending and no live actor (a connected Ray Client counts as busy); where
+        Ray cannot be asked, every pod below ``idle_cpu_fraction`` of its CPU request. Any
+        activity resets the clock. Another user's cluster in the same namespace is never
+        touched. 0 (the default) turns the rule off. Needs ``usage_interval`` > 0.""",
+    )
+
+    idle_cluster_action = Enum(
+        ["stop", "delete"],
+        "stop",
+        config=True,
+        help="""What the idle rule does: ``stop`` deactivates the cluster's Kueue Workload
+        (the quota is freed, the RayCluster kept: resume brings it back at the same size),
+        ``delete`` deletes the RayCluster.""",
+    )
+
+    idle_cluster_only_when_others_wait = Bool(
+        True,
+        config=True,
+        help="""Act only while a Workload waits in the cluster's ClusterQueue or anywhere in
+        its cohort tree: quota nobody waits for costs nothing to keep.""",
+    )
+
+    idle_cluster_warning = Float(
+        600.0,
+        config=True,
+        help="""Seconds before the idle rule acts that the user is warned (on the sidebar
+        card, in the ``ClusterStatus`` widget and as a JupyterLab notification).""",
+    )
+
+    on_server_stop = Enum(
+        ["keep", "stop", "delete"],
+        "keep",
+        config=True,
+        help="""What happens to the Ray clusters this workbench's owner made when the Jupyter
+        server stops (OpenShift AI stops idle workbenches): ``keep`` them, ``stop`` them
+        (quota freed, clusters kept) or ``delete`` them. Applied while the server stops,
+        within a time budget, and reported in the log.""",
+    )
+
+    @validate("idle_cluster_timeout", "idle_cluster_warning")
+    def _validate_idle_seconds(self, proposal: Any) -> float:
+        value = float(proposal["value"])
+        name = proposal["trait"].name
+        if value < 0 or value != value or value == float("inf"):
+            raise TraitError(
+                f"JupyterDW.{name} must be 0 or a positive number of seconds, got {value}"
+            )
+        return value
+
+    def idle_rule(self) -> IdleRule:
+        """The idle rule as configured; a rule that cannot work raises ``TraitError`` naming
+        the setting, so it never starts half-configured (fail closed)."""
+        rule = IdleRule(
+            timeout=self.idle_cluster_timeout,
+            action=cast(IdleAction, self.idle_cluster_action),
+            only_when_others_wait=self.idle_cluster_only_when_others_wait,
+            warning=self.idle_cluster_warning,
+        )
+        if rule.on and self.usage_interval <= 0:
+            raise TraitError(
+                "JupyterDW.idle_cluster_timeout needs usage (JupyterDW.usage_interval > 0): "
+                "the rule cannot see idle clusters without it"
+            )
+        if rule.on and rule.timeout < self.usage_interval:
+            raise TraitError(
+                f"JupyterDW.idle_cluster_timeout ({rule.timeout:g} s) must be at least "
+                f"JupyterDW.usage_interval ({self.usage_interval:g} s)"
+            )
+        return rule
 
     @validate("usage_interval")
     def _validate_usage_interval(self, proposal: Any) -> float:

@@ -77,7 +77,7 @@ class UsageService:
         """Ray load reads made (each is three calls to the head)."""
         self._lock = threading.Lock()
         self._sample: _Sample | None = None
-        self._followers: dict[int, frozenset[str] | None] = {}
+        self._followers: dict[int, Callable[[], Iterable[str]] | None] = {}
         self._next_id = 0
         self._listeners: Listeners[Callable[[set[str]], None]] = Listeners()
         self._idle_since: dict[str, str] = {}
@@ -87,13 +87,21 @@ class UsageService:
 
     # -- who wants it ------------------------------------------------------------------------
 
-    def follow(self, clusters: Iterable[str] | None = None) -> Callable[[], None]:
+    def follow(
+        self, clusters: Iterable[str] | Callable[[], Iterable[str]] | None = None
+    ) -> Callable[[], None]:
         """Keep sampling while the returned remover is not called. ``clusters``: those whose
-        Ray to ask (None: every cluster of the namespace, as a socket showing all does)."""
+        Ray to ask, or a function that names them at each sample (the idle rule's: the
+        owner's clusters); None: every cluster of the namespace, as a socket showing all
+        does."""
         with self._lock:
             key = self._next_id
             self._next_id += 1
-            self._followers[key] = frozenset(clusters) if clusters is not None else None
+            if clusters is None or callable(clusters):
+                self._followers[key] = clusters
+            else:
+                named = frozenset(clusters)
+                self._followers[key] = lambda: named
             if self.background and (self._thread is None or not self._thread.is_alive()):
                 self._wake.clear()
                 self._thread = threading.Thread(
@@ -183,7 +191,7 @@ class UsageService:
         }
         chosen: set[str] = set()
         for followed in wanted:
-            chosen |= names if followed is None else (followed & names)
+            chosen |= names if followed is None else (set(followed()) & names)
         return sorted(n for n in chosen if self._head_ready(n))
 
     def _head_ready(self, name: str) -> bool:

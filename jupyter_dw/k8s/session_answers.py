@@ -20,6 +20,7 @@ from typing import Any
 from . import ray, workload_writes
 from .cache_set import Kind
 from .errors import KubeForbidden, KubeNotFound
+from .events_write import record_event
 from .metrics import MetricsRead, read_pod_metrics
 from .resources import (
     EVENT,
@@ -329,6 +330,11 @@ class SessionAnswers(SessionState):
             )
 
         cache.wait_until(caught_up, CACHE_CATCH_UP_SECONDS)
+
+    def record_event(self, involved: Object, reason: str, message: str) -> Object:
+        """An Event about ``involved`` in the namespace (needs ``create events``)."""
+        self.wait_ready()
+        return record_event(self.api, self.namespace, involved, reason, message)
 
     def delete_raycluster(self, name: str) -> Object:
         """Delete RayCluster ``name`` (background propagation: its Workload, pods and Services

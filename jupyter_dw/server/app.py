@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 # Blocking Kubernetes calls and waits for cache sync run here, never on the IO loop.
 EXECUTOR_WORKERS = 8
+ON_SERVER_STOP_BUDGET = 20.0
+"""Seconds ``on_server_stop`` may take while the server stops (a pod's default grace period
+is 30 s: the rest is the server's own shutdown)."""
 
 
 class JupyterDW(ExtensionApp, DWSettings):
@@ -65,8 +68,19 @@ class JupyterDW(ExtensionApp, DWSettings):
         from ..core.services import DWCore
 
         assert self.serverapp is not None
+        from ..core.idle_rule import IdleRuleRunner
+
         core = DWCore.from_settings(self, url_path_join(self.serverapp.base_url, PROXY_PREFIX))
         core.session.start_background()
+        if core.clusters.idle_rule.on and core.clusters.usage is not None:
+            self.idle_runner = IdleRuleRunner(core.clusters, self.usage_interval).start()
+            self.log.info(
+                "jupyter_dw: idle rule on: %s a cluster of this workbench's owner after %g s "
+                "idle%s",
+                self.idle_cluster_action,
+                self.idle_cluster_timeout,
+                " while a workload waits" if self.idle_cluster_only_when_others_wait else "",
+            )
         return core
 
     def _apply_environment(self) -> None:
@@ -81,11 +95,48 @@ class JupyterDW(ExtensionApp, DWSettings):
         self.handlers.extend(route_table())
         self.handlers.extend(dashboard_routes(self.dashboard_proxy))
 
+    async def _apply_on_server_stop(self) -> None:
+        """``on_server_stop``: stop or delete the owner's clusters, within
+        :data:`ON_SERVER_STOP_BUDGET` seconds, each outcome in the log."""
+        from ..core.idle_rule import on_server_stop
+
+        core = self.core_loader.made
+        if core is None:
+            self.log.warning(
+                "jupyter_dw on_server_stop=%s: not connected, nothing done", self.on_server_stop
+            )
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            done = await asyncio.wait_for(
+                loop.run_in_executor(None, on_server_stop, core.clusters, self.on_server_stop),
+                ON_SERVER_STOP_BUDGET,
+            )
+        except asyncio.TimeoutError:
+            self.log.error(
+                "jupyter_dw on_server_stop=%s: not finished within %g s",
+                self.on_server_stop,
+                ON_SERVER_STOP_BUDGET,
+            )
+            return
+        for name, outcome in done:
+            self.log.info("jupyter_dw on_server_stop=%s: %s %s", self.on_server_stop, name, outcome)
+        if not done:
+            self.log.info(
+                "jupyter_dw on_server_stop=%s: no cluster of this workbench's owner",
+                self.on_server_stop,
+            )
+
     async def stop_extension(self) -> None:
         """Close the events sockets, then stop the watches and the worker threads on server
         shutdown."""
         for socket in list(self.event_sockets):
             socket.going_away()
+        runner = getattr(self, "idle_runner", None)
+        if runner is not None:
+            await asyncio.get_running_loop().run_in_executor(None, runner.stop)
+        if self.on_server_stop != "keep":
+            await self._apply_on_server_stop()
         # Joining the watch threads blocks briefly: keep it off the IO loop too.
         await asyncio.get_running_loop().run_in_executor(None, self.core_loader.stop)
         self.executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,138 @@
+"""The idle rule's decision, for administrators who want idle Ray clusters to give quota back.
+
+A cluster this workbench's owner made, idle for ``timeout`` seconds (see
+:mod:`jupyter_dw.domain.usage` for idle), is stopped (or deleted) — by default only while a
+Workload waits in its ClusterQueue or anywhere in its cohort tree, since quota nobody wants
+costs nothing. The user is warned ``warning`` seconds before. Pure: the server's rule acts on
+the verdict, every surface shows it (the same settings give the same verdict everywhere).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal
+
+from jupyter_dw.domain.quota import QuotaTree
+
+IdleAction = Literal["stop", "delete"]
+IDLE_ACTIONS: tuple[IdleAction, ...] = ("stop", "delete")
+BY_IDLE_RULE = "idle-rule"
+"""The stop record's ``by`` when the rule stopped a cluster."""
+
+
+@dataclass(frozen=True)
+class IdleRule:
+    """The administrator's settings (``timeout`` 0: the rule is off)."""
+
+    timeout: float = 0.0
+    action: IdleAction = "stop"
+    only_when_others_wait: bool = True
+    warning: float = 600.0
+
+    @property
+    def on(self) -> bool:
+        return self.timeout > 0
+
+
+RULE_OFF = IdleRule()
+
+
+@dataclass(frozen=True)
+class IdleVerdict:
+    """What the rule says of one idle cluster now: ``at`` when it acts (RFC 3339), whether
+    the user is being warned, and whether it acts now. ``held_back``: it would act but no
+    Workload waits (and the rule acts only while one does)."""
+
+    action: IdleAction
+    at: str
+    idle_seconds: int
+    waiting: int
+    warning: bool
+    act: bool
+    held_back: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "at": self.at,
+            "idle_seconds": self.idle_seconds,
+            "waiting": self.waiting,
+            "warning": self.warning,
+            "held_back": self.held_back,
+        }
+
+    def reason(self) -> dict[str, Any]:
+        """The stop record's reason: who decided and on what figures."""
+        return {
+            "by": BY_IDLE_RULE,
+            "idle_seconds": self.idle_seconds,
+            "waiting": self.waiting,
+            "action": self.action,
+        }
+
+    def message(self) -> str:
+        """One sentence for a Kubernetes Event and a log line."""
+        done = "Stopped" if self.action == "stop" else "Deleted"
+        minutes = max(1, round(self.idle_seconds / 60))
+        waited = (
+            f" while {self.waiting} workload{'s' if self.waiting != 1 else ''} waited"
+            if self.waiting
+            else ""
+        )
+        return f"{done} by jupyter_dw's idle rule after {minutes} min idle{waited}."
+
+
+def parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _rfc3339(at: datetime) -> str:
+    return at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def judge(
+    rule: IdleRule, idle_since: str | None, now: datetime, waiting: int
+) -> IdleVerdict | None:
+    """The verdict on a cluster idle since ``idle_since`` (None: not idle, or the rule off)."""
+    since = parse_time(idle_since)
+    if not rule.on or since is None:
+        return None
+    idle = max(0.0, (now - since).total_seconds())
+    act_at = since + timedelta(seconds=rule.timeout)
+    due = idle >= rule.timeout
+    held_back = rule.only_when_others_wait and waiting == 0
+    return IdleVerdict(
+        action=rule.action,
+        at=_rfc3339(act_at),
+        idle_seconds=int(idle),
+        waiting=waiting,
+        warning=idle >= rule.timeout - rule.warning and not held_back,
+        act=due and not held_back,
+        held_back=held_back,
+    )
+
+
+def waiting_near(tree: QuotaTree | None, cluster_queue: str | None) -> int:
+    """Workloads Kueue counts as pending in ``cluster_queue`` and in every ClusterQueue of
+    its cohort tree (quota a cluster gives back can be lent anywhere in it)."""
+    if tree is None or cluster_queue is None:
+        return 0
+    own = tree.cluster_queue(cluster_queue)
+    if own is None:
+        return 0
+    path = tree.cohort_path(cluster_queue)
+    if not path:
+        return own.pending
+    root = path[-1]
+    return sum(
+        queue.pending
+        for name in tree.cluster_queue_names
+        if (queue := tree.cluster_queue(name)) is not None
+        and (name == cluster_queue or (tree.cohort_path(name) or (None,))[-1] == root)
+    )
