@@ -95,9 +95,9 @@ test-legacy: test
 
 demo: cluster-up frontend
 	$(CLUSTER) demo-queues
-	@# The demo opens the quickstart notebook with the sidebar shown (a demo-only setting).
-	mkdir -p $(DEMO_SETTINGS)/jupyter-dw
-	echo '{"openOnStartup": true}' > $(DEMO_SETTINGS)/jupyter-dw/plugin.jupyterlab-settings
+	@# The demo opens the quickstart notebook with the sidebar shown (a demo-only setting) and
+	@# no "Jupyter news?" prompt over it (tests/cluster/demo.py, tests/ui/test_demo_layout.py).
+	$(CLUSTER) demo-settings $(DEMO_SETTINGS)
 	@# KWOK pods run no Ray: `demo-run` starts a real Ray head for the demo clusters' jobs.
 	KUBECONFIG=$$($(CLUSTER) kubeconfig) $(CLUSTER) demo-run -- \
 	  $(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser \

@@ -1,6 +1,7 @@
 """``python -m tests.cluster up|down|status|kubeconfig|build|demo-queues``: drive the local
-control plane. ``demo-run -- COMMAND...`` runs COMMAND (the demo's JupyterLab) with a real Ray
-head standing in for the demo clusters' Ray (:mod:`.ray_standin`), stopped when COMMAND ends."""
+control plane. ``demo-settings DIR`` writes the demo's JupyterLab user settings into DIR.
+``demo-run -- COMMAND...`` runs COMMAND (the demo's JupyterLab) with a real Ray head standing
+in for the demo clusters' Ray (:mod:`.ray_standin`), stopped when COMMAND ends."""
 
 from __future__ import annotations
 
@@ -14,11 +15,32 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.cluster", description=__doc__)
     parser.add_argument(
         "command",
-        choices=["up", "down", "status", "kubeconfig", "build", "demo-queues", "demo-run"],
+        choices=[
+            "up",
+            "down",
+            "status",
+            "kubeconfig",
+            "build",
+            "demo-queues",
+            "demo-settings",
+            "demo-run",
+        ],
     )
-    parser.add_argument("argv", nargs=argparse.REMAINDER, help="demo-run: -- COMMAND...")
+    parser.add_argument(
+        "argv", nargs=argparse.REMAINDER, help="demo-run: -- COMMAND...; demo-settings: DIR"
+    )
     parser.add_argument("--kueue", help="Kueue version (default: DW_KUEUE_VERSION or pinned)")
     args = parser.parse_args(argv)
+    if args.command == "demo-settings":  # no cluster needed
+        from pathlib import Path
+
+        from .demo import write_demo_settings
+
+        if len(args.argv) != 1:
+            parser.error("demo-settings takes one argument: the settings directory")
+        for path in write_demo_settings(Path(args.argv[0])):
+            print(f"wrote {path}")
+        return 0
     from .versions import Versions
 
     cluster = LocalCluster(versions=Versions.selected(args.kueue))

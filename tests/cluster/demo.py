@@ -1,7 +1,10 @@
-"""Demo queues for ``make demo``: two teams' ClusterQueues in one cohort, GPUs in one of them."""
+"""Demo queues for ``make demo``: two teams' ClusterQueues in one cohort, GPUs in one of them;
+and the demo's JupyterLab user settings."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from .kubeapi import AdminApi
@@ -67,3 +70,25 @@ def apply_demo_queues(api: AdminApi, api_version: str) -> list[str]:
         api.apply(obj)
         applied.append(f"{obj['kind']}/{obj['metadata']['name']}")
     return applied
+
+
+DEMO_SETTINGS: dict[str, dict[str, Any]] = {
+    # The Distributed Workloads panel shown when the quickstart opens (a demo-only setting).
+    "jupyter-dw/plugin": {"openOnStartup": True},
+    # JupyterLab 4 asks "Would you like to get notified about official Jupyter news?" while
+    # this is "none" (its default), in a toast over the quickstart: the demo answers "no".
+    "@jupyterlab/apputils-extension/notification": {"fetchNews": "false"},
+}
+"""The demo's JupyterLab user settings: plugin (``<package>/<plugin>``) → values."""
+
+
+def write_demo_settings(settings_dir: Path) -> list[Path]:
+    """Write :data:`DEMO_SETTINGS` into ``settings_dir`` (JupyterLab's
+    ``--LabApp.user_settings_dir``); returns the files written."""
+    written = []
+    for plugin, values in DEMO_SETTINGS.items():
+        path = settings_dir / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values, indent=2) + "\n")
+        written.append(path)
+    return written

@@ -6,7 +6,9 @@ died at start here with the handlers on. Usage::
 
     .venv/bin/python -m tests.cluster.ray_client_starts 100 --fork-support on
 
-prints each failure's end and ``n=… failed=…``.
+prints each failure's end, ``n=… failed=…``, and how many of the head's sockets were seen
+during the run and how many of them were not on loopback (:mod:`.ray_sockets`; 0 unless
+``DW_RAY_LOOPBACK=off``, see :mod:`.ray_head`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import subprocess
 import time
 
 from .controlplane import free_port
-from .ray_head import client_server_logs, ray_head, ray_venv
+from .ray_head import client_server_logs, head_pid, ray_head, ray_venv
+from .ray_sockets import sampling
 
 CONNECT = """
 import sys
@@ -38,7 +41,7 @@ def main() -> None:
     failed = 0
     started = time.monotonic()
     os.environ["DW_RAY_GRPC_FORK_SUPPORT"] = args.fork_support  # the head's, read by ray_head
-    with ray_head(None, client_port=client_port) as port:
+    with ray_head(None, client_port=client_port) as port, sampling(head_pid(port)) as sockets:
         environ = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
         environ["RAY_AUTH_MODE"] = "disabled"
         for i in range(args.connections):
@@ -58,6 +61,13 @@ def main() -> None:
         f"fork support {args.fork_support}: n={args.connections} failed={failed} "
         f"('skipping fork() handlers' logged {logs.count('skipping fork')} times; "
         f"{time.monotonic() - started:.0f} s)"
+    )
+    elsewhere = sorted(str(s) for s in sockets.seen if not s.loopback_only)
+    print(
+        f"sockets of the head: {len(sockets.seen)} seen in {sockets.samples} samples, "
+        f"{len(elsewhere)} not on loopback",
+        *elsewhere,
+        sep="\n  ",
     )
 
 

@@ -100,6 +100,16 @@ def ray_head(token: str | None = None, client_port: int | None = None) -> Iterat
         if not key.startswith("RAY_") and key != "HOME"
     }
     environ.update(HOME=str(home), RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+    # Loopback only. ``--node-ip-address=127.0.0.1`` alone is not kept: Ray swaps a loopback
+    # node address for the machine's network address (``resolve_ip_for_localhost`` in
+    # ray/_private/services.py), and its GCS, raylet, agents and client server then listen on
+    # every interface and connect to each other over that address. With this variable off,
+    # ``get_node_ip_address`` answers the loopback address (Ray's setting for single-machine
+    # Windows and macOS; on Linux it changes nothing else for a head), and every one of them
+    # listens and connects on 127.0.0.1 (tests/integration/test_ray_loopback.py samples their
+    # sockets; DW_RAY_LOOPBACK=off there shows the sockets without it).
+    if os.environ.get("DW_RAY_LOOPBACK", "on") == "on":
+        environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     # gRPC's fork handlers off: Ray Client's proxier forks a "specific server" per connection
     # while its gRPC threads run, and with the handlers on, that child now and then dies before
     # it starts ("Other threads are currently calling into gRPC, skipping fork() handlers",
@@ -125,15 +135,25 @@ def ray_head(token: str | None = None, client_port: int | None = None) -> Iterat
                 raise RayHeadFailed(f"the Ray head did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.5)  # polling the condition: the dashboard answering
         _TEMP_OF_HEAD[port] = Path(temp)
+        _PID_OF_HEAD[port] = process.pid
         yield port
     finally:
         _TEMP_OF_HEAD.pop(port, None)
+        _PID_OF_HEAD.pop(port, None)
         _stop(process)
         shutil.rmtree(temp, ignore_errors=True)  # Ray's logs, sockets, HOME: nothing is kept
 
 
 _TEMP_OF_HEAD: dict[int, Path] = {}
 """The temp dir of each running head, by dashboard port (its logs go with it at the end)."""
+_PID_OF_HEAD: dict[int, int] = {}
+"""The process of each running head's ``ray start --block``, by dashboard port."""
+
+
+def head_pid(port: int) -> int:
+    """The process id of the running head on dashboard ``port``: its ``ray start --block``,
+    the leader of a session of its own that every Ray process of the head is started in."""
+    return _PID_OF_HEAD[port]
 
 
 def client_server_logs(port: int) -> str:

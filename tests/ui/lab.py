@@ -49,6 +49,9 @@ class LabServer:
     port: int = field(default_factory=free_port)
     extra_args: list[str] = field(default_factory=list)
     server_extension: bool = True
+    # JupyterLab's announcements plugin (news and update notifications): off unless a test
+    # looks at it (no "news?" toast over the screenshots).
+    announcements: bool = False
     process: subprocess.Popen[str] | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
 
@@ -60,10 +63,9 @@ class LabServer:
         config_dir = self.workdir / "config"
         (config_dir / "labconfig").mkdir(parents=True, exist_ok=True)
         # No "news?" toast over the screenshots.
+        disabled = {"@jupyterlab/apputils-extension:announcements": not self.announcements}
         (config_dir / "labconfig" / "page_config.json").write_text(
-            json.dumps(
-                {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
-            )
+            json.dumps({"disabledExtensions": disabled})
         )
         (config_dir / "jupyter_server_config.json").write_text(
             json.dumps(
