@@ -103,6 +103,7 @@ demo: cluster-up frontend
 	  $(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser \
 	  --ServerApp.root_dir=examples --LabApp.user_settings_dir=$(DEMO_SETTINGS) \
 	  --LabApp.default_url=/lab/tree/quickstart.ipynb \
+	  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) $(DEMO_ARGS)
 
 clean:
