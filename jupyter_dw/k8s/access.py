@@ -27,6 +27,7 @@ from .resources import (
     LOCAL_QUEUE,
     PENDING_WORKLOADS_SUBRESOURCE,
     POD,
+    POD_METRICS,
     RAY_CLUSTER,
     RAY_JOB,
     RESOURCE_FLAVOR,
@@ -140,6 +141,8 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
         ("list", "watch"),
         "show a Ray cluster KubeRay refused as stalled, with KubeRay's words",
     ),
+    *_perms(EVENT, ("create",), "tell the user on the Ray cluster what the idle rule did"),
+    *_perms(POD_METRICS, ("list",), "show what Ray clusters use of what they hold"),
     # Cluster-wide (an optional ClusterRole; examples/rbac/clusterrole.yaml).
     *_perms(CLUSTER_QUEUE, ("list", "watch"), "show quota, borrowing and headroom", required=False),
     *_perms(

@@ -165,6 +165,8 @@ TRAINING_RUNTIME = Resource(
 POD = Resource("", "v1", "pods", POD_KIND, namespaced=True)
 SECRET = Resource("", "v1", "secrets", "Secret", namespaced=True)
 EVENT = Resource("", "v1", "events", "Event", namespaced=True)
+POD_METRICS = Resource("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", namespaced=True)
+"""metrics-server's pod usage (no watch: read once per ``usage_interval``)."""
 SELF_SUBJECT_ACCESS_REVIEW = Resource(
     "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False
 )
