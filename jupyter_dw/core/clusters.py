@@ -382,8 +382,8 @@ class ClusterService:
             return None
         if status.state in ("stopped", "deleting") or not self.is_mine(raycluster):
             return None
-        tree = queue_state(self.session).quota_tree
-        waiting = waiting_near(tree, status.cluster_queue)
+        state = queue_state(self.session)
+        waiting = waiting_near(state.quota_tree, status.cluster_queue, state.local_queues)
         return judge(self.idle_rule, idle_since, datetime.now(timezone.utc), waiting)
 
     def is_mine(self, raycluster: Object) -> bool:

@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 DEFAULT_PERIOD = 15.0
 """Seconds between two reads: metrics-server's default resolution (``--metric-resolution``)."""
 
+LASTING_RETRY = 300.0
+"""Seconds before the metrics API is asked again after an answer that will not change soon
+(not served, not allowed): a namespace without it is not asked every period."""
+
 RayLoader = Callable[[str], RayLoad]
 """``load(cluster)``: what its Ray says of its load (raises ``RayError``/``KubeError``)."""
 
@@ -73,6 +77,8 @@ class UsageService:
         :meth:`sample`, as tests do)."""
         self.reads = 0
         """Metrics API calls made (benchmarks and tests count them)."""
+        self.samples = 0
+        """Samples taken (a sample reuses an answer that will not change soon)."""
         self.ray_calls = 0
         """Ray load reads made (each is three calls to the head)."""
         self._lock = threading.Lock()
@@ -82,6 +88,7 @@ class UsageService:
         self._listeners: Listeners[Callable[[set[str]], None]] = Listeners()
         self._idle_since: dict[str, str] = {}
         self._last: dict[str, dict[str, Any]] = {}
+        self._lasting_since: float | None = None
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -155,10 +162,12 @@ class UsageService:
         """Read the metrics API once and (``ask_ray``) ask Ray for the clusters followed;
         tell the listeners which clusters' usage changed. Without ``ask_ray`` the Ray part
         of the sample before is kept while someone follows (it is at most a period old)."""
-        try:
-            metrics = self.session.pod_metrics()
-        except KubeError as err:  # not connected yet, say
-            metrics = MetricsRead(None, f"the metrics API could not be read: {err}")
+        metrics = self._lasting_answer()
+        if metrics is None:
+            try:
+                metrics = self.session.pod_metrics()
+            except KubeError as err:  # not connected yet, say
+                metrics = MetricsRead(None, f"the metrics API could not be read: {err}")
         usages = pod_usages(metrics.items) if metrics.items is not None else None
         sample = _Sample(self.clock(), metrics, usages)
         if ask_ray:
@@ -169,7 +178,10 @@ class UsageService:
                 if self._followers and self._sample is not None:
                     sample.ray = dict(self._sample.ray)
         with self._lock:
-            self.reads += 1
+            self.samples += 1
+            if metrics is not (self._sample.metrics if self._sample else None):
+                self.reads += 1
+                self._lasting_since = sample.at if metrics.lasting else None
             self._sample = sample
         changed = self._record(sample)
         if changed:
@@ -179,6 +191,15 @@ class UsageService:
                 except Exception:  # one listener's failure must not stop the others
                     log.exception("jupyter_dw usage listener failed")
         return sample
+
+    def _lasting_answer(self) -> MetricsRead | None:
+        """The last answer again, without a call, while it is one that asking again soon
+        will not change (the API not served): asked again every :data:`LASTING_RETRY`."""
+        with self._lock:
+            sample, since = self._sample, self._lasting_since
+        if sample is None or not sample.metrics.lasting or since is None:
+            return None
+        return sample.metrics if self.clock() - since < LASTING_RETRY else None
 
     def _ray_targets(self) -> list[str]:
         if self.ray_load is None:

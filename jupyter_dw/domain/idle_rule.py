@@ -9,10 +9,12 @@ the verdict, every surface shows it (the same settings give the same verdict eve
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
+from jupyter_dw.domain.kueue_model import LocalQueueInfo
 from jupyter_dw.domain.quota import QuotaTree
 
 IdleAction = Literal["stop", "delete"]
@@ -118,11 +120,19 @@ def judge(
     )
 
 
-def waiting_near(tree: QuotaTree | None, cluster_queue: str | None) -> int:
+def waiting_near(
+    tree: QuotaTree | None,
+    cluster_queue: str | None,
+    local_queues: Iterable[LocalQueueInfo] = (),
+) -> int:
     """Workloads Kueue counts as pending in ``cluster_queue`` and in every ClusterQueue of
-    its cohort tree (quota a cluster gives back can be lent anywhere in it)."""
-    if tree is None or cluster_queue is None:
+    its cohort tree (quota a cluster gives back can be lent anywhere in it). Without the
+    ClusterQueues (a workbench may not read them), the namespace's LocalQueues into
+    ``cluster_queue`` count: all a namespace-only identity can know."""
+    if cluster_queue is None:
         return 0
+    if tree is None:
+        return sum(lq.pending for lq in local_queues if lq.cluster_queue == cluster_queue)
     own = tree.cluster_queue(cluster_queue)
     if own is None:
         return 0

@@ -25,6 +25,18 @@ class MetricsRead:
 
     items: list[dict[str, Any]] | None
     reason: str | None = None
+    lasting: bool = False
+    """The reason will not change by asking again soon (not served, not allowed)."""
+
+
+def forbidden(namespace: str) -> MetricsRead:
+    """The answer when this identity may not read the metrics API."""
+    return MetricsRead(
+        None,
+        f"this workbench may not list pods.{METRICS_GROUP} in namespace {namespace} "
+        "(the RBAC in examples/rbac/ grants it)",
+        lasting=True,
+    )
 
 
 def read_pod_metrics(api: KubeApi, namespace: str) -> MetricsRead:
@@ -33,14 +45,12 @@ def read_pod_metrics(api: KubeApi, namespace: str) -> MetricsRead:
     try:
         answer = api.get(path)
     except KubeForbidden:
-        return MetricsRead(
-            None,
-            f"this workbench may not list pods.{METRICS_GROUP} in namespace {namespace} "
-            "(the RBAC in examples/rbac/ grants it)",
-        )
+        return forbidden(namespace)
     except KubeNotFound:
         return MetricsRead(
-            None, f"the metrics API ({METRICS_GROUP}/{METRICS_VERSION}) is not served here"
+            None,
+            f"the metrics API ({METRICS_GROUP}/{METRICS_VERSION}) is not served here",
+            lasting=True,
         )
     except KubeUnreachable as err:
         return MetricsRead(None, f"the metrics API did not answer: {err}")

@@ -4,7 +4,8 @@ A cache of 5,000 Workloads and 5,000 Ray pods held as the API server sends them 
 of a process's memory (benchmarks/bench_memory.py), half of it ``metadata.managedFields``
 (server-side apply's bookkeeping, which nothing here reads) and most of a pod's rest its spec
 (containers, probes, volumes, env), which nothing here reads either: the cluster state, the
-milestones and the pod problems read a pod's metadata and status. Every object is also rebuilt
+milestones and the pod problems read a pod's metadata and status; usage and scaling read its
+node, scheduling gates and requests, all that is kept of its spec. Every object is also rebuilt
 with its keys and short strings interned, so the thousands of ``"type"``, ``"status"``,
 ``"True"``, ``"cpu"`` strings are one object each instead of one per occurrence (the JSON
 decoder shares keys only within one list page).
@@ -50,5 +51,27 @@ def slim(obj: Object) -> Object:
 
 
 def slim_pod(obj: Object) -> Object:
-    """:func:`slim` without the spec (a pod's metadata and status are what is read)."""
-    return slim({k: v for k, v in obj.items() if k != "spec"})
+    """:func:`slim` with only the part of the spec that is read: the node it is bound to,
+    its scheduling gates, and each container's resource requests (what it holds: usage,
+    :mod:`jupyter_dw.domain.usage`) — not its probes, volumes, env or command."""
+    spec = obj.get("spec")
+    kept = {k: v for k, v in obj.items() if k != "spec"}
+    if isinstance(spec, dict):
+        kept["spec"] = {
+            **{k: spec[k] for k in ("nodeName", "schedulingGates", "overhead") if k in spec},
+            **{
+                key: [_requests_only(c) for c in spec[key] if isinstance(c, dict)]
+                for key in ("containers", "initContainers")
+                if isinstance(spec.get(key), list)
+            },
+        }
+    return slim(kept)
+
+
+def _requests_only(container: Object) -> Object:
+    """A container's name, restart policy (a sidecar's) and resource requests."""
+    requests = (container.get("resources") or {}).get("requests")
+    kept: Object = {k: container[k] for k in ("name", "restartPolicy") if k in container}
+    if requests:
+        kept["resources"] = {"requests": requests}
+    return kept

@@ -22,10 +22,12 @@ from .cache_set import Kind
 from .errors import KubeForbidden, KubeNotFound
 from .events_write import record_event
 from .metrics import MetricsRead, read_pod_metrics
+from .metrics import forbidden as metrics_forbidden
 from .resources import (
     EVENT,
     PENDING_WORKLOADS_SUBRESOURCE,
     POD,
+    POD_METRICS,
     RAY_CLUSTER,
     RAY_JOB,
     VISIBILITY_CLUSTER_QUEUE,
@@ -190,7 +192,10 @@ class SessionAnswers(SessionState):
         return ray.pending_workloads(self.api, version, self.namespace, local_queue)
 
     def pod_metrics(self) -> MetricsRead:
-        """Every pod's use in the namespace from the metrics API (one call), or why not."""
+        """Every pod's use in the namespace from the metrics API (one call), or why not (no
+        call when the access review said no: it is checked again every refresh)."""
+        if self.allowed("list", POD_METRICS) is False:
+            return metrics_forbidden(self.namespace)
         return read_pod_metrics(self.api, self.namespace)
 
     def cluster_queue_pending_workloads(self, cluster_queue: str) -> list[Object] | None:

@@ -10,7 +10,7 @@ from traitlets import TraitError
 
 from jupyter_dw.core.settings import DWSettings
 from jupyter_dw.domain.idle_rule import IdleRule, judge, waiting_near
-from jupyter_dw.domain.kueue_model import ClusterQueueQuota
+from jupyter_dw.domain.kueue_model import ClusterQueueQuota, LocalQueueInfo
 from jupyter_dw.domain.quota import QuotaTree
 
 SINCE = "2026-11-26T10:00:00Z"
@@ -61,6 +61,12 @@ def test_waiting_counts_the_cluster_queue_and_its_cohort_tree():
     assert waiting_near(tree, "a") == 3
     assert waiting_near(tree, "c") == 5
     assert waiting_near(tree, None) == 0 and waiting_near(None, "a") == 0
+    # Without the ClusterQueues, the namespace's LocalQueues into it are what can be known.
+    local = [
+        LocalQueueInfo(name="team", namespace="ns", cluster_queue="a", pending=2),
+        LocalQueueInfo(name="other", namespace="ns", cluster_queue="b", pending=4),
+    ]
+    assert waiting_near(None, "a", local) == 2
 
 
 @pytest.mark.parametrize(

@@ -134,7 +134,13 @@ def with_managed_fields(obj: dict) -> dict:
 def test_pod_readers_answer_the_same_on_projected_pods(case: str) -> None:
     full = POD_SETS[case]
     projected = [slim_pod(p) for p in full]
-    assert all("spec" not in p and "managedFields" not in p["metadata"] for p in projected)
+    assert all("managedFields" not in p["metadata"] for p in projected)
+    # Of the spec only the node, gates and requests are kept (usage and scaling read them).
+    assert all(
+        set(p.get("spec", {}))
+        <= {"nodeName", "schedulingGates", "overhead", "containers", "initContainers"}
+        for p in projected
+    )
     rc = running(raycluster(**kuberay_status("ready", ready_workers=1)))
     wl = admitted_workload()
     for rc_seen in (rc, slim(with_managed_fields(rc))):
@@ -230,7 +236,21 @@ def test_a_cache_keeps_the_projection_of_what_it_lists_and_watches() -> None:
         assert cache.wait_synced(timeout=10)
         assert cache.wait_until(lambda objs: len(objs) == 2, timeout=10)
         for obj in cache.snapshot():
-            assert "spec" not in obj and "managedFields" not in obj["metadata"]
+            assert "managedFields" not in obj["metadata"]
+            assert set(obj.get("spec", {})) <= {"nodeName", "containers"}
             assert obj["status"]["conditions"]
     finally:
         cache.stop()
+
+
+@pytest.mark.parametrize("case", sorted(POD_SETS))
+def test_usage_reads_the_same_on_projected_pods(case: str) -> None:
+    from jupyter_dw.domain.usage import cluster_pods, cluster_usage
+
+    full = POD_SETS[case]
+    projected = [slim_pod(p) for p in full]
+    assert cluster_usage(cluster_pods(projected, "demo"), {}) == cluster_usage(
+        cluster_pods(full, "demo"), {}
+    )
+    held = cluster_usage(cluster_pods(projected, "demo"), {}).resources
+    assert not full or held["cpu"].held > 0
