@@ -23,7 +23,6 @@ import pytest
 from kubernetes import client
 
 from jupyter_dw.domain.cluster_spec import ValidatedSpec
-from tests.cluster.fixtures import watch_until
 from tests.cluster.ray_standin import RayStandIn, ray_standin
 from tests.integration.clusters_support import (
     call,
@@ -156,13 +155,13 @@ async def test_a_busy_cluster_is_kept_an_idle_one_stopped_while_others_wait(
         json.loads(kept["metadata"]["annotations"]["jupyter-dw/stop-reason"])["by"] == "idle-rule"
     )
     assert workload_of(kube, kueue, kept["metadata"]["uid"])["spec"]["active"] is False
-    watch_until(
-        client.CoreV1Api(kube).list_namespaced_pod,
-        lambda pods: not [p for p in pods if p.metadata.deletion_timestamp is None],
-        namespace=namespace,
-        label_selector="ray.io/cluster=mine",
-        what="the stopped cluster's pods gone",
-    )
+    pods = client.CoreV1Api(kube)
+
+    def pods_gone() -> bool:
+        listed = pods.list_namespaced_pod(namespace, label_selector="ray.io/cluster=mine")
+        return not [p for p in listed.items if p.metadata.deletion_timestamp is None]
+
+    await until_true(pods_gone, "the stopped cluster's pods gone")
     found = (
         client.CoreV1Api(kube)
         .list_namespaced_event(
