@@ -23,6 +23,7 @@ from ..core.clusters import new_idempotency_key
 from ..core.errors import InvalidRequest, KubeError
 from ..core.feed import ClusterChanged, HealthChanged, Message, QueuesChanged, WorkloadChanged
 from ..domain.freshness import FRESH
+from ..domain.spec_policy import SIZE_OF, SIZES, SpecPolicy
 from ..domain.workload_rows import QueueRows
 from .display import fit_html
 from .runtime import KernelRuntime, runtime
@@ -325,16 +326,16 @@ class ClusterBuilder(_Live, w.VBox):
         # Wide enough for "team (default) — free: 8 CPU, 16Gi memory".
         self.queue = w.Dropdown(description="Queue", style=style, layout=w.Layout(width="36em"))
         self.name = w.Text(value=name, description="Name", placeholder="my-ray", style=style)
-        self.workers = w.BoundedIntText(
-            value=1, min=1, max=10_000, description="Workers", style=style
-        )
-        self.worker_cpu = w.Text(value="1", description="Worker CPU", style=style)
-        self.worker_memory = w.Text(value="2Gi", description="Worker memory", style=style)
-        self.worker_gpu = w.BoundedIntText(
-            value=0, min=0, max=64, description="Worker GPU", style=style
-        )
-        self.head_cpu = w.Text(value="1", description="Head CPU", style=style)
-        self.head_memory = w.Text(value="2Gi", description="Head memory", style=style)
+        self.workers = w.BoundedIntText(min=1, max=10_000, description="Workers", style=style)
+        self.worker_cpu = w.Text(description="Worker CPU", style=style)
+        self.worker_memory = w.Text(description="Worker memory", style=style)
+        self.worker_gpu = w.BoundedIntText(min=0, max=64, description="Worker GPU", style=style)
+        self.head_cpu = w.Text(description="Head CPU", style=style)
+        self.head_memory = w.Text(description="Head memory", style=style)
+        # The built-in defaults until the configured ones are read (below).
+        self._set_sizes(SpecPolicy().published_sizes())
+        self.limits = w.HTML()
+        """This server's limits on the sizes ("at most 4 CPUs per worker"); empty if none."""
         self.image = w.Text(value="", description="Image", placeholder="default", style=style)
         self.tolerations = w.Text(
             description="Tolerations", placeholder="nvidia.com/gpu:NoSchedule", style=style
@@ -358,6 +359,7 @@ class ClusterBuilder(_Live, w.VBox):
         super().__init__(
             children=[
                 *self._inputs,
+                self.limits,
                 w.HBox([self.verdict_view, self.use_suggestion]),
                 self.submit_button,
                 self.problem,
@@ -368,8 +370,11 @@ class ClusterBuilder(_Live, w.VBox):
         """The last submitted request (as JSON) and its idempotency key."""
         try:
             rt = self._follow(self._on_change)
-            defaults = rt.core.clusters.policy
-            self.workers.value = values.pop("workers", defaults.default("workers"))
+            # The configured defaults as a request writes them: the form as it starts builds
+            # the spec the server makes of a request that gives no size.
+            sizes = rt.core.clusters.policy.published_sizes()
+            self._set_sizes(sizes)
+            self.limits.value = _limits_html(sizes)
             queues = rt.core.queues.list()
             self._set_queues(queues, queue)
             self._set_priorities(queues, values.pop("priority", None))
@@ -384,6 +389,11 @@ class ClusterBuilder(_Live, w.VBox):
         self.evaluate()
 
     # -- the form ------------------------------------------------------------------------
+
+    def _set_sizes(self, sizes: dict[str, dict[str, int | str | None]]) -> None:
+        """Each sized field at its default in ``sizes`` (``SpecPolicy.published_sizes()``)."""
+        for size in SIZES:
+            getattr(self, size.field).value = sizes[size.field]["default"]
 
     def request(self) -> dict[str, Any]:
         """The REST request the form describes."""
@@ -525,6 +535,21 @@ class ClusterBuilder(_Live, w.VBox):
         if self.status is not None:
             self.status.close()
         super().close()
+
+
+def _limits_html(sizes: dict[str, dict[str, int | str | None]]) -> str:
+    """This server's limits on the sizes (``published_sizes()``) as one line, or ""."""
+    from html import escape
+
+    limits = [
+        f"at most {limit} {SIZE_OF[field].unit}"
+        for field, published in sizes.items()
+        if (limit := published["max"]) is not None
+    ]
+    if not limits:
+        return ""
+    words = escape("This server's limits: " + ", ".join(limits))
+    return f'<div class="jp-dw-limits" style="opacity:.7">{words}</div>'
 
 
 def _field_errors(errors: dict[str, str]) -> str:

@@ -228,11 +228,19 @@ class StandInDashboard:
 
 
 def workbench_lab(
-    workbench, dashboard: StandInDashboard, artifacts: Path, tmp_path: Path, *extra_args: str
+    workbench,
+    dashboard: StandInDashboard,
+    artifacts: Path,
+    tmp_path: Path,
+    *extra_args: str,
+    rules: list[dict[str, Any]] | None = None,
 ) -> Iterator[LabServer]:
-    """JupyterLab as a data scientist's workbench (may manage Ray clusters and read quota),
-    its dashboards served by ``dashboard``; stopped after."""
-    identity = workbench(rules=namespace_rules(), cluster_rules=CLUSTER_READ_RULES)
+    """JupyterLab as a data scientist's workbench (may manage Ray clusters and read quota;
+    ``rules``: its namespaced RBAC instead of ``namespace_rules()``), its dashboards served by
+    ``dashboard``; stopped after."""
+    identity = workbench(
+        rules=namespace_rules() if rules is None else rules, cluster_rules=CLUSTER_READ_RULES
+    )
     server = LabServer(
         service_account_dir=identity.service_account_dir,
         pod_environ=identity.environ,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -33,11 +34,21 @@ builder = dw.ClusterBuilder(name="ui-widget", worker_cpu="1", worker_memory="1Gi
 builder"""
 
 
-def kernel_lab(workbench, artifacts: Path, tmp_path: Path, cell: str) -> Iterator[LabServer]:
+def kernel_lab(
+    workbench,
+    artifacts: Path,
+    tmp_path: Path,
+    cell: str,
+    *,
+    rules: list[dict[str, Any]] | None = None,
+) -> Iterator[LabServer]:
     """JupyterLab whose kernels see the pod's service account (a kernel cannot see the
     server's command line, so the setting is in its environment), with ``widgets.ipynb``
-    holding ``cell``."""
-    identity = workbench(rules=namespace_rules(), cluster_rules=CLUSTER_READ_RULES)
+    holding ``cell``; ``rules``: the workbench's namespaced RBAC instead of
+    ``namespace_rules()``."""
+    identity = workbench(
+        rules=namespace_rules() if rules is None else rules, cluster_rules=CLUSTER_READ_RULES
+    )
     environ = {
         **identity.environ,
         "JUPYTER_DW_SERVICE_ACCOUNT_DIR": str(identity.service_account_dir),
