@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 from jupyter_dw.domain.kueue_model import LocalQueueInfo
+from jupyter_dw.domain.lenient import timestamp
 from jupyter_dw.domain.quota import QuotaTree
 
 IdleAction = Literal["stop", "delete"]
@@ -85,15 +86,6 @@ class IdleVerdict:
         return f"{done} by jupyter_dw's idle rule after {minutes} min idle{waited}."
 
 
-def parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def _rfc3339(at: datetime) -> str:
     return at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -102,7 +94,7 @@ def judge(
     rule: IdleRule, idle_since: str | None, now: datetime, waiting: int
 ) -> IdleVerdict | None:
     """The verdict on a cluster idle since ``idle_since`` (None: not idle, or the rule off)."""
-    since = parse_time(idle_since)
+    since = timestamp(idle_since)
     if not rule.on or since is None:
         return None
     idle = max(0.0, (now - since).total_seconds())

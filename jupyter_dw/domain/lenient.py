@@ -4,6 +4,7 @@ part out, so every read has a default and nothing here raises on a malformed obj
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, TypeGuard
 
 
@@ -45,3 +46,13 @@ def words(condition: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
     if condition is None:
         return None, None
     return text(condition.get("reason")), text(condition.get("message"))
+
+
+def timestamp(value: Any) -> datetime | None:
+    """An RFC 3339 time as Kubernetes writes it (``2026-11-26T22:14:47Z``), else None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None

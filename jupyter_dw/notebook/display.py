@@ -17,6 +17,7 @@ from ..core.cluster_results import ClusterInfo, ClusterList, FitResult
 from ..core.queues import QueueList
 from ..core.workloads import WorkloadList
 from ..domain.cluster_state import AdmissionCheckStatus
+from ..domain.lenient import timestamp
 from ..domain.milestones import Milestone
 from ..domain.priorities import PreemptedBy
 from ..domain.quantity import parse_quantity
@@ -119,13 +120,7 @@ def fit_html(result: FitResult) -> str:
     return f'<div style="{_BOX}">{"".join(parts)}</div>'
 
 
-def _time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+_time = timestamp
 
 
 def clock_html(at: datetime) -> str:

@@ -224,15 +224,21 @@ def rayclusters(kube: client.ApiClient, namespace: str) -> list[dict[str, Any]]:
     )["items"]
 
 
-def workload_of(kube: client.ApiClient, kueue: KueueObjects, uid: str) -> dict[str, Any]:
-    """The Workload of the RayCluster with ``uid``, read by the administrator."""
-    items = client.CustomObjectsApi(kube).list_namespaced_custom_object(
+def workloads_of(kube: client.ApiClient, kueue: KueueObjects, uid: str) -> list[dict[str, Any]]:
+    """Every Workload of the job with ``uid`` (an elastic cluster's slices), read by the
+    administrator."""
+    return client.CustomObjectsApi(kube).list_namespaced_custom_object(
         KUEUE,
         kueue.api_version,
         kueue.namespace,
         "workloads",
         label_selector=f"{KUEUE}/job-uid={uid}",
     )["items"]
+
+
+def workload_of(kube: client.ApiClient, kueue: KueueObjects, uid: str) -> dict[str, Any]:
+    """The Workload of the RayCluster with ``uid``, read by the administrator."""
+    items = workloads_of(kube, kueue, uid)
     assert len(items) == 1, items
     return items[0]
 

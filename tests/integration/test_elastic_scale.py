@@ -33,6 +33,7 @@ from tests.integration.clusters_support import (
     open_events,
     small_cluster,
     state_is,
+    workloads_of,
 )
 from tests.integration.test_notebook_widgets import until
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
@@ -116,6 +117,21 @@ def sizes(raycluster: dict) -> list[tuple]:
         (g.get("replicas"), g.get("minReplicas"), g.get("maxReplicas"), g.get("scaleStrategy"))
         for g in raycluster["spec"]["workerGroupSpecs"]
     ]
+
+
+async def release_pin(jp_fetch, kube: client.ApiClient, namespace: str, name: str, replicas: int):
+    """Give the size back to the autoscaler: the cluster's own minimum (1) comes back as
+    ``minReplicas``, the pin is gone, ``replicas`` is left as it was."""
+    status, released = await call(
+        jp_fetch, "POST", "clusters", name, "scale", body={"workers": None}
+    )
+    assert status == 200 and released["changed"], released
+    assert released["cluster"]["pinned_workers"] is None
+    assert released["cluster"]["min_workers"] == 1
+    group = client.CustomObjectsApi(kube).get_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters", name
+    )["spec"]["workerGroupSpecs"][0]
+    assert (group["minReplicas"], group["replicas"]) == (1, replicas)
 
 
 def counts_sidecar(kueue_api_version: str) -> bool:
@@ -275,16 +291,7 @@ async def test_bad_scales_are_refused_and_change_nothing(
     assert after["metadata"].get("annotations") == before["metadata"].get("annotations")
     # A released pin gives minReplicas back.
     assert (await call(jp_fetch, "POST", "clusters", "el", "scale", body={"workers": 3}))[0] == 200
-    status, released = await call(
-        jp_fetch, "POST", "clusters", "el", "scale", body={"workers": None}
-    )
-    assert status == 200 and released["changed"], released
-    assert released["cluster"]["pinned_workers"] is None
-    assert released["cluster"]["min_workers"] == 1
-    group = client.CustomObjectsApi(kube).get_namespaced_custom_object(
-        "ray.io", "v1", namespace, "rayclusters", "el"
-    )["spec"]["workerGroupSpecs"][0]
-    assert group["minReplicas"] == 1 and group["replicas"] == 3
+    await release_pin(jp_fetch, kube, namespace, "el", replicas=3)
 
 
 async def test_the_sidecar_inclusive_fit_matches_kueue_at_the_exact_boundary(
@@ -438,7 +445,7 @@ async def test_a_pinned_cluster_the_autoscaler_grew_scales_down_to_its_own_range
         # Kueue's own view: one slice holds quota, for 2 workers; none waits.
         live = [
             w
-            for w in kueue_workloads(kube, kueue, uid_of(kube, namespace, "pin"))
+            for w in workloads_of(kube, kueue, uid_of(kube, namespace, "pin"))
             if condition(w, "Finished") is None
         ]
         assert [reserved(w) for w in live] == ["True"], live
@@ -451,29 +458,9 @@ async def test_a_pinned_cluster_the_autoscaler_grew_scales_down_to_its_own_range
     await scale_to_two()
     # A release first, then the scale.
     await pin_five_then_autoscaler_asks_seven()
-    code, released = await call(
-        jp_fetch, "POST", "clusters", "pin", "scale", body={"workers": None}
-    )
-    assert code == 200 and released["changed"], released
-    assert released["cluster"]["pinned_workers"] is None
-    assert released["cluster"]["min_workers"] == 1
-    group = client.CustomObjectsApi(kube).get_namespaced_custom_object(
-        "ray.io", "v1", namespace, "rayclusters", "pin"
-    )["spec"]["workerGroupSpecs"][0]
-    assert (group["minReplicas"], group["replicas"]) == (1, 7)
+    await release_pin(jp_fetch, kube, namespace, "pin", replicas=7)
     await scale_to_two()
     events.close()
-
-
-def kueue_workloads(kube: client.ApiClient, kueue, uid: str) -> list[dict]:
-    """The cluster's Workloads (every slice) as Kueue stores them now."""
-    return client.CustomObjectsApi(kube).list_namespaced_custom_object(
-        KUEUE,
-        kueue.api_version,
-        kueue.namespace,
-        "workloads",
-        label_selector=f"{KUEUE}/job-uid={uid}",
-    )["items"]
 
 
 def worker_count(workload: dict) -> int:

@@ -30,6 +30,7 @@ from tests.integration.clusters_support import (
     open_events,
     small_cluster,
     state_is,
+    workload_of,
 )
 from tests.integration.ray_jobs_support import submit_to_ray, wait_for_file
 from tests.integration.workbench_rbac import namespace_rules
@@ -85,14 +86,6 @@ def theirs(namespace: str, name: str, queue: str) -> dict[str, Any]:
 
 def rayclusters(kube) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(kube)
-
-
-def workload_of(kube, kueue, uid: str) -> dict[str, Any]:
-    [workload] = rayclusters(kube).list_namespaced_custom_object(
-        "kueue.x-k8s.io", kueue.api_version, kueue.namespace, "workloads",
-        label_selector=f"kueue.x-k8s.io/job-uid={uid}",
-    )["items"]  # fmt: skip
-    return workload
 
 
 async def test_a_busy_cluster_is_kept_an_idle_one_stopped_while_others_wait(
