@@ -236,12 +236,14 @@ class ClusterInfo:
             "milestones": [m.to_json() for m in self.milestones],
             "freshness": self.freshness.to_json(),
             "ray_auth": self.ray_auth.to_json() if self.ray_auth is not None else None,
-            "usage": (
-                {**self.usage.to_json(), "idle_since": self.idle_since}
-                if self.usage is not None
-                else None
-            ),
+            "usage": self.usage_json(),
         }
+
+    def usage_json(self) -> dict[str, Any] | None:
+        """REST's ``usage``: the :class:`ClusterUsage` with ``idle_since``; None when off."""
+        if self.usage is None:
+            return None
+        return {**self.usage.to_json(), "idle_since": self.idle_since}
 
 
 @dataclass(frozen=True)
