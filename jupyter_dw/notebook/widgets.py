@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,25 @@ from .runtime import KernelRuntime, runtime
 STATIC = Path(__file__).parent / "static"
 
 
+SHARED = ("dom.js", "tones.js", "clock.js", "resources.js")
+"""What every widget's ESM starts with: ``el``, the colours (one table with the sidebar and
+the notebook's HTML), the clock and the quantity and resource names the sidebar uses too."""
+_SIBLING_IMPORT = re.compile(r'^import \{[^}]*\} from "\./([a-z_]+\.js)";\n', re.MULTILINE)
+
+
 def esm(*files: str) -> str:
-    """A widget's ESM: the shared ``dom.js`` helpers and ``tones.js`` colours (one table with
-    the sidebar and the notebook's HTML), then ``files``, joined into one module."""
-    return "\n".join((STATIC / f).read_text() for f in ("dom.js", "tones.js", "clock.js", *files))
+    """A widget's ESM: :data:`SHARED`, then ``files``, joined into one module. A file may
+    import another of ``static/`` (as the sidebar's bundler needs): the import is dropped
+    here, since the module holds that file; one it does not hold is an error."""
+    names = (*SHARED, *files)
+    parts = []
+    for name in names:
+        text = (STATIC / name).read_text()
+        for imported in _SIBLING_IMPORT.findall(text):
+            if imported not in names[: names.index(name)]:
+                raise ValueError(f"{name} imports {imported}, which esm() does not put before it")
+        parts.append(_SIBLING_IMPORT.sub("", text))
+    return "\n".join(parts)
 
 
 def optional_dict() -> TraitType[dict[str, Any] | None, dict[str, Any] | None]:
