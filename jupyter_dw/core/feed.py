@@ -289,8 +289,9 @@ class ChangeFeed:
         self.watch_queues = watch_queues
         self.watch_clusters = watch_clusters
         self._known: dict[str, ClusterSnapshot] = {}
-        self._infos: dict[str, ClusterInfo] = {}
-        """The records last sent of each cluster: what :meth:`holding` sums."""
+        self._infos: dict[str, ClusterInfo] | None = None
+        """The records last sent of each cluster: what :meth:`holding` sums (None until the
+        snapshot, or in a kernel, which takes none, the first cluster message, reads them)."""
         self._workloads = ShownWorkloads()
         self._seeded = False
         self._freshness: dict[str, Freshness] = {}
@@ -369,10 +370,19 @@ class ChangeFeed:
 
     def holding(self, queue: str | None) -> tuple[str, QueueHolding] | None:
         """What this identity's clusters in ``queue`` hold and use, from the records this
-        feed last sent (no read)."""
-        if queue is None:
+        feed last sent (no read once they are known)."""
+        infos = self._cluster_infos()
+        if queue is None or infos is None:
             return None
-        return queue, holding(self._infos.values(), queue, self._username())
+        return queue, holding(infos.values(), queue, self._username())
+
+    def _cluster_infos(self) -> dict[str, ClusterInfo] | None:
+        if self._infos is None:
+            try:
+                self._infos = {c.status.name: c for c in self._live_clusters()}
+            except KubeError as err:
+                log.info("jupyter_dw: holdings not known: %s", err)
+        return self._infos
 
     def _live_clusters(self) -> list[ClusterInfo]:
         # The board's positions: its marks follow the same changes this feed does, so an
@@ -549,13 +559,16 @@ class ChangeFeed:
                 return None
             self._known.pop(cluster, None)
             self._freshness.pop(cluster, None)
-            gone = self._infos.pop(cluster, None)
+            infos = self._cluster_infos()
+            gone = infos.pop(cluster, None) if infos is not None else None
             queue = gone.status.queue if gone is not None else None
             return ClusterChanged(event, cluster, cause, None, (), self.holding(queue))
         crossed = tuple(transition(known, info.status))
         self._known[cluster] = info.status
         self._freshness[cluster] = info.freshness
-        self._infos[cluster] = info
+        infos = self._cluster_infos()
+        if infos is not None:
+            infos[cluster] = info
         return ClusterChanged(event, cluster, cause, info, crossed, self.holding(info.status.queue))
 
     def _health_messages(self) -> list[Message]:

@@ -20,6 +20,7 @@ import {
   KubeRayJobCreateRequest,
   KubeRayJobRequest,
   Milestone,
+  QueueHolding,
   Queues,
   ScaleResult,
   TrainJob,
@@ -245,6 +246,12 @@ export class DWModel {
     return this._clusters.get(name);
   }
 
+  /** What my clusters hold and use in LocalQueue `queue`, as the server summed it (the
+   * snapshot's `holdings`, then each `cluster` message's `holding`); undefined: none. */
+  holding(queue: string): QueueHolding | undefined {
+    return this._holdings.get(queue);
+  }
+
   /**
    * Every KubeRay RayJob of the namespace, by name (the snapshot's `rayjobs`, then `rayjob`
    * messages).
@@ -380,6 +387,7 @@ export class DWModel {
         this._queuesError = message.queues_error;
         this._clusters = new Map((message.clusters ?? []).map(c => [c.name, c]));
         this._clustersError = message.clusters_error;
+        this._holdings = new Map(Object.entries(message.holdings ?? {}));
         this._workloads = new Map((message.workloads ?? []).map(w => [w.name, w]));
         this._byQueue = null;
         this._workloadsError = message.workloads_error;
@@ -406,6 +414,10 @@ export class DWModel {
           this._clusters.delete(message.name);
         } else {
           this._clusters.set(message.name, message.state);
+        }
+        if (message.holding) {
+          const { queue, ...holding } = message.holding;
+          this._holdings.set(queue, holding);
         }
         this._watchJobs(false);
         break;
@@ -591,6 +603,7 @@ export class DWModel {
   private _queues: Queues | null = null;
   private _queuesError: ErrorBody | null = null;
   private _clusters = new Map<string, Cluster>();
+  private _holdings = new Map<string, QueueHolding>();
   private _clustersError: ErrorBody | null = null;
   private _workloads = new Map<string, Workload>();
   private _byQueue: Map<string, Workload[]> | null = null;
