@@ -3,8 +3,9 @@
 A cache of 5,000 Workloads and 5,000 Ray pods held as the API server sends them took 196 MiB
 of a process's memory (benchmarks/bench_memory.py), half of it ``metadata.managedFields``
 (server-side apply's bookkeeping, which nothing here reads) and most of a pod's rest its spec
-(containers, probes, volumes, env), which nothing here reads either: the cluster state, the
-milestones and the pod problems read a pod's metadata and status. Every object is also rebuilt
+(containers, probes, volumes, env), of which only the node and the containers' requests are
+read (what a cluster's pods hold, for its usage): the cluster state, the milestones and the
+pod problems read a pod's metadata and status. Every object is also rebuilt
 with its keys and short strings interned, so the thousands of ``"type"``, ``"status"``,
 ``"True"``, ``"cpu"`` strings are one object each instead of one per occurrence (the JSON
 decoder shares keys only within one list page).
@@ -49,6 +50,38 @@ def slim(obj: Object) -> Object:
     return compacted
 
 
+def _requests_only(containers: Any) -> list[Object]:
+    if not isinstance(containers, list):
+        return []
+    kept = []
+    for c in containers:
+        if not isinstance(c, dict):
+            continue
+        requests = (c.get("resources") or {}).get("requests")
+        entry: Object = {"name": c.get("name")}
+        if requests:
+            entry["resources"] = {"requests": requests}
+        if "restartPolicy" in c:  # a sidecar's requests count while the pod runs
+            entry["restartPolicy"] = c["restartPolicy"]
+        kept.append(entry)
+    return kept
+
+
 def slim_pod(obj: Object) -> Object:
-    """:func:`slim` without the spec (a pod's metadata and status are what is read)."""
-    return slim({k: v for k, v in obj.items() if k != "spec"})
+    """:func:`slim` with only the part of the spec that is read: the node it runs on and its
+    containers' requests (what a cluster's pods hold, :mod:`jupyter_dw.domain.usage`, by
+    :func:`~jupyter_dw.domain.workloads.pod_requests`); metadata and status whole."""
+    spec = obj.get("spec")
+    kept: Object = {k: v for k, v in obj.items() if k != "spec"}
+    if isinstance(spec, dict):
+        kept["spec"] = {
+            key: value
+            for key, value in (
+                ("nodeName", spec.get("nodeName")),
+                ("containers", _requests_only(spec.get("containers"))),
+                ("initContainers", _requests_only(spec.get("initContainers"))),
+                ("overhead", spec.get("overhead")),
+            )
+            if value
+        }
+    return slim(kept)

@@ -19,9 +19,11 @@ from jupyter_dw.domain.cluster_state import (
 from jupyter_dw.domain.kueue_state import admission_checks, kueue_state
 from jupyter_dw.domain.milestones import milestones
 from jupyter_dw.domain.pod_problems import first_problem, pod_problem
+from jupyter_dw.domain.usage import cluster_pods, cluster_usage
 from jupyter_dw.domain.workloads import (
     held_per_flavor,
     owner_of,
+    pod_requests,
     pod_sets,
     priority_of,
     requested,
@@ -134,7 +136,11 @@ def with_managed_fields(obj: dict) -> dict:
 def test_pod_readers_answer_the_same_on_projected_pods(case: str) -> None:
     full = POD_SETS[case]
     projected = [slim_pod(p) for p in full]
-    assert all("spec" not in p and "managedFields" not in p["metadata"] for p in projected)
+    # Of the spec only what is read is kept: the node and the containers' requests.
+    assert all(
+        set(p["spec"]) == {"nodeName", "containers"} and "managedFields" not in p["metadata"]
+        for p in projected
+    )
     rc = running(raycluster(**kuberay_status("ready", ready_workers=1)))
     wl = admitted_workload()
     for rc_seen in (rc, slim(with_managed_fields(rc))):
@@ -145,6 +151,12 @@ def test_pod_readers_answer_the_same_on_projected_pods(case: str) -> None:
     assert [pod_problem(p) for p in projected] == [pod_problem(p) for p in full]
     assert live_worker_pods(projected) == [slim_pod(p) for p in live_worker_pods(full)]
     assert [_pod_info(p) for p in projected] == [_pod_info(p) for p in full]
+    # What the cluster's pods hold (usage): the cache once dropped the spec, so it was empty.
+    held = cluster_usage(cluster_pods(full, "demo"), None).to_json()["resources"]
+    assert (
+        held and cluster_usage(cluster_pods(projected, "demo"), None).to_json()["resources"] == held
+    )
+    assert [pod_requests(p["spec"]) for p in projected] == [pod_requests(p["spec"]) for p in full]
 
 
 def test_the_cases_cover_what_the_readers_tell_apart() -> None:
@@ -230,7 +242,8 @@ def test_a_cache_keeps_the_projection_of_what_it_lists_and_watches() -> None:
         assert cache.wait_synced(timeout=10)
         assert cache.wait_until(lambda objs: len(objs) == 2, timeout=10)
         for obj in cache.snapshot():
-            assert "spec" not in obj and "managedFields" not in obj["metadata"]
+            assert obj["spec"] == slim_pod(pod("x", "head", ready=True))["spec"]
+            assert "managedFields" not in obj["metadata"]
             assert obj["status"]["conditions"]
     finally:
         cache.stop()
