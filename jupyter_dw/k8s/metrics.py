@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .client import KubeApi
-from .errors import KubeError, KubeForbidden, KubeNotFound, KubeUnreachable
+from .errors import KubeApiError, KubeError, KubeForbidden, KubeUnreachable
 
 METRICS_GROUP = "metrics.k8s.io"
 METRICS_VERSION = "v1beta1"
@@ -38,10 +38,13 @@ def read_pod_metrics(api: KubeApi, namespace: str) -> MetricsRead:
             f"this workbench may not list pods.{METRICS_GROUP} in namespace {namespace} "
             "(the RBAC in examples/rbac/ grants it)",
         )
-    except KubeNotFound:
-        return MetricsRead(
-            None, f"the metrics API ({METRICS_GROUP}/{METRICS_VERSION}) is not served here"
-        )
+    except KubeApiError as err:
+        if err.api_status == 404:
+            # Not served: a plain "404 page not found" from the API server (no Status object).
+            return MetricsRead(
+                None, f"the metrics API ({METRICS_GROUP}/{METRICS_VERSION}) is not served here"
+            )
+        return MetricsRead(None, f"the metrics API failed: {err}")
     except KubeUnreachable as err:
         return MetricsRead(None, f"the metrics API did not answer: {err}")
     except KubeError as err:

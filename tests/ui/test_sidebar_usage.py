@@ -12,6 +12,7 @@ condition.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,14 +20,36 @@ from playwright.sync_api import Page, expect
 
 from tests.cluster.fixtures import KueueObjects
 from tests.integration.clusters_support import small_cluster
-from tests.integration.workbench_rbac import KUEUE
-from tests.ui.lab import LabServer
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, KUEUE, namespace_rules
+from tests.ui.lab import LabServer, StandInDashboard
 from tests.ui.test_sidebar import card, open_panel
 
 pytestmark = pytest.mark.cluster
 
 READY_TIMEOUT = 90_000  # ms: Kueue admission, KubeRay pods, KWOK readiness
 NO_METRICS = "the metrics API (metrics.k8s.io/v1beta1) is not served here"
+READ_METRICS = {"apiGroups": ["metrics.k8s.io"], "resources": ["pods"], "verbs": ["get", "list"]}
+
+
+@pytest.fixture
+def lab(
+    workbench, dashboard: StandInDashboard, artifacts: Path, tmp_path: Path
+) -> Iterator[LabServer]:
+    """JupyterLab as a workbench that may read its pods' metrics: without that permission the
+    API server answers 403 before it could say the API is not served, and the card says the
+    permission instead (the server's other reason)."""
+    identity = workbench(rules=[*namespace_rules(), READ_METRICS], cluster_rules=CLUSTER_READ_RULES)
+    server = LabServer(
+        service_account_dir=identity.service_account_dir,
+        pod_environ=identity.environ,
+        workdir=tmp_path / "lab",
+        log_path=artifacts / "jupyter-server.log",
+        extra_args=dashboard.lab_args(),
+    )
+    server.workdir.mkdir()
+    server.start()
+    yield server
+    server.stop()
 
 
 def test_the_card_shows_what_the_cluster_holds_and_why_its_use_is_unknown(
@@ -43,7 +66,6 @@ def test_the_card_shows_what_the_cluster_holds_and_why_its_use_is_unknown(
     box = card(sidebar, "ui-usage")
     expect(box).to_have_attribute("data-state", "ready", timeout=READY_TIMEOUT)
 
-    print("USAGE", lab.api("GET", "clusters/ui-usage")["usage"])
     # One row per resource: the held amount (the pods' requests) and the reason, no bar.
     cpu = box.locator('.jp-dw-usage-row[data-resource="cpu"]')
     memory = box.locator('.jp-dw-usage-row[data-resource="memory"]')
