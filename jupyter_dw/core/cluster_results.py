@@ -240,15 +240,18 @@ class ClusterInfo:
             "milestones": [m.to_json() for m in self.milestones],
             "freshness": self.freshness.to_json(),
             "ray_auth": self.ray_auth.to_json() if self.ray_auth is not None else None,
-            "usage": (
-                {
-                    **self.usage.to_json(),
-                    "idle_since": self.idle_since,
-                    "idle_action": self.idle_verdict.to_json() if self.idle_verdict else None,
-                }
-                if self.usage is not None
-                else None
-            ),
+            "usage": self.usage_json(),
+        }
+
+    def usage_json(self) -> dict[str, Any] | None:
+        """REST's ``usage``: the :class:`ClusterUsage` with ``idle_since`` and the idle rule's
+        verdict (``idle_action``); None when usage is off."""
+        if self.usage is None:
+            return None
+        return {
+            **self.usage.to_json(),
+            "idle_since": self.idle_since,
+            "idle_action": self.idle_verdict.to_json() if self.idle_verdict else None,
         }
 
 

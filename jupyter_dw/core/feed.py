@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from ..domain.cluster_state import ClusterSnapshot, transition
 from ..domain.freshness import FRESH, Freshness, WatchHealth
 from ..domain.rayjob_state import owning_rayjob
+from ..domain.usage import QueueHolding
 from ..domain.workloads import Owner, WorkloadInfo, owner_of
 from ..k8s.errors import KubeError
 from ..k8s.resources import (
@@ -54,6 +55,7 @@ from ..k8s.watch_events import DELETED
 from ..names import JOB_UID_LABEL, RAY_CLUSTER_LABEL, RAY_GROUP
 from .cluster_objects import ray_cluster_by_uid
 from .clusters import ClusterInfo, ClusterService
+from .holdings import holding, holdings
 from .podset_jobs import PodSetJobService
 from .queue_state import queue_state
 from .queues import QueueList, QueueService
@@ -117,6 +119,9 @@ class Snapshot:
     jobs: Mapping[str, tuple[Sequence[Any] | None, KubeError | None]] = field(default_factory=dict)
     """Each pod-set job kind's records (None when not served, or with its error), by the kind's
     message word (``rayjob``, ``trainjob``): listed as ``rayjobs``, ``rayjobs_error``, ..."""
+    holdings: Mapping[str, QueueHolding] | None = None
+    """What this identity's clusters hold and use, by LocalQueue (:mod:`.holdings`); None
+    when the clusters cannot be read."""
 
     def to_json(self) -> dict[str, Any]:
         """The events socket's ``snapshot`` message."""
@@ -141,6 +146,11 @@ class Snapshot:
                 )
             },
             "positions_visible": self.positions_visible,
+            "holdings": (
+                {queue: h.to_json() for queue, h in self.holdings.items()}
+                if self.holdings is not None
+                else None
+            ),
         }
 
 
@@ -172,6 +182,9 @@ class ClusterChanged:
     cause: Cause
     cluster: ClusterInfo | None
     crossed: tuple[str, ...]
+    holding: tuple[str, QueueHolding] | None = None
+    """``(queue, what this identity's clusters in it hold and use)`` after the change, for
+    the cluster's LocalQueue (None when it names none)."""
 
     def to_json(self) -> dict[str, Any]:
         """The events socket's ``cluster`` message."""
@@ -182,6 +195,11 @@ class ClusterChanged:
             "cause": self.cause.to_json(),
             "state": self.cluster.to_json() if self.cluster else None,
             "milestones": list(self.crossed),
+            "holding": (
+                {"queue": self.holding[0], **self.holding[1].to_json()}
+                if self.holding is not None
+                else None
+            ),
         }
 
 
@@ -271,6 +289,9 @@ class ChangeFeed:
         self.watch_queues = watch_queues
         self.watch_clusters = watch_clusters
         self._known: dict[str, ClusterSnapshot] = {}
+        self._infos: dict[str, ClusterInfo] | None = None
+        """The records last sent of each cluster: what :meth:`holding` sums (None until the
+        snapshot, or in a kernel, which takes none, the first cluster message, reads them)."""
         self._workloads = ShownWorkloads()
         self._seeded = False
         self._freshness: dict[str, Freshness] = {}
@@ -315,6 +336,7 @@ class ChangeFeed:
         if clusters is not None:
             self._known = {c.status.name: c.status for c in clusters}
             self._freshness = {c.status.name: c.freshness for c in clusters}
+            self._infos = {c.status.name: c for c in clusters}
         # Versions before the list: a pending list that changes meanwhile counts as changed.
         positions_seen = self.clusters.positions.versions()
         workloads, workloads_error = (
@@ -340,7 +362,27 @@ class ChangeFeed:
             workloads=tuple(workloads) if workloads is not None else None,
             workloads_error=workloads_error,
             jobs=jobs,
+            holdings=(holdings(clusters, self._username()) if clusters is not None else None),
         )
+
+    def _username(self) -> str | None:
+        return self.session.identity.username if self.session.ready else None
+
+    def holding(self, queue: str | None) -> tuple[str, QueueHolding] | None:
+        """What this identity's clusters in ``queue`` hold and use, from the records this
+        feed last sent (no read once they are known)."""
+        infos = self._cluster_infos()
+        if queue is None or infos is None:
+            return None
+        return queue, holding(infos.values(), queue, self._username())
+
+    def _cluster_infos(self) -> dict[str, ClusterInfo] | None:
+        if self._infos is None:
+            try:
+                self._infos = {c.status.name: c for c in self._live_clusters()}
+            except KubeError as err:
+                log.info("jupyter_dw: holdings not known: %s", err)
+        return self._infos
 
     def _live_clusters(self) -> list[ClusterInfo]:
         # The board's positions: its marks follow the same changes this feed does, so an
@@ -517,11 +559,17 @@ class ChangeFeed:
                 return None
             self._known.pop(cluster, None)
             self._freshness.pop(cluster, None)
-            return ClusterChanged(event, cluster, cause, None, ())
+            infos = self._cluster_infos()
+            gone = infos.pop(cluster, None) if infos is not None else None
+            queue = gone.status.queue if gone is not None else None
+            return ClusterChanged(event, cluster, cause, None, (), self.holding(queue))
         crossed = tuple(transition(known, info.status))
         self._known[cluster] = info.status
         self._freshness[cluster] = info.freshness
-        return ClusterChanged(event, cluster, cause, info, crossed)
+        infos = self._cluster_infos()
+        if infos is not None:
+            infos[cluster] = info
+        return ClusterChanged(event, cluster, cause, info, crossed, self.holding(info.status.queue))
 
     def _health_messages(self) -> list[Message]:
         """A :class:`HealthChanged` if the health differs from what this viewer was told, and a

@@ -13,6 +13,10 @@ Two sources, each may be missing (then its part is None with the reason, never a
 A cluster is idle when Ray says nothing is in use, no job runs or waits and no actor lives;
 where Ray cannot be asked, when every pod the metrics API reports uses less than
 ``idle_cpu_fraction`` of its CPU request.
+
+A GPU's use is Ray's: the GPUs its tasks and actors hold (``GPU`` in its logical
+resources), when Ray answered and the cluster holds one kind of GPU. What a workbench's
+clusters hold and use in one LocalQueue is :func:`queue_holding` of their usages.
 """
 
 from __future__ import annotations
@@ -33,6 +37,11 @@ METERED = ("cpu", "memory")
 """What the metrics API measures; a GPU's use comes from Ray only."""
 
 Basis = Literal["ray", "metrics"]
+
+
+def is_gpu(resource: str) -> bool:
+    """A GPU resource name (``nvidia.com/gpu``, ``amd.com/gpu``)."""
+    return resource.endswith("/gpu")
 
 
 def _list(value: Any) -> list[Any]:
@@ -262,9 +271,16 @@ def cluster_usage(
     if not pods:
         used, below = None, False
         reason = reason or "no pod of the cluster runs"
+    gpus = [resource for resource in held if is_gpu(resource)]
+    ray_gpu = (ray.resources or {}).get("GPU") if ray is not None and len(gpus) == 1 else None
     resources = {
         resource: ResourceUse(
-            amount, used.get(resource) if used is not None and resource in METERED else None
+            amount,
+            (
+                used.get(resource)
+                if used is not None and resource in METERED
+                else (ray_gpu[0] if ray_gpu is not None and is_gpu(resource) else None)
+            ),
         )
         for resource, amount in held.items()
     }
@@ -286,3 +302,36 @@ def cluster_usage(
         idle=idle,
         idle_basis=basis,
     )
+
+
+@dataclass(frozen=True)
+class QueueHolding:
+    """What some clusters (a workbench's, in one LocalQueue) hold and use, summed: per
+    resource, ``used`` None when any cluster's use of it is unknown (never a partial sum).
+    A cluster that holds nothing (stopped, queued, no pod on a node) adds nothing."""
+
+    clusters: int = 0
+    """The clusters counted (those holding something)."""
+    resources: Mapping[str, ResourceUse] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "clusters": self.clusters,
+            "resources": {r: use.to_json(r) for r, use in sorted(self.resources.items())},
+        }
+
+
+def queue_holding(usages: Iterable[ClusterUsage]) -> QueueHolding:
+    """The sum of ``usages`` (see :class:`QueueHolding`)."""
+    held: dict[str, Decimal] = {}
+    used: dict[str, Decimal | None] = {}
+    clusters = 0
+    for usage in usages:
+        if not any(use.held > 0 for use in usage.resources.values()):
+            continue
+        clusters += 1
+        for resource, use in usage.resources.items():
+            held[resource] = held.get(resource, Decimal(0)) + use.held
+            before = used.get(resource, Decimal(0))
+            used[resource] = None if before is None or use.used is None else before + use.used
+    return QueueHolding(clusters, {r: ResourceUse(amount, used[r]) for r, amount in held.items()})

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .client import KubeApi
-from .errors import KubeError, KubeForbidden, KubeNotFound, KubeUnreachable
+from .errors import KubeApiError, KubeError, KubeForbidden, KubeUnreachable
 
 METRICS_GROUP = "metrics.k8s.io"
 METRICS_VERSION = "v1beta1"
@@ -46,12 +46,16 @@ def read_pod_metrics(api: KubeApi, namespace: str) -> MetricsRead:
         answer = api.get(path)
     except KubeForbidden:
         return forbidden(namespace)
-    except KubeNotFound:
-        return MetricsRead(
-            None,
-            f"the metrics API ({METRICS_GROUP}/{METRICS_VERSION}) is not served here",
-            lasting=True,
-        )
+    except KubeApiError as err:
+        if err.api_status == 404:
+            # Not served: a plain "404 page not found" from the API server (no Status object,
+            # so not always a KubeNotFound).
+            return MetricsRead(
+                None,
+                f"the metrics API ({METRICS_GROUP}/{METRICS_VERSION}) is not served here",
+                lasting=True,
+            )
+        return MetricsRead(None, f"the metrics API failed: {err}")
     except KubeUnreachable as err:
         return MetricsRead(None, f"the metrics API did not answer: {err}")
     except KubeError as err:

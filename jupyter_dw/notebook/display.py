@@ -22,6 +22,7 @@ from ..domain.milestones import Milestone
 from ..domain.priorities import PreemptedBy
 from ..domain.quantity import parse_quantity
 from ..domain.quota import QueueSummary
+from ..domain.usage import is_gpu
 from ..domain.workloads import WorkloadInfo
 from .tones import color_of
 
@@ -180,8 +181,96 @@ def preemptor_words(preempted_by: PreemptedBy) -> str:
     return f"workload {preempted_by.workload_uid or 'unknown'}{job}"
 
 
+_LABELS = {"cpu": "CPU", "memory": "Memory"}
+_BINARY = tuple((u, Decimal(2**p)) for u, p in (("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)))
+
+
+def _order(resource: str) -> tuple[int, str]:
+    rank = {"cpu": 0, "memory": 1}.get(resource, 2 if is_gpu(resource) else 3)
+    return rank, resource
+
+
+def _label(resource: str) -> str:
+    return _LABELS.get(resource) or ("GPU" if is_gpu(resource) else resource)
+
+
+def _short(resource: str, value: Decimal) -> str:
+    """As the sidebar words it (usage_bar.js's ``amountText``): CPU ``1.4``, memory ``2.3Gi``."""
+    unit = ""
+    if resource == "memory":
+        unit, size = next(((u, s) for u, s in _BINARY if value >= s), ("", Decimal(1)))
+        value = value / size
+    digits = 0 if value >= 100 else 1 if value >= 1 else 2
+    return f"{round(value, digits).normalize():f}{unit}"
+
+
+def _count(n: int | None, one: str, many: str) -> str:
+    return f"{many} unknown" if n is None else f"{n} {one if n == 1 else many}"
+
+
+def usage_html(info: ClusterInfo) -> str:
+    """Used of held per resource (the held amount and the reason when the use is unknown,
+    never a zero), the idle line and Ray's load: the sidebar's words (``usage_bar.js``)."""
+    usage = info.usage
+    if usage is None:
+        return ""
+    rows = []
+    for resource in sorted(usage.resources, key=_order):
+        use = usage.resources[resource]
+        label, held = _label(resource), _short(resource, use.held)
+        if use.used is None:
+            why = (
+                usage.ray_reason or "only Ray tells a GPU's use, and it has not yet"
+                if is_gpu(resource)
+                else usage.metrics_reason or "not measured yet"
+            )
+            rows.append(
+                f"<div>{escape(label)} {escape(held)} held"
+                f' <span style="opacity:.7">— use unknown: {escape(why)}</span></div>'
+            )
+        else:
+            by = " by Ray" if is_gpu(resource) else ""
+            share = float(use.used / use.held) if use.held > 0 else 0.0
+            rows.append(
+                bar(share, f"{label} {_short(resource, use.used)} of {held} used{by}", "#2b6cb0")
+            )
+    if usage.idle:
+        since = _time(info.idle_since)
+        minutes = (
+            f" {int((datetime.now(since.tzinfo) - since).total_seconds() // 60)} min"
+            f" (since {clock_html(since)})"
+            if since
+            else ""
+        )
+        holding = " and ".join(
+            f"{_short(r, usage.resources[r].held)} {_label(r)}"
+            for r in sorted(usage.resources, key=_order)
+            if r == "cpu" or is_gpu(r)
+        )
+        rows.append(
+            f'<div class="jp-dw-idle" style="color:{color_of("state", "queued")}">Idle{minutes}'
+            f"{', holding ' + escape(holding) if holding else ''}</div>"
+        )
+    ray = usage.ray
+    if ray is not None:
+        parts = []
+        for name in ("CPU", "GPU"):
+            pair = (ray.resources or {}).get(name)
+            if pair is not None and (name == "CPU" or pair[1] > 0):
+                parts.append(f"{_short('', pair[0])} of {_short('', pair[1])} {name} in use")
+        parts.append(f"{_count(ray.jobs_running, 'job', 'jobs')} running")
+        if ray.jobs_pending:
+            parts.append(f"{_count(ray.jobs_pending, 'job', 'jobs')} pending")
+        parts.append(_count(ray.actors_alive, "actor", "actors"))
+        rows.append(f'<div style="opacity:.7">Ray: {escape(", ".join(parts))}</div>')
+    elif usage.ray_reason:
+        rows.append(f'<div style="opacity:.7">Ray: {escape(usage.ray_reason)}</div>')
+    return f'<div class="jp-dw-usage">{"".join(rows)}</div>' if rows else ""
+
+
 def cluster_html(info: ClusterInfo) -> str:
-    """State badge, Kueue's reason and position while queued, workers bar, timeline."""
+    """State badge, Kueue's reason and position while queued, workers bar, usage (used of
+    held, idle, Ray's load), timeline."""
     status = info.status
     head = (
         f"<b>{escape(status.name)}</b> "
@@ -222,6 +311,7 @@ def cluster_html(info: ClusterInfo) -> str:
             f"{status.workers_ready}/{status.workers_desired} workers ready",
         )
     )
+    parts.append(usage_html(info))
     parts.append(timeline_html(info.milestones))
     if info.dashboard_url is not None:
         where = f"<code>{escape(info.dashboard_url)}</code>"

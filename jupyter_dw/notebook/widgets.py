@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +24,37 @@ from ..core.cluster_results import ClusterInfo, FitResult
 from ..core.clusters import new_idempotency_key
 from ..core.errors import InvalidRequest, KubeError
 from ..core.feed import ClusterChanged, HealthChanged, Message, QueuesChanged, WorkloadChanged
+from ..core.holdings import holdings
 from ..domain.freshness import FRESH
 from ..domain.spec_policy import SIZE_OF, SIZES, SpecPolicy
 from ..domain.workload_rows import QueueRows
 from .display import fit_html
 from .runtime import KernelRuntime, runtime
 
+log = logging.getLogger(__name__)
+
 STATIC = Path(__file__).parent / "static"
 
 
+SHARED = ("dom.js", "tones.js", "clock.js", "resources.js")
+"""What every widget's ESM starts with: ``el``, the colours (one table with the sidebar and
+the notebook's HTML), the clock and the quantity and resource names the sidebar uses too."""
+_SIBLING_IMPORT = re.compile(r'^import \{[^}]*\} from "\./([a-z_]+\.js)";\n', re.MULTILINE)
+
+
 def esm(*files: str) -> str:
-    """A widget's ESM: the shared ``dom.js`` helpers and ``tones.js`` colours (one table with
-    the sidebar and the notebook's HTML), then ``files``, joined into one module."""
-    return "\n".join((STATIC / f).read_text() for f in ("dom.js", "tones.js", "clock.js", *files))
+    """A widget's ESM: :data:`SHARED`, then ``files``, joined into one module. A file may
+    import another of ``static/`` (as the sidebar's bundler needs): the import is dropped
+    here, since the module holds that file; one it does not hold is an error."""
+    names = (*SHARED, *files)
+    parts = []
+    for name in names:
+        text = (STATIC / name).read_text()
+        for imported in _SIBLING_IMPORT.findall(text):
+            if imported not in names[: names.index(name)]:
+                raise ValueError(f"{name} imports {imported}, which esm() does not put before it")
+        parts.append(_SIBLING_IMPORT.sub("", text))
+    return "\n".join(parts)
 
 
 def optional_dict() -> TraitType[dict[str, Any] | None, dict[str, Any] | None]:
@@ -75,7 +95,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
     field names. ``close()`` stops following it."""
 
     # The bar's words and numbers are the sidebar's (workers_bar.js, one source), then the view.
-    _esm = esm("workers_bar.js", "status.js")
+    _esm = esm("workers_bar.js", "usage_bar.js", "status.js")
 
     name = Unicode().tag(sync=True)
     namespace = Unicode(None, allow_none=True).tag(sync=True)
@@ -110,6 +130,9 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
     """``{"state", "reason", "since"}``: not ``live`` while the state shown may be old."""
     ray_auth = optional_dict().tag(sync=True)
     """``{"mode", "warning"}``: how Ray authenticates on the cluster (a warning when open)."""
+    usage = optional_dict().tag(sync=True)
+    """REST's ``usage``: what its pods use against what they hold, Ray's load, whether it is
+    idle and since when (``idle_since``); None when usage is turned off."""
 
     def __init__(self, name: str, **kwargs: Any) -> None:
         super().__init__(name=name, **kwargs)
@@ -149,6 +172,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
             self.dashboard_url = info.dashboard_url
             self.freshness = info.freshness.to_json()
             self.ray_auth = info.ray_auth.to_json() if info.ray_auth is not None else None
+            self.usage = info.usage_json()
 
     def _on_change(self, message: Message) -> None:
         """On the kernel's loop: a change of this cluster."""
@@ -245,7 +269,7 @@ class QueueBoard(_Live, anywidget.AnyWidget):
     :data:`~jupyter_dw.domain.workload_rows.WORKLOADS_SHOWN` and every one of yours until
     "Show all" (``expanded``): a change syncs the rows shown, not the namespace's thousands."""
 
-    _esm = esm("queues.js")
+    _esm = esm("usage_bar.js", "queues.js")
 
     queues = List(Dict()).tag(sync=True)
     workloads = List(Dict()).tag(sync=True)
@@ -256,6 +280,9 @@ class QueueBoard(_Live, anywidget.AnyWidget):
     expanded = List(Unicode()).tag(sync=True)
     """The LocalQueues whose every Workload is shown (the view's "Show all" sets it)."""
     workloads_error = optional_dict().tag(sync=True)
+    holdings = Dict().tag(sync=True)
+    """What my clusters hold and use per LocalQueue (REST's ``QueueHolding`` by queue name),
+    summed in core (:mod:`jupyter_dw.core.holdings`); each cluster change brings its queue's."""
     error = optional_dict().tag(sync=True)
     freshness = Dict(FRESH.to_json()).tag(sync=True)
     """The watches' overall ``{"state", "reason", "since"}``: not ``live`` while the queues
@@ -271,6 +298,11 @@ class QueueBoard(_Live, anywidget.AnyWidget):
         except KubeError as err:
             self.error = err.to_json()
             return
+        try:
+            mine = holdings(rt.core.clusters.entries(), rt.core.session.identity.username)
+            self.holdings = {queue: h.to_json() for queue, h in mine.items()}
+        except KubeError as err:  # no RayCluster to read: no line, the queues still show
+            log.info("jupyter_dw: holdings not shown: %s", err)
         try:
             rt.core.workloads.follow_owners()
             rows = QueueRows(rt.core.workloads.made_by_me)
@@ -299,6 +331,9 @@ class QueueBoard(_Live, anywidget.AnyWidget):
             if self._rows is not None:
                 self._rows.put(message.name, message.workload)
                 self._show_workloads()
+        elif isinstance(message, ClusterChanged) and message.holding is not None:
+            queue, holding = message.holding
+            self.holdings = {**self.holdings, queue: holding.to_json()}
         elif isinstance(message, QueuesChanged):
             if message.queues is not None:
                 self.queues = message.queues.to_json()["queues"]

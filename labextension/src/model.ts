@@ -20,6 +20,7 @@ import {
   KubeRayJobCreateRequest,
   KubeRayJobRequest,
   Milestone,
+  QueueHolding,
   Queues,
   ScaleResult,
   TrainJob,
@@ -245,6 +246,12 @@ export class DWModel {
     return this._clusters.get(name);
   }
 
+  /** What my clusters hold and use in LocalQueue `queue`, as the server summed it (the
+   * snapshot's `holdings`, then each `cluster` message's `holding`); undefined: none. */
+  holding(queue: string): QueueHolding | undefined {
+    return this._holdings.get(queue);
+  }
+
   /**
    * Every KubeRay RayJob of the namespace, by name (the snapshot's `rayjobs`, then `rayjob`
    * messages).
@@ -380,6 +387,7 @@ export class DWModel {
         this._queuesError = message.queues_error;
         this._clusters = new Map((message.clusters ?? []).map(c => [c.name, c]));
         this._clustersError = message.clusters_error;
+        this._holdings = new Map(Object.entries(message.holdings ?? {}));
         this._workloads = new Map((message.workloads ?? []).map(w => [w.name, w]));
         this._byQueue = null;
         this._workloadsError = message.workloads_error;
@@ -406,6 +414,10 @@ export class DWModel {
           this._clusters.delete(message.name);
         } else {
           this._clusters.set(message.name, message.state);
+        }
+        if (message.holding) {
+          const { queue, ...holding } = message.holding;
+          this._holdings.set(queue, holding);
         }
         this._watchJobs(false);
         break;
@@ -591,6 +603,7 @@ export class DWModel {
   private _queues: Queues | null = null;
   private _queuesError: ErrorBody | null = null;
   private _clusters = new Map<string, Cluster>();
+  private _holdings = new Map<string, QueueHolding>();
   private _clustersError: ErrorBody | null = null;
   private _workloads = new Map<string, Workload>();
   private _byQueue: Map<string, Workload[]> | null = null;
@@ -806,64 +819,12 @@ export function quotaHeldFor(cluster: Cluster, now: number): number | null {
   return isNaN(at) ? null : Math.max(0, now - at);
 }
 
-const SUFFIXES: Record<string, number> = {
-  n: 1e-9,
-  u: 1e-6,
-  m: 1e-3,
-  '': 1,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  P: 1e15,
-  E: 1e18,
-  Ki: 2 ** 10,
-  Mi: 2 ** 20,
-  Gi: 2 ** 30,
-  Ti: 2 ** 40,
-  Pi: 2 ** 50,
-  Ei: 2 ** 60
-};
-
-/** A Kubernetes quantity string as a number (for bar widths only); NaN if unreadable. */
-export function parseQuantity(quantity: string | null | undefined): number {
-  if (quantity === null || quantity === undefined) {
-    return NaN;
-  }
-  const match = /^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$/.exec(quantity.trim());
-  if (!match || !(match[2] in SUFFIXES)) {
-    return NaN;
-  }
-  return parseFloat(match[1]) * SUFFIXES[match[2]];
-}
-
-/** Display name of a resource. */
-export function resourceLabel(resource: string): string {
-  if (resource === 'cpu') {
-    return 'CPU';
-  }
-  if (resource === 'memory') {
-    return 'Memory';
-  }
-  if (resource.endsWith('/gpu')) {
-    return 'GPU';
-  }
-  return resource;
-}
-
-/** cpu, memory, GPUs, then the rest: the order bars are shown in. */
-export function resourceOrder(resource: string): number {
-  if (resource === 'cpu') {
-    return 0;
-  }
-  if (resource === 'memory') {
-    return 1;
-  }
-  if (resource.endsWith('/gpu')) {
-    return 2;
-  }
-  return 3;
-}
+// Quantities and resource names: one source with the widgets (resources.js).
+export {
+  parseQuantity,
+  resourceLabel,
+  resourceOrder
+} from '../../jupyter_dw/notebook/static/resources.js';
 
 /** Ray client address of a cluster's head Service. */
 export function rayAddress(cluster: Cluster): string {

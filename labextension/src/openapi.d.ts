@@ -741,13 +741,10 @@ export interface components {
       /** @description What the cluster uses against what it holds; null when usage is off. */
       usage: null | components['schemas']['ClusterUsage'];
     };
-    /** @description What a cluster's pods use now against what they request, read at most once per `usage_interval` (15 s). `resources` (cpu, memory, GPUs...): `held` is the requests of the pods on a node, `used` the metrics API's reading (cpu and memory only; null with `reason` when it cannot be read, never a zero). `ray`: Ray's own load (null with `ray_reason` when Ray cannot be asked, or was not: a cluster whose head is not ready). `idle`: Ray reports nothing in use, no job running or pending and no live actor (`idle_basis: ray`); where Ray cannot tell, every pod uses less than `idle_cpu_fraction` of its CPU request (`metrics`); null when neither can tell. */
+    /** @description What a cluster's pods use now against what they request, read at most once per `usage_interval` (15 s). `resources` (cpu, memory, GPUs...): `held` is the requests of the pods on a node, `used` the metrics API's reading for cpu and memory (null with `reason` when it cannot be read, never a zero), Ray's GPUs in use for a GPU (null when Ray did not answer). `ray`: Ray's own load (null with `ray_reason` when Ray cannot be asked, or was not: a cluster whose head is not ready). `idle`: Ray reports nothing in use, no job running or pending and no live actor (`idle_basis: ray`); where Ray cannot tell, every pod uses less than `idle_cpu_fraction` of its CPU request (`metrics`); null when neither can tell. */
     ClusterUsage: {
       resources: {
-        [key: string]: {
-          held: components['schemas']['Quantity'];
-          used: null | components['schemas']['Quantity'];
-        };
+        [key: string]: components['schemas']['ResourceUse'];
       };
       /** @description Why `used` is unknown (no metrics API, no permission, no sample yet). */
       reason: string | null;
@@ -760,6 +757,11 @@ export interface components {
       idle_basis: 'ray' | 'metrics' | null;
       /** @description When the samples first found it idle since it was last busy (RFC 3339). */
       idle_since: string | null;
+    };
+    /** @description `held`: the requests of the pods on a node; `used`: cpu and memory the metrics API's reading, a GPU the GPUs Ray's tasks and actors hold (Ray's logical `GPU`); null when unknown, never a zero. */
+    ResourceUse: {
+      held: components['schemas']['Quantity'];
+      used: null | components['schemas']['Quantity'];
     };
     /** @description Ray's own load: logical resources in use of the total (`GET /api/cluster_status`), jobs running and pending (a notebook's Ray Client driver counts), live actors. A part Ray did not answer is null. */
     RayLoad: {
@@ -1402,6 +1404,17 @@ export interface components {
       trainjobs?: null | components['schemas']['TrainJob'][];
       trainjobs_error?: components['schemas']['NullableError'];
       positions_visible: boolean;
+      /** @description What this identity's clusters hold and use, by LocalQueue (every queue one of them names); null when the clusters cannot be read. A `cluster` message brings its queue's anew. */
+      holdings: {
+        [key: string]: components['schemas']['QueueHolding'];
+      } | null;
+    };
+    /** @description What the clusters this identity created (`owner`) in one LocalQueue hold and use now, summed from their `usage` by the server: `clusters` counts those holding anything (a stopped or queued one holds nothing); per resource, `used` is null when any cluster's use of it is unknown (never a partial sum). */
+    QueueHolding: {
+      clusters: number;
+      resources: {
+        [key: string]: components['schemas']['ResourceUse'];
+      };
     };
     /** @description A LocalQueue, ClusterQueue, Cohort or ResourceFlavor that concerns the namespace changed, and with it the `GET queues` answer. */
     QueuesMessage: {
@@ -1424,6 +1437,14 @@ export interface components {
        * @enum {string}
        */
       type: 'cluster';
+      /** @description What this identity's clusters in the cluster's LocalQueue hold and use after the change (null when it names no queue). */
+      holding: null | {
+        queue: string;
+        clusters: number;
+        resources: {
+          [key: string]: components['schemas']['ResourceUse'];
+        };
+      };
       event: components['schemas']['ChangeEvent'];
       name: string;
       cause: {

@@ -19,9 +19,11 @@ from jupyter_dw.domain.cluster_state import (
 from jupyter_dw.domain.kueue_state import admission_checks, kueue_state
 from jupyter_dw.domain.milestones import milestones
 from jupyter_dw.domain.pod_problems import first_problem, pod_problem
+from jupyter_dw.domain.usage import cluster_pods, cluster_usage
 from jupyter_dw.domain.workloads import (
     held_per_flavor,
     owner_of,
+    pod_requests,
     pod_sets,
     priority_of,
     requested,
@@ -151,6 +153,12 @@ def test_pod_readers_answer_the_same_on_projected_pods(case: str) -> None:
     assert [pod_problem(p) for p in projected] == [pod_problem(p) for p in full]
     assert live_worker_pods(projected) == [slim_pod(p) for p in live_worker_pods(full)]
     assert [_pod_info(p) for p in projected] == [_pod_info(p) for p in full]
+    # What the cluster's pods hold (usage): the cache once dropped the spec, so it was empty.
+    held = cluster_usage(cluster_pods(full, "demo"), None).to_json()["resources"]
+    assert (
+        held and cluster_usage(cluster_pods(projected, "demo"), None).to_json()["resources"] == held
+    )
+    assert [pod_requests(p["spec"]) for p in projected] == [pod_requests(p["spec"]) for p in full]
 
 
 def test_the_cases_cover_what_the_readers_tell_apart() -> None:

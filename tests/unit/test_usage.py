@@ -10,6 +10,7 @@ from jupyter_dw.domain.usage import (
     cluster_pods,
     cluster_usage,
     pod_usages,
+    queue_holding,
     ray_resources,
 )
 
@@ -126,3 +127,47 @@ def test_pods_that_hold_no_node_are_not_counted():
     assert cluster_pods([gated, done, going], "c") == []
     usage = cluster_usage([], {})
     assert usage.idle is None and usage.metrics_reason == "no pod of the cluster runs"
+
+
+def gpu_pod(name: str, gpus: str = "1") -> dict[str, Any]:
+    found = pod(name)
+    found["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = gpus
+    return found
+
+
+def test_a_gpu_s_use_is_ray_s_gpus_in_use():
+    pods = cluster_pods([gpu_pod("h", "2")], "c")
+    ray = RayLoad({"GPU": (Decimal(1), Decimal(2))}, 0, 0, 1)
+    usage = cluster_usage(pods, None, "no metrics API", ray=ray)
+    assert usage.to_json()["resources"]["nvidia.com/gpu"] == {"held": "2", "used": "1"}
+    assert usage.to_json()["resources"]["cpu"] == {"held": "1", "used": None}
+    # Ray not asked (head not ready): unknown, not zero.
+    assert cluster_usage(pods, None).resources["nvidia.com/gpu"].used is None
+
+
+def test_a_queue_s_holding_sums_clusters_and_is_unknown_when_any_part_is():
+    known = cluster_usage(cluster_pods([pod("h")], "c"), pod_usages([metrics("h", "400m")]))
+    other = cluster_usage(
+        cluster_pods([pod("h2", cpu="3", cluster="d")], "d"), pod_usages([metrics("h2", "1")])
+    )
+    assert queue_holding([known, other]).to_json() == {
+        "clusters": 2,
+        "resources": {
+            "cpu": {"held": "4", "used": "1400m"},
+            "memory": {"held": "4Gi", "used": "200Mi"},
+        },
+    }
+    unread = cluster_usage(cluster_pods([gpu_pod("g")], "c"), None, "no metrics API")
+    summed = queue_holding([known, unread]).to_json()["resources"]
+    assert summed["cpu"] == {"held": "2", "used": None}
+    assert summed["nvidia.com/gpu"] == {"held": "1", "used": None}
+    # A cluster holding nothing (stopped: no pod) neither counts nor makes the sum unknown.
+    stopped = cluster_usage([], None, "no metrics API")
+    assert queue_holding([known, stopped]).to_json() == {
+        "clusters": 1,
+        "resources": {
+            "cpu": {"held": "1", "used": "400m"},
+            "memory": {"held": "2Gi", "used": "100Mi"},
+        },
+    }
+    assert queue_holding([]).to_json() == {"clusters": 0, "resources": {}}

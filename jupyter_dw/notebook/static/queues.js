@@ -1,13 +1,11 @@
 // QueueBoard view (anywidget ESM): every LocalQueue with a headroom bar per resource and the
 // Workloads in it (any kind of job), each with its state, position while waiting and Kueue's words;
 // a long queue's first rows and yours until "Show all".
-const UNITS = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12, m: 1e-3 };
-
+// parseQuantity is resources.js's (widgets.py puts it first), holdingText usage_bar.js's:
+// one source with the sidebar.
 function amount(text) {
-  if (text === null || text === undefined) return null;
-  const match = /^([0-9.]+)([a-zA-Z]*)$/.exec(String(text));
-  if (!match) return null;
-  return parseFloat(match[1]) * (UNITS[match[2]] || 1);
+  const n = parseQuantity(text);
+  return Number.isNaN(n) ? null : n;
 }
 
 // The owner as kubectl names a kind (`Job`, `RayCluster`), or the Workload when it has none.
@@ -110,6 +108,14 @@ function render({ model, el: root }) {
       name.textContent = queue.name + (queue.default ? " (default)" : "");
       title.append(name, ` → ${queue.cluster_queue} · ${queue.pending} pending · ${queue.admitted} admitted`);
       box.append(title);
+      // What my clusters hold and use here, as the kernel's core summed it.
+      const holds = holdingText(queue.name, (model.get("holdings") || {})[queue.name]);
+      if (holds) {
+        const line = document.createElement("div");
+        line.className = "jp-dw-holding";
+        line.textContent = holds;
+        box.append(line);
+      }
       if (!queue.quota_visible) {
         const hidden = document.createElement("div");
         hidden.style.opacity = ".7";
@@ -147,6 +153,7 @@ function render({ model, el: root }) {
     }
   }
   model.on("change:queues", draw);
+  model.on("change:holdings", draw);
   model.on("change:error", draw);
   model.on("change:freshness", draw);
   model.on("change:workloads", draw);

@@ -3,7 +3,8 @@
 // cluster's bar shows ready / admitted / waiting for quota / being removed, with a scale
 // stepper (a dry run in the kernel first, the change on confirm).
 // widgets.py puts workers_bar.js before this file: workersBar, barWidths, stepperStart,
-// canScale, proposalText, appliedText and workersText come from there.
+// canScale, proposalText, appliedText and workersText come from there; usageRows, idleText and
+// rayText from usage_bar.js (the usage's words, one source with the sidebar).
 // Colours are tones.js's, one table with the sidebar (widgets.py puts it first).
 // The bar's segments in the state colours: ready, admitted (starting), waiting for quota
 // (queued), being removed (deleting).
@@ -235,6 +236,8 @@ function render({ model, el: root }) {
       const progress = el("progress", { max: String(Math.max(desired, 1)), value: String(ready), "aria-label": "workers ready", style: "width:160px" });
       box.append(el("div", {}, progress, ` ${ready}/${desired} workers ready`));
     }
+    const usage = usageView(model.get("usage"));
+    if (usage) box.append(usage);
     const list = el("ol", { class: "jp-dw-timeline", style: "margin:4px 0;padding-left:2.2em" });
     let previous = null;
     for (const milestone of model.get("milestones") || []) {
@@ -270,11 +273,35 @@ function render({ model, el: root }) {
     }
     box.append(actions);
   }
-  for (const trait of ["state", "reason", "message", "position_in_local_queue", "admitted", "stopped", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue", "freshness", "ray_auth", ...SCALE_TRAITS]) {
+  for (const trait of ["state", "reason", "message", "position_in_local_queue", "admitted", "stopped", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue", "freshness", "ray_auth", "usage", ...SCALE_TRAITS]) {
     model.on(`change:${trait}`, draw);
   }
   model.on("change:scale_result", onResult);
+  // The idle minutes count up between samples (a local timer; nothing is asked).
+  const minute = setInterval(() => { if ((model.get("usage") || {}).idle === true) draw(); }, 60000);
   draw();
+  return () => clearInterval(minute);
+}
+
+/** The usage rows, the idle line and Ray's load (usage_bar.js's words, as in the sidebar). */
+function usageView(usage) {
+  if (!usage) return null;
+  const box = el("div", { class: "jp-dw-usage", style: "margin:4px 0" });
+  for (const row of usageRows(usage)) {
+    const line = el("div", { class: "jp-dw-usage-row", "data-resource": row.resource, "data-held": row.held, "data-used": row.used ?? "" });
+    if (row.share !== null) {
+      const fill = el("span", { style: `display:block;height:100%;width:${row.share * 100}%;background:${colorOf("state", "admitted")}` });
+      line.append(el("div", { class: "jp-dw-bar", role: "meter", "aria-label": `${row.label} used of held`, "aria-valuemin": "0", "aria-valuemax": "1", "aria-valuenow": String(row.share), "aria-valuetext": row.text, style: "display:inline-block;width:160px;height:8px;border-radius:4px;overflow:hidden;background:#e2e8f0;vertical-align:middle;margin-right:6px" }, fill));
+    }
+    line.append(el("span", { class: "jp-dw-usage-text" }, row.text));
+    if (row.unknown) line.append(el("span", { class: "jp-dw-usage-unknown", style: "opacity:.7" }, ` — use unknown: ${row.unknown}`));
+    box.append(line);
+  }
+  const idle = idleText(usage);
+  if (idle) box.append(el("div", { class: "jp-dw-idle", "data-idle-basis": usage.idle_basis || "", style: `color:${colorOf("state", "queued")}` }, idle));
+  const ray = rayText(usage);
+  if (ray) box.append(el("div", { class: "jp-dw-ray-load", style: "opacity:.7" }, ray));
+  return box.childNodes.length ? box : null;
 }
 
 /** "stopped by <who> at <time>", and the rule with its figures when a rule decided. */

@@ -9,6 +9,7 @@ import type { IScaler } from '../scale';
 import { CardHead, CardReason, DeleteButton, QueuePosition } from './card';
 import { JobsView } from './jobs';
 import { ErrorNote } from './status';
+import { UsageView } from './usage';
 import { ScaleControl, WorkersView } from './workers';
 
 /** What a card's buttons do (the plugin provides them: JupyterLab tabs, notebooks, dialogs). */
@@ -162,6 +163,7 @@ function ClusterCard(props: {
         </ul>
       ) : null}
       <WorkersView cluster={c} mine={c.owner !== null && c.owner === props.me} />
+      <UsageView name={c.name} usage={c.usage} />
       {canScale(c) ? <ScaleControl cluster={c} scaler={props.scaler} /> : null}
       {quotaHeldFor(c, Date.now()) !== null ? (
         <div className="jp-dw-held">

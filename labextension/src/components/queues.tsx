@@ -1,8 +1,9 @@
 import * as React from 'react';
 
-import type { Queue, QueueResource } from '../api';
+import type { Queue, QueueHolding, QueueResource } from '../api';
 import { DWModel, parseQuantity, resourceLabel, resourceOrder } from '../model';
 import { ErrorNote } from './status';
+import { HoldingLine } from './usage';
 
 function ResourceBar(props: {
   queue: string;
@@ -58,7 +59,10 @@ function ResourceBar(props: {
 }
 
 // Memoized: a queues message keeps the objects of unchanged queues (see sharing.ts).
-const QueueItem = React.memo(function QueueItem(props: { queue: Queue }): JSX.Element {
+const QueueItem = React.memo(function QueueItem(props: {
+  queue: Queue;
+  holding: QueueHolding | undefined;
+}): JSX.Element {
   const q = props.queue;
   const resources = [...q.resources].sort(
     (a, b) => resourceOrder(a.resource) - resourceOrder(b.resource)
@@ -84,6 +88,7 @@ const QueueItem = React.memo(function QueueItem(props: { queue: Queue }): JSX.El
           admitted <strong>{q.admitted}</strong>
         </span>
       </div>
+      <HoldingLine queue={q.name} holding={props.holding} />
       {q.quota_visible ? null : (
         <p className="jp-dw-quota-hidden">
           quota hidden{q.hint ? <span className="jp-dw-hint">: {q.hint}</span> : null}
@@ -115,7 +120,7 @@ export function QueuesSection(props: { model: DWModel }): JSX.Element {
       {queues ? (
         <ul className="jp-dw-queues">
           {queues.queues.map(q => (
-            <QueueItem key={q.name} queue={q} />
+            <QueueItem key={q.name} queue={q} holding={props.model.holding(q.name)} />
           ))}
         </ul>
       ) : null}
