@@ -757,6 +757,16 @@ export interface components {
       idle_basis: 'ray' | 'metrics' | null;
       /** @description When the samples first found it idle since it was last busy (RFC 3339). */
       idle_since: string | null;
+      /** @description What the administrator's idle rule (`idle_cluster_timeout`) will do to this idle cluster and when (`at`); `warning` once within `idle_cluster_warning` of it; `held_back` while no Workload waits in its ClusterQueue or cohort (with `idle_cluster_only_when_others_wait`). Null when the cluster is not idle, the rule is off, or it is not a cluster of this workbench's owner. */
+      idle_action: null | {
+        /** @enum {unknown} */
+        action: 'stop' | 'delete';
+        at: components['schemas']['Time'];
+        idle_seconds: number;
+        waiting: number;
+        warning: boolean;
+        held_back: boolean;
+      };
     };
     /** @description `held`: the requests of the pods on a node; `used`: cpu and memory the metrics API's reading, a GPU the GPUs Ray's tasks and actors hold (Ray's logical `GPU`); null when unknown, never a zero. */
     ResourceUse: {
