@@ -176,10 +176,13 @@ class KubeApi:
         query: Query = (),
         timeout: float | None = None,
         accept: str = "application/json",
+        expected: tuple[int, ...] = (),
     ) -> dict[str, Any]:
         """GET ``path`` and return the decoded JSON object (``accept``: the Accept header, to
-        ask for another representation such as aggregated discovery)."""
-        return self._json("GET", path, query, None, timeout, accept=accept)
+        ask for another representation such as aggregated discovery). A failure with a status
+        in ``expected`` is an answer the caller turns into words: logged at DEBUG only (a
+        kernel shows its warnings in the cell)."""
+        return self._json("GET", path, query, None, timeout, accept=accept, expected=expected)
 
     def post(
         self, path: str, body: Mapping[str, Any], query: Query = (), timeout: float | None = None
@@ -251,6 +254,7 @@ class KubeApi:
         timeout: float | None,
         content_type: str = "application/json",
         accept: str = "application/json",
+        expected: tuple[int, ...] = (),
     ) -> dict[str, Any]:
         def call() -> Any:
             response = self._client.call_api(
@@ -273,10 +277,12 @@ class KubeApi:
             finally:
                 response.release_conn()
 
-        data = self._call(call, method, path)
+        data = self._call(call, method, path, expected)
         return json.loads(data) if data else {}
 
-    def _call(self, call: Callable[[], T], method: str, path: str) -> T:
+    def _call(
+        self, call: Callable[[], T], method: str, path: str, expected: tuple[int, ...] = ()
+    ) -> T:
         from kubernetes.client import ApiException
 
         try:
@@ -301,7 +307,8 @@ class KubeApi:
                     str(body.get("reason") or err.reason or "").strip(),
                     str(body.get("message") or "").strip(),
                     str(details.get("name")) if details.get("name") else None,
-                )
+                ),
+                expected,
             )
             raise translate_api_exception(err, path) from err
         except urllib3.exceptions.HTTPError as err:
@@ -328,10 +335,12 @@ class KubeApi:
         timeout = getattr(getattr(err, "reason", err), "timeout", None)
         return timeout if isinstance(timeout, int | float) else self.timeout
 
-    def _failed(self, failure: FailedCall) -> None:
+    def _failed(self, failure: FailedCall, expected: tuple[int, ...] = ()) -> None:
         """One log line for a failed call, then the ``on_failure`` listener."""
         # A missing object, a taken name or an expired version (relist) is an answer: INFO.
         level = logging.INFO if failure.status in (404, 409, 410) else logging.WARNING
+        if failure.status in expected:
+            level = logging.DEBUG
         log.log(level, "Kubernetes call failed: %s", self.redact(failure.describe()))
         if self.on_failure is not None:
             try:

@@ -73,6 +73,19 @@ async def until_true(predicate: Callable[[], bool], what: str, timeout: float = 
         await asyncio.sleep(0.1)
 
 
+async def both_ready(events: Any, *names: str) -> None:
+    """Read until every cluster of ``names`` has been reported ready, in whatever order."""
+    ready: set[str] = set()
+
+    def seen(message: dict[str, Any]) -> bool:
+        state = message.get("state") if message.get("type") == "cluster" else None
+        if state and state.get("state") == "ready":
+            ready.add(message["name"])
+        return ready >= set(names)
+
+    await events.until(seen, f"{', '.join(names)} ready")
+
+
 def extension(jp_serverapp) -> Any:
     (app,) = jp_serverapp.extension_manager.extension_apps["jupyter_dw"]
     return app
@@ -99,8 +112,7 @@ async def test_a_busy_cluster_is_kept_an_idle_one_stopped_while_others_wait(
     rayclusters(kube).create_namespaced_custom_object(
         "ray.io", "v1", namespace, "rayclusters", other
     )
-    for name in ("mine", "theirs"):
-        await events.cluster_state(name, state_is("ready"), f"{name} ready")
+    await both_ready(events, "mine", "theirs")
 
     # A job on the (shared) head: both clusters are busy, whatever the rule's clock says.
     release = tmp_path / "release"

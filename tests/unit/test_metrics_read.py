@@ -16,8 +16,9 @@ class _Api:
     def __init__(self, error: Exception | None = None, answer: Any = None) -> None:
         self.error, self.answer = error, answer
 
-    def get(self, path: str) -> Any:
+    def get(self, path: str, expected: tuple[int, ...] = ()) -> Any:
         assert path == "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods"
+        assert set(expected) >= {403, 404}  # answers, not failures to log
         if self.error is not None:
             raise self.error
         return self.answer
