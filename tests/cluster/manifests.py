@@ -241,7 +241,10 @@ def kwok_metrics(versions: Versions) -> str:
         metrics_dir / "resource" / "metrics-resource.yaml",
         metrics_dir / "usage" / "usage-from-annotation.yaml",
     ]
-    return "\n---\n".join(yaml.safe_dump(_load(path), sort_keys=False) for path in files)
+    text = "\n---\n".join(yaml.safe_dump(_load(path), sort_keys=False) for path in files)
+    # The names the tests annotate pods with are KWOK's, read here from its own configuration.
+    assert USAGE_CPU_ANNOTATION in text and USAGE_MEMORY_ANNOTATION in text, "KWOK renamed them"
+    return text
 
 
 def metrics_server(versions: Versions, port: int, ca_pem: bytes) -> list[dict[str, Any]]:
