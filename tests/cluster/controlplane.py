@@ -321,6 +321,7 @@ class LocalCluster:
                 "kuberay-health",
                 "kuberay-metrics",
                 "kwok",
+                "metrics-server",
             )
         }
         if self.versions.trainjobs:
@@ -547,6 +548,52 @@ class LocalCluster:
             env={"TMPDIR": str(self.state_dir / "trainer-tmp")},
         )
 
+    def _start_metrics_server(
+        self, state: ClusterState, api: AdminApi, ca: CertificateAuthority
+    ) -> None:
+        """metrics-server on loopback, out of cluster: its own client certificate (user
+        :data:`manifests.METRICS_SERVER_USER`, bound to its shipped ClusterRoles), a serving
+        certificate of our CA for its APIService, and kwokctl's kubelet flags (scrape each node
+        at its status' InternalIP and port), except that KWOK's certificate is verified: ours.
+
+        Resolution 10 s, the least metrics-server accepts (kwokctl uses 15 s): a pod's
+        PodMetrics need two scrapes. The kubelet timeout must stay under 90 % of it."""
+        v, port = self.versions, state.ports["metrics-server"]
+        serving = ca.issue(
+            "metrics-server",
+            "metrics-server",
+            hosts=(
+                "127.0.0.1",
+                "localhost",
+                f"metrics-server.{manifests.METRICS_SERVER_NAMESPACE}.svc",
+            ),
+        )
+        identity = ca.issue("metrics-server-client", manifests.METRICS_SERVER_USER, client=True)
+        kubeconfig = self.state_dir / "metrics-server.kubeconfig"
+        _write_kubeconfig(kubeconfig, state.apiserver, ca.pem, identity)
+        for obj in manifests.metrics_server(v, port, ca.pem):
+            api.apply(obj)
+        self._spawn(
+            state,
+            "metrics-server",
+            [
+                str(v.binary("metrics-server")),
+                f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--tls-cert-file={serving.cert}",
+                f"--tls-private-key-file={serving.key}",
+                "--kubelet-use-node-status-port",
+                f"--kubelet-certificate-authority={state.ca_file}",
+                "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+                "--metric-resolution=10s",
+                "--kubelet-request-timeout=5s",
+                "--profiling=false",
+            ],
+        )
+
     def _wait_healthy(self, state: ClusterState, name: str, url: str, ca_file: str | None) -> None:
         pid = state.pids[name]
 
@@ -667,6 +714,9 @@ class LocalCluster:
             self._start_trainer_and_jobset(state)
         stages = self.state_dir / "kwok-stages.yaml"
         stages.write_text(manifests.kwok_stages(v))
+        kwok_metrics = self.state_dir / "kwok-metrics.yaml"
+        kwok_metrics.write_text(manifests.kwok_metrics(v))
+        kwok_cert = pki.ca.issue("kwok", "kwok", hosts=("127.0.0.1", "localhost"))
         self._spawn(
             state,
             "kwok",
@@ -674,15 +724,24 @@ class LocalCluster:
                 str(v.binary("kwok")),
                 f"--kubeconfig={kubeconfig}",
                 f"--config={stages}",
+                f"--config={kwok_metrics}",
                 "--manage-all-nodes=false",
                 f"--manage-nodes-with-annotation-selector={manifests.FAKE_NODE_ANNOTATION}=fake",
                 "--cidr=10.244.0.0/16",
+                # Every fake node's InternalIP and kubelet port (in its status): where
+                # metrics-server scrapes it. KWOK's server (its emulated kubelet endpoints)
+                # listens there, on loopback only (--node-port alone binds 0.0.0.0), with a
+                # certificate of our CA (else a self-signed one).
                 "--node-ip=127.0.0.1",
                 f"--node-port={ports['kwok']}",
+                f"--server-address=127.0.0.1:{ports['kwok']}",
+                f"--tls-cert-file={kwok_cert.cert}",
+                f"--tls-private-key-file={kwok_cert.key}",
             ],
         )
         for index in range(FAKE_NODES):
             api.apply(manifests.fake_node(f"kwok-node-{index}", cpu="32", memory="128Gi", gpus=4))
+        self._start_metrics_server(state, api, pki.ca)
 
         self._wait_healthy(
             state,
@@ -711,6 +770,14 @@ class LocalCluster:
             _log(f"trainer and jobset ready after {time.monotonic() - t0:.1f}s")
         _wait_visibility_api(api, v)
         _log(f"wait_visibility_api done after {time.monotonic() - t0:.1f}s")
+        self._wait_healthy(
+            state,
+            "metrics-server",
+            f"https://127.0.0.1:{ports['metrics-server']}/livez",
+            state.ca_file,
+        )
+        _wait_metrics_api(api)
+        _log(f"metrics API available after {time.monotonic() - t0:.1f}s")
         _wait_jobs_ready(api)
         _log(f"wait_jobs_ready done after {time.monotonic() - t0:.1f}s")
         _wait_default_service_account(api)
@@ -862,6 +929,19 @@ def _wait_visibility_api(api: AdminApi, versions: Versions) -> None:
         )
 
     wait_for(available, timeout=STARTUP_TIMEOUT, what="Kueue visibility APIService available")
+
+
+def _wait_metrics_api(api: AdminApi) -> None:
+    def available() -> bool:
+        svc = api.request(
+            "GET", "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io"
+        )
+        return any(
+            c["type"] == "Available" and c["status"] == "True"
+            for c in svc.get("status", {}).get("conditions", [])
+        )
+
+    wait_for(available, timeout=STARTUP_TIMEOUT, what="metrics.k8s.io APIService available")
 
 
 def _wait_jobs_ready(api: AdminApi) -> None:

@@ -74,7 +74,7 @@ class DisposableCluster(LocalCluster):
 
     def build(self) -> None:
         """Nothing to build: the shared test bed's binaries must exist already."""
-        for component in ("kube-apiserver", "kueue", "ray-operator", "kwok"):
+        for component in ("kube-apiserver", "kueue", "ray-operator", "kwok", "metrics-server"):
             binary = self.versions.binary(component)
             if not binary.is_file():
                 raise RuntimeError(f"{binary} is missing: run `make cluster-build` first")

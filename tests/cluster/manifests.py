@@ -1,6 +1,7 @@
 """Objects the test bed installs: CRDs, webhooks and the visibility APIService of Kueue,
 KubeRay's CRDs, Kubeflow Trainer's and JobSet's CRDs, webhooks and configuration, the PyTorch
-ClusterTrainingRuntime, KWOK's stages and fake nodes.
+ClusterTrainingRuntime, KWOK's stages, usage and metrics configuration and fake nodes,
+metrics-server's RBAC and APIService.
 
 Everything is read from the Go module cache of the pinned versions and adapted for processes
 on 127.0.0.1: webhook ``service`` references become ``url`` references with our CA bundle.
@@ -31,6 +32,15 @@ TRAINING_POD_RUNS_FOR = "20s"
 """How long the PyTorch runtime's pods run on KWOK: "running" is observable, then completion."""
 KUEUE_NAMESPACE = "kueue-system"
 FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+USAGE_CPU_ANNOTATION = "kwok.x-k8s.io/usage-cpu"
+USAGE_MEMORY_ANNOTATION = "kwok.x-k8s.io/usage-memory"
+"""A KWOK pod's CPU and memory usage per container (quantities), as metrics.k8s.io reports
+them: KWOK's own ``usage-from-annotation`` ClusterResourceUsage reads them (default 1m, 1Mi)."""
+RESOURCE_METRICS_PATH_ANNOTATION = "metrics.k8s.io/resource-metrics-path"
+"""Where metrics-server scrapes a node's resource metrics instead of ``/metrics/resource``."""
+METRICS_SERVER_USER = "metrics-server"
+"""The user metrics-server authenticates as (its client certificate's common name)."""
+METRICS_SERVER_NAMESPACE = "kube-system"
 
 
 # libyaml's loader: the CRDs are megabytes of YAML, ten times slower to parse in pure Python.
@@ -221,6 +231,58 @@ def kwok_stages(versions: Versions) -> str:
     return "\n---\n".join(documents)
 
 
+def kwok_metrics(versions: Versions) -> str:
+    """KWOK's emulated kubelet resource metrics (its ``Metric`` at
+    ``/metrics/nodes/{nodeName}/metrics/resource``) and pod usage from the
+    :data:`USAGE_CPU_ANNOTATION` and :data:`USAGE_MEMORY_ANNOTATION` annotations (its
+    ``ClusterResourceUsage``), as one multi-document YAML: kwokctl's own metrics set-up."""
+    metrics_dir = versions.source("kwok") / "kustomize" / "metrics"
+    files = [
+        metrics_dir / "resource" / "metrics-resource.yaml",
+        metrics_dir / "usage" / "usage-from-annotation.yaml",
+    ]
+    text = "\n---\n".join(yaml.safe_dump(_load(path), sort_keys=False) for path in files)
+    # The names the tests annotate pods with are KWOK's, read here from its own configuration.
+    assert USAGE_CPU_ANNOTATION in text and USAGE_MEMORY_ANNOTATION in text, "KWOK renamed them"
+    return text
+
+
+def metrics_server(versions: Versions, port: int, ca_pem: bytes) -> list[dict[str, Any]]:
+    """metrics-server's own RBAC (bound to the user :data:`METRICS_SERVER_USER` instead of its
+    ServiceAccount: it runs out of cluster with a client certificate) and its
+    ``v1beta1.metrics.k8s.io`` APIService, backed by an ExternalName Service that points at
+    localhost, verified with our CA (metrics-server serves a certificate of ours)."""
+    base = versions.source("metrics-server") / "manifests" / "base"
+    objects: list[dict[str, Any]] = []
+    for doc in _load_all(base / "rbac.yaml"):
+        if doc["kind"] == "ServiceAccount":
+            continue
+        for subject in doc.get("subjects", []):
+            assert subject["kind"] == "ServiceAccount", subject
+            subject.clear()
+            subject.update(
+                {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "User",
+                    "name": METRICS_SERVER_USER,
+                }
+            )
+        objects.append(doc)
+    service = _load(base / "service.yaml")
+    service["spec"] = {
+        "type": "ExternalName",
+        "externalName": "localhost",
+        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+    }
+    objects.append(service)
+    api_service = _load(base / "apiservice.yaml")
+    api_service["spec"].pop("insecureSkipTLSVerify")
+    api_service["spec"]["caBundle"] = _ca_bundle(ca_pem)
+    api_service["spec"]["service"]["port"] = port
+    objects.append(api_service)
+    return objects
+
+
 def trainer_crds(versions: Versions) -> list[dict[str, Any]]:
     """Kubeflow Trainer's CRDs: TrainJob, TrainingRuntime, ClusterTrainingRuntime."""
     crd_dir = versions.source("trainer") / "manifests" / "base" / "crds"
@@ -312,14 +374,19 @@ def torch_runtime(versions: Versions) -> dict[str, Any]:
 
 
 def fake_node(name: str, *, cpu: str, memory: str, gpus: int) -> dict[str, Any]:
-    """A KWOK-managed node with CPU, memory and ``nvidia.com/gpu`` capacity."""
+    """A KWOK-managed node with CPU, memory and ``nvidia.com/gpu`` capacity, its resource
+    metrics served by KWOK (which gives it the InternalIP 127.0.0.1 and its own port as the
+    kubelet's: metrics-server scrapes it there)."""
     capacity = {"cpu": cpu, "memory": memory, "pods": "110", "nvidia.com/gpu": str(gpus)}
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
-            "annotations": {FAKE_NODE_ANNOTATION: "fake"},
+            "annotations": {
+                FAKE_NODE_ANNOTATION: "fake",
+                RESOURCE_METRICS_PATH_ANNOTATION: f"/metrics/nodes/{name}/metrics/resource",
+            },
             "labels": {
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",

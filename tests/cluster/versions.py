@@ -58,6 +58,7 @@ class Versions:
     kwok: str
     trainer: str
     jobset: str
+    metrics_server: str
 
     @classmethod
     def selected(cls, kueue: str | None = None) -> Versions:
@@ -76,6 +77,7 @@ class Versions:
             kwok=env["KWOK_VERSION"],
             trainer=env["TRAINER_VERSION"],
             jobset=env["JOBSET_VERSION"],
+            metrics_server=env["METRICS_SERVER_VERSION"],
         )
 
     @property
@@ -85,7 +87,7 @@ class Versions:
 
     def binary(self, component: str) -> Path:
         """Path of a built binary (``kube-apiserver``, ``kueue``, ``ray-operator``, ``kwok``,
-        ``trainer-controller-manager``, ``jobset-controller-manager``)."""
+        ``trainer-controller-manager``, ``jobset-controller-manager``, ``metrics-server``)."""
         where = {
             "kube-apiserver": f"kubernetes-{self.kubernetes}",
             "kube-controller-manager": f"kubernetes-{self.kubernetes}",
@@ -95,6 +97,7 @@ class Versions:
             "kwok": f"kwok-{self.kwok}",
             "trainer-controller-manager": f"trainer-{self.trainer}",
             "jobset-controller-manager": f"jobset-{self.jobset}",
+            "metrics-server": f"metrics-server-{self.metrics_server}",
         }[component]
         return cache_dir() / where / component
 
@@ -113,6 +116,7 @@ class Versions:
                 "kwok": ("sigs.k8s.io/kwok", self.kwok),
                 "trainer": ("github.com/kubeflow/trainer/v2", self.trainer),
                 "jobset": ("sigs.k8s.io/jobset", self.jobset),
+                "metrics-server": ("sigs.k8s.io/metrics-server", self.metrics_server),
             }[module]
         return Path(_go_env("GOMODCACHE")) / f"{path}@{version}"
 

@@ -1,23 +1,38 @@
 """Proof that the local control plane is real: Kueue admits, KubeRay scales out, KWOK runs pods,
-the visibility API answers, and RBAC denies what a Role does not allow."""
+the visibility API answers, metrics-server reports the pods' usage, and RBAC denies what a Role
+does not allow."""
 
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+from jupyter_dw.domain.quantity import parse_quantity
 from tests.cluster.fixtures import KueueObjects, condition, watch_until
+from tests.cluster.kubeapi import wait_for
+from tests.cluster.manifests import USAGE_CPU_ANNOTATION, USAGE_MEMORY_ANNOTATION
+from tests.integration.workbench_rbac import METRICS_READ_RULES, namespace_rules
 
 pytestmark = pytest.mark.cluster
 
 RAY_IMAGE = "rayproject/ray:2.9.0"  # never pulled: KWOK runs the pods
 
 
-def raycluster(name: str, queue: str, *, workers: int, cpu: str, memory: str) -> dict[str, Any]:
-    """A minimal RayCluster for Kueue: one head, one worker group, requests == limits."""
+def raycluster(
+    name: str,
+    queue: str,
+    *,
+    workers: int,
+    cpu: str,
+    memory: str,
+    pod_annotations: dict[str, dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """A minimal RayCluster for Kueue: one head, one worker group, requests == limits;
+    ``pod_annotations`` by role (``head``, ``worker``) on the pod templates."""
 
     def container(role: str) -> dict[str, Any]:
         resources = {"cpu": cpu, "memory": memory}
@@ -27,6 +42,13 @@ def raycluster(name: str, queue: str, *, workers: int, cpu: str, memory: str) ->
             "resources": {"requests": resources, "limits": resources},
         }
 
+    def template(role: str) -> dict[str, Any]:
+        annotations = (pod_annotations or {}).get(role)
+        return {
+            **({"metadata": {"annotations": annotations}} if annotations else {}),
+            "spec": {"containers": [container(role)]},
+        }
+
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
@@ -34,7 +56,7 @@ def raycluster(name: str, queue: str, *, workers: int, cpu: str, memory: str) ->
         "spec": {
             "headGroupSpec": {
                 "rayStartParams": {},
-                "template": {"spec": {"containers": [container("head")]}},
+                "template": template("head"),
             },
             "workerGroupSpecs": [
                 {
@@ -43,7 +65,7 @@ def raycluster(name: str, queue: str, *, workers: int, cpu: str, memory: str) ->
                     "minReplicas": workers,
                     "maxReplicas": workers,
                     "rayStartParams": {},
-                    "template": {"spec": {"containers": [container("worker")]}},
+                    "template": template("worker"),
                 }
             ],
         },
@@ -202,3 +224,116 @@ def test_service_account_token_gets_real_403(workbench, namespace, kueue_api_ver
     assert body["reason"] == "Forbidden"
     assert identity.username in body["message"]
     assert 'cannot list resource "rayclusters"' in body["message"]
+
+
+METRICS_WAIT = 90.0
+"""Bound on metrics-server's answers: a pod's first PodMetrics need two scrapes (10 s apart)."""
+CPU_TOLERANCE = Decimal("0.05")
+"""metrics-server's CPU is a rate over its scrape window, KWOK's counter grows by its own clock:
+the two windows differ by the scrapes' jitter."""
+
+
+def usage(cpu: str, memory: str) -> dict[str, str]:
+    """KWOK's annotations that make each container of a pod use ``cpu`` and ``memory``."""
+    return {USAGE_CPU_ANNOTATION: cpu, USAGE_MEMORY_ANNOTATION: memory}
+
+
+def pod_usage(pod_metrics: dict[str, Any]) -> tuple[Decimal, Decimal]:
+    """A PodMetrics' CPU (cores) and memory (bytes), summed over its containers."""
+    containers = [c["usage"] for c in pod_metrics["containers"]]
+    return (
+        sum((parse_quantity(u["cpu"]) for u in containers), Decimal(0)),
+        sum((parse_quantity(u["memory"]) for u in containers), Decimal(0)),
+    )
+
+
+def reports(pod_metrics: dict[str, Any], cpu: str, memory: str) -> bool:
+    used_cpu, used_memory = pod_usage(pod_metrics)
+    wanted_cpu = parse_quantity(cpu)
+    return abs(
+        used_cpu - wanted_cpu
+    ) <= wanted_cpu * CPU_TOLERANCE and used_memory == parse_quantity(memory)
+
+
+def test_pod_usage_is_served_by_the_metrics_api(kube, namespace, small_queue, workbench):
+    created = create_raycluster(
+        kube,
+        namespace,
+        raycluster(
+            "used",
+            small_queue,
+            workers=1,
+            cpu="1",
+            memory="1Gi",
+            pod_annotations={"head": usage("250m", "300Mi"), "worker": usage("750m", "512Mi")},
+        ),
+    )
+    custom = client.CustomObjectsApi(kube)
+    watch_until(
+        lambda **kw: custom.list_namespaced_custom_object(
+            "ray.io", "v1", namespace, "rayclusters", **kw
+        ),
+        lambda rc: (
+            rc.get("status", {}).get("readyWorkerReplicas") == 1
+            and cond_status(rc, "HeadPodReady") == "True"
+        ),
+        field_selector=f"metadata.name={created['metadata']['name']}",
+        what="RayCluster with its head and worker ready",
+    )
+    core = client.CoreV1Api(kube)
+    by_role = {
+        p.metadata.labels["ray.io/node-type"]: p.metadata.name
+        for p in core.list_namespaced_pod(namespace, label_selector="ray.io/cluster=used").items
+    }
+    assert set(by_role) == {"head", "worker"}
+
+    # What the product reads: the cluster's PodMetrics, as a workbench granted the metrics rule.
+    reader = client.CustomObjectsApi(
+        workbench(rules=METRICS_READ_RULES, name="metrics").api_client()
+    )
+
+    def metrics_of_cluster() -> dict[str, dict[str, Any]]:
+        listed = reader.list_namespaced_custom_object(
+            "metrics.k8s.io", "v1beta1", namespace, "pods", label_selector="ray.io/cluster=used"
+        )
+        return {item["metadata"]["name"]: item for item in listed["items"]}
+
+    def reported(cpu_memory: dict[str, tuple[str, str]]) -> dict[str, dict[str, Any]] | None:
+        found = metrics_of_cluster()
+        ok = all(
+            name in found and reports(found[name], *cpu_memory[role])
+            for role, name in by_role.items()
+        )
+        return found if ok else None
+
+    first = wait_for(
+        lambda: reported({"head": ("250m", "300Mi"), "worker": ("750m", "512Mi")}),
+        timeout=METRICS_WAIT,
+        what="PodMetrics with the annotated usage",
+        interval=1.0,
+    )
+    assert set(first) == set(by_role.values())
+    assert all(m["window"] for m in first.values())
+
+    # A new usage is what the next scrape reports (KWOK reads the annotation at each scrape).
+    core.patch_namespaced_pod(
+        by_role["worker"],
+        namespace,
+        {"metadata": {"annotations": usage("1500m", "2Gi")}},
+    )
+    changed = wait_for(
+        lambda: reported({"head": ("250m", "300Mi"), "worker": ("1500m", "2Gi")}),
+        timeout=METRICS_WAIT,
+        what="PodMetrics with the changed usage",
+        interval=1.0,
+    )
+    total_cpu = sum((pod_usage(m)[0] for m in changed.values()), Decimal(0))
+    assert abs(total_cpu - Decimal("1.75")) <= Decimal("1.75") * CPU_TOLERANCE
+
+    # The workbench's usual namespace rules do not include metrics.k8s.io.
+    plain = client.CustomObjectsApi(workbench(rules=namespace_rules(), name="plain").api_client())
+    with pytest.raises(client.ApiException) as denied:
+        plain.list_namespaced_custom_object("metrics.k8s.io", "v1beta1", namespace, "pods")
+    assert denied.value.status == 403
+    message = json.loads(denied.value.body)["message"]
+    assert 'cannot list resource "pods" in API group "metrics.k8s.io"' in message

@@ -48,3 +48,9 @@ CLUSTER_READ_RULES = [
         "verbs": ["get", "list", "watch"],
     }
 ]
+
+# Reading pods' CPU and memory use (metrics.k8s.io, served by metrics-server). Not in
+# namespace_rules(): a workbench has it only where an administrator grants it.
+METRICS_READ_RULES = [
+    {"apiGroups": ["metrics.k8s.io"], "resources": ["pods"], "verbs": ["get", "list"]}
+]
