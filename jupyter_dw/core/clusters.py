@@ -386,6 +386,16 @@ class ClusterService:
         waiting = waiting_near(state.quota_tree, status.cluster_queue, state.local_queues)
         return judge(self.idle_rule, idle_since, datetime.now(timezone.utc), waiting)
 
+    def idle_verdict_key(self, name: str) -> tuple[Any, ...] | None:
+        """What surfaces show of the idle rule's verdict on cluster ``name`` (not the idle
+        seconds, which move every sample): the usage sampler's change key for it."""
+        with self.positions.held_only():  # from the caches: never a visibility call
+            info = self.describe(name)
+        verdict = info.idle_verdict if info is not None else None
+        if verdict is None:
+            return None
+        return (verdict.action, verdict.at, verdict.waiting, verdict.warning, verdict.held_back)
+
     def is_mine(self, raycluster: Object) -> bool:
         """Whether this workbench's owner made the cluster (its owner annotation is this
         identity's username): the only clusters a rule of this workbench may touch."""

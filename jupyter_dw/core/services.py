@@ -85,6 +85,8 @@ class DWCore:
             usage,
             _idle_rule(settings),
         )
+        if usage is not None and clusters.idle_rule.on:
+            usage.verdict_key = clusters.idle_verdict_key
         jobs = RayJobService(
             session,
             clusters,

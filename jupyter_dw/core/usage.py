@@ -89,6 +89,9 @@ class UsageService:
         self._idle_since: dict[str, str] = {}
         self._last: dict[str, dict[str, Any]] = {}
         self._lasting_since: float | None = None
+        self.verdict_key: Callable[[str], Any] | None = None
+        """What of an idle cluster's idle-rule verdict, if any, a surface shows (set by the
+        core when the rule is on): each sample compares it too."""
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -259,12 +262,17 @@ class UsageService:
         ]
         for name in names:
             usage = self._usage_of(name, sample)
-            as_json = usage.to_json()
+            as_json: dict[str, Any] = usage.to_json()
             with self._lock:
                 if usage.idle:
                     self._idle_since.setdefault(name, now)
                 else:
                     self._idle_since.pop(name, None)
+            if usage.idle and self.verdict_key is not None:
+                # The rule's verdict moves with time and with the queues (a warning due, a
+                # workload that came to wait): a change of it is a change to tell.
+                as_json["verdict"] = self.verdict_key(name)
+            with self._lock:
                 if self._last.get(name) != as_json:
                     self._last[name] = as_json
                     changed.add(name)

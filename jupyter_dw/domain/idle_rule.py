@@ -118,23 +118,24 @@ def waiting_near(
     local_queues: Iterable[LocalQueueInfo] = (),
 ) -> int:
     """Workloads Kueue counts as pending in ``cluster_queue`` and in every ClusterQueue of
-    its cohort tree (quota a cluster gives back can be lent anywhere in it). Without the
-    ClusterQueues (a workbench may not read them), the namespace's LocalQueues into
-    ``cluster_queue`` count: all a namespace-only identity can know."""
+    its cohort tree (quota a cluster gives back can be lent anywhere in it). The namespace's
+    LocalQueues into ``cluster_queue`` count too, and are all a workbench that may not read
+    ClusterQueues can know: Kueue writes a LocalQueue's count and its ClusterQueue's apart, so
+    either may lag the other; the larger is what is known to wait."""
     if cluster_queue is None:
         return 0
-    if tree is None:
-        return sum(lq.pending for lq in local_queues if lq.cluster_queue == cluster_queue)
-    own = tree.cluster_queue(cluster_queue)
-    if own is None:
-        return 0
+    local = sum(lq.pending for lq in local_queues if lq.cluster_queue == cluster_queue)
+    own = tree.cluster_queue(cluster_queue) if tree is not None else None
+    if tree is None or own is None:
+        return local
     path = tree.cohort_path(cluster_queue)
     if not path:
-        return own.pending
+        return max(local, own.pending)
     root = path[-1]
-    return sum(
+    near = sum(
         queue.pending
         for name in tree.cluster_queue_names
         if (queue := tree.cluster_queue(name)) is not None
         and (name == cluster_queue or (tree.cohort_path(name) or (None,))[-1] == root)
     )
+    return max(local, near)

@@ -5,6 +5,7 @@ import {
   holdingText,
   idleText,
   rayText,
+  ruleText,
   usageRows
 } from '../../jupyter_dw/notebook/static/usage_bar.js';
 import type { IUsageInput } from '../../jupyter_dw/notebook/static/usage_bar.js';
@@ -38,6 +39,8 @@ describe('usage_bar.js: what a cluster uses against what it holds, in words', ()
   it('words quantities short: CPU in cores, memory in binary units', () => {
     expect(amountText('cpu', '1437m')).toBe('1.4');
     expect(amountText('cpu', '250m')).toBe('0.25');
+    expect(amountText('cpu', '2000173n')).toBe('2m');
+    expect(amountText('cpu', '0')).toBe('0');
     expect(amountText('cpu', '12')).toBe('12');
     expect(amountText('memory', '8Gi')).toBe('8Gi');
     expect(amountText('memory', '2516582400')).toBe('2.3Gi');
@@ -130,5 +133,36 @@ describe('usage_bar.js: what a cluster uses against what it holds, in words', ()
     ).toBe('Your cluster holds 4 CPU of team-a; its use is unknown now');
     expect(holdingText('team-a', { clusters: 0, resources: {} })).toBeNull();
     expect(holdingText('team-a', undefined)).toBeNull();
+  });
+});
+
+describe('ruleText', () => {
+  const at = '2026-11-26T14:02:00Z';
+  const action = (extra: Record<string, unknown>) =>
+    usage({
+      idle: true,
+      idle_action: {
+        action: 'stop',
+        at,
+        idle_seconds: 3000,
+        waiting: 2,
+        warning: false,
+        held_back: false,
+        ...extra
+      }
+    });
+
+  it('says when the rule acts, and warns once it is near', () => {
+    const clock = clockTime(at);
+    expect(ruleText(action({}))).toBe(
+      `The idle rule will stop it at ${clock} if it stays idle (2 workloads wait for quota)`
+    );
+    expect(ruleText(action({ warning: true, waiting: 1 }))).toBe(
+      `Will be stopped at ${clock} unless used: 1 workload waits for quota`
+    );
+    expect(ruleText(action({ held_back: true, action: 'delete' }))).toBe(
+      `The idle rule would have deleted it at ${clock}; it waits while no workload needs the quota`
+    );
+    expect(ruleText(usage({ idle: true }))).toBeNull();
   });
 });

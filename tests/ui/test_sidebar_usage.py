@@ -2,9 +2,10 @@
 item 1), in headless Chromium against JupyterLab running as a workbench service account on
 the local control plane.
 
-The test bed serves no metrics API, so the use is unknown: the card shows each resource's
-held amount with the server's reason in words ("a namespace without the metrics API says so"),
-never a zero and never an empty bar; the queue's line sums what this workbench's clusters
+The workbench here may not read the metrics API (the test bed serves it), so the use is
+unknown: the card shows each resource's held amount with the server's reason in words ("a
+namespace without the metrics API or the permission says so"), never a zero and never an
+empty bar; the queue's line sums what this workbench's clusters
 hold there and says their use is unknown. The held amounts are the cluster's pods' requests
 (a head and one worker of 1 CPU and 1Gi each). Every wait is Playwright's wait for a
 condition.

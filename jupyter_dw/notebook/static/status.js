@@ -3,8 +3,8 @@
 // cluster's bar shows ready / admitted / waiting for quota / being removed, with a scale
 // stepper (a dry run in the kernel first, the change on confirm).
 // widgets.py puts workers_bar.js before this file: workersBar, barWidths, stepperStart,
-// canScale, proposalText, appliedText and workersText come from there; usageRows, idleText and
-// rayText from usage_bar.js (the usage's words, one source with the sidebar).
+// canScale, proposalText, appliedText and workersText come from there; usageRows, idleText,
+// ruleText and rayText from usage_bar.js (the usage's words, one source with the sidebar).
 // Colours are tones.js's, one table with the sidebar (widgets.py puts it first).
 // The bar's segments in the state colours: ready, admitted (starting), waiting for quota
 // (queued), being removed (deleting).
@@ -299,6 +299,14 @@ function usageView(usage) {
   }
   const idle = idleText(usage);
   if (idle) box.append(el("div", { class: "jp-dw-idle", "data-idle-basis": usage.idle_basis || "", style: `color:${colorOf("state", "queued")}` }, idle));
+  const rule = ruleText(usage);
+  if (rule) {
+    const warned = Boolean(usage.idle_action && usage.idle_action.warning);
+    const attrs = warned
+      ? { class: "jp-dw-idle-rule", role: "alert", style: `font-weight:600;color:${colorOf("state", "preempted")}` }
+      : { class: "jp-dw-idle-rule", style: "opacity:.8" };
+    box.append(el("div", attrs, rule));
+  }
   const ray = rayText(usage);
   if (ray) box.append(el("div", { class: "jp-dw-ray-load", style: "opacity:.7" }, ray));
   return box.childNodes.length ? box : null;

@@ -20,6 +20,14 @@ export interface IUsageInput {
   idle: boolean | null;
   idle_basis: 'ray' | 'metrics' | null;
   idle_since: string | null;
+  idle_action?: {
+    action: 'stop' | 'delete';
+    at: string;
+    idle_seconds: number;
+    waiting: number;
+    warning: boolean;
+    held_back: boolean;
+  } | null;
 }
 
 export interface IUsageRow {
@@ -39,6 +47,7 @@ export function amountText(resource: string, quantity: string | null | undefined
 export function usageRows(usage: IUsageInput | null | undefined): IUsageRow[];
 export function heldWords(resources: Record<string, IResourceUse>, key?: 'held' | 'used'): string;
 export function idleText(usage: IUsageInput | null | undefined, now?: number): string | null;
+export function ruleText(usage: IUsageInput | null | undefined): string | null;
 export function rayText(usage: IUsageInput | null | undefined): string | null;
 export function holdingText(
   queue: string,

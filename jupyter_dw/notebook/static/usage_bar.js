@@ -24,6 +24,8 @@ export function amountText(resource, quantity) {
   if (resource === "memory") {
     for (const [unit, size] of BINARY_UNITS) if (n >= size) return `${trimmed(n / size)}${unit}`;
   }
+  // Under a hundredth of a core, millicores: a quiet pod's 2m is not "0".
+  if (resource === "cpu" && n > 0 && n < 0.01) return `${Math.max(1, Math.round(n * 1000))}m`;
   return trimmed(n);
 }
 
@@ -83,6 +85,25 @@ export function idleText(usage, now = Date.now()) {
   const holding = heldWords(usage.resources);
   const basis = usage.idle_basis === "metrics" ? " — by CPU use (Ray not asked)" : "";
   return `${when}${holding ? `, holding ${holding}` : ""}${basis}`;
+}
+
+/**
+ * The administrator's idle rule on this idle cluster (`usage.idle_action`, decided by the
+ * server): "Will be stopped at 14:02 unless used: 2 workloads wait for quota" once the warning
+ * is due, the time it acts before that, and that it holds back while nobody waits; else null.
+ */
+export function ruleText(usage) {
+  const action = usage && usage.idle_action;
+  if (!action) return null;
+  const done = action.action === "delete" ? "deleted" : "stopped";
+  const at = clockTime(action.at);
+  if (action.held_back) {
+    return `The idle rule would have ${done} it at ${at}; it waits while no workload needs the quota`;
+  }
+  const waiting = `${action.waiting} workload${action.waiting === 1 ? "" : "s"} wait${action.waiting === 1 ? "s" : ""} for quota`;
+  return action.warning
+    ? `Will be ${done} at ${at} unless used: ${waiting}`
+    : `The idle rule will ${action.action} it at ${at} if it stays idle (${waiting})`;
 }
 
 function count(n, one, many) {

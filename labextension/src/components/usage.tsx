@@ -11,6 +11,7 @@ import {
   holdingText,
   idleText,
   rayText,
+  ruleText,
   usageRows
 } from '../../../jupyter_dw/notebook/static/usage_bar.js';
 
@@ -35,6 +36,7 @@ export function UsageView(props: { name: string; usage: ClusterUsage | null }): 
   const rows = usageRows(usage);
   const idle = idleText(usage);
   const ray = rayText(usage);
+  const rule = ruleText(usage);
   if (rows.length === 0 && !idle && !ray) {
     return null;
   }
@@ -70,6 +72,14 @@ export function UsageView(props: { name: string; usage: ClusterUsage | null }): 
       {idle ? (
         <div className="jp-dw-idle" data-idle-basis={usage.idle_basis ?? ''}>
           {idle}
+        </div>
+      ) : null}
+      {rule ? (
+        <div
+          className={`jp-dw-idle-rule${usage.idle_action?.warning ? ' jp-dw-idle-warning' : ''}`}
+          role={usage.idle_action?.warning ? 'alert' : undefined}
+        >
+          {rule}
         </div>
       ) : null}
       {ray ? <div className="jp-dw-muted jp-dw-ray-load">{ray}</div> : null}
