@@ -3,7 +3,14 @@
  * its settings and its commands. Everything else lives in api.ts, model.ts and components/.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { Dialog, IFrame, MainAreaWidget, showDialog, showErrorMessage } from '@jupyterlab/apputils';
+import {
+  Dialog,
+  IFrame,
+  MainAreaWidget,
+  Notification,
+  showDialog,
+  showErrorMessage
+} from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
@@ -144,6 +151,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     const sidebar = new DWSidebar(model, actions);
     app.shell.add(sidebar, 'left', { rank: 850, type: 'Distributed Workloads' });
+    // The idle rule's warning reaches the user wherever they work, not only on the card.
+    model.idleWarnings.connect((_, warning) => {
+      Notification.warning(warning.text, {
+        autoClose: false,
+        actions: [{ label: 'Show cluster', callback: () => app.shell.activateById(sidebar.id) }]
+      });
+    });
     restorer?.add(sidebar, SIDEBAR_ID);
 
     if (settingRegistry) {

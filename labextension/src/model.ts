@@ -27,6 +27,7 @@ import {
   WatchHealth,
   Workload
 } from './api';
+import { idleWarning } from './idlewarning';
 import { JobsState } from './jobs';
 import { PodSetJobs } from './podjobs';
 import { keepEqual } from './sharing';
@@ -121,6 +122,11 @@ export class DWModel {
   ) {}
 
   /** Anything changed; read the properties again. */
+  /** An idle cluster of this user's that the idle rule is about to stop or delete. */
+  get idleWarnings(): ISignal<this, { name: string; text: string }> {
+    return this._idleWarnings;
+  }
+
   get changed(): ISignal<this, void> {
     return this._changed;
   }
@@ -409,7 +415,11 @@ export class DWModel {
         this._queues = shareQueues(this._queues, message.queues) ?? this._queues;
         this._queuesError = message.queues_error;
         break;
-      case 'cluster':
+      case 'cluster': {
+        const warning = idleWarning(this._clusters.get(message.name), message.state);
+        if (warning !== null) {
+          this._idleWarnings.emit({ name: message.name, text: warning });
+        }
         if (message.state === null) {
           this._clusters.delete(message.name);
         } else {
@@ -421,6 +431,7 @@ export class DWModel {
         }
         this._watchJobs(false);
         break;
+      }
       case 'jobs':
       case 'job_logs':
         this.jobs.apply(message);
@@ -594,6 +605,7 @@ export class DWModel {
   }
 
   private _changed = new Signal<this, void>(this);
+  private _idleWarnings = new Signal<this, { name: string; text: string }>(this);
   private _handshake: Handshake = { kind: 'pending' };
   private _connection: Connection = 'idle';
   private _namespace: string | null = null;

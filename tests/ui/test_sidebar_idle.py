@@ -96,6 +96,9 @@ def test_an_idle_cluster_s_card_says_what_it_holds_and_when_the_rule_stops_it(
         timeout=READY_TIMEOUT,
     )
     expect(rule).to_have_attribute("role", "alert")
+    # ... and as a JupyterLab notification, once, wherever the user works.
+    toast = page.locator(".Toastify__toast").filter(has_text="notebook-ray: Will be stopped at")
+    expect(toast).to_have_count(1)
     expect(box.locator(".jp-dw-ray-load")).to_contain_text("0 jobs running")
     # The metrics API's reading: a bar per resource, used of held (KWOK's pods use 1m, 1Mi).
     cpu = box.locator('.jp-dw-usage-row[data-resource="cpu"]')
