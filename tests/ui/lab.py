@@ -229,7 +229,7 @@ class StandInDashboard:
 
 def workbench_lab(
     workbench,
-    dashboard: StandInDashboard,
+    dashboard: StandInDashboard | None,
     artifacts: Path,
     tmp_path: Path,
     *extra_args: str,
@@ -237,7 +237,7 @@ def workbench_lab(
 ) -> Iterator[LabServer]:
     """JupyterLab as a data scientist's workbench (may manage Ray clusters and read quota;
     ``rules``: its namespaced RBAC instead of ``namespace_rules()``), its dashboards served by
-    ``dashboard``; stopped after."""
+    ``dashboard`` (None: where ``extra_args`` say); stopped after."""
     identity = workbench(
         rules=namespace_rules() if rules is None else rules, cluster_rules=CLUSTER_READ_RULES
     )
@@ -246,7 +246,7 @@ def workbench_lab(
         pod_environ=identity.environ,
         workdir=tmp_path / "lab",
         log_path=artifacts / "jupyter-server.log",
-        extra_args=[*dashboard.lab_args(), *extra_args],
+        extra_args=[*(dashboard.lab_args() if dashboard else []), *extra_args],
     )
     server.workdir.mkdir()
     server.start()
@@ -259,3 +259,13 @@ def _accepts_connections(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(1.0)
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def team_queue(kueue: Any, cpu: str, memory: str = "8Gi") -> None:
+    """LocalQueue ``team`` (the namespace's default) into a ClusterQueue ``team`` of ``cpu``
+    and ``memory`` in one flavor, both active."""
+    flavor = kueue.flavor("default")
+    team = kueue.cluster_queue("team", {flavor: {"cpu": cpu, "memory": memory}})
+    kueue.wait_active("clusterqueues", team)
+    kueue.local_queue("team", team, annotations={"kueue.x-k8s.io/default-queue": "true"})
+    kueue.wait_active("localqueues", "team")

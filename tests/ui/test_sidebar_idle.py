@@ -22,12 +22,10 @@ from tests.cluster.fixtures import KueueObjects
 from tests.cluster.ray_standin import RayStandIn, ray_standin
 from tests.integration.clusters_support import small_cluster
 from tests.integration.workbench_rbac import (
-    CLUSTER_READ_RULES,
-    KUEUE,
     METRICS_READ_RULES,
     namespace_rules,
 )
-from tests.ui.lab import LabServer
+from tests.ui.lab import LabServer, team_queue, workbench_lab
 from tests.ui.test_sidebar import card, open_panel
 
 pytestmark = pytest.mark.cluster
@@ -44,36 +42,24 @@ def standin(kube, namespace) -> Iterator[RayStandIn]:
 
 @pytest.fixture
 def lab(workbench, standin: RayStandIn, artifacts: Path, tmp_path: Path) -> Iterator[LabServer]:
-    identity = workbench(
+    """JupyterLab as a workbench whose clusters' Ray is the stand-in, with the idle rule on."""
+    yield from workbench_lab(
+        workbench,
+        None,
+        artifacts,
+        tmp_path,
+        f"--JupyterDW.ray_dashboard_url={standin.dashboard_template}",
+        "--JupyterDW.usage_interval=2",
+        "--JupyterDW.idle_cluster_timeout=3600",
+        "--JupyterDW.idle_cluster_warning=3599",
         rules=[*namespace_rules(stop=True), *METRICS_READ_RULES],
-        cluster_rules=CLUSTER_READ_RULES,
     )
-    server = LabServer(
-        service_account_dir=identity.service_account_dir,
-        pod_environ=identity.environ,
-        workdir=tmp_path / "lab",
-        log_path=artifacts / "jupyter-server.log",
-        extra_args=[
-            f"--JupyterDW.ray_dashboard_url={standin.dashboard_template}",
-            "--JupyterDW.usage_interval=2",
-            "--JupyterDW.idle_cluster_timeout=3600",
-            "--JupyterDW.idle_cluster_warning=3599",
-        ],
-    )
-    server.workdir.mkdir()
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_an_idle_cluster_s_card_says_what_it_holds_and_when_the_rule_stops_it(
     page: Page, lab: LabServer, kueue: KueueObjects, artifacts: Path
 ) -> None:
-    flavor = kueue.flavor("default")
-    team = kueue.cluster_queue("team", {flavor: {"cpu": "2", "memory": "8Gi"}})
-    kueue.wait_active("clusterqueues", team)
-    kueue.local_queue("team", team, annotations={f"{KUEUE}/default-queue": "true"})
-    kueue.wait_active("localqueues", "team")
+    team_queue(kueue, cpu="2")
     sidebar = open_panel(page, lab)
 
     lab.api("POST", "clusters", small_cluster("notebook-ray", workers=1, queue="team"))

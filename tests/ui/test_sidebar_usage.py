@@ -21,8 +21,8 @@ from playwright.sync_api import Page, expect
 
 from tests.cluster.fixtures import KueueObjects
 from tests.integration.clusters_support import small_cluster
-from tests.integration.workbench_rbac import CLUSTER_READ_RULES, KUEUE, namespace_rules
-from tests.ui.lab import LabServer, StandInDashboard
+from tests.integration.workbench_rbac import namespace_rules
+from tests.ui.lab import LabServer, StandInDashboard, team_queue, workbench_lab
 from tests.ui.test_sidebar import card, open_panel
 
 pytestmark = pytest.mark.cluster
@@ -37,28 +37,13 @@ def lab(
 ) -> Iterator[LabServer]:
     """JupyterLab as a workbench that may not read its pods' metrics (the test bed serves the
     metrics API): the card says so instead of a use."""
-    identity = workbench(rules=namespace_rules(), cluster_rules=CLUSTER_READ_RULES)
-    server = LabServer(
-        service_account_dir=identity.service_account_dir,
-        pod_environ=identity.environ,
-        workdir=tmp_path / "lab",
-        log_path=artifacts / "jupyter-server.log",
-        extra_args=dashboard.lab_args(),
-    )
-    server.workdir.mkdir()
-    server.start()
-    yield server
-    server.stop()
+    yield from workbench_lab(workbench, dashboard, artifacts, tmp_path, rules=namespace_rules())
 
 
 def test_the_card_shows_what_the_cluster_holds_and_why_its_use_is_unknown(
     page: Page, lab: LabServer, kueue: KueueObjects, artifacts: Path
 ) -> None:
-    flavor = kueue.flavor("default")
-    team = kueue.cluster_queue("team", {flavor: {"cpu": "4", "memory": "8Gi"}})
-    kueue.wait_active("clusterqueues", team)
-    kueue.local_queue("team", team, annotations={f"{KUEUE}/default-queue": "true"})
-    kueue.wait_active("localqueues", "team")
+    team_queue(kueue, cpu="4")
     sidebar = open_panel(page, lab)
 
     lab.api("POST", "clusters", small_cluster("ui-usage", workers=1, queue="team"))
