@@ -108,11 +108,39 @@ def _codeflare(what: Result) -> str:
     return "\n".join(rows)
 
 
+USAGE_ROWS = {
+    "off": "(a) usage off (`usage_interval = 0`): baseline, same run",
+    "usage": "(b) usage on, every {interval:g} s",
+    "rule": "(c) usage on + idle rule (`idle_cluster_timeout = {timeout:g}`)",
+}
+
+
+def _usage(what: Result) -> str:
+    f = what["figures"]
+    rows = [
+        f"| {f['clusters']} clusters, {f['sockets']} tabs, per minute | window | requests "
+        "besides watches | … metrics.k8s.io pods | … re-check | … others | watches opened | "
+        "Ray calls per cluster |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, title in USAGE_ROWS.items():
+        c = f["configs"][name]
+        label = title.format(interval=f["usage_interval"], timeout=f["idle_cluster_timeout"])
+        rows.append(
+            f"| {label} | {c['seconds']:g} s | {c['requests_per_minute']:.1f} | "
+            f"{c['metrics_per_minute']:.1f} | {c['recheck_per_minute']:.1f} | "
+            f"{c['others_per_minute']:.1f} | {c['watches_opened']} | "
+            f"{c['ray_calls_per_cluster_per_minute']:.1f} |"
+        )
+    return "\n".join(rows)
+
+
 TABLES: dict[str, Callable[[Result], str]] = {
     "load": _load,
     "memory": _memory,
     "startup": _startup,
     "codeflare": _codeflare,
+    "usage": _usage,
 }
 
 

@@ -35,12 +35,13 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_jobs": ["--jobs", "20", "--lines", "5"],
     "bench_recovery": ["--runs", "5"],
     "bench_load": [],
+    "bench_usage": [],
     "bench_memory": [],
     "bench_startup": ["--pairs", "10"],
     "bench_codeflare": [],
 }
 """Each benchmark and the arguments the README's figures were measured with."""
-TAKES_JSON = {"bench_load", "bench_memory", "bench_startup", "bench_codeflare"}
+TAKES_JSON = {"bench_load", "bench_usage", "bench_memory", "bench_startup", "bench_codeflare"}
 TAKES_SMOKE = {"bench_queues", *TAKES_JSON}
 
 

@@ -115,10 +115,19 @@ class JupyterServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def request(self, path: str, timeout: float = 60) -> tuple[int, Any]:
-        """GET ``path``: the status and the JSON body (None when not JSON)."""
+    def request(
+        self, path: str, timeout: float = 60, *, method: str = "GET", body: Any = None
+    ) -> tuple[int, Any]:
+        """``method path`` (``body`` sent as JSON): the status and the JSON body (None when
+        not JSON)."""
         headers = {"Authorization": f"token {self.token}"}
-        request = urllib.request.Request(f"{self.url}/{path}", headers=headers)
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(
+            f"{self.url}/{path}", data=data, headers=headers, method=method
+        )
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 body = response.read()

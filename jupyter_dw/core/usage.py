@@ -94,6 +94,8 @@ class UsageService:
         core when the rule is on): each sample compares it too."""
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self._local = threading.local()
+        """``sampling``: this thread is asking Ray for a sample (see :meth:`usage`)."""
 
     # -- who wants it ------------------------------------------------------------------------
 
@@ -143,8 +145,10 @@ class UsageService:
         """The cluster's usage from the sample held. With ``ask`` (a REST read), the metrics
         API is read first when the sample is older than one period (one call per period at
         most, whoever asks); Ray's part is only ever the followers' sampling: a read never
-        waits on a head."""
-        return self._usage_of(cluster, self._current(ask))
+        waits on a head. A read made while this thread asks Ray for a sample (the Ray loader
+        looking its cluster up) never asks: the sample under way reads the metrics API once."""
+        asking = ask and not getattr(self._local, "sampling", False)
+        return self._usage_of(cluster, self._current(asking))
 
     def idle_since(self, cluster: str) -> str | None:
         """When the samples first found ``cluster`` idle since it was last busy (RFC 3339)."""
@@ -174,8 +178,12 @@ class UsageService:
         usages = pod_usages(metrics.items) if metrics.items is not None else None
         sample = _Sample(self.clock(), metrics, usages)
         if ask_ray:
-            for name in self._ray_targets():
-                sample.ray[name] = self._ask_ray(name)
+            self._local.sampling = True
+            try:
+                for name in self._ray_targets():
+                    sample.ray[name] = self._ask_ray(name)
+            finally:
+                self._local.sampling = False
         else:
             with self._lock:
                 if self._followers and self._sample is not None:

@@ -7,6 +7,7 @@ the cluster (``{name}``): ``http://127.0.0.1:<gateway>/{name}`` is the shape of 
 deployment whose dashboards sit behind a gateway that routes by path (the setting's own
 example), and the gateway strips the ``/<cluster>`` prefix. HTTP requests and WebSockets (Ray's
 job log tail) are relayed as they are, ``Authorization`` included: the head checks the token.
+Each request received is counted per cluster (:class:`RequestCount`, for the benchmarks).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,12 +32,35 @@ _NAME = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
 MAX_MESSAGE = 64 * 1024 * 1024
 
 
+class RequestCount:
+    """How many requests (HTTP, and WebSocket handshakes) the gateway received per cluster
+    name; thread-safe (the gateway counts on its own thread)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def add(self, name: str) -> None:
+        with self._lock:
+            self._counts[name] += 1
+
+    def snapshot(self) -> Counter[str]:
+        """The counts so far (a copy)."""
+        with self._lock:
+            return Counter(self._counts)
+
+
 class _Relay(WebSocketHandler):
     """One request to ``/<cluster>/<path>``: relayed to the head's ``/<path>``."""
 
-    def initialize(self, head: str) -> None:
+    def initialize(self, head: str, counts: RequestCount | None = None) -> None:
         self.head = head
+        self.counts = counts
         self.upstream: WebSocketClientConnection | None = None
+
+    def prepare(self) -> None:
+        if self.counts is not None and self.path_args:
+            self.counts.add(self.path_args[0])
 
     def check_origin(self, origin: str) -> bool:
         return True  # a stand-in for a network gateway, which has no notion of origin
@@ -119,8 +144,9 @@ class _Relay(WebSocketHandler):
 
 
 @contextlib.contextmanager
-def ray_gateway(head_port: int) -> Iterator[int]:
-    """Serve the gateway on 127.0.0.1 in a thread of its own; yields its port."""
+def ray_gateway(head_port: int, counts: RequestCount | None = None) -> Iterator[int]:
+    """Serve the gateway on 127.0.0.1 in a thread of its own; yields its port. ``counts``:
+    where to count the requests received per cluster."""
     port = free_port()
     ready = threading.Event()
     loop = asyncio.new_event_loop()
@@ -128,7 +154,7 @@ def ray_gateway(head_port: int) -> Iterator[int]:
     def serve() -> None:
         asyncio.set_event_loop(loop)
         app = Application(
-            [(rf"/({_NAME})/?(.*)", _Relay, {"head": f"127.0.0.1:{head_port}"})],
+            [(rf"/({_NAME})/?(.*)", _Relay, {"head": f"127.0.0.1:{head_port}", "counts": counts})],
             websocket_max_message_size=MAX_MESSAGE,
         )
         server = HTTPServer(app, max_body_size=MAX_MESSAGE)

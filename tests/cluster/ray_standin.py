@@ -5,7 +5,8 @@ Three parts, stopped together:
 - a Ray head on 127.0.0.1 with token authentication (:mod:`.ray_head`, a token of its own);
 - a gateway that routes ``/<cluster>/...`` to it (:mod:`.ray_gateway`): the product reaches it
   through ``ray_dashboard_url = http://127.0.0.1:<gateway>/{name}``, the documented shape of
-  dashboards behind a gateway that routes by path, so the product's code path is the real one;
+  dashboards behind a gateway that routes by path, so the product's code path is the real one
+  (it counts the requests it relays per cluster: :attr:`RayStandIn.requests`);
 - a token keeper: KubeRay makes each cluster's token Secret (label ``ray.io/cluster``, owned
   by the cluster) with a random token; the keeper sets it to the head's, so the product reads
   the token it must send where it always does. KubeRay keeps an existing Secret's data, and
@@ -22,12 +23,12 @@ import contextlib
 import secrets
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import urllib3
 from kubernetes import client, watch
 
-from .ray_gateway import ray_gateway
+from .ray_gateway import RequestCount, ray_gateway
 from .ray_head import ray_head
 
 TOKEN_KEY = "auth_token"  # KubeRay's key in the Secret
@@ -40,6 +41,8 @@ class RayStandIn:
     head_port: int
     gateway_port: int
     token: str
+    requests: RequestCount = field(default_factory=RequestCount, compare=False)
+    """The requests the gateway received, per cluster name."""
 
     @property
     def dashboard_template(self) -> str:
@@ -59,12 +62,13 @@ class RayStandIn:
 def ray_standin(api: client.ApiClient, namespace: str) -> Iterator[RayStandIn]:
     """Start the head, its gateway and the token keeper for ``namespace``; stop all three."""
     token = secrets.token_urlsafe(32)
+    requests = RequestCount()
     with (
         ray_head(token) as head_port,
-        ray_gateway(head_port) as gateway_port,
+        ray_gateway(head_port, requests) as gateway_port,
         keep_tokens(api, namespace, token),
     ):
-        yield RayStandIn(head_port, gateway_port, token)
+        yield RayStandIn(head_port, gateway_port, token, requests)
 
 
 def holds_token(secret: client.V1Secret, token: str) -> bool:

@@ -44,6 +44,24 @@ RESULTS = {
             "wait_ready": {"seconds": 3.0, "requests": 0, "watches": 0, "ready_to_known_ms": 12},
         },
     },
+    "usage": {
+        "clusters": 50,
+        "sockets": 5,
+        "usage_interval": 15.0,
+        "idle_cluster_timeout": 3600.0,
+        "configs": {
+            name: {
+                "seconds": 60.0,
+                "requests_per_minute": 4.0 + metrics,
+                "metrics_per_minute": metrics,
+                "recheck_per_minute": 4.0,
+                "others_per_minute": 0.0,
+                "watches_opened": 0,
+                "ray_calls_per_cluster_per_minute": ray,
+            }
+            for name, metrics, ray in (("off", 0.0, 0.0), ("usage", 4.0, 12.0), ("rule", 4.0, 12.0))
+        },
+    },
 }
 
 
@@ -71,6 +89,9 @@ def test_every_table_is_rendered_between_its_markers(tmp_path: Path) -> None:
     assert "| added (per pair) | 50.0 ms | |" in text
     assert "(Ready → known: 12.0 ms)" in text
     assert "| list queues | — | — | — | — | names and flavors only |" in text
+    assert "baseline, same run | 60 s | 4.0 | 0.0 | 4.0 | 0.0 | 0 | 0.0 |" in text
+    assert "| (b) usage on, every 15 s | 60 s | 8.0 | 4.0 | 4.0 | 0.0 | 0 | 12.0 |" in text
+    assert "(`idle_cluster_timeout = 3600`) | 60 s | 8.0 | 4.0 | 4.0 | 0.0 | 0 | 12.0 |" in text
 
 
 def test_a_failed_or_missing_run_leaves_its_table(tmp_path: Path) -> None:

@@ -146,3 +146,27 @@ def test_following_samples_until_the_last_follower_leaves():
         thread.join(10)
         assert not thread.is_alive()
     assert session.reads == 1 and usage.following == 0
+
+
+def test_the_ray_loader_looking_its_cluster_up_reads_no_second_sample():
+    # The product's Ray loader looks the cluster up (a full record, usage included) before it
+    # asks the head; while the sample is under way that read must not ask the metrics API
+    # again (a benchmark found two reads per period, 17 ms apart).
+    session, clock, loads = Session(), Clock(), []
+    usage = service(session, clock, loads)
+
+    def load(name: str) -> RayLoad:
+        loads.append(name)
+        usage.usage(name)  # the default: a reader that asks
+        return RayLoad({"CPU": (Decimal(0), Decimal(1))}, 0, 0, 0)
+
+    usage.ray_load = load
+    usage.follow()
+    usage.sample()
+    assert loads == ["a"] and session.reads == 1
+    clock.now += 15.0  # the held sample is stale while the next one asks Ray
+    usage.sample()
+    assert loads == ["a", "a"] and session.reads == 2
+    clock.now += 15.0
+    usage.usage("a")  # a reader outside a sample still asks once per period
+    assert session.reads == 3
