@@ -31,7 +31,7 @@ from ..domain.usage import RayLoad, ray_load
 from ..k8s.errors import InvalidRequest
 from ..k8s.session import KubeSession
 from ..names import CLIENT_PORT
-from ..ray.errors import ClusterNotReady, RayError, RayTokenUnavailable
+from ..ray.errors import ClusterNotReady, RayAuthRefused, RayError, RayTokenUnavailable
 from ..ray.jobs_api import RayJobsClient
 from .clusters import ClusterService, check_cluster_name
 from .ray_token import ray_token
@@ -39,6 +39,9 @@ from .ray_token import ray_token
 ENDPOINT_TTL = 5.0
 """Seconds a cluster's address and token are reused before the cluster and its Secret are
 read again (the same as the dashboard proxy's)."""
+LOAD_CLIENT_KEEP = 600.0
+"""Seconds the usage sampler reuses a cluster's address and token (one Secret read per
+cluster per 10 minutes, not per sample); a refusal reads them again at once."""
 SUBMIT_FIELDS = frozenset({"entrypoint", "runtime_env", "working_dir", "metadata", "submission_id"})
 
 
@@ -76,16 +79,18 @@ class RayJobService:
 
     # -- reaching a head ---------------------------------------------------------------------
 
-    def client(self, name: str) -> RayJobsClient:
-        """The Jobs API client of cluster ``name``: its head must be up. Raises
-        ``KubeNotFound``, :class:`ClusterNotReady`, :class:`RayTokenUnavailable`,
+    def client(self, name: str, keep: float | None = None) -> RayJobsClient:
+        """The Jobs API client of cluster ``name``: its head must be up; one made less than
+        ``keep`` seconds ago (default :data:`ENDPOINT_TTL`) for the same cluster is reused.
+        Raises ``KubeNotFound``, :class:`ClusterNotReady`, :class:`RayTokenUnavailable`,
         ``KubeForbidden`` (``get secrets``) or :class:`RayError` (no usable address)."""
         check_cluster_name(name)
         raycluster = self._ready_cluster(name)
         uid = str((raycluster.get("metadata") or {}).get("uid") or "")
         with self._lock:
-            until, seen_uid, cached = self._clients.get(name, (0.0, "", None))
-        if cached is not None and seen_uid == uid and until > time.monotonic():
+            made, seen_uid, cached = self._clients.get(name, (0.0, "", None))
+        keep = ENDPOINT_TTL if keep is None else keep
+        if cached is not None and seen_uid == uid and time.monotonic() - made < keep:
             return cached
         try:
             base = dashboard_address(
@@ -99,7 +104,7 @@ class RayJobService:
             raise _no_address(name, err) from None
         client = RayJobsClient(base, self.token(raycluster), name, self.request_timeout)
         with self._lock:
-            self._clients[name] = (time.monotonic() + ENDPOINT_TTL, uid, client)
+            self._clients[name] = (time.monotonic(), uid, client)
         return client
 
     def client_address(self, name: str) -> str:
@@ -152,7 +157,16 @@ class RayJobService:
     def load(self, name: str) -> RayLoad:
         """What the cluster's Ray says of its own load: three cheap calls (cluster status,
         jobs, live actors counted). Raises as :meth:`client` does, or :class:`RayError`."""
-        client = self.client(name)
+        try:
+            return self._load(self.client(name, keep=LOAD_CLIENT_KEEP))
+        except RayAuthRefused:
+            # The token changed (a new Secret, a rotated identity): read it again, once.
+            with self._lock:
+                self._clients.pop(name, None)
+            return self._load(self.client(name))
+
+    @staticmethod
+    def _load(client: RayJobsClient) -> RayLoad:
         return ray_load(client.cluster_status(), client.list_jobs(), client.alive_actors())
 
     def get(self, name: str, job_id: str) -> RayJob:
