@@ -169,9 +169,15 @@ class UsageService:
         """Read the metrics API once and (``ask_ray``) ask Ray for the clusters followed;
         tell the listeners which clusters' usage changed. Without ``ask_ray`` the Ray part
         of the sample before is kept while someone follows (it is at most a period old)."""
+        called = False
         metrics = self._lasting_answer()
+        if metrics is None and not self._pods_on_nodes():
+            # Nothing to measure (no Ray cluster has a pod on a node: none yet, all queued or
+            # stopped): no call. A namespace of waiting clusters costs the API server nothing.
+            metrics = MetricsRead([], None)
         if metrics is None:
             try:
+                called = True
                 metrics = self.session.pod_metrics()
             except KubeError as err:  # not connected yet, say
                 metrics = MetricsRead(None, f"the metrics API could not be read: {err}")
@@ -190,7 +196,7 @@ class UsageService:
                     sample.ray = dict(self._sample.ray)
         with self._lock:
             self.samples += 1
-            if metrics is not (self._sample.metrics if self._sample else None):
+            if called:
                 self.reads += 1
                 self._lasting_since = sample.at if metrics.lasting else None
             self._sample = sample
@@ -202,6 +208,16 @@ class UsageService:
                 except Exception:  # one listener's failure must not stop the others
                     log.exception("jupyter_dw usage listener failed")
         return sample
+
+    def _pods_on_nodes(self) -> bool:
+        """Whether any of the namespace's Ray clusters has a pod bound to a node (the caches)."""
+        from .cluster_objects import ray_pods
+
+        for raycluster in self.session.cached_ray_clusters():
+            name = str((raycluster.get("metadata") or {}).get("name") or "")
+            if cluster_pods(ray_pods(self.session, name), name):
+                return True
+        return False
 
     def _lasting_answer(self) -> MetricsRead | None:
         """The last answer again, without a call, while it is one that asking again soon

@@ -170,3 +170,19 @@ def test_the_ray_loader_looking_its_cluster_up_reads_no_second_sample():
     clock.now += 15.0
     usage.usage("a")  # a reader outside a sample still asks once per period
     assert session.reads == 3
+
+
+def test_nothing_to_measure_asks_nothing():
+    """No Ray cluster has a pod on a node (queued, stopped, none yet): no metrics call."""
+    session, clock, loads = Session(), Clock(), []
+    for pods in session.pods.values():
+        for pod in pods:
+            del pod["spec"]["nodeName"]  # gated or unscheduled
+    usage = service(session, clock, loads)
+    usage.follow()
+    usage.sample()
+    assert session.reads == 0 and usage.reads == 0 and usage.samples == 1
+    session.pods["a"][0]["spec"]["nodeName"] = "n"  # one is bound: measured again
+    clock.now += 15.0
+    usage.sample()
+    assert session.reads == 1 and usage.reads == 1
