@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
+from ..domain.lenient import conditions, is_true
 from ..domain.usage import ClusterUsage, PodUsage, RayLoad, cluster_pods, cluster_usage, pod_usages
 from ..k8s.errors import KubeError
 from ..k8s.listeners import Listeners
@@ -243,11 +244,8 @@ class UsageService:
         return sorted(n for n in chosen if self._head_ready(n))
 
     def _head_ready(self, name: str) -> bool:
-        raycluster = self.session.cached_ray_cluster(name) or {}
-        conditions = (raycluster.get("status") or {}).get("conditions") or []
-        return any(
-            c.get("type") == "HeadPodReady" and c.get("status") == "True" for c in conditions
-        )
+        """KubeRay's ``HeadPodReady`` condition is True (only then is the head asked)."""
+        return is_true(conditions(self.session.cached_ray_cluster(name)).get("HeadPodReady"))
 
     def _ask_ray(self, name: str) -> RayLoad | str:
         assert self.ray_load is not None
