@@ -23,12 +23,11 @@ from .resources import (
     CLUSTER_QUEUE,
     COHORT,
     EVENT,
+    JOB_RESOURCES,
     LOCAL_QUEUE,
     POD,
     RAY_CLUSTER,
-    RAY_JOB,
     RESOURCE_FLAVOR,
-    TRAIN_JOB,
     WORKLOAD,
     WORKLOAD_PRIORITY_CLASS,
     Resource,
@@ -101,15 +100,14 @@ def wanted_caches(discovery: Discovery, denied: Callable[[Kind], bool]) -> Wante
     if discovery.kuberay_installed:
         if not denied(RAY_CLUSTER):
             wanted[RAY_CLUSTER.plural] = (RAY_CLUSTER, None)
-        if discovery.rayjobs_served and not denied(RAY_JOB):
-            wanted[RAY_JOB.plural] = (RAY_JOB, None)
         if not denied(POD):
             # Only Ray's pods: the namespace may hold many others (the workbench itself).
             wanted[POD.plural] = (POD, RAY_CLUSTER_LABEL)
         if not denied(EVENT):
             wanted[EVENT.plural] = (EVENT, None)  # field selector: _FIELD_SELECTORS
-    if discovery.trainjobs_served and not denied(TRAIN_JOB):
-        wanted[TRAIN_JOB.plural] = (TRAIN_JOB, None)
+    for job_kind, job_resource in JOB_RESOURCES:
+        if discovery.serves(job_kind) and not denied(job_resource):
+            wanted[job_resource.plural] = (job_resource, None)
     return wanted
 
 
@@ -117,10 +115,9 @@ def served(discovery: Discovery | None, resource: Resource) -> bool:
     """Whether ``resource`` (at this version) is served."""
     if discovery is None:
         return False
-    if resource == RAY_JOB:
-        return discovery.rayjobs_served
-    if resource == TRAIN_JOB:
-        return discovery.trainjobs_served
+    for job_kind, job_resource in JOB_RESOURCES:
+        if resource == job_resource:
+            return discovery.serves(job_kind)
     if resource.group == RAY_CLUSTER.group or resource.plural in (POD.plural, EVENT.plural):
         return discovery.kuberay_installed
     kind = ResourceKind(resource.group, resource.plural, resource.kind, resource.namespaced)

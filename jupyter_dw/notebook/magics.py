@@ -11,10 +11,13 @@ import argparse
 import shlex
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InvalidRequest, KubeError
 from .formatters import register as register_html
+
+if TYPE_CHECKING:
+    from ..domain.job_kind import JobKind
 
 HELP = """%dw queues                      LocalQueues with quota and headroom
 %dw workloads [--queue Q] [--kind Kind.group]
@@ -272,23 +275,18 @@ _CREATE = object()
 
 
 def _job_lifecycle(
-    args: argparse.Namespace,
-    out: Callable[[str], None],
-    kind: str,
-    status: Callable[[str], Any],
-    every: Callable[[], Any],
-    delete: Callable[[str], None],
-    follows: str,
+    args: argparse.Namespace, out: Callable[[str], None], kind: JobKind[Any, Any], calls: Any
 ) -> Any:
-    """``status [NAME]`` and ``delete NAME`` of a Kueue-managed job, alike for every kind;
-    :data:`_CREATE` for ``fit`` and ``submit`` (after checking that a NAME is given)."""
+    """``status [NAME]`` and ``delete NAME`` of a job of a workload ``kind``, alike for every
+    kind (``calls``: its :class:`~.kind_calls.KindCalls`); :data:`_CREATE` for ``fit`` and
+    ``submit`` (after checking that a NAME is given)."""
     if args.action == "status":
-        return status(args.name) if args.name else every()
+        return calls.get(args.name).status() if args.name else calls.list()
     if not args.name:
-        raise UsageError(f"usage: %dw {kind.lower()} {args.action} NAME ...: no NAME")
+        raise UsageError(f"usage: %dw {kind.word} {args.action} NAME ...: no NAME")
     if args.action == "delete":
-        delete(args.name)
-        out(f"Deleted {kind} {args.name}; {follows}.")
+        calls.handle(args.name).delete()
+        out(f"Deleted {kind.kind} {args.name}; {kind.follows}.")
         return None
     return _CREATE
 
@@ -302,16 +300,13 @@ def _options_and_command(
 
 
 def _rayjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
-    from . import kuberay_jobs
+    from .kinds import rayjob
 
     done = _job_lifecycle(
         args,
         out,
-        "RayJob",
-        lambda name: kuberay_jobs.rayjob(name).status(),
-        kuberay_jobs.rayjobs,
-        lambda name: kuberay_jobs.KubeRayJobHandle(name).delete(),
-        "its cluster and Workload follow",
+        rayjob.RAYJOB,
+        rayjob.CALLS,
     )
     if done is not _CREATE:
         return done
@@ -326,8 +321,8 @@ def _rayjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
         **top,
     }
     if args.action == "fit":
-        return kuberay_jobs.fit_rayjob(request)
-    return kuberay_jobs.submit_rayjob(request)
+        return rayjob.fit_rayjob(request)
+    return rayjob.submit_rayjob(request)
 
 
 def _trainjob_options() -> argparse.ArgumentParser:
@@ -339,16 +334,13 @@ def _trainjob_options() -> argparse.ArgumentParser:
 
 
 def _trainjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
-    from . import trainjobs
+    from .kinds import trainjob
 
     done = _job_lifecycle(
         args,
         out,
-        "TrainJob",
-        lambda name: trainjobs.trainjob(name).status(),
-        trainjobs.trainjobs,
-        lambda name: trainjobs.TrainJobHandle(name).delete(),
-        "its JobSet, pods and Workload follow",
+        trainjob.TRAINJOB,
+        trainjob.CALLS,
     )
     if done is not _CREATE:
         return done
@@ -365,8 +357,8 @@ def _trainjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
         "image": options.image,
     }
     if args.action == "fit":
-        return trainjobs.fit_trainjob(request)
-    return trainjobs.submit_trainjob(request)
+        return trainjob.fit_trainjob(request)
+    return trainjob.submit_trainjob(request)
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]] = {
