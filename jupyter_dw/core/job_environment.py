@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Any
 
 from ..domain.cluster_spec import SpecError, ValidatedSpec
-from ..k8s.errors import KubeNotFound
+from ..k8s.errors import KubeApiError
 from ..k8s.resources import by_kind
 from ..k8s.session import KubeSession
 from .clusters import ClusterService, InvalidSpec
@@ -46,5 +46,7 @@ class CoreEnvironment:
     def referenced(self, kind: str, name: str) -> Mapping[str, Any] | None:
         try:
             return self.session.get_object(by_kind(kind), name)
-        except KubeNotFound:
-            return None
+        except KubeApiError as err:
+            if err.api_status == 404:
+                return None
+            raise
