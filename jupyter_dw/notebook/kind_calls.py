@@ -22,11 +22,10 @@ Handle = TypeVar("Handle", bound=JobHandle)
 @dataclass(frozen=True)
 class KindCalls(Generic[Handle]):
     """The kernel's calls for ``kind``: ``spec`` is the kind's ``dw.<Kind>Spec`` (with
-    ``to_request()``), ``example`` how to make one, ``handle`` its handle class."""
+    ``to_request()`` and, in ``example``, how to make one), ``handle`` its handle class."""
 
     kind: JobKind[Any, Any]
     spec: type
-    example: str
     handle: type[Handle]
 
     def _service(self) -> KindService[Any, Any]:
@@ -34,7 +33,8 @@ class KindCalls(Generic[Handle]):
 
     def request(self, spec: Any, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """``spec`` (a spec object or a mapping) with ``overrides`` as a request body."""
-        return request_body(spec, overrides, self.spec, self.kind.kind, self.example)
+        example = self.spec.example  # type: ignore[attr-defined]
+        return request_body(spec, overrides, self.spec, self.kind.kind, example)
 
     def fit(self, spec: Any, **fields: Any) -> FitResult:
         """Would this job fit its queue now? Counts the pod sets Kueue builds for it."""

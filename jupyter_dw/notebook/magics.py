@@ -11,13 +11,10 @@ import argparse
 import shlex
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.errors import InvalidRequest, KubeError
 from .formatters import register as register_html
-
-if TYPE_CHECKING:
-    from ..domain.job_kind import JobKind
 
 HELP = """%dw queues                      LocalQueues with quota and headroom
 %dw workloads [--queue Q] [--kind Kind.group]
@@ -112,14 +109,11 @@ def _parser() -> argparse.ArgumentParser:
     job.add_argument("--working-dir", dest="working_dir")
     job.add_argument("entrypoint", nargs=argparse.REMAINDER)
     commands.add_parser("jobs", add_help=False).add_argument("name")
-    rayjob = commands.add_parser("rayjob", add_help=False)
-    rayjob.add_argument("action", choices=("fit", "submit", "status", "delete"))
-    rayjob.add_argument("name", nargs="?")
-    rayjob.add_argument("rest", nargs=argparse.REMAINDER)
-    trainjob = commands.add_parser("trainjob", add_help=False)
-    trainjob.add_argument("action", choices=("fit", "submit", "status", "delete"))
-    trainjob.add_argument("name", nargs="?")
-    trainjob.add_argument("rest", nargs=argparse.REMAINDER)
+    for word in _KIND_REQUESTS:  # %dw rayjob ..., %dw trainjob ...
+        kind = commands.add_parser(word, add_help=False)
+        kind.add_argument("action", choices=("fit", "submit", "status", "delete"))
+        kind.add_argument("name", nargs="?")
+        kind.add_argument("rest", nargs=argparse.REMAINDER)
     commands.add_parser("help", add_help=False)
     return parser
 
@@ -270,25 +264,26 @@ def _rayjob_options() -> argparse.ArgumentParser:
     return options
 
 
-_CREATE = object()
-"""What :func:`_job_lifecycle` answers for ``fit`` and ``submit``: the kind's own request."""
+def _kind_command(word: str) -> Callable[[argparse.Namespace, Callable[[str], None]], Any]:
+    """``%dw <word> fit|submit NAME ...``, ``status [NAME]`` and ``delete NAME`` of a workload
+    kind, alike for every kind; ``fit`` and ``submit`` send :data:`_KIND_REQUESTS`' request."""
 
+    def command(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+        from .kinds import calls_named
 
-def _job_lifecycle(
-    args: argparse.Namespace, out: Callable[[str], None], kind: JobKind[Any, Any], calls: Any
-) -> Any:
-    """``status [NAME]`` and ``delete NAME`` of a job of a workload ``kind``, alike for every
-    kind (``calls``: its :class:`~.kind_calls.KindCalls`); :data:`_CREATE` for ``fit`` and
-    ``submit`` (after checking that a NAME is given)."""
-    if args.action == "status":
-        return calls.get(args.name).status() if args.name else calls.list()
-    if not args.name:
-        raise UsageError(f"usage: %dw {kind.word} {args.action} NAME ...: no NAME")
-    if args.action == "delete":
-        calls.handle(args.name).delete()
-        out(f"Deleted {kind.kind} {args.name}; {kind.follows}.")
-        return None
-    return _CREATE
+        calls = calls_named(word)
+        if args.action == "status":
+            return calls.get(args.name).status() if args.name else calls.list()
+        if not args.name:
+            raise UsageError(f"usage: %dw {word} {args.action} NAME ...: no NAME")
+        if args.action == "delete":
+            calls.handle(args.name).delete()
+            out(f"Deleted {calls.kind.kind} {args.name}; {calls.kind.follows}.")
+            return None
+        request = _KIND_REQUESTS[word](args.name, list(args.rest))
+        return calls.fit(request) if args.action == "fit" else calls.submit(request)
+
+    return command
 
 
 def _options_and_command(
@@ -299,30 +294,17 @@ def _options_and_command(
     return parser.parse_args(words[:split]), words[split + 1 :]
 
 
-def _rayjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
-    from .kinds import rayjob
-
-    done = _job_lifecycle(
-        args,
-        out,
-        rayjob.RAYJOB,
-        rayjob.CALLS,
-    )
-    if done is not _CREATE:
-        return done
-    options, command = _options_and_command(list(args.rest), _rayjob_options())
+def _rayjob_request(name: str, rest: list[str]) -> dict[str, Any]:
+    options, command = _options_and_command(rest, _rayjob_options())
     cluster = _fields(options, (*SIZE_FIELDS, "image", "ray_version"))
     top: dict[str, Any] = {k: cluster.pop(k) for k in ("queue", "priority") if k in cluster}
-    request: dict[str, Any] = {
-        "name": args.name,
+    return {
+        "name": name,
         "entrypoint": shlex.join(command) if command else None,
         "submission_mode": options.submission_mode,
         "cluster": cluster,
         **top,
     }
-    if args.action == "fit":
-        return rayjob.fit_rayjob(request)
-    return rayjob.submit_rayjob(request)
 
 
 def _trainjob_options() -> argparse.ArgumentParser:
@@ -333,21 +315,11 @@ def _trainjob_options() -> argparse.ArgumentParser:
     return options
 
 
-def _trainjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
-    from .kinds import trainjob
-
-    done = _job_lifecycle(
-        args,
-        out,
-        trainjob.TRAINJOB,
-        trainjob.CALLS,
-    )
-    if done is not _CREATE:
-        return done
-    options, command = _options_and_command(list(args.rest), _trainjob_options())
+def _trainjob_request(name: str, rest: list[str]) -> dict[str, Any]:
+    options, command = _options_and_command(rest, _trainjob_options())
     resources = {k: getattr(options, k) for k in ("cpu", "memory", "gpu")}
-    request: dict[str, Any] = {
-        "name": args.name,
+    return {
+        "name": name,
         "runtime": options.runtime,
         "queue": options.queue,
         "priority": options.priority,
@@ -356,9 +328,14 @@ def _trainjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
         "command": command or None,
         "image": options.image,
     }
-    if args.action == "fit":
-        return trainjob.fit_trainjob(request)
-    return trainjob.submit_trainjob(request)
+
+
+_KIND_REQUESTS: dict[str, Callable[[str, list[str]], dict[str, Any]]] = {
+    "rayjob": _rayjob_request,
+    "trainjob": _trainjob_request,
+}
+"""Each workload kind's ``%dw <word>`` request, from NAME and what follows it (options, then
+``--`` and a command)."""
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]] = {
@@ -375,8 +352,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]]
     "list": _list,
     "job": _job,
     "jobs": _jobs,
-    "rayjob": _rayjob,
-    "trainjob": _trainjob,
+    **{word: _kind_command(word) for word in _KIND_REQUESTS},
 }
 
 

@@ -15,3 +15,8 @@ CALLS: tuple[KindCalls[Any], ...] = (rayjob.CALLS, trainjob.CALLS)
 def calls_for(spec: object) -> KindCalls[Any] | None:
     """The calls of the kind whose spec class ``spec`` is, or None (a cluster's spec)."""
     return next((calls for calls in CALLS if isinstance(spec, calls.spec)), None)
+
+
+def calls_named(word: str) -> KindCalls[Any]:
+    """The calls of the kind whose word is ``word`` (``"rayjob"``)."""
+    return next(calls for calls in CALLS if calls.kind.word == word)

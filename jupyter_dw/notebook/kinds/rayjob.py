@@ -11,7 +11,7 @@ cluster's head.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from ...domain.kinds.rayjob import RAYJOB, RayJobInfo
 from ..job_waiting import JobEnded, JobHandle
@@ -35,6 +35,8 @@ class RayJobSpec:
     shutdown_after_finish: bool | None = None
     ttl_seconds_after_finished: int | None = None
     cluster: Any = None
+
+    example: ClassVar[str] = "dw.RayJobSpec(name=..., entrypoint=..., cluster=dw.ClusterSpec(...))"
 
     def to_request(self) -> dict[str, Any]:
         """The REST request body: the fields that are set."""
@@ -81,14 +83,6 @@ class KubeRayJobHandle(JobHandle):
         return RayJobHandle(info.cluster, info.job_id).logs()
 
 
-CALLS = KindCalls(
-    RAYJOB,
-    RayJobSpec,
-    "dw.RayJobSpec(name=..., entrypoint=..., cluster=dw.ClusterSpec(...))",
-    KubeRayJobHandle,
-)
-fit_rayjob = CALLS.fit
-"""Would this RayJob fit its queue now? Counts its head, workers and submitter."""
-submit_rayjob = CALLS.submit
+CALLS = KindCalls(RAYJOB, RayJobSpec, KubeRayJobHandle)
 rayjob = CALLS.get
 rayjobs = CALLS.list

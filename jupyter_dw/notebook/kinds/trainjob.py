@@ -8,7 +8,7 @@ a JobSet once it is admitted. Same core and field names as ``POST dw/api/trainjo
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from ...domain.kinds.trainjob import TRAINJOB, TrainJobInfo
 from ..job_waiting import JobEnded, JobHandle
@@ -30,6 +30,8 @@ class TrainJobSpec:
     resources_per_node: dict[str, Any] | None = None
     command: list[str] | None = None
     image: str | None = None
+
+    example: ClassVar[str] = "dw.TrainJobSpec(name=..., runtime='torch-distributed', num_nodes=2)"
 
     def to_request(self) -> dict[str, Any]:
         """The REST request body: the fields that are set."""
@@ -60,13 +62,6 @@ class TrainJobHandle(JobHandle):
     hint = "See the reason (Kueue's or Trainer's words)."
 
 
-CALLS = KindCalls(
-    TRAINJOB,
-    TrainJobSpec,
-    "dw.TrainJobSpec(name=..., runtime='torch-distributed', num_nodes=2)",
-    TrainJobHandle,
-)
-fit_trainjob = CALLS.fit
-submit_trainjob = CALLS.submit
+CALLS = KindCalls(TRAINJOB, TrainJobSpec, TrainJobHandle)
 trainjob = CALLS.get
 trainjobs = CALLS.list
