@@ -303,13 +303,11 @@ _parse_name = name_parser(
 )
 
 
-def _parse_runtime(raw: object) -> str:
-    if not isinstance(raw, str):
-        raise ValueError(f"must be a ClusterTrainingRuntime's name, got {raw!r:.80}")
-    problem = dns1123_subdomain_error(raw)
-    if problem is not None:
-        raise ValueError(f"{problem} (the name of a ClusterTrainingRuntime)")
-    return raw
+_parse_runtime = name_parser(
+    dns1123_subdomain_error,
+    "the name of a ClusterTrainingRuntime",
+    "a ClusterTrainingRuntime's name",
+)
 
 
 def _parse_nodes(raw: object) -> int:
