@@ -30,6 +30,7 @@ from .resources import (
     VISIBILITY_VERSIONS,
     Resource,
     ResourceKind,
+    kind_resource,
 )
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ class Discovery:
             # KubeRay's CRDs come with its operator: without RayClusters it is the operator
             # that is missing, which is the answer to give.
             self.require_kuberay()
-        resource = dict((k.plural, r) for k, r in JOB_RESOURCES)[kind.plural]
+        resource = kind_resource(kind)
         if not self.serves(kind):
             raise NotInstalled(
                 kind.install.what,
