@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..domain.cluster_spec import SpecError
@@ -24,6 +24,7 @@ from .cluster_results import Deleted, FitResult
 from .clusters import InvalidName, InvalidSpec
 from .listing import ByName
 from .podset_jobs import PodSetJobService, QueueChoices
+from .usage import CLUSTER
 
 Object = dict[str, Any]
 
@@ -161,5 +162,11 @@ class KubeRayJobService(PodSetJobService[ValidatedRayJob]):
         )
 
     def _infos(self, rayjobs: Iterable[Object]) -> builtins.list[RayJobInfo]:
-        """Each RayJob with its Workload's record (positions asked once per queue)."""
-        return [rayjob_info(job, record) for job, record in self.with_workloads(rayjobs)]
+        """Each RayJob with its Workload's record (positions asked once per queue) and what
+        its cluster's pods use."""
+        infos = []
+        for job, record in self.with_workloads(rayjobs):
+            info = rayjob_info(job, record)
+            usage, idle_since = self.usage_of(CLUSTER, info.cluster)
+            infos.append(replace(info, usage=usage, idle_since=idle_since))
+        return infos

@@ -18,6 +18,7 @@ from ..domain.cluster_spec import REQUEST_ERROR_KEY, SpecError
 from ..domain.fit import FitVerdict, PodSetRequest
 from ..domain.fit_suggestion import Suggestion
 from ..domain.kueue_model import default_local_queue
+from ..domain.usage import ClusterUsage
 from ..domain.workloads import WorkloadInfo, is_replaced_slice
 from ..k8s.errors import KubeForbidden, KubeRejected
 from ..k8s.resources import Resource
@@ -38,6 +39,7 @@ from .clusters import (
 )
 from .queue_state import QueueState, queue_state
 from .settings import refuse_writes
+from .usage import TRAINJOB
 from .workloads import WorkloadService
 
 Object = dict[str, Any]
@@ -193,6 +195,21 @@ class PodSetJobService(Generic[Spec]):
             if not err.errors:
                 err.errors = {REQUEST_ERROR_KEY: err.reason or err.error}
             raise
+
+    def usage_of(self, kind: str, name: str | None) -> tuple[ClusterUsage | None, str | None]:
+        """What a job's pods use, from the usage sampler's sample (shared with the clusters'),
+        and since when it is idle: ``kind`` the sampler's subject (a RayJob is its cluster's,
+        :data:`~.usage.CLUSTER`; a TrainJob its own, :data:`~.usage.TRAINJOB`), ``name`` its
+        name (None: no cluster yet). ``(None, None)`` with usage off. A live view never waits
+        for the metrics API (as for clusters)."""
+        usage = self.clusters.usage
+        if usage is None:
+            return None, None
+        ask = not self.clusters.positions.answering_held_only
+        if kind == TRAINJOB:
+            return usage.trainjob_usage(name or "", ask), usage.idle_since(name or "", kind)
+        found = usage.usage(name or "", ask)
+        return found, usage.idle_since(name, kind) if name else None
 
     def with_workloads(
         self, jobs: Iterable[Object]

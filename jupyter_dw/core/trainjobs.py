@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..domain.trainjob_spec import ValidatedTrainJob, trainjob_name_error
@@ -25,6 +25,7 @@ from .cluster_results import Deleted, FitResult
 from .clusters import InvalidName
 from .listing import ByName
 from .podset_jobs import PodSetJobService, QueueChoices
+from .usage import TRAINJOB
 
 Object = dict[str, Any]
 
@@ -160,5 +161,11 @@ class TrainJobService(PodSetJobService[ValidatedTrainJob]):
         return job.pod_sets(runtime)
 
     def _infos(self, trainjobs: Iterable[Object]) -> builtins.list[TrainJobInfo]:
-        """Each TrainJob with its Workload's record (positions asked once per queue)."""
-        return [trainjob_info(job, record) for job, record in self.with_workloads(trainjobs)]
+        """Each TrainJob with its Workload's record (positions asked once per queue) and what
+        its pods use."""
+        infos = []
+        for job, record in self.with_workloads(trainjobs):
+            info = trainjob_info(job, record)
+            usage, idle_since = self.usage_of(TRAINJOB, info.name)
+            infos.append(replace(info, usage=usage, idle_since=idle_since))
+        return infos
