@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..domain.cluster_spec import SpecError
@@ -164,9 +164,5 @@ class KubeRayJobService(PodSetJobService[ValidatedRayJob]):
     def _infos(self, rayjobs: Iterable[Object]) -> builtins.list[RayJobInfo]:
         """Each RayJob with its Workload's record (positions asked once per queue) and what
         its cluster's pods use."""
-        infos = []
-        for job, record in self.with_workloads(rayjobs):
-            info = rayjob_info(job, record)
-            usage, idle_since = self.usage_of(CLUSTER, info.cluster)
-            infos.append(replace(info, usage=usage, idle_since=idle_since))
-        return infos
+        infos = (rayjob_info(job, record) for job, record in self.with_workloads(rayjobs))
+        return [self.with_usage(info, CLUSTER, info.cluster) for info in infos]

@@ -18,7 +18,6 @@ from ..domain.cluster_spec import REQUEST_ERROR_KEY, SpecError
 from ..domain.fit import FitVerdict, PodSetRequest
 from ..domain.fit_suggestion import Suggestion
 from ..domain.kueue_model import default_local_queue
-from ..domain.usage import ClusterUsage
 from ..domain.workloads import WorkloadInfo, is_replaced_slice
 from ..k8s.errors import KubeForbidden, KubeRejected
 from ..k8s.resources import Resource
@@ -44,6 +43,7 @@ from .workloads import WorkloadService
 
 Object = dict[str, Any]
 Spec = TypeVar("Spec")
+Info = TypeVar("Info")
 
 
 @dataclass(frozen=True)
@@ -196,20 +196,22 @@ class PodSetJobService(Generic[Spec]):
                 err.errors = {REQUEST_ERROR_KEY: err.reason or err.error}
             raise
 
-    def usage_of(self, kind: str, name: str | None) -> tuple[ClusterUsage | None, str | None]:
-        """What a job's pods use, from the usage sampler's sample (shared with the clusters'),
-        and since when it is idle: ``kind`` the sampler's subject (a RayJob is its cluster's,
-        :data:`~.usage.CLUSTER`; a TrainJob its own, :data:`~.usage.TRAINJOB`), ``name`` its
-        name (None: no cluster yet). ``(None, None)`` with usage off. A live view never waits
-        for the metrics API (as for clusters)."""
+    def with_usage(self, info: Info, kind: str, name: str | None) -> Info:
+        """``info`` with what the job's pods use, from the usage sampler's sample (shared with
+        the clusters'), and since when it is idle: ``kind`` the sampler's subject (a RayJob is
+        its cluster's, :data:`~.usage.CLUSTER`; a TrainJob its own, :data:`~.usage.TRAINJOB`),
+        ``name`` its name (None: no cluster yet). Unchanged with usage off. A live view never
+        waits for the metrics API (as for clusters)."""
         usage = self.clusters.usage
         if usage is None:
-            return None, None
+            return info
         ask = not self.clusters.positions.answering_held_only
-        if kind == TRAINJOB:
-            return usage.trainjob_usage(name or "", ask), usage.idle_since(name or "", kind)
-        found = usage.usage(name or "", ask)
-        return found, usage.idle_since(name, kind) if name else None
+        subject = name or ""
+        found = (
+            usage.trainjob_usage(subject, ask) if kind == TRAINJOB else usage.usage(subject, ask)
+        )
+        since = usage.idle_since(subject, kind) if name else None
+        return replace(info, usage=found, idle_since=since)  # type: ignore[type-var]
 
     def with_workloads(
         self, jobs: Iterable[Object]

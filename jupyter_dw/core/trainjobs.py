@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..domain.trainjob_spec import ValidatedTrainJob, trainjob_name_error
@@ -163,9 +163,5 @@ class TrainJobService(PodSetJobService[ValidatedTrainJob]):
     def _infos(self, trainjobs: Iterable[Object]) -> builtins.list[TrainJobInfo]:
         """Each TrainJob with its Workload's record (positions asked once per queue) and what
         its pods use."""
-        infos = []
-        for job, record in self.with_workloads(trainjobs):
-            info = trainjob_info(job, record)
-            usage, idle_since = self.usage_of(TRAINJOB, info.name)
-            infos.append(replace(info, usage=usage, idle_since=idle_since))
-        return infos
+        infos = (trainjob_info(job, record) for job, record in self.with_workloads(trainjobs))
+        return [self.with_usage(info, TRAINJOB, info.name) for info in infos]

@@ -30,7 +30,7 @@ from tests.cluster.manifests import (
 )
 from tests.cluster.versions import Versions
 from tests.integration.clusters_support import call, make_queue, open_events
-from tests.integration.test_usage_metrics import annotated, cpu_near
+from tests.integration.test_usage_metrics import annotated, cpu_near, use
 from tests.integration.workbench_rbac import (
     CLUSTER_READ_RULES,
     METRICS_READ_RULES,
@@ -98,8 +98,11 @@ def rayjob_body(name: str, namespace: str, owner: str, queue: str) -> dict[str, 
     return body
 
 
-def usage_of(record: dict[str, Any] | None) -> dict[str, Any] | None:
-    return (record or {}).get("usage")
+def using(kind: str, name: str, cores: str) -> Any:
+    """A ``kind`` (``rayjob``, ``trainjob``) message whose record's pods use about ``cores``."""
+    return lambda m: (
+        m["type"] == kind and m["name"] == name and cpu_near((m[kind] or {}).get("usage"), cores)
+    )
 
 
 async def test_a_rayjobs_cluster_shows_what_its_pods_use_live(
@@ -112,14 +115,9 @@ async def test_a_rayjobs_cluster_shows_what_its_pods_use_live(
         "ray.io", "v1", namespace, "rayjobs", body
     )
 
-    def rayjob_using(cores: str) -> Any:
-        return lambda m: (
-            m["type"] == "rayjob"
-            and m["name"] == "used-job"
-            and cpu_near(usage_of(m["rayjob"]), cores)
-        )
-
-    seen = await events.until(rayjob_using("1"), "the RayJob's cluster using 250m + 750m")
+    seen = await events.until(
+        using("rayjob", "used-job", "1"), "the RayJob's cluster using 250m + 750m"
+    )
     usage = seen["rayjob"]["usage"]
     assert usage["reason"] is None and usage["sampled_at"] is not None, usage
     # The cluster's two pods of 1 CPU; the submitter's pod is not the cluster's.
@@ -138,19 +136,9 @@ async def test_a_rayjobs_cluster_shows_what_its_pods_use_live(
     assert "of 2 used" in dw.rayjob("used-job")._repr_html_()
 
     # The worker's use changes: the next samples say so on the job's own messages.
-    [worker] = (
-        client.CoreV1Api(kube)
-        .list_namespaced_pod(
-            namespace, label_selector=f"ray.io/cluster={cluster},ray.io/node-type=worker"
-        )
-        .items
-    )
-    client.CoreV1Api(kube).patch_namespaced_pod(
-        worker.metadata.name,
-        namespace,
-        {"metadata": {"annotations": {USAGE_CPU_ANNOTATION: "5m", USAGE_MEMORY_ANNOTATION: "1Gi"}}},
-    )
-    quieter = await events.until(rayjob_using("255m"), "the changed use: 250m + 5m")
+    worker = f"ray.io/cluster={cluster},ray.io/node-type=worker"
+    use(kube, namespace, worker, cpu="5m", memory="1Gi")
+    quieter = await events.until(using("rayjob", "used-job", "255m"), "the changed use: 250m + 5m")
     assert quieter["cause"]["kind"] == "PodMetrics" and quieter["cause"]["name"] == cluster
     assert quieter["rayjob"]["usage"]["resources"]["memory"]["used"] == "1324Mi"
     # A RayJob's own cluster is shown under its RayJob, never as a cluster message.
@@ -194,14 +182,9 @@ async def test_a_trainjob_shows_its_pods_use_summed_live(
         assert code == 201, created
         assert created["usage"] is not None and created["usage"]["resources"] == {}, created
 
-        def trainjob_using(cores: str) -> Any:
-            return lambda m: (
-                m["type"] == "trainjob"
-                and m["name"] == "used-train"
-                and cpu_near(usage_of(m["trainjob"]), cores)
-            )
-
-        seen = await events.until(trainjob_using("800m"), "the TrainJob's 2 pods using 400m each")
+        seen = await events.until(
+            using("trainjob", "used-train", "800m"), "the TrainJob's 2 pods using 400m each"
+        )
         usage = seen["trainjob"]["usage"]
         assert usage["resources"]["cpu"]["held"] == "2" and usage["reason"] is None, usage
         assert usage["resources"]["memory"] == {"held": "2Gi", "used": "200Mi"}, usage
@@ -211,19 +194,14 @@ async def test_a_trainjob_shows_its_pods_use_summed_live(
         code, got = await call(jp_fetch, "GET", "trainjobs", "used-train")
         assert code == 200 and cpu_near(got["usage"], "800m"), got["usage"]
 
-        [first, _] = (
-            client.CoreV1Api(kube)
-            .list_namespaced_pod(
-                namespace, label_selector="jobset.sigs.k8s.io/jobset-name=used-train"
-            )
-            .items
+        # One of the two pods (the first of the step's indexed Job) uses less.
+        first = (
+            "jobset.sigs.k8s.io/jobset-name=used-train,batch.kubernetes.io/job-completion-index=0"
         )
-        client.CoreV1Api(kube).patch_namespaced_pod(
-            first.metadata.name,
-            namespace,
-            {"metadata": {"annotations": {USAGE_CPU_ANNOTATION: "100m"}}},
+        use(kube, namespace, first, cpu="100m")
+        quieter = await events.until(
+            using("trainjob", "used-train", "500m"), "the changed use: 100m + 400m"
         )
-        quieter = await events.until(trainjob_using("500m"), "the changed use: 100m + 400m")
         assert quieter["cause"] == {"kind": "PodMetrics", "name": "used-train", "event": "MODIFIED"}
         events.close()
     finally:
