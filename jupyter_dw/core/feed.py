@@ -46,9 +46,12 @@ from ..k8s.resources import (
     LOCAL_QUEUE,
     POD,
     RAY_CLUSTER,
+    RAY_JOB,
     RESOURCE_FLAVOR,
+    TRAIN_JOB,
     WORKLOAD,
     WORKLOAD_PRIORITY_CLASS,
+    Resource,
 )
 from ..k8s.session import KubeSession
 from ..k8s.watch_events import DELETED
@@ -60,6 +63,7 @@ from .podset_jobs import PodSetJobService
 from .queue_state import queue_state
 from .queues import QueueList, QueueService
 from .shown_workloads import ShownWorkloads
+from .usage import CLUSTER, TRAINJOB, Subject
 from .workloads import WorkloadList, WorkloadService
 
 log = logging.getLogger(__name__)
@@ -80,8 +84,8 @@ CLUSTER_CAUSES = {k.plural: k.kind for k in (RAY_CLUSTER, WORKLOAD, POD, EVENT)}
 HEALTH = "watch-health"
 """The ``plural`` of a change that is a change of watch health (no object)."""
 USAGE = "cluster-usage"
-"""The ``plural`` of a change of what a cluster uses (a new usage sample; ``name``: the
-cluster)."""
+"""The ``plural`` of a change of what a cluster or a TrainJob uses (a new usage sample;
+``kind``: the sampler's subject, ``cluster`` or ``trainjob``; ``name``: its name)."""
 POSITIONS = "queue-positions"
 """The ``plural`` of a change the position board found by itself (see :class:`PositionBoard`):
 the pending list of LocalQueue ``metadata.name`` changed with no cache change to say so."""
@@ -314,9 +318,9 @@ class ChangeFeed:
         if usage is not None:
             # Listen first, then follow: the first sample's changes reach this viewer.
 
-            def usage_changed(names: set[str]) -> None:
-                for name in sorted(names):
-                    on_change(USAGE, "MODIFIED", {"metadata": {"name": name}})
+            def usage_changed(subjects: set[Subject]) -> None:
+                for kind, name in sorted(subjects):
+                    on_change(USAGE, "MODIFIED", {"kind": kind, "metadata": {"name": name}})
 
             removers.append(usage.add_listener(usage_changed))
             removers.append(usage.follow())
@@ -406,11 +410,7 @@ class ChangeFeed:
         metadata = obj.get("metadata") or {}
         name = str(metadata.get("name") or "")
         if plural == USAGE:
-            raycluster = self.session.cached_ray_cluster(name)
-            if raycluster is None or owning_rayjob(raycluster) is not None:
-                return []  # gone (its own change says so), or shown under its RayJob
-            message = self.cluster_message(name, "MODIFIED", Cause("PodMetrics", name, "MODIFIED"))
-            return [message] if message is not None else []
+            return self._usage_messages(str(obj.get("kind") or CLUSTER), name)
         if plural == POSITIONS:
             cause = Cause(LOCAL_QUEUE.kind, name, "MODIFIED")
             return [*self._waiting_clusters_moved(cause), *self._workloads_moved(cause)]
@@ -466,6 +466,34 @@ class ChangeFeed:
             return [
                 JobChanged(kind.message, event if info is not None else DELETED, job, cause, info)
             ]
+        return []
+
+    def _usage_messages(self, kind: str, name: str) -> list[Message]:
+        """The record whose usage changed as a reader sees it: a cluster's, the RayJob's whose
+        own cluster it is, or a TrainJob's (nothing when it is gone: its own change says so)."""
+        cause = Cause("PodMetrics", name, "MODIFIED")
+        if kind == TRAINJOB:
+            return self._job_record(TRAIN_JOB, name, cause)
+        raycluster = self.session.cached_ray_cluster(name)
+        if raycluster is None:
+            return []
+        rayjob = owning_rayjob(raycluster)
+        if rayjob is not None:
+            return self._job_record(RAY_JOB, rayjob, cause)
+        message = self.cluster_message(name, "MODIFIED", cause)
+        return [message] if message is not None else []
+
+    def _job_record(self, resource: Resource, name: str, cause: Cause) -> list[Message]:
+        """Job ``name`` of the kind whose resource is ``resource``, as it is now (nothing when
+        this feed does not follow that kind, or the job is gone)."""
+        for kind in self.jobs:
+            if kind.resource == resource:
+                info = kind.describe_many([name]).get(name)
+                return (
+                    []
+                    if info is None
+                    else [JobChanged(kind.message, "MODIFIED", name, cause, info)]
+                )
         return []
 
     def seed_workloads(self) -> None:
@@ -537,8 +565,7 @@ class ChangeFeed:
         kind = self._job_kind_of(owner) if owner is not None else None
         if owner is None or kind is None:
             return []
-        job = kind.describe_many([owner.name]).get(owner.name)
-        return [] if job is None else [JobChanged(kind.message, "MODIFIED", owner.name, cause, job)]
+        return self._job_record(kind.resource, owner.name, cause)
 
     def _job_kind_of(self, owner: Owner) -> Any:
         """The pod-set job kind (of :attr:`jobs`) that ``owner`` is, or None."""

@@ -24,6 +24,7 @@ from .cluster_results import Deleted, FitResult
 from .clusters import InvalidName, InvalidSpec
 from .listing import ByName
 from .podset_jobs import PodSetJobService, QueueChoices
+from .usage import CLUSTER
 
 Object = dict[str, Any]
 
@@ -161,5 +162,7 @@ class KubeRayJobService(PodSetJobService[ValidatedRayJob]):
         )
 
     def _infos(self, rayjobs: Iterable[Object]) -> builtins.list[RayJobInfo]:
-        """Each RayJob with its Workload's record (positions asked once per queue)."""
-        return [rayjob_info(job, record) for job, record in self.with_workloads(rayjobs)]
+        """Each RayJob with its Workload's record (positions asked once per queue) and what
+        its cluster's pods use."""
+        infos = (rayjob_info(job, record) for job, record in self.with_workloads(rayjobs))
+        return [self.with_usage(info, CLUSTER, info.cluster) for info in infos]

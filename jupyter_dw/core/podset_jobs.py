@@ -38,10 +38,12 @@ from .clusters import (
 )
 from .queue_state import QueueState, queue_state
 from .settings import refuse_writes
+from .usage import TRAINJOB
 from .workloads import WorkloadService
 
 Object = dict[str, Any]
 Spec = TypeVar("Spec")
+Info = TypeVar("Info")
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,23 @@ class PodSetJobService(Generic[Spec]):
             if not err.errors:
                 err.errors = {REQUEST_ERROR_KEY: err.reason or err.error}
             raise
+
+    def with_usage(self, info: Info, kind: str, name: str | None) -> Info:
+        """``info`` with what the job's pods use, from the usage sampler's sample (shared with
+        the clusters'), and since when it is idle: ``kind`` the sampler's subject (a RayJob is
+        its cluster's, :data:`~.usage.CLUSTER`; a TrainJob its own, :data:`~.usage.TRAINJOB`),
+        ``name`` its name (None: no cluster yet). Unchanged with usage off. A live view never
+        waits for the metrics API (as for clusters)."""
+        usage = self.clusters.usage
+        if usage is None:
+            return info
+        ask = not self.clusters.positions.answering_held_only
+        subject = name or ""
+        found = (
+            usage.trainjob_usage(subject, ask) if kind == TRAINJOB else usage.usage(subject, ask)
+        )
+        since = usage.idle_since(subject, kind) if name else None
+        return replace(info, usage=found, idle_since=since)  # type: ignore[type-var]
 
     def with_workloads(
         self, jobs: Iterable[Object]

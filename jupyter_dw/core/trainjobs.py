@@ -25,6 +25,7 @@ from .cluster_results import Deleted, FitResult
 from .clusters import InvalidName
 from .listing import ByName
 from .podset_jobs import PodSetJobService, QueueChoices
+from .usage import TRAINJOB
 
 Object = dict[str, Any]
 
@@ -160,5 +161,7 @@ class TrainJobService(PodSetJobService[ValidatedTrainJob]):
         return job.pod_sets(runtime)
 
     def _infos(self, trainjobs: Iterable[Object]) -> builtins.list[TrainJobInfo]:
-        """Each TrainJob with its Workload's record (positions asked once per queue)."""
-        return [trainjob_info(job, record) for job, record in self.with_workloads(trainjobs)]
+        """Each TrainJob with its Workload's record (positions asked once per queue) and what
+        its pods use."""
+        infos = (trainjob_info(job, record) for job, record in self.with_workloads(trainjobs))
+        return [self.with_usage(info, TRAINJOB, info.name) for info in infos]

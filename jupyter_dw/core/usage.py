@@ -1,4 +1,5 @@
-"""Sampling what the namespace's Ray clusters use, for every surface and for the idle rule.
+"""Sampling what the namespace's Ray clusters (a RayJob's own included) and TrainJobs use, for
+every surface and for the idle rule.
 
 The metrics API has no watch: metrics-server keeps one sample per pod per resolution. So the
 service reads it at most once per ``period`` (one call for the whole namespace, whoever
@@ -6,10 +7,12 @@ asks), and only while someone follows (an events socket, a widget) or a reader a
 nothing open and no rule set it makes no request at all. Ray is asked (three cheap calls) only
 for clusters whose head is ready and that a follower named or a reader asked about.
 
-Each sample is kept with its time; a cluster's :class:`ClusterUsage` is computed from the
-held sample and the pods the caches hold now (pure, :mod:`jupyter_dw.domain.usage`), and
-``idle_since`` is the first sample that found it idle since it was last busy. Followers hear
-which clusters' usage changed after each sample.
+Each sample is kept with its time; a cluster's or a TrainJob's :class:`ClusterUsage` is
+computed from the held sample and the pods the caches hold now (pure,
+:mod:`jupyter_dw.domain.usage`), and ``idle_since`` is the first sample that found it idle
+since it was last busy. Followers hear whose usage changed after each sample: changed as a
+reader sees it (:meth:`ClusterUsage.shown`), so a CPU rate that moves within the rounding
+sends nothing.
 
 Blocking, like the rest of ``core/``; the sampling runs on a daemon thread of its own.
 """
@@ -25,11 +28,20 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
-from ..domain.lenient import conditions, is_true
-from ..domain.usage import ClusterUsage, PodUsage, RayLoad, cluster_pods, cluster_usage, pod_usages
+from ..domain.cluster_state import head_ready
+from ..domain.usage import (
+    ClusterUsage,
+    PodUsage,
+    RayLoad,
+    cluster_pods,
+    cluster_usage,
+    holding_pods,
+    pod_usages,
+)
 from ..k8s.errors import KubeError
 from ..k8s.listeners import Listeners
 from ..k8s.metrics import MetricsRead
+from ..k8s.resources import TRAIN_JOB
 from ..k8s.session import KubeSession
 from ..ray.errors import RayError
 
@@ -44,6 +56,12 @@ LASTING_RETRY = 300.0
 
 RayLoader = Callable[[str], RayLoad]
 """``load(cluster)``: what its Ray says of its load (raises ``RayError``/``KubeError``)."""
+
+CLUSTER = "cluster"
+TRAINJOB = "trainjob"
+Subject = tuple[str, str]
+"""``(kind, name)`` of what usage is sampled for: a Ray cluster (:data:`CLUSTER`, a RayJob's
+own included) or a TrainJob (:data:`TRAINJOB`)."""
 
 
 @dataclass
@@ -86,9 +104,9 @@ class UsageService:
         self._sample: _Sample | None = None
         self._followers: dict[int, Callable[[], Iterable[str]] | None] = {}
         self._next_id = 0
-        self._listeners: Listeners[Callable[[set[str]], None]] = Listeners()
-        self._idle_since: dict[str, str] = {}
-        self._last: dict[str, dict[str, Any]] = {}
+        self._listeners: Listeners[Callable[[set[Subject]], None]] = Listeners()
+        self._idle_since: dict[Subject, str] = {}
+        self._last: dict[Subject, tuple[Any, ...]] = {}
         self._lasting_since: float | None = None
         self.verdict_key: Callable[[str], Any] | None = None
         """What of an idle cluster's idle-rule verdict, if any, a surface shows (set by the
@@ -131,8 +149,9 @@ class UsageService:
 
         return unfollow
 
-    def add_listener(self, listener: Callable[[set[str]], None]) -> Callable[[], None]:
-        """``listener(clusters)`` after each sample, with the clusters whose usage changed."""
+    def add_listener(self, listener: Callable[[set[Subject]], None]) -> Callable[[], None]:
+        """``listener(subjects)`` after each sample, with the clusters and TrainJobs whose
+        usage changed as a reader sees it."""
         return self._listeners.add(listener)
 
     @property
@@ -151,10 +170,17 @@ class UsageService:
         asking = ask and not getattr(self._local, "sampling", False)
         return self._usage_of(cluster, self._current(asking))
 
-    def idle_since(self, cluster: str) -> str | None:
-        """When the samples first found ``cluster`` idle since it was last busy (RFC 3339)."""
+    def trainjob_usage(self, name: str, ask: bool = True) -> ClusterUsage:
+        """TrainJob ``name``'s usage (its pods', summed), from the sample held; ``ask`` as for
+        :meth:`usage` (a TrainJob has no Ray to ask)."""
+        asking = ask and not getattr(self._local, "sampling", False)
+        return self._trainjob_usage_of(name, self._current(asking))
+
+    def idle_since(self, name: str, kind: str = CLUSTER) -> str | None:
+        """When the samples first found cluster (or TrainJob) ``name`` idle since it was last
+        busy (RFC 3339)."""
         with self._lock:
-            return self._idle_since.get(cluster)
+            return self._idle_since.get((kind, name))
 
     # -- sampling -----------------------------------------------------------------------------
 
@@ -211,14 +237,23 @@ class UsageService:
         return sample
 
     def _pods_on_nodes(self) -> bool:
-        """Whether any of the namespace's Ray clusters has a pod bound to a node (the caches)."""
-        from .cluster_objects import ray_pods
+        """Whether any of the namespace's Ray clusters or TrainJobs has a pod bound to a node
+        (the caches)."""
+        from .cluster_objects import ray_pods, trainjob_pods
 
-        for raycluster in self.session.cached_ray_clusters():
-            name = str((raycluster.get("metadata") or {}).get("name") or "")
-            if cluster_pods(ray_pods(self.session, name), name):
+        for kind, name in self._subjects():
+            if kind == CLUSTER and cluster_pods(ray_pods(self.session, name), name):
+                return True
+            if kind == TRAINJOB and holding_pods(trainjob_pods(self.session, name)):
                 return True
         return False
+
+    def _subjects(self) -> list[Subject]:
+        """The namespace's Ray clusters and TrainJobs, as the caches hold them now."""
+        return [
+            *((CLUSTER, _name(rc)) for rc in self.session.cached_ray_clusters()),
+            *((TRAINJOB, _name(job)) for job in self.session.cached_jobs(TRAIN_JOB)),
+        ]
 
     def _lasting_answer(self) -> MetricsRead | None:
         """The last answer again, without a call, while it is one that asking again soon
@@ -234,18 +269,16 @@ class UsageService:
             return []
         with self._lock:
             wanted = list(self._followers.values())
-        names = {
-            str((rc.get("metadata") or {}).get("name") or "")
-            for rc in self.session.cached_ray_clusters()
-        }
+        names = {_name(rc) for rc in self.session.cached_ray_clusters()}
         chosen: set[str] = set()
         for followed in wanted:
             chosen |= names if followed is None else (set(followed()) & names)
         return sorted(n for n in chosen if self._head_ready(n))
 
     def _head_ready(self, name: str) -> bool:
-        """KubeRay's ``HeadPodReady`` condition is True (only then is the head asked)."""
-        return is_true(conditions(self.session.cached_ray_cluster(name)).get("HeadPodReady"))
+        """KubeRay says the head is ready (only then is it asked), as the cache holds it."""
+        raycluster = self.session.cached_ray_cluster(name)
+        return raycluster is not None and head_ready(raycluster)
 
     def _ask_ray(self, name: str) -> RayLoad | str:
         assert self.ray_load is not None
@@ -274,32 +307,46 @@ class UsageService:
             idle_cpu_fraction=self.idle_cpu_fraction,
         )
 
-    def _record(self, sample: _Sample) -> set[str]:
-        """Idle clocks and which clusters' usage changed with ``sample``."""
+    def _trainjob_usage_of(self, name: str, sample: _Sample | None) -> ClusterUsage:
+        from .cluster_objects import trainjob_pods
+
+        pods = holding_pods(trainjob_pods(self.session, name))
+        if sample is None:
+            return cluster_usage(
+                pods, None, "not read yet", idle_cpu_fraction=self.idle_cpu_fraction
+            )
+        return cluster_usage(
+            pods, sample.usages, sample.metrics.reason, idle_cpu_fraction=self.idle_cpu_fraction
+        )
+
+    def _record(self, sample: _Sample) -> set[Subject]:
+        """Idle clocks, and whose usage changed with ``sample`` as a reader sees it."""
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        changed: set[str] = set()
-        names = [
-            str((rc.get("metadata") or {}).get("name") or "")
-            for rc in self.session.cached_ray_clusters()
-        ]
-        for name in names:
-            usage = self._usage_of(name, sample)
-            as_json: dict[str, Any] = usage.to_json()
+        changed: set[Subject] = set()
+        subjects = self._subjects()
+        for subject in subjects:
+            kind, name = subject
+            usage = (
+                self._usage_of(name, sample)
+                if kind == CLUSTER
+                else self._trainjob_usage_of(name, sample)
+            )
             with self._lock:
                 if usage.idle:
-                    self._idle_since.setdefault(name, now)
+                    self._idle_since.setdefault(subject, now)
                 else:
-                    self._idle_since.pop(name, None)
-            if usage.idle and self.verdict_key is not None:
+                    self._idle_since.pop(subject, None)
+            shown = usage.shown()
+            if kind == CLUSTER and usage.idle and self.verdict_key is not None:
                 # The rule's verdict moves with time and with the queues (a warning due, a
                 # workload that came to wait): a change of it is a change to tell.
-                as_json["verdict"] = self.verdict_key(name)
+                shown = (*shown, self.verdict_key(name))
             with self._lock:
-                if self._last.get(name) != as_json:
-                    self._last[name] = as_json
-                    changed.add(name)
+                if self._last.get(subject) != shown:
+                    self._last[subject] = shown
+                    changed.add(subject)
         with self._lock:
-            for gone in set(self._last) - set(names):
+            for gone in set(self._last) - set(subjects):
                 self._last.pop(gone, None)
                 self._idle_since.pop(gone, None)
         return changed
@@ -316,3 +363,7 @@ class UsageService:
                 log.exception("jupyter_dw usage sample failed")
             self._wake.wait(self.period)
             self._wake.clear()
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from jupyter_dw.domain.usage import ClusterUsage, usage_json
 from jupyter_dw.domain.workloads import WorkloadInfo, created_by, held_by_kueue, workload_fields
 from jupyter_dw.names import PRIORITY_CLASS_LABEL, QUEUE_LABEL, RAYJOB_KIND
 
@@ -79,6 +80,11 @@ class RayJobInfo:
     end_time: str | None
     owner: str | None = None
     """The username that created it through jupyter_dw (as a cluster's ``owner``)."""
+    usage: ClusterUsage | None = None
+    """What its RayCluster's pods use against what they hold, as its cluster's record says
+    (the submitter's pod is not counted); None when usage is off (``usage_interval`` 0)."""
+    idle_since: str | None = None
+    """When the usage samples first found it idle since it was last busy."""
 
     @property
     def final(self) -> bool:
@@ -113,6 +119,7 @@ class RayJobInfo:
             "created": self.created,
             "start_time": self.start_time,
             "end_time": self.end_time,
+            "usage": usage_json(self.usage, self.idle_since),
         }
 
 

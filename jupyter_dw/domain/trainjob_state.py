@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from jupyter_dw.domain.usage import ClusterUsage, usage_json
 from jupyter_dw.domain.workloads import WorkloadInfo, created_by, held_by_kueue, workload_fields
 from jupyter_dw.names import PRIORITY_CLASS_LABEL, QUEUE_LABEL
 
@@ -74,6 +75,11 @@ class TrainJobInfo:
     end_time: str | None
     owner: str | None = None
     """The username that created it through jupyter_dw (as a cluster's ``owner``)."""
+    usage: ClusterUsage | None = None
+    """What its pods (its JobSet's) use against what they hold, summed as a cluster's are;
+    None when usage is off (``usage_interval`` 0)."""
+    idle_since: str | None = None
+    """When the usage samples first found it idle since it was last busy."""
 
     @property
     def final(self) -> bool:
@@ -105,6 +111,7 @@ class TrainJobInfo:
             **workload_fields(self.workload),
             "created": self.created,
             "end_time": self.end_time,
+            "usage": usage_json(self.usage, self.idle_since),
         }
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from jupyter_dw.domain.freshness import STALE, Freshness
-from jupyter_dw.names import JOB_UID_LABEL, RAY_CLUSTER_LABEL
+from jupyter_dw.names import JOB_UID_LABEL, JOBSET_NAME_LABEL, RAY_CLUSTER_LABEL
 
 from .access import AccessResult, Permission
 from .client import KubeApi
@@ -63,6 +63,11 @@ BY_RAY_CLUSTER = "ray-cluster"
 """Pod cache index: the ``ray.io/cluster`` label (the RayCluster's name)."""
 BY_INVOLVED_UID = "involved-uid"
 """Event cache index: ``involvedObject.uid`` (the RayCluster's ``metadata.uid``)."""
+TRAINJOB_PODS = "trainjob-pods"
+"""The cache of TrainJobs' pods: a second watch of pods, by JobSet's label (the first holds
+Ray's only); its listeners hear changes under this name, not ``pods``."""
+BY_JOBSET = "jobset"
+"""TrainJob pod cache index: JobSet's name label (the TrainJob's name)."""
 
 
 def _involved_uid(obj: Object) -> list[str]:
@@ -75,11 +80,13 @@ _INDEXES: dict[str, dict[str, IndexFunc]] = {
     RAY_CLUSTER.plural: {BY_UID: uid_index},
     POD.plural: {BY_RAY_CLUSTER: label_index(RAY_CLUSTER_LABEL)},
     EVENT.plural: {BY_INVOLVED_UID: _involved_uid},
+    TRAINJOB_PODS: {BY_JOBSET: label_index(JOBSET_NAME_LABEL)},
 }
 _PROJECTIONS: dict[str, Projection] = {
     # Only a pod's metadata and status are read; every other cache keeps all but
     # managedFields (see .projection and tests/unit/test_projection.py).
     POD.plural: slim_pod,
+    TRAINJOB_PODS: slim_pod,
 }
 _FIELD_SELECTORS: dict[str, str] = {
     # KubeRay's warnings about RayClusters only (InvalidRayClusterSpec, ...): a namespace's
@@ -88,7 +95,8 @@ _FIELD_SELECTORS: dict[str, str] = {
 }
 
 Wanted = dict[str, tuple[Resource, str | None]]
-"""``{plural: (resource, label selector)}`` of the caches to have."""
+"""``{name: (resource, label selector)}`` of the caches to have: a cache's name is its
+resource's plural, but for :data:`TRAINJOB_PODS`."""
 
 
 def wanted_caches(discovery: Discovery, denied: Callable[[Kind], bool]) -> Wanted:
@@ -110,6 +118,9 @@ def wanted_caches(discovery: Discovery, denied: Callable[[Kind], bool]) -> Wante
             wanted[EVENT.plural] = (EVENT, None)  # field selector: _FIELD_SELECTORS
     if discovery.trainjobs_served and not denied(TRAIN_JOB):
         wanted[TRAIN_JOB.plural] = (TRAIN_JOB, None)
+        if not denied(POD):
+            # What a TrainJob's pods hold and use (core/usage.py): its JobSet's pods only.
+            wanted[TRAINJOB_PODS] = (POD, JOBSET_NAME_LABEL)
     return wanted
 
 
@@ -197,17 +208,17 @@ class CacheSet:
                     resource,
                     namespace if resource.namespaced else None,
                     label_selector=selector,
-                    field_selector=_FIELD_SELECTORS.get(resource.plural),
+                    field_selector=_FIELD_SELECTORS.get(plural),
                     idle_timeout=self._idle_timeout,
                 ),
                 backoff=self._backoff,
-                indexes=_INDEXES.get(resource.plural),
+                indexes=_INDEXES.get(plural),
                 on_health=lambda _health: self._on_health(),
-                projection=_PROJECTIONS.get(resource.plural, slim),
+                projection=_PROJECTIONS.get(plural, slim),
             )
             for registration in self._listeners:
                 registration.removers.append(
-                    cache.add_listener(_bind(registration.listener, resource.plural))
+                    cache.add_listener(_bind(registration.listener, plural))
                 )
             self.caches[plural] = cache
             self._specs[plural] = (resource, selector)

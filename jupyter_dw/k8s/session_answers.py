@@ -47,11 +47,12 @@ class SessionAnswers(SessionState):
 
     # -- generic reads ---------------------------------------------------------------------
 
-    def indexed(self, kind: Kind, index: str, key: str) -> list[Object]:
-        """The objects of ``kind`` that the cache's ``index`` maps ``key`` to (the indexes are
+    def indexed(self, kind: Kind | str, index: str, key: str) -> list[Object]:
+        """The objects of ``kind`` (or of the cache of that name, e.g. ``cache_set``'s
+        ``TRAINJOB_PODS``) that the cache's ``index`` maps ``key`` to (the indexes are
         ``cache_set``'s ``BY_*``), as the cache holds them now: no waiting, no I/O; empty when
         ``kind`` is not readable, or ``key`` is empty."""
-        cache = self._cache_set.watching(kind.plural)
+        cache = self._cache_set.watching(kind if isinstance(kind, str) else kind.plural)
         return cache.by_index(index, key) if cache is not None and key else []
 
     def get_object(self, resource: Resource, name: str) -> Object:
@@ -298,6 +299,12 @@ class SessionAnswers(SessionState):
         assert cache is not None
         self.synced_cache(WORKLOAD, deadline)
         return cache.snapshot()
+
+    def cached_jobs(self, resource: Resource) -> list[Object]:
+        """Every ``resource`` object its cache holds now (no waiting, no I/O; empty when not
+        read)."""
+        cache = self._cache_set.watching(resource.plural)
+        return cache.snapshot() if cache is not None else []
 
     def cached_job(self, resource: Resource, name: str) -> Object | None:
         """``resource`` object ``name`` as its cache holds it now (no waiting, no I/O)."""
