@@ -25,7 +25,8 @@ asked every cluster's Ray):
 From the audit log (user = the workbench's service account), requests received per minute
 besides watches, split into metrics.k8s.io pods lists, the session's periodic re-check
 (``access_refresh_interval``, 60 s) and the others (by verb and resource); the watches opened
-in the window counted apart. From the gateway: Ray calls per cluster per minute.
+in the window counted apart. From the gateway: Ray calls per cluster per minute. From the
+sockets: cluster messages each was sent per minute (one per change a reader sees).
 
 Usage: ``.venv/bin/python -m benchmarks.bench_usage [--seconds 60] [--clusters 50]
 [--sockets 5] [--interval 15] [--json FILE] [--smoke] [--cluster-dir DIR] [--work-dir DIR]``
@@ -192,14 +193,22 @@ async def run_config(
             )
         await asyncio.sleep(SETTLE)
         before = ray.requests.snapshot()
+        sent_before = Counter(received)
         begin = time.time()
         # The measurement is the time itself: nothing is waited for here.
         await asyncio.sleep(args.seconds)
         end = time.time()
         after = ray.requests.snapshot()
+        sent = Counter(received)
+        sent.subtract(sent_before)
         figures = window(plane.audit_log.requests([username]), begin, end)
         others = figures.pop("_others")
         figures.update(ray_figures(before, after, names, end - begin))
+        # What each tab was sent in the window: a cluster message per change a reader sees.
+        figures["messages_in_window"] = {kind: n for kind, n in sent.items() if n}
+        figures["cluster_messages_per_socket_per_minute"] = per_minute(
+            sent["cluster"], (end - begin) * len(sockets)
+        )
         # What the configuration did, as the product says it (after the window: not counted).
         status, shown = await asyncio.to_thread(server.request, f"dw/api/clusters/{names[0]}")
         assert status == 200, shown
@@ -217,7 +226,9 @@ async def run_config(
             f"{figures['requests_per_minute']} requests/min besides watches "
             f"(metrics {figures['metrics_per_minute']}, re-check {figures['recheck_per_minute']}, "
             f"others {figures['others_per_minute']}), {figures['watches_opened']} watches "
-            f"opened, {figures['watches_open_at_end']} open; Ray "
+            f"opened, {figures['watches_open_at_end']} open; "
+            f"{figures['cluster_messages_per_socket_per_minute']} cluster messages per socket "
+            "per minute; Ray "
             f"{figures['ray_calls_per_cluster_per_minute']} calls per cluster per minute "
             f"({figures['ray_calls_per_cluster_min']}-{figures['ray_calls_per_cluster_max']} "
             "per cluster in the window)",
@@ -348,7 +359,7 @@ def print_table(results: dict[str, Any]) -> None:
     )
     print(
         f"{'configuration':12s} {'window':>7s} {'req/min':>8s} {'metrics':>8s} {'re-check':>9s} "
-        f"{'others':>7s} {'watches':>8s} {'Ray/cluster/min':>16s}"
+        f"{'others':>7s} {'watches':>8s} {'Ray/cluster/min':>16s} {'msgs/tab/min':>13s}"
     )
     for name, _ in CONFIGS:
         c = results["configs"][name]
@@ -356,7 +367,8 @@ def print_table(results: dict[str, Any]) -> None:
             f"{name:12s} {c['seconds']:6.1f}s {c['requests_per_minute']:8.2f} "
             f"{c['metrics_per_minute']:8.2f} {c['recheck_per_minute']:9.2f} "
             f"{c['others_per_minute']:7.2f} {c['watches_opened']:8d} "
-            f"{c['ray_calls_per_cluster_per_minute']:16.2f}"
+            f"{c['ray_calls_per_cluster_per_minute']:16.2f} "
+            f"{c['cluster_messages_per_socket_per_minute']:13.2f}"
         )
 
 

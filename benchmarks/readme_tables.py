@@ -120,8 +120,8 @@ def _usage(what: Result) -> str:
     rows = [
         f"| {f['clusters']} clusters, {f['sockets']} tabs, per minute | window | requests "
         "besides watches | … metrics.k8s.io pods | … re-check | … others | watches opened | "
-        "Ray calls per cluster |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "Ray calls per cluster | cluster messages per tab |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, title in USAGE_ROWS.items():
         c = f["configs"][name]
@@ -130,7 +130,8 @@ def _usage(what: Result) -> str:
             f"| {label} | {c['seconds']:g} s | {c['requests_per_minute']:.1f} | "
             f"{c['metrics_per_minute']:.1f} | {c['recheck_per_minute']:.1f} | "
             f"{c['others_per_minute']:.1f} | {c['watches_opened']} | "
-            f"{c['ray_calls_per_cluster_per_minute']:.1f} |"
+            f"{c['ray_calls_per_cluster_per_minute']:.1f} | "
+            f"{c['cluster_messages_per_socket_per_minute']:.1f} |"
         )
     return "\n".join(rows)
 

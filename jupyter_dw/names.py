@@ -69,6 +69,9 @@ RAY_CLUSTER_LABEL = f"{RAY_GROUP}/cluster"
 """KubeRay puts it on every pod and Service of a RayCluster: the cluster's name."""
 RAY_NODE_TYPE_LABEL = f"{RAY_GROUP}/node-type"
 """KubeRay puts it on a RayCluster's pods: ``head`` or ``worker``."""
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+"""JobSet puts it on every pod of a JobSet: the JobSet's name, which Kubeflow Trainer gives the
+JobSet of a TrainJob (the TrainJob's name)."""
 GCS_PORT = 6379
 DASHBOARD_PORT = 8265
 CLIENT_PORT = 10001

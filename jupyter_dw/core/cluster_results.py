@@ -23,7 +23,7 @@ from ..domain.priorities import PreemptedBy
 from ..domain.ray_auth import RayAuth
 from ..domain.slices import ScaleChange
 from ..domain.stop_record import StopRecord
-from ..domain.usage import ClusterUsage
+from ..domain.usage import ClusterUsage, usage_json
 from ..names import CLIENT_PORT
 from .listing import ByName
 
@@ -246,13 +246,8 @@ class ClusterInfo:
     def usage_json(self) -> dict[str, Any] | None:
         """REST's ``usage``: the :class:`ClusterUsage` with ``idle_since`` and the idle rule's
         verdict (``idle_action``); None when usage is off."""
-        if self.usage is None:
-            return None
-        return {
-            **self.usage.to_json(),
-            "idle_since": self.idle_since,
-            "idle_action": self.idle_verdict.to_json() if self.idle_verdict else None,
-        }
+        verdict = self.idle_verdict
+        return usage_json(self.usage, self.idle_since, verdict.to_json() if verdict else None)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 from ..domain.cluster_state import ClusterSnapshot, transition
 from ..domain.freshness import FRESH, Freshness, WatchHealth
 from ..domain.kinds.rayjob import owning_rayjob
-from ..domain.usage import QueueHolding
+from ..domain.usage import CLUSTER, QueueHolding, Subject
 from ..domain.workloads import Owner, WorkloadInfo, owner_of
 from ..k8s.errors import KubeError
 from ..k8s.resources import (
@@ -80,8 +80,8 @@ CLUSTER_CAUSES = {k.plural: k.kind for k in (RAY_CLUSTER, WORKLOAD, POD, EVENT)}
 HEALTH = "watch-health"
 """The ``plural`` of a change that is a change of watch health (no object)."""
 USAGE = "cluster-usage"
-"""The ``plural`` of a change of what a cluster uses (a new usage sample; ``name``: the
-cluster)."""
+"""The ``plural`` of a change of what a cluster or a job uses (a new usage sample; ``kind``: the
+sampler's subject, ``cluster`` or a job kind's ``word``, ``trainjob``; ``name``: its name)."""
 POSITIONS = "queue-positions"
 """The ``plural`` of a change the position board found by itself (see :class:`PositionBoard`):
 the pending list of LocalQueue ``metadata.name`` changed with no cache change to say so."""
@@ -314,9 +314,9 @@ class ChangeFeed:
         if usage is not None:
             # Listen first, then follow: the first sample's changes reach this viewer.
 
-            def usage_changed(names: set[str]) -> None:
-                for name in sorted(names):
-                    on_change(USAGE, "MODIFIED", {"metadata": {"name": name}})
+            def usage_changed(subjects: set[Subject]) -> None:
+                for kind, name in sorted(subjects):
+                    on_change(USAGE, "MODIFIED", {"kind": kind, "metadata": {"name": name}})
 
             removers.append(usage.add_listener(usage_changed))
             removers.append(usage.follow())
@@ -406,11 +406,7 @@ class ChangeFeed:
         metadata = obj.get("metadata") or {}
         name = str(metadata.get("name") or "")
         if plural == USAGE:
-            raycluster = self.session.cached_ray_cluster(name)
-            if raycluster is None or owning_rayjob(raycluster) is not None:
-                return []  # gone (its own change says so), or shown under its RayJob
-            message = self.cluster_message(name, "MODIFIED", Cause("PodMetrics", name, "MODIFIED"))
-            return [message] if message is not None else []
+            return self._usage_messages(str(obj.get("kind") or CLUSTER), name)
         if plural == POSITIONS:
             cause = Cause(LOCAL_QUEUE.kind, name, "MODIFIED")
             return [*self._waiting_clusters_moved(cause), *self._workloads_moved(cause)]
@@ -469,6 +465,34 @@ class ChangeFeed:
                 )
             ]
         return []
+
+    def _usage_messages(self, kind: str, name: str) -> list[Message]:
+        """The record whose usage changed as a reader sees it: a cluster's, the job's whose
+        own cluster it is (a RayJob's), or the job's of the kind whose ``word`` is ``kind``
+        (a TrainJob's); nothing when it is gone (its own change says so) or not followed."""
+        cause = Cause("PodMetrics", name, "MODIFIED")
+        if kind != CLUSTER:
+            service = next((s for s in self.jobs if s.kind.word == kind), None)
+            return self._job_record(service, name, cause) if service is not None else []
+        raycluster = self.session.cached_ray_cluster(name)
+        if raycluster is None:
+            return []
+        owner = owner_of(raycluster)
+        service = self._job_kind_of(owner) if owner is not None else None
+        if owner is not None and service is not None:
+            return self._job_record(service, owner.name, cause)
+        if owning_rayjob(raycluster) is not None:
+            return []  # shown under its RayJob, which this feed does not follow
+        message = self.cluster_message(name, "MODIFIED", cause)
+        return [message] if message is not None else []
+
+    @staticmethod
+    def _job_record(service: KindService[Any, Any], name: str, cause: Cause) -> list[Message]:
+        """Job ``name`` of ``service``'s kind as it is now (nothing once it is gone)."""
+        info = service.describe_many([name]).get(name)
+        return (
+            [] if info is None else [JobChanged(service.kind.word, "MODIFIED", name, cause, info)]
+        )
 
     def seed_workloads(self) -> None:
         """Learn the Workloads there are now, without a snapshot (a kernel's feed, first
@@ -539,12 +563,7 @@ class ChangeFeed:
         service = self._job_kind_of(owner) if owner is not None else None
         if owner is None or service is None:
             return []
-        job = service.describe_many([owner.name]).get(owner.name)
-        return (
-            []
-            if job is None
-            else [JobChanged(service.kind.word, "MODIFIED", owner.name, cause, job)]
-        )
+        return self._job_record(service, owner.name, cause)
 
     def _job_kind_of(self, owner: Owner) -> KindService[Any, Any] | None:
         """The workload kind's service (of :attr:`jobs`) that ``owner`` is, or None."""

@@ -1,7 +1,7 @@
 """The one core of every workload kind jupyter_dw creates besides a RayCluster (a RayJob, a
 TrainJob: :mod:`jupyter_dw.domain.kinds`): a request parsed against the namespace's queues,
 fitted from the pod sets Kueue will build for it, created with an idempotency key, read back
-joined with its Workload, deleted. :class:`KindService` serves any
+joined with its Workload and with what its pods use, deleted. :class:`KindService` serves any
 :class:`~jupyter_dw.domain.job_kind.JobKind`; every method blocks.
 """
 
@@ -255,7 +255,7 @@ class KindService(Generic[Request, Info]):
 
     def _infos(self, jobs: Iterable[Object]) -> builtins.list[Info]:
         """Each job with its Workload's record (found by Kueue's job-uid label; positions
-        asked once per queue)."""
+        asked once per queue) and what its pods use."""
         jobs = builtins.list(jobs)
         names: dict[str, str] = {}
         for job in jobs:
@@ -264,7 +264,24 @@ class KindService(Generic[Request, Info]):
             if current:
                 names[uid] = str(current[-1]["metadata"]["name"])
         records = self._workloads.describe_many(names.values())
-        return [self.kind.info(job, records.get(names.get(_uid(job), ""))) for job in jobs]
+        infos = (self.kind.info(job, records.get(names.get(_uid(job), ""))) for job in jobs)
+        return [self._with_usage(info) for info in infos]
+
+    def _with_usage(self, info: Info) -> Info:
+        """``info`` with what the job's pods use, from the usage sampler's sample (shared with
+        the clusters'), and since when they are idle. The kind's description says whose pods
+        they are (:meth:`JobKind.pods`: a RayJob's are its cluster's, a TrainJob's its own, by
+        JobSet's label). Unchanged with usage off, or for a kind that does not say. A live
+        view never waits for the metrics API (as for clusters)."""
+        usage = self.clusters.usage
+        pods = self.kind.pods(info) if usage is not None else None
+        if usage is None or pods is None:
+            return info
+        kind, name = pods
+        ask = not self.clusters.positions.answering_held_only
+        found = usage.usage(name, ask=ask, kind=kind)
+        since = usage.idle_since(name, kind) if name else None
+        return replace(info, usage=found, idle_since=since)
 
 
 def _uid(job: Object) -> str:

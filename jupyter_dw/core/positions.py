@@ -238,6 +238,13 @@ class PositionBoard:
                 versions[queue] = held.version
         return versions
 
+    @property
+    def settled(self) -> bool:
+        """Whether the board has no visibility call under way or scheduled (a read, a
+        background ask of a live view, a check): what a benchmark's idle window waits for."""
+        with self._lock:
+            return not (self._reading or self._asking or self._rechecks)
+
     def versions(self) -> dict[str, int]:
         """``{queue: version}`` of every queue held now (no call)."""
         with self._lock:

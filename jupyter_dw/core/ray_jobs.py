@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from ..domain.cluster_state import head_ready
 from ..domain.ray_auth import RayToken, TokenUnavailable, ray_auth_of
 from ..domain.ray_endpoints import NoAddress, client_address, dashboard_address
 from ..domain.ray_jobs import (
@@ -85,7 +86,12 @@ class RayJobService:
         Raises ``KubeNotFound``, :class:`ClusterNotReady`, :class:`RayTokenUnavailable`,
         ``KubeForbidden`` (``get secrets``) or :class:`RayError` (no usable address)."""
         check_cluster_name(name)
-        raycluster = self._ready_cluster(name)
+        return self._client_of(name, self._ready_cluster(name), keep)
+
+    def _client_of(
+        self, name: str, raycluster: Mapping[str, Any], keep: float | None
+    ) -> RayJobsClient:
+        """:meth:`client` for ``raycluster``, a RayCluster whose head is up."""
         uid = str((raycluster.get("metadata") or {}).get("uid") or "")
         with self._lock:
             made, seen_uid, cached = self._clients.get(name, (0.0, "", None))
@@ -156,14 +162,25 @@ class RayJobService:
 
     def load(self, name: str) -> RayLoad:
         """What the cluster's Ray says of its own load: three cheap calls (cluster status,
-        jobs, live actors counted). Raises as :meth:`client` does, or :class:`RayError`."""
+        jobs, live actors counted). The usage sampler's, every period: the RayCluster is the
+        watch cache's (no request, no record built), its token the Secret's as
+        :meth:`client` reads it, kept :data:`LOAD_CLIENT_KEEP`. Raises
+        :class:`ClusterNotReady` (none cached, or its head not ready), or as :meth:`client`."""
+        raycluster = self.session.cached_ray_cluster(check_cluster_name(name))
+        if raycluster is None or not head_ready(raycluster):
+            raise ClusterNotReady(
+                f"The Ray head of cluster {name} is not up yet",
+                "KubeRay does not say its head is ready" if raycluster else "no such RayCluster",
+                "Wait until it is ready.",
+                "unknown",
+            )
         try:
-            return self._load(self.client(name, keep=LOAD_CLIENT_KEEP))
+            return self._load(self._client_of(name, raycluster, LOAD_CLIENT_KEEP))
         except RayAuthRefused:
             # The token changed (a new Secret, a rotated identity): read it again, once.
             with self._lock:
                 self._clients.pop(name, None)
-            return self._load(self.client(name))
+            return self._load(self._client_of(name, raycluster, None))
 
     @staticmethod
     def _load(client: RayJobsClient) -> RayLoad:

@@ -1,4 +1,7 @@
-"""Sampling what the namespace's Ray clusters use, for every surface and for the idle rule.
+"""Sampling what the namespace's Ray clusters (a RayJob's own included) and the jobs whose pods
+are their own (a TrainJob's: every kind whose description says their label, see
+:attr:`~jupyter_dw.domain.job_kind.JobKind.pod_label`) use, for every surface and for the idle
+rule.
 
 The metrics API has no watch: metrics-server keeps one sample per pod per resolution. So the
 service reads it at most once per ``period`` (one call for the whole namespace, whoever
@@ -6,10 +9,12 @@ asks), and only while someone follows (an events socket, a widget) or a reader a
 nothing open and no rule set it makes no request at all. Ray is asked (three cheap calls) only
 for clusters whose head is ready and that a follower named or a reader asked about.
 
-Each sample is kept with its time; a cluster's :class:`ClusterUsage` is computed from the
-held sample and the pods the caches hold now (pure, :mod:`jupyter_dw.domain.usage`), and
-``idle_since`` is the first sample that found it idle since it was last busy. Followers hear
-which clusters' usage changed after each sample.
+Each sample is kept with its time; a cluster's or a job's :class:`ClusterUsage` is
+computed from the held sample and the pods the caches hold now (pure,
+:mod:`jupyter_dw.domain.usage`), and ``idle_since`` is the first sample that found it idle
+since it was last busy. Followers hear whose usage changed after each sample: changed as a
+reader sees it (:meth:`ClusterUsage.shown`), so a CPU rate that moves within the rounding
+sends nothing.
 
 Blocking, like the rest of ``core/``; the sampling runs on a daemon thread of its own.
 """
@@ -25,8 +30,19 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
-from ..domain.lenient import conditions, is_true
-from ..domain.usage import ClusterUsage, PodUsage, RayLoad, cluster_pods, cluster_usage, pod_usages
+from ..domain.cluster_state import head_ready
+from ..domain.usage import (
+    CLUSTER,
+    ClusterUsage,
+    PodUsage,
+    RayLoad,
+    Subject,
+    cluster_pods,
+    cluster_usage,
+    holding_pods,
+    pod_usages,
+)
+from ..k8s.cache_set import POD_KINDS
 from ..k8s.errors import KubeError
 from ..k8s.listeners import Listeners
 from ..k8s.metrics import MetricsRead
@@ -44,6 +60,10 @@ LASTING_RETRY = 300.0
 
 RayLoader = Callable[[str], RayLoad]
 """``load(cluster)``: what its Ray says of its load (raises ``RayError``/``KubeError``)."""
+
+_POD_KINDS = {kind.word: kind for kind, _ in POD_KINDS}
+"""A :data:`~jupyter_dw.domain.usage.Subject`'s kind other than :data:`CLUSTER`: the workload
+kind whose ``word`` it is."""
 
 
 @dataclass
@@ -86,9 +106,9 @@ class UsageService:
         self._sample: _Sample | None = None
         self._followers: dict[int, Callable[[], Iterable[str]] | None] = {}
         self._next_id = 0
-        self._listeners: Listeners[Callable[[set[str]], None]] = Listeners()
-        self._idle_since: dict[str, str] = {}
-        self._last: dict[str, dict[str, Any]] = {}
+        self._listeners: Listeners[Callable[[set[Subject]], None]] = Listeners()
+        self._idle_since: dict[Subject, str] = {}
+        self._last: dict[Subject, tuple[Any, ...]] = {}
         self._lasting_since: float | None = None
         self.verdict_key: Callable[[str], Any] | None = None
         """What of an idle cluster's idle-rule verdict, if any, a surface shows (set by the
@@ -131,8 +151,9 @@ class UsageService:
 
         return unfollow
 
-    def add_listener(self, listener: Callable[[set[str]], None]) -> Callable[[], None]:
-        """``listener(clusters)`` after each sample, with the clusters whose usage changed."""
+    def add_listener(self, listener: Callable[[set[Subject]], None]) -> Callable[[], None]:
+        """``listener(subjects)`` after each sample, with the clusters and jobs whose usage
+        changed as a reader sees it."""
         return self._listeners.add(listener)
 
     @property
@@ -142,19 +163,21 @@ class UsageService:
 
     # -- answers ------------------------------------------------------------------------------
 
-    def usage(self, cluster: str, ask: bool = True) -> ClusterUsage:
-        """The cluster's usage from the sample held. With ``ask`` (a REST read), the metrics
-        API is read first when the sample is older than one period (one call per period at
-        most, whoever asks); Ray's part is only ever the followers' sampling: a read never
+    def usage(self, name: str, ask: bool = True, kind: str = CLUSTER) -> ClusterUsage:
+        """Cluster ``name``'s usage from the sample held (with ``kind`` a job kind's ``word``,
+        job ``name``'s: its pods' summed, no Ray to ask). With ``ask`` (a REST read), the
+        metrics API is read first when the sample is older than one period (one call per
+        period at most, whoever asks); Ray's part is only ever the followers' sampling: a read never
         waits on a head. A read made while this thread asks Ray for a sample (the Ray loader
         looking its cluster up) never asks: the sample under way reads the metrics API once."""
         asking = ask and not getattr(self._local, "sampling", False)
-        return self._usage_of(cluster, self._current(asking))
+        return self._usage_of((kind, name), self._current(asking))
 
-    def idle_since(self, cluster: str) -> str | None:
-        """When the samples first found ``cluster`` idle since it was last busy (RFC 3339)."""
+    def idle_since(self, name: str, kind: str = CLUSTER) -> str | None:
+        """When the samples first found cluster (or, ``kind`` a job kind's ``word``, job)
+        ``name`` idle since it was last busy (RFC 3339)."""
         with self._lock:
-            return self._idle_since.get(cluster)
+            return self._idle_since.get((kind, name))
 
     # -- sampling -----------------------------------------------------------------------------
 
@@ -211,14 +234,32 @@ class UsageService:
         return sample
 
     def _pods_on_nodes(self) -> bool:
-        """Whether any of the namespace's Ray clusters has a pod bound to a node (the caches)."""
-        from .cluster_objects import ray_pods
+        """Whether any of the namespace's Ray clusters or jobs has a pod bound to a node (the
+        caches)."""
+        return any(self._pods(subject) for subject in self._subjects())
 
-        for raycluster in self.session.cached_ray_clusters():
-            name = str((raycluster.get("metadata") or {}).get("name") or "")
-            if cluster_pods(ray_pods(self.session, name), name):
-                return True
-        return False
+    def _subjects(self) -> list[Subject]:
+        """The namespace's Ray clusters and the jobs of each kind whose pods are their own, as
+        the caches hold them now."""
+        return [
+            *((CLUSTER, _name(rc)) for rc in self.session.cached_ray_clusters()),
+            *(
+                (kind.word, _name(job))
+                for kind, resource in POD_KINDS
+                for job in self.session.cached_jobs(resource)
+            ),
+        ]
+
+    def _pods(self, subject: Subject) -> list[Any]:
+        """The pods of ``subject`` that hold a node now: a cluster's (KubeRay's label), or a
+        job's own (its kind's ``pod_label``)."""
+        from .cluster_objects import job_pods, ray_pods
+
+        kind, name = subject
+        if kind == CLUSTER:
+            return cluster_pods(ray_pods(self.session, name), name)
+        job_kind = _POD_KINDS.get(kind)
+        return holding_pods(job_pods(self.session, job_kind, name)) if job_kind else []
 
     def _lasting_answer(self) -> MetricsRead | None:
         """The last answer again, without a call, while it is one that asking again soon
@@ -234,18 +275,16 @@ class UsageService:
             return []
         with self._lock:
             wanted = list(self._followers.values())
-        names = {
-            str((rc.get("metadata") or {}).get("name") or "")
-            for rc in self.session.cached_ray_clusters()
-        }
+        names = {_name(rc) for rc in self.session.cached_ray_clusters()}
         chosen: set[str] = set()
         for followed in wanted:
             chosen |= names if followed is None else (set(followed()) & names)
         return sorted(n for n in chosen if self._head_ready(n))
 
     def _head_ready(self, name: str) -> bool:
-        """KubeRay's ``HeadPodReady`` condition is True (only then is the head asked)."""
-        return is_true(conditions(self.session.cached_ray_cluster(name)).get("HeadPodReady"))
+        """KubeRay says the head is ready (only then is it asked), as the cache holds it."""
+        raycluster = self.session.cached_ray_cluster(name)
+        return raycluster is not None and head_ready(raycluster)
 
     def _ask_ray(self, name: str) -> RayLoad | str:
         assert self.ray_load is not None
@@ -256,15 +295,14 @@ class UsageService:
         except (RayError, KubeError) as err:
             return f"Ray on {name} could not be asked: {err}"
 
-    def _usage_of(self, cluster: str, sample: _Sample | None) -> ClusterUsage:
-        from .cluster_objects import ray_pods
-
-        pods = cluster_pods(ray_pods(self.session, cluster), cluster)
+    def _usage_of(self, subject: Subject, sample: _Sample | None) -> ClusterUsage:
+        pods = self._pods(subject)
         if sample is None:
             return cluster_usage(
                 pods, None, "not read yet", idle_cpu_fraction=self.idle_cpu_fraction
             )
-        ray = sample.ray.get(cluster)
+        kind, name = subject
+        ray = sample.ray.get(name) if kind == CLUSTER else None  # only a cluster has a Ray
         return cluster_usage(
             pods,
             sample.usages,
@@ -274,32 +312,30 @@ class UsageService:
             idle_cpu_fraction=self.idle_cpu_fraction,
         )
 
-    def _record(self, sample: _Sample) -> set[str]:
-        """Idle clocks and which clusters' usage changed with ``sample``."""
+    def _record(self, sample: _Sample) -> set[Subject]:
+        """Idle clocks, and whose usage changed with ``sample`` as a reader sees it."""
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        changed: set[str] = set()
-        names = [
-            str((rc.get("metadata") or {}).get("name") or "")
-            for rc in self.session.cached_ray_clusters()
-        ]
-        for name in names:
-            usage = self._usage_of(name, sample)
-            as_json: dict[str, Any] = usage.to_json()
+        changed: set[Subject] = set()
+        subjects = self._subjects()
+        for subject in subjects:
+            kind, name = subject
+            usage = self._usage_of(subject, sample)
             with self._lock:
                 if usage.idle:
-                    self._idle_since.setdefault(name, now)
+                    self._idle_since.setdefault(subject, now)
                 else:
-                    self._idle_since.pop(name, None)
-            if usage.idle and self.verdict_key is not None:
+                    self._idle_since.pop(subject, None)
+            shown = usage.shown()
+            if kind == CLUSTER and usage.idle and self.verdict_key is not None:
                 # The rule's verdict moves with time and with the queues (a warning due, a
                 # workload that came to wait): a change of it is a change to tell.
-                as_json["verdict"] = self.verdict_key(name)
+                shown = (*shown, self.verdict_key(name))
             with self._lock:
-                if self._last.get(name) != as_json:
-                    self._last[name] = as_json
-                    changed.add(name)
+                if self._last.get(subject) != shown:
+                    self._last[subject] = shown
+                    changed.add(subject)
         with self._lock:
-            for gone in set(self._last) - set(names):
+            for gone in set(self._last) - set(subjects):
                 self._last.pop(gone, None)
                 self._idle_since.pop(gone, None)
         return changed
@@ -316,3 +352,7 @@ class UsageService:
                 log.exception("jupyter_dw usage sample failed")
             self._wake.wait(self.period)
             self._wake.clear()
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")

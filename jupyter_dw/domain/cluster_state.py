@@ -129,6 +129,14 @@ def _desired_from_spec(spec: Mapping[str, Any]) -> int:
     return _worker_sum(spec, "replicas")
 
 
+def head_ready(raycluster: Mapping[str, Any]) -> bool:
+    """KubeRay says the cluster's head is ready (its ``HeadPodReady`` condition; before that
+    condition existed, KubeRay < 1.2, ``status.state`` ``ready`` was the only signal)."""
+    condition = _conditions(raycluster).get("HeadPodReady")
+    state = _text(_map(raycluster.get("status")).get("state"))
+    return _is_true(condition) or (condition is None and state == "ready")
+
+
 def _read_facts(
     raycluster: Mapping[str, Any],
     workload: Mapping[str, Any] | None,
@@ -142,11 +150,9 @@ def _read_facts(
     ray = _conditions(raycluster)
     head = _map(status.get("head"))
     head_condition = ray.get("HeadPodReady")
-    ray_state = _text(status.get("state"))
-    # Before the HeadPodReady condition existed (KubeRay < 1.2) "ready" was the only signal.
-    head_ready = _is_true(head_condition) or (head_condition is None and ray_state == "ready")
+    ready = head_ready(raycluster)
     head_started = (
-        head_ready
+        ready
         or _text(head.get("podName")) is not None
         or (head_condition is not None and head_condition.get("reason") != _HEAD_POD_NOT_FOUND)
     )
@@ -159,9 +165,9 @@ def _read_facts(
         deleting=_text(metadata.get("deletionTimestamp")) is not None,
         suspend=spec.get("suspend") is True,
         ray=ray,
-        ray_state=ray_state,
+        ray_state=_text(status.get("state")),
         ray_reason=_text(status.get("reason")),
-        head_ready=head_ready,
+        head_ready=ready,
         head_started=head_started,
         workers_ready=max(0, _int(status.get("readyWorkerReplicas")) or 0),
         workers_desired=max(0, workers_desired),

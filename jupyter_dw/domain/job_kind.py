@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 from jupyter_dw.domain.cluster_spec import ValidatedSpec
 from jupyter_dw.domain.fit import PodSetRequest
 from jupyter_dw.domain.lenient import mapping, text
+from jupyter_dw.domain.usage import ClusterUsage, Subject, usage_json
 from jupyter_dw.domain.workloads import WorkloadInfo, created_by, held_by_kueue, workload_fields
 from jupyter_dw.names import PRIORITY_CLASS_LABEL, QUEUE_LABEL
 
@@ -62,6 +63,13 @@ class JobInfo:
     end_time: str | None
     owner: str | None = None
     """The username that created it through jupyter_dw (as a cluster's ``owner``)."""
+    usage: ClusterUsage | None = None
+    """What its pods use against what they hold (:meth:`JobKind.pods` says whose they are:
+    a RayJob's its cluster's, the submitter's pod not counted; a TrainJob's its JobSet's,
+    summed as a cluster's are); None when usage is off (``usage_interval`` 0) or the kind
+    does not say how its pods are found."""
+    idle_since: str | None = None
+    """When the usage samples first found it idle since it was last busy."""
 
     @property
     def final(self) -> bool:
@@ -75,9 +83,18 @@ class JobInfo:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape the REST API, the events socket and the kernel share: every field,
-        ``final``, and the Workload's part."""
-        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "workload"}
-        return {**shown, "final": self.final, **workload_fields(self.workload)}
+        ``final``, the Workload's part and ``usage`` (with ``idle_since``)."""
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_SHOWN}
+        return {
+            **shown,
+            "final": self.final,
+            **workload_fields(self.workload),
+            "usage": usage_json(self.usage, self.idle_since),
+        }
+
+
+_NOT_SHOWN = frozenset({"workload", "usage", "idle_since"})
+"""The fields :meth:`JobInfo.to_json` shows in a shape of their own."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +189,11 @@ class JobKind(ABC, Generic[Request, Info]):
     ``get``, a permission the access checks list."""
     watched_with: ClassVar[tuple[str, ...]] = ()
     """Kinds (``RayCluster``) whose caches a listing waits for too (a RayJob's own cluster)."""
+    pod_label: ClassVar[str | None] = None
+    """The label each pod of a job carries, valued with the job's name, when its pods are its
+    own (a TrainJob's: JobSet's ``jobset.sigs.k8s.io/jobset-name``): they are watched (a pod
+    cache of the kind's own, ``<word>-pods``) and what they use, summed, is its ``usage``
+    (:meth:`pods`)."""
 
     # -- its words on the surfaces ---------------------------------------------------------
     word: ClassVar[str]
@@ -215,6 +237,15 @@ class JobKind(ABC, Generic[Request, Info]):
     def with_workers(self, job: Request, workers: int) -> Request:
         """``job`` with ``workers`` workers (only for a kind whose :meth:`workers` answers)."""
         raise NotImplementedError
+
+    # -- its pods --------------------------------------------------------------------------
+    def pods(self, info: Info) -> Subject | None:
+        """Whose pods are job ``info``'s, as the usage sampler knows them: ``(word, name)``,
+        the job's own, when :attr:`pod_label` finds them; a kind whose jobs run on a Ray
+        cluster says ``(CLUSTER, <its cluster>)`` (a RayJob: its usage is its cluster's, Ray's
+        load included; ``""`` until the cluster is named). None: the kind does not say, and
+        its records' ``usage`` stays None."""
+        return (self.word, info.name) if self.pod_label else None
 
     # -- its state -------------------------------------------------------------------------
     @abstractmethod

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
 
 from jupyter_dw.domain.lenient import mapping as _map
@@ -37,6 +37,12 @@ METERED = ("cpu", "memory")
 """What the metrics API measures; a GPU's use comes from Ray only."""
 
 Basis = Literal["ray", "metrics"]
+
+CLUSTER = "cluster"
+Subject = tuple[str, str]
+"""``(kind, name)`` of what usage is sampled for: a Ray cluster (:data:`CLUSTER`, a RayJob's own
+included), or a job of a workload kind whose pods are its own (the kind's ``word``: a
+TrainJob's, see :attr:`jupyter_dw.domain.job_kind.JobKind.pod_label`)."""
 
 
 def is_gpu(resource: str) -> bool:
@@ -53,6 +59,26 @@ def _amount(value: Any) -> Decimal | None:
         return parse_quantity(value) if isinstance(value, str | int | float) else None
     except QuantityError:
         return None
+
+
+_BINARY = tuple(
+    (unit, Decimal(2**power)) for unit, power in (("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10))
+)
+_CENTI = Decimal("0.01")
+
+
+def shown_amount(resource: str, value: Decimal) -> str:
+    """``value`` as every surface words it (``usage_bar.js``'s ``amountText`` for the sidebar
+    and the widgets, the notebook's HTML): CPU ``1.4``, ``0.25``, under a hundredth of a core
+    in millicores (``3m``: a quiet pod's use is not ``0``); memory ``2.3Gi``."""
+    unit = ""
+    if resource == "memory":
+        unit, size = next(((u, s) for u, s in _BINARY if value >= s), ("", Decimal(1)))
+        value = value / size
+    elif resource == "cpu" and 0 < value < _CENTI:
+        return f"{max(1, int((value * 1000).quantize(Decimal(1), ROUND_HALF_UP)))}m"
+    step = Decimal(1) if value >= 100 else Decimal("0.1") if value >= 1 else _CENTI
+    return f"{value.quantize(step, ROUND_HALF_UP).normalize():f}{unit}"
 
 
 @dataclass(frozen=True)
@@ -193,6 +219,40 @@ class ClusterUsage:
     idle: bool | None = None
     idle_basis: Basis | None = None
 
+    def shown(self) -> tuple[Any, ...]:
+        """What a reader of this usage sees: each figure as the surfaces word it
+        (:func:`shown_amount`), the reasons, Ray's load and idle; not ``sampled_at``, nor the
+        digits a rounded figure hides. A sample whose CPU rate moved only within them is no
+        change to tell anyone (:mod:`jupyter_dw.core.usage`)."""
+        ray = self.ray
+        return (
+            tuple(
+                (
+                    r,
+                    shown_amount(r, use.held),
+                    None if use.used is None else shown_amount(r, use.used),
+                )
+                for r, use in sorted(self.resources.items())
+            ),
+            self.metrics_reason,
+            self.ray_reason,
+            None
+            if ray is None
+            else (
+                None
+                if ray.resources is None
+                else tuple(
+                    (name, shown_amount("", used), shown_amount("", total))
+                    for name, (used, total) in sorted(ray.resources.items())
+                ),
+                ray.jobs_running,
+                ray.jobs_pending,
+                ray.actors_alive,
+            ),
+            self.idle,
+            self.idle_basis,
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "resources": {r: use.to_json(r) for r, use in sorted(self.resources.items())},
@@ -205,13 +265,33 @@ class ClusterUsage:
         }
 
 
+def usage_json(
+    usage: ClusterUsage | None,
+    idle_since: str | None,
+    idle_action: Mapping[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """REST's ``usage`` of a cluster or a job: the :class:`ClusterUsage` with when it became
+    idle and the idle rule's verdict (clusters only); None when usage is off."""
+    if usage is None:
+        return None
+    return {**usage.to_json(), "idle_since": idle_since, "idle_action": idle_action}
+
+
 def cluster_pods(pods: Iterable[Mapping[str, Any]], cluster: str) -> list[Mapping[str, Any]]:
-    """The cluster's pods that hold a node now (scheduled, not finished, not being deleted)."""
+    """The cluster's pods that hold a node now (see :func:`holding_pods`)."""
+    return holding_pods(
+        pod
+        for pod in pods
+        if _map(_map(pod.get("metadata")).get("labels")).get(RAY_CLUSTER_LABEL) == cluster
+    )
+
+
+def holding_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The pods (of one cluster, or one job) that hold a node now: scheduled, not finished,
+    not being deleted."""
     held = []
     for pod in pods:
         metadata = _map(pod.get("metadata"))
-        if _map(metadata.get("labels")).get(RAY_CLUSTER_LABEL) != cluster:
-            continue
         if metadata.get("deletionTimestamp"):
             continue
         if _map(pod.get("status")).get("phase") in ("Succeeded", "Failed"):
@@ -230,7 +310,8 @@ def cluster_usage(
     ray_reason: str | None = None,
     idle_cpu_fraction: Decimal = Decimal("0.05"),
 ) -> ClusterUsage:
-    """Use against requests over ``pods`` (one cluster's, see :func:`cluster_pods`).
+    """Use against requests over ``pods`` (one cluster's, see :func:`cluster_pods`, or one
+    job's, see :func:`holding_pods`).
 
     ``usages`` None: the metrics API could not be read (``metrics_reason`` says why). A pod
     the metrics API does not list yet (it needs two scrapes) makes the use unknown, not low.
@@ -270,7 +351,7 @@ def cluster_usage(
         reason = "the metrics API was not read"
     if not pods:
         used, below = None, False
-        reason = reason or "no pod of the cluster runs"
+        reason = reason or "no pod of it runs"
     gpus = [resource for resource in held if is_gpu(resource)]
     ray_gpu = (ray.resources or {}).get("GPU") if ray is not None and len(gpus) == 1 else None
     resources = {

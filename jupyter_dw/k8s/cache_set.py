@@ -10,8 +10,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from jupyter_dw.domain.freshness import STALE, Freshness
+from jupyter_dw.domain.job_kind import JobKind
 from jupyter_dw.names import JOB_UID_LABEL, RAY_CLUSTER_LABEL
 
 from .access import AccessResult, Permission
@@ -62,6 +64,22 @@ BY_RAY_CLUSTER = "ray-cluster"
 """Pod cache index: the ``ray.io/cluster`` label (the RayCluster's name)."""
 BY_INVOLVED_UID = "involved-uid"
 """Event cache index: ``involvedObject.uid`` (the RayCluster's ``metadata.uid``)."""
+BY_JOB = "job"
+"""A kind's pod cache index (:func:`pods_cache`): its ``pod_label`` (the job's name)."""
+
+
+def pods_cache(kind: JobKind[Any, Any]) -> str:
+    """The name of the cache of a workload kind's own pods (``trainjob-pods``), for a kind
+    whose description says the label they carry (:attr:`JobKind.pod_label`): a watch of
+    pods of its own, by that label (the ``pods`` cache holds Ray's only); its listeners hear
+    changes under this name, not ``pods``."""
+    return f"{kind.word}-pods"
+
+
+POD_KINDS: tuple[tuple[JobKind[Any, Any], Resource], ...] = tuple(
+    (kind, resource) for kind, resource in JOB_RESOURCES if kind.pod_label
+)
+"""The workload kinds whose pods are their own and found by a label, with their resources."""
 
 
 def _involved_uid(obj: Object) -> list[str]:
@@ -74,11 +92,13 @@ _INDEXES: dict[str, dict[str, IndexFunc]] = {
     RAY_CLUSTER.plural: {BY_UID: uid_index},
     POD.plural: {BY_RAY_CLUSTER: label_index(RAY_CLUSTER_LABEL)},
     EVENT.plural: {BY_INVOLVED_UID: _involved_uid},
+    **{pods_cache(kind): {BY_JOB: label_index(str(kind.pod_label))} for kind, _ in POD_KINDS},
 }
 _PROJECTIONS: dict[str, Projection] = {
     # Only a pod's metadata and status are read; every other cache keeps all but
     # managedFields (see .projection and tests/unit/test_projection.py).
     POD.plural: slim_pod,
+    **{pods_cache(kind): slim_pod for kind, _ in POD_KINDS},
 }
 _FIELD_SELECTORS: dict[str, str] = {
     # KubeRay's warnings about RayClusters only (InvalidRayClusterSpec, ...): a namespace's
@@ -87,7 +107,8 @@ _FIELD_SELECTORS: dict[str, str] = {
 }
 
 Wanted = dict[str, tuple[Resource, str | None]]
-"""``{plural: (resource, label selector)}`` of the caches to have."""
+"""``{name: (resource, label selector)}`` of the caches to have: a cache's name is its
+resource's plural, but for a kind's own pods' (:func:`pods_cache`)."""
 
 
 def wanted_caches(discovery: Discovery, denied: Callable[[Kind], bool]) -> Wanted:
@@ -108,6 +129,9 @@ def wanted_caches(discovery: Discovery, denied: Callable[[Kind], bool]) -> Wante
     for job_kind, job_resource in JOB_RESOURCES:
         if discovery.serves(job_kind) and not denied(job_resource):
             wanted[job_resource.plural] = (job_resource, None)
+            if job_kind.pod_label and not denied(POD):
+                # What its jobs' pods hold and use (core/usage.py): those pods only.
+                wanted[pods_cache(job_kind)] = (POD, job_kind.pod_label)
     return wanted
 
 
@@ -194,17 +218,17 @@ class CacheSet:
                     resource,
                     namespace if resource.namespaced else None,
                     label_selector=selector,
-                    field_selector=_FIELD_SELECTORS.get(resource.plural),
+                    field_selector=_FIELD_SELECTORS.get(plural),
                     idle_timeout=self._idle_timeout,
                 ),
                 backoff=self._backoff,
-                indexes=_INDEXES.get(resource.plural),
+                indexes=_INDEXES.get(plural),
                 on_health=lambda _health: self._on_health(),
-                projection=_PROJECTIONS.get(resource.plural, slim),
+                projection=_PROJECTIONS.get(plural, slim),
             )
             for registration in self._listeners:
                 registration.removers.append(
-                    cache.add_listener(_bind(registration.listener, resource.plural))
+                    cache.add_listener(_bind(registration.listener, plural))
                 )
             self.caches[plural] = cache
             self._specs[plural] = (resource, selector)

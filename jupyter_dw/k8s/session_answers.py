@@ -46,11 +46,12 @@ class SessionAnswers(SessionState):
 
     # -- generic reads ---------------------------------------------------------------------
 
-    def indexed(self, kind: Kind, index: str, key: str) -> list[Object]:
-        """The objects of ``kind`` that the cache's ``index`` maps ``key`` to (the indexes are
-        ``cache_set``'s ``BY_*``), as the cache holds them now: no waiting, no I/O; empty when
-        ``kind`` is not readable, or ``key`` is empty."""
-        cache = self._cache_set.watching(kind.plural)
+    def indexed(self, kind: Kind | str, index: str, key: str) -> list[Object]:
+        """The objects of ``kind`` (or of the cache of that name: a kind's own pods,
+        ``cache_set``'s ``pods_cache``) that the cache's ``index`` maps ``key`` to (the indexes
+        are ``cache_set``'s ``BY_*``), as the cache holds them now: no waiting, no I/O; empty
+        when ``kind`` is not readable, or ``key`` is empty."""
+        cache = self._cache_set.watching(kind if isinstance(kind, str) else kind.plural)
         return cache.by_index(index, key) if cache is not None and key else []
 
     def get_object(self, resource: Resource, name: str) -> Object:
@@ -275,6 +276,12 @@ class SessionAnswers(SessionState):
             return ray.get_raycluster(self.api, self.namespace, name, resource)
         except KubeForbidden as err:
             raise ray.not_found(self.namespace, name, resource) from err
+
+    def cached_jobs(self, resource: Resource) -> list[Object]:
+        """Every ``resource`` object its cache holds now (no waiting, no I/O; empty when not
+        read)."""
+        cache = self._cache_set.watching(resource.plural)
+        return cache.snapshot() if cache is not None else []
 
     def cached_job(self, resource: Resource, name: str) -> Object | None:
         """``resource`` object ``name`` as its cache holds it now (no waiting, no I/O)."""

@@ -22,7 +22,7 @@ from ..domain.milestones import Milestone
 from ..domain.priorities import PreemptedBy
 from ..domain.quantity import parse_quantity
 from ..domain.quota import QueueSummary
-from ..domain.usage import is_gpu
+from ..domain.usage import ClusterUsage, is_gpu, shown_amount
 from ..domain.workloads import WorkloadInfo
 from .tones import color_of
 
@@ -182,7 +182,6 @@ def preemptor_words(preempted_by: PreemptedBy) -> str:
 
 
 _LABELS = {"cpu": "CPU", "memory": "Memory"}
-_BINARY = tuple((u, Decimal(2**p)) for u, p in (("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)))
 
 
 def _order(resource: str) -> tuple[int, str]:
@@ -194,30 +193,20 @@ def _label(resource: str) -> str:
     return _LABELS.get(resource) or ("GPU" if is_gpu(resource) else resource)
 
 
-def _short(resource: str, value: Decimal) -> str:
-    """As the sidebar words it (usage_bar.js's ``amountText``): CPU ``1.4``, memory ``2.3Gi``."""
-    unit = ""
-    if resource == "memory":
-        unit, size = next(((u, s) for u, s in _BINARY if value >= s), ("", Decimal(1)))
-        value = value / size
-    digits = 0 if value >= 100 else 1 if value >= 1 else 2
-    return f"{round(value, digits).normalize():f}{unit}"
-
-
 def _count(n: int | None, one: str, many: str) -> str:
     return f"{many} unknown" if n is None else f"{n} {one if n == 1 else many}"
 
 
-def usage_html(info: ClusterInfo) -> str:
+def usage_html(usage: ClusterUsage | None, idle_since: str | None) -> str:
     """Used of held per resource (the held amount and the reason when the use is unknown,
-    never a zero), the idle line and Ray's load: the sidebar's words (``usage_bar.js``)."""
-    usage = info.usage
+    never a zero), the idle line and Ray's load of a cluster or a job: the sidebar's words
+    (``usage_bar.js``)."""
     if usage is None:
         return ""
     rows = []
     for resource in sorted(usage.resources, key=_order):
         use = usage.resources[resource]
-        label, held = _label(resource), _short(resource, use.held)
+        label, held = _label(resource), shown_amount(resource, use.held)
         if use.used is None:
             why = (
                 usage.ray_reason or "only Ray tells a GPU's use, and it has not yet"
@@ -232,10 +221,14 @@ def usage_html(info: ClusterInfo) -> str:
             by = " by Ray" if is_gpu(resource) else ""
             share = float(use.used / use.held) if use.held > 0 else 0.0
             rows.append(
-                bar(share, f"{label} {_short(resource, use.used)} of {held} used{by}", "#2b6cb0")
+                bar(
+                    share,
+                    f"{label} {shown_amount(resource, use.used)} of {held} used{by}",
+                    "#2b6cb0",
+                )
             )
     if usage.idle:
-        since = _time(info.idle_since)
+        since = _time(idle_since)
         minutes = (
             f" {int((datetime.now(since.tzinfo) - since).total_seconds() // 60)} min"
             f" (since {clock_html(since)})"
@@ -243,7 +236,7 @@ def usage_html(info: ClusterInfo) -> str:
             else ""
         )
         holding = " and ".join(
-            f"{_short(r, usage.resources[r].held)} {_label(r)}"
+            f"{shown_amount(r, usage.resources[r].held)} {_label(r)}"
             for r in sorted(usage.resources, key=_order)
             if r == "cpu" or is_gpu(r)
         )
@@ -257,7 +250,9 @@ def usage_html(info: ClusterInfo) -> str:
         for name in ("CPU", "GPU"):
             pair = (ray.resources or {}).get(name)
             if pair is not None and (name == "CPU" or pair[1] > 0):
-                parts.append(f"{_short('', pair[0])} of {_short('', pair[1])} {name} in use")
+                parts.append(
+                    f"{shown_amount('', pair[0])} of {shown_amount('', pair[1])} {name} in use"
+                )
         parts.append(f"{_count(ray.jobs_running, 'job', 'jobs')} running")
         if ray.jobs_pending:
             parts.append(f"{_count(ray.jobs_pending, 'job', 'jobs')} pending")
@@ -311,7 +306,7 @@ def cluster_html(info: ClusterInfo) -> str:
             f"{status.workers_ready}/{status.workers_desired} workers ready",
         )
     )
-    parts.append(usage_html(info))
+    parts.append(usage_html(info.usage, info.idle_since))
     parts.append(timeline_html(info.milestones))
     if info.dashboard_url is not None:
         where = f"<code>{escape(info.dashboard_url)}</code>"

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..core.errors import KubeError
+from .display import usage_html
 from .runtime import runtime
 
 FORWARD = ("queued", "admitted", "starting", "running")
@@ -142,4 +143,6 @@ class JobHandle:
     def _repr_html_(self) -> str:
         info = self._last or self.status()
         said = f" — {info.reason}: {info.message}" if info.message else ""
-        return f"<b>{self.kind} {html.escape(info.name)}</b>: {html.escape(info.state + said)}"
+        head = f"<b>{self.kind} {html.escape(info.name)}</b>: {html.escape(info.state + said)}"
+        # What its pods use of what they hold, in the words of a cluster's card.
+        return head + usage_html(info.usage, info.idle_since)

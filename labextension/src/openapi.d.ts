@@ -741,7 +741,7 @@ export interface components {
       /** @description What the cluster uses against what it holds; null when usage is off. */
       usage: null | components['schemas']['ClusterUsage'];
     };
-    /** @description What a cluster's pods use now against what they request, read at most once per `usage_interval` (15 s). `resources` (cpu, memory, GPUs...): `held` is the requests of the pods on a node, `used` the metrics API's reading for cpu and memory (null with `reason` when it cannot be read, never a zero), Ray's GPUs in use for a GPU (null when Ray did not answer). `ray`: Ray's own load (null with `ray_reason` when Ray cannot be asked, or was not: a cluster whose head is not ready). `idle`: Ray reports nothing in use, no job running or pending and no live actor (`idle_basis: ray`); where Ray cannot tell, every pod uses less than `idle_cpu_fraction` of its CPU request (`metrics`); null when neither can tell. */
+    /** @description What a cluster's (or a RayJob's cluster's, or a TrainJob's) pods use now against what they request, read at most once per `usage_interval` (15 s). `resources` (cpu, memory, GPUs...): `held` is the requests of the pods on a node, `used` the metrics API's reading for cpu and memory (null with `reason` when it cannot be read, never a zero), Ray's GPUs in use for a GPU (null when Ray did not answer). `ray`: Ray's own load (null with `ray_reason` when Ray cannot be asked, or was not: a cluster whose head is not ready). `idle`: Ray reports nothing in use, no job running or pending and no live actor (`idle_basis: ray`); where Ray cannot tell, every pod uses less than `idle_cpu_fraction` of its CPU request (`metrics`); null when neither can tell. */
     ClusterUsage: {
       resources: {
         [key: string]: components['schemas']['ResourceUse'];
@@ -1169,6 +1169,8 @@ export interface components {
       created: components['schemas']['NullableTime'];
       start_time: components['schemas']['NullableTime'];
       end_time: components['schemas']['NullableTime'];
+      /** @description What the RayJob's own RayCluster's pods use against what they hold (its submitter's pod not counted) and Ray's load on it, as a cluster's `usage` (the same sample; `idle_action` always null: the idle rule acts on clusters only); null when usage is off. */
+      usage: null | components['schemas']['ClusterUsage'];
     };
     KubeRayJobList: {
       namespace: string;
@@ -1251,13 +1253,15 @@ export interface components {
       };
       created: components['schemas']['NullableTime'];
       end_time: components['schemas']['NullableTime'];
+      /** @description What the TrainJob's pods (its JobSet's) use against what they hold, summed as a cluster's `usage` is (the same sample; `ray` null: a TrainJob has no Ray to ask; idle by the metrics API only; `idle_action` always null); null when usage is off. */
+      usage: null | components['schemas']['ClusterUsage'];
     };
     TrainJobList: {
       namespace: string;
       positions_visible: boolean;
       trainjobs: components['schemas']['TrainJob'][];
     };
-    /** @description A RayJob changed, or its Workload did, or a change of a Workload of its queue or of a queue moved its Workload's position (`cause`). `rayjob` is the record `GET rayjobs` lists; null, with `event` `DELETED`, once it is gone. */
+    /** @description A RayJob changed, or its Workload did, or a change of a Workload of its queue or of a queue moved its Workload's position, or what its cluster's pods use (`cause`). `rayjob` is the record `GET rayjobs` lists; null, with `event` `DELETED`, once it is gone. */
     KubeRayJobMessage: {
       /**
        * @description discriminator enum property added by openapi-typescript
@@ -1267,10 +1271,14 @@ export interface components {
       event: components['schemas']['ChangeEvent'];
       name: string;
       cause: {
-        /** @enum {unknown} */
+        /**
+         * @description `PodMetrics`: a new usage sample changed what the job's pods use (as its `usage` words it) or whether they are idle; `name` is its RayCluster's name.
+         * @enum {unknown}
+         */
         kind:
           | 'RayJob'
           | 'Workload'
+          | 'PodMetrics'
           | 'LocalQueue'
           | 'ClusterQueue'
           | 'Cohort'
@@ -1281,7 +1289,7 @@ export interface components {
       };
       rayjob: null | components['schemas']['KubeRayJob'];
     };
-    /** @description A TrainJob changed, or its Workload did, or a change of a Workload of its queue or of a queue moved its Workload's position (`cause`). `trainjob` is the record `GET trainjobs` lists; null, with `event` `DELETED`, once it is gone. */
+    /** @description A TrainJob changed, or its Workload did, or a change of a Workload of its queue or of a queue moved its Workload's position, or what its pods use (`cause`). `trainjob` is the record `GET trainjobs` lists; null, with `event` `DELETED`, once it is gone. */
     TrainJobMessage: {
       /**
        * @description discriminator enum property added by openapi-typescript
@@ -1291,10 +1299,14 @@ export interface components {
       event: components['schemas']['ChangeEvent'];
       name: string;
       cause: {
-        /** @enum {unknown} */
+        /**
+         * @description `PodMetrics`: a new usage sample changed what the job's pods use (as its `usage` words it) or whether they are idle; `name` is the TrainJob's name.
+         * @enum {unknown}
+         */
         kind:
           | 'TrainJob'
           | 'Workload'
+          | 'PodMetrics'
           | 'LocalQueue'
           | 'ClusterQueue'
           | 'Cohort'
@@ -1459,7 +1471,7 @@ export interface components {
       name: string;
       cause: {
         /**
-         * @description `WatchHealth`: the cluster's `freshness` changed (`name` is its new state). `Event`: a Warning event of KubeRay about the cluster (e.g. `InvalidRayClusterSpec`, which makes it `stalled`). `PodMetrics`: a new usage sample changed what the cluster uses or whether it is idle.
+         * @description `WatchHealth`: the cluster's `freshness` changed (`name` is its new state). `Event`: a Warning event of KubeRay about the cluster (e.g. `InvalidRayClusterSpec`, which makes it `stalled`). `PodMetrics`: a new usage sample changed what the cluster uses as its `usage` words it (a figure as shown, a reason, Ray's load, idle: not a CPU rate moving within the rounding, nor `sampled_at` alone) or whether it is idle.
          * @enum {unknown}
          */
         kind:

@@ -140,6 +140,7 @@ export function rayjob(name: string, extra: Partial<KubeRayJob> = {}): KubeRayJo
     created: '2026-11-24T10:00:00Z',
     start_time: null,
     end_time: null,
+    usage: null,
     ...extra
   };
 }
@@ -167,6 +168,7 @@ export function trainjob(name: string, extra: Partial<TrainJob> = {}): TrainJob 
     requests: { cpu: '2' },
     created: '2026-11-24T10:00:00Z',
     end_time: null,
+    usage: null,
     ...extra
   };
 }

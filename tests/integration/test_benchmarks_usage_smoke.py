@@ -24,7 +24,12 @@ def test_bench_usage_measures_every_configuration(tmp_path: Path) -> None:
         assert c["requests"] == (
             c["metrics_requests"] + c["recheck_requests"] + c["other_requests"]
         ), name
-        for key in ("metrics_per_minute", "others_per_minute", "ray_calls_per_cluster_per_minute"):
+        for key in (
+            "metrics_per_minute",
+            "others_per_minute",
+            "ray_calls_per_cluster_per_minute",
+            "cluster_messages_per_socket_per_minute",
+        ):
             assert isinstance(c[key], float), (name, key)
     # Usage off asks neither the metrics API nor any Ray; on, both are asked in the window.
     off = configs["off"]

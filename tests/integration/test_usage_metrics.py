@@ -42,6 +42,17 @@ def annotated(group: dict[str, Any], cpu: str, memory: str) -> None:
     )
 
 
+def use(kube: client.ApiClient, namespace: str, selector: str, **usage: str) -> None:
+    """Make the one pod ``selector`` matches use ``cpu`` and/or ``memory`` from now on (KWOK
+    reads its annotations at each scrape)."""
+    [pod] = client.CoreV1Api(kube).list_namespaced_pod(namespace, label_selector=selector).items
+    names = {"cpu": USAGE_CPU_ANNOTATION, "memory": USAGE_MEMORY_ANNOTATION}
+    annotations = {names[resource]: amount for resource, amount in usage.items()}
+    client.CoreV1Api(kube).patch_namespaced_pod(
+        pod.metadata.name, namespace, {"metadata": {"annotations": annotations}}
+    )
+
+
 def cpu_near(usage: dict[str, Any] | None, cores: str) -> bool:
     used = ((usage or {}).get("resources") or {}).get("cpu", {}).get("used")
     if used is None:
@@ -77,18 +88,7 @@ async def test_used_against_held_from_the_metrics_api_and_its_changes_live(
     assert code == 200 and cpu_near(listed["usage"], "1"), listed["usage"]
 
     # The worker's use changes: the next samples say so on the socket, nothing asked.
-    [worker] = (
-        client.CoreV1Api(kube)
-        .list_namespaced_pod(
-            namespace, label_selector="ray.io/cluster=used,ray.io/node-type=worker"
-        )
-        .items
-    )
-    client.CoreV1Api(kube).patch_namespaced_pod(
-        worker.metadata.name,
-        namespace,
-        {"metadata": {"annotations": {USAGE_CPU_ANNOTATION: "5m", USAGE_MEMORY_ANNOTATION: "1Gi"}}},
-    )
+    use(kube, namespace, "ray.io/cluster=used,ray.io/node-type=worker", cpu="5m", memory="1Gi")
     quieter = await events.cluster_state(
         "used",
         lambda s: bool(s and cpu_near(s["usage"], "255m")),

@@ -52,8 +52,8 @@ def test_a_removed_role_shows_a_stale_banner(
     expect(banner).to_contain_text("Stale since")
     expect(banner).to_contain_text("forbidden: this identity may no longer")
     expect(banner).to_contain_text("last known state")
-    # TrainJobs are watched too where the test bed runs Kubeflow Trainer (Kueue 0.19).
-    trainjobs = " trainjobs," if Versions.selected().trainjobs else ""
+    # TrainJobs (and their pods) are watched too where the test bed runs Kubeflow Trainer.
+    trainjobs = " trainjob-pods, trainjobs," if Versions.selected().trainjobs else ""
     expect(banner.locator(".jp-dw-freshness-affected")).to_have_text(
         f"Affected: events, localqueues, pods, rayclusters, rayjobs,{trainjobs} workloads"
     )

@@ -41,17 +41,19 @@ def kernel_lab(
     cell: str,
     *,
     rules: list[dict[str, Any]] | None = None,
+    kernel_environ: dict[str, str] | None = None,
 ) -> Iterator[LabServer]:
     """JupyterLab whose kernels see the pod's service account (a kernel cannot see the
     server's command line, so the setting is in its environment), with ``widgets.ipynb``
     holding ``cell``; ``rules``: the workbench's namespaced RBAC instead of
-    ``namespace_rules()``."""
+    ``namespace_rules()``; ``kernel_environ``: more ``JUPYTER_DW_*`` settings."""
     identity = workbench(
         rules=namespace_rules() if rules is None else rules, cluster_rules=CLUSTER_READ_RULES
     )
     environ = {
         **identity.environ,
         "JUPYTER_DW_SERVICE_ACCOUNT_DIR": str(identity.service_account_dir),
+        **(kernel_environ or {}),
     }
     server = LabServer(
         service_account_dir=identity.service_account_dir,
@@ -66,6 +68,17 @@ def kernel_lab(
     server.start()
     yield server
     server.stop()
+
+
+def run_all_cells(page: Page, url: str) -> None:
+    """Open the notebook at ``url`` and run every cell once its kernel is connected (a run
+    asked before is dropped); returns when the first cell has run."""
+    page.goto(url)
+    expect(page.locator(".jp-Cell").first).to_be_visible(timeout=60_000)
+    page.wait_for_function(KERNEL_CONNECTED, polling=100, timeout=60_000)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    expect(page.locator(".jp-InputPrompt").first).to_contain_text("[1]", timeout=60_000)
 
 
 @pytest.fixture

@@ -28,9 +28,9 @@ from tests.ui.test_sidebar_scale import (
     worker_group,
 )
 from tests.ui.test_widgets import (
-    KERNEL_CONNECTED,
     expected_console_errors,  # noqa: F401 (a fixture: Notebook 7's own start-up error)
     kernel_lab,
+    run_all_cells,
 )
 
 pytestmark = pytest.mark.cluster
@@ -62,12 +62,7 @@ def test_status_widget_shows_a_pending_scale_up_and_scales(
 ) -> None:
     elastic_queue(kueue)
     lab.api("POST", "clusters", elastic_cluster(NAME))
-    page.goto(f"{lab.url}{path}?token={lab.token}")
-    expect(page.locator(".jp-Cell").first).to_be_visible(timeout=60_000)
-    page.wait_for_function(KERNEL_CONNECTED, polling=100, timeout=60_000)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-    expect(page.locator(".jp-InputPrompt").first).to_contain_text("[1]", timeout=60_000)
+    run_all_cells(page, f"{lab.url}{path}?token={lab.token}")
 
     output = page.locator(".jp-OutputArea-output").first
     state = output.locator(".jp-dw-state")

@@ -19,7 +19,7 @@ from tests.integration.clusters_support import make_queue, small_cluster
 from tests.ui.lab import LabServer
 from tests.ui.test_sidebar import READY_TIMEOUT
 from tests.ui.test_stop_resume import STOP_RULES, raycluster, wait_no_pods, workload
-from tests.ui.test_widgets import KERNEL_CONNECTED, kernel_lab
+from tests.ui.test_widgets import kernel_lab, run_all_cells
 
 pytestmark = pytest.mark.cluster
 
@@ -45,12 +45,7 @@ def test_status_widget_stops_and_resumes(
     make_queue(kueue)
     lab.api("POST", "clusters", small_cluster(WIDGET, workers=2))
     me = lab.api("GET", "context")["identity"]["username"]
-    page.goto(f"{lab.url}/lab/tree/widgets.ipynb?token={lab.token}")
-    expect(page.locator(".jp-Cell").first).to_be_visible(timeout=60_000)
-    page.wait_for_function(KERNEL_CONNECTED, polling=100, timeout=60_000)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-    expect(page.locator(".jp-InputPrompt").first).to_contain_text("[1]", timeout=60_000)
+    run_all_cells(page, f"{lab.url}/lab/tree/widgets.ipynb?token={lab.token}")
 
     output = page.locator(".jp-OutputArea-output").first
     state = output.locator(".jp-dw-state")

@@ -300,3 +300,18 @@ def test_reading_positions_opens_the_queue_watches_once():
         board.entries(["lq"])
     names(board)
     assert caches.watched == ["localqueues", "clusterqueues"]
+
+
+def test_the_board_is_settled_only_with_no_call_under_way_or_scheduled():
+    checks = Checks()
+    caches, board = two_waiting(checks)
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=1))
+    assert board.settled
+    with board.held_only():
+        board.entries(["lq"])  # a live view's background ask, scheduled
+    assert not board.settled
+    checks.run()  # asked: the answer lists two, Kueue counts one, a check is scheduled
+    assert caches.asked == ["lq"] and not board.settled
+    caches.event("localqueues", "MODIFIED", local_queue("lq", pending=2))
+    checks.run()  # the count caught up: the check asks nothing and ends
+    assert caches.asked == ["lq"] and board.settled

@@ -58,6 +58,7 @@ RESULTS = {
                 "others_per_minute": 0.0,
                 "watches_opened": 0,
                 "ray_calls_per_cluster_per_minute": ray,
+                "cluster_messages_per_socket_per_minute": 0.5,
             }
             for name, metrics, ray in (("off", 0.0, 0.0), ("usage", 4.0, 12.0), ("rule", 4.0, 12.0))
         },
@@ -90,7 +91,7 @@ def test_every_table_is_rendered_between_its_markers(tmp_path: Path) -> None:
     assert "(Ready → known: 12.0 ms)" in text
     assert "| list queues | — | — | — | — | names and flavors only |" in text
     assert "baseline, same run | 60 s | 4.0 | 0.0 | 4.0 | 0.0 | 0 | 0.0 |" in text
-    assert "| (b) usage on, every 15 s | 60 s | 8.0 | 4.0 | 4.0 | 0.0 | 0 | 12.0 |" in text
+    assert "| (b) usage on, every 15 s | 60 s | 8.0 | 4.0 | 4.0 | 0.0 | 0 | 12.0 | 0.5 |" in text
     assert "(`idle_cluster_timeout = 3600`) | 60 s | 8.0 | 4.0 | 4.0 | 0.0 | 0 | 12.0 |" in text
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import pytest
+
+from jupyter_dw.domain.quantity import parse_quantity
 from jupyter_dw.domain.usage import (
     RayLoad,
     cluster_pods,
@@ -12,6 +15,7 @@ from jupyter_dw.domain.usage import (
     pod_usages,
     queue_holding,
     ray_resources,
+    shown_amount,
 )
 
 
@@ -126,7 +130,7 @@ def test_pods_that_hold_no_node_are_not_counted():
     going["metadata"]["deletionTimestamp"] = "2026-11-26T10:00:00Z"
     assert cluster_pods([gated, done, going], "c") == []
     usage = cluster_usage([], {})
-    assert usage.idle is None and usage.metrics_reason == "no pod of the cluster runs"
+    assert usage.idle is None and usage.metrics_reason == "no pod of it runs"
 
 
 def gpu_pod(name: str, gpus: str = "1") -> dict[str, Any]:
@@ -171,3 +175,25 @@ def test_a_queue_s_holding_sums_clusters_and_is_unknown_when_any_part_is():
         },
     }
     assert queue_holding([]).to_json() == {"clusters": 0, "resources": {}}
+
+
+@pytest.mark.parametrize(
+    ("resource", "quantity", "shown"),
+    [
+        # What usage_bar.js's amountText shows for the same quantities (node, 2026-11).
+        ("cpu", "1437m", "1.4"),
+        ("cpu", "250010307n", "0.25"),
+        ("cpu", "0.0104", "0.01"),
+        ("cpu", "2500000n", "3m"),
+        ("cpu", "0.005", "5m"),
+        ("cpu", "4", "4"),
+        ("cpu", "123.4", "123"),
+        ("memory", "812Mi", "812Mi"),
+        ("memory", "1324Mi", "1.3Gi"),
+        ("memory", "2469606195", "2.3Gi"),
+        ("memory", "0", "0"),
+        ("", "0.25", "0.25"),
+    ],
+)
+def test_a_figure_is_shown_as_the_sidebar_words_it(resource, quantity, shown):
+    assert shown_amount(resource, parse_quantity(quantity)) == shown

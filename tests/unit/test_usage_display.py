@@ -32,14 +32,14 @@ def test_used_of_held_and_an_unknown_use_in_words():
         NO_METRICS,
         ray=RayLoad({"CPU": (Decimal(1), Decimal(4))}, 1, 0, 2),
     )
-    html = usage_html(info(usage))
+    html = usage_html(usage, None)
     assert "CPU 1.4 of 4 used" in html
     assert f'Memory 8Gi held <span style="opacity:.7">— use unknown: {NO_METRICS}' in html
     assert "GPU 0 of 1 used by Ray" in html
     assert "Ray: 1 of 4 CPU in use, 1 job running, 2 actors" in html
     assert "Idle" not in html
     assert "CPU 1.4 of 4 used" in cluster_html(info(usage))
-    assert usage_html(info(None)) == ""
+    assert usage_html(None, None) == ""
 
 
 def test_an_idle_cluster_says_for_how_long_and_what_it_holds():
@@ -51,7 +51,7 @@ def test_an_idle_cluster_says_for_how_long_and_what_it_holds():
         idle=True,
         idle_basis="ray",
     )
-    html = usage_html(info(usage, since.isoformat()))
+    html = usage_html(usage, since.isoformat())
     assert "Idle 42 min (since <time" in html
     assert "holding 4 CPU and 1 GPU" in html
 

@@ -12,9 +12,15 @@ from decimal import Decimal
 from typing import Any, cast
 
 from jupyter_dw.core.usage import UsageService
-from jupyter_dw.domain.usage import RayLoad
+from jupyter_dw.domain.kinds.trainjob import TRAINJOB as TRAINJOB_KIND
+from jupyter_dw.domain.usage import CLUSTER, RayLoad
+from jupyter_dw.k8s.cache_set import pods_cache
 from jupyter_dw.k8s.metrics import MetricsRead
+from jupyter_dw.k8s.resources import TRAIN_JOB
 from jupyter_dw.k8s.session import KubeSession
+
+TRAINJOB = TRAINJOB_KIND.word  # a TrainJob's usage subject: its kind's word
+TRAINJOB_PODS = pods_cache(TRAINJOB_KIND)  # its pods' cache, made from its pod_label
 
 
 def raycluster(name: str, head_ready: bool = True) -> dict[str, Any]:
@@ -25,9 +31,9 @@ def raycluster(name: str, head_ready: bool = True) -> dict[str, Any]:
     }
 
 
-def pod(name: str, cluster: str) -> dict[str, Any]:
+def pod(name: str, cluster: str, label: str = "ray.io/cluster") -> dict[str, Any]:
     return {
-        "metadata": {"name": name, "labels": {"ray.io/cluster": cluster}},
+        "metadata": {"name": name, "labels": {label: cluster}},
         "spec": {
             "nodeName": "n",
             "containers": [
@@ -43,6 +49,8 @@ class Session:
         self.clusters = [raycluster("a"), raycluster("b", head_ready=False)]
         self.pods = {"a": [pod("a-head", "a")], "b": [pod("b-head", "b")]}
         self.cpu = {"a-head": "500m", "b-head": "10m"}
+        self.trainjobs: list[dict[str, Any]] = []
+        self.trainjob_pods: dict[str, list[dict[str, Any]]] = {}
         self.reads = 0
 
     def pod_metrics(self) -> MetricsRead:
@@ -61,7 +69,13 @@ class Session:
     def cached_ray_cluster(self, name: str) -> dict[str, Any] | None:
         return next((c for c in self.clusters if c["metadata"]["name"] == name), None)
 
+    def cached_jobs(self, resource: Any) -> list[dict[str, Any]]:
+        assert resource == TRAIN_JOB
+        return self.trainjobs
+
     def indexed(self, kind: Any, index: str, key: str) -> list[dict[str, Any]]:
+        if kind == TRAINJOB_PODS:
+            return self.trainjob_pods.get(key, [])
         return self.pods.get(key, [])
 
 
@@ -109,12 +123,12 @@ def test_a_live_view_never_asks_and_nothing_is_read_without_a_reader():
 def test_ray_is_asked_only_for_ready_clusters_and_idle_is_clocked():
     session, clock, loads = Session(), Clock(), []
     usage = service(session, clock, loads)
-    told: list[set[str]] = []
+    told: list[set[tuple[str, str]]] = []
     usage.add_listener(told.append)
     usage.follow()  # a viewer showing every cluster
     usage.sample()
     assert loads == ["a"]  # b's head is not ready
-    assert told == [{"a", "b"}]
+    assert told == [{(CLUSTER, "a"), (CLUSTER, "b")}]
     a = usage.usage("a", ask=False)
     assert a.idle is True and a.idle_basis == "ray"
     since = usage.idle_since("a")
@@ -123,10 +137,10 @@ def test_ray_is_asked_only_for_ready_clusters_and_idle_is_clocked():
     b = usage.usage("b", ask=False)
     assert (b.idle, b.idle_basis) == (True, "metrics")
     usage.sample()
-    assert told == [{"a", "b"}] and usage.idle_since("a") == since  # nothing changed
+    assert len(told) == 1 and usage.idle_since("a") == since  # nothing changed
     session.cpu["b-head"] = "900m"
     usage.sample()
-    assert told[-1] == {"b"} and usage.idle_since("b") is None
+    assert told[-1] == {(CLUSTER, "b")} and usage.idle_since("b") is None
 
 
 def test_following_samples_until_the_last_follower_leaves():
@@ -186,3 +200,51 @@ def test_nothing_to_measure_asks_nothing():
     clock.now += 15.0
     usage.sample()
     assert session.reads == 1 and usage.reads == 1
+
+
+def test_a_rate_that_moves_within_the_shown_figure_is_no_change():
+    # metrics-server's CPU is a rate: each sample reads a little differently. A reader sees
+    # "0.5" either way; only a change of the figure shown (or of idle) is told.
+    session, clock, loads = Session(), Clock(), []
+    usage = service(session, clock, loads)
+    told: list[set[tuple[str, str]]] = []
+    usage.add_listener(told.append)
+    usage.follow()
+    usage.sample()
+    assert len(told) == 1
+    session.cpu["a-head"] = "500300000n"  # 0.5003 cores: still "0.5"
+    session.cpu["b-head"] = "10400000n"  # 0.0104: still "0.01"
+    clock.now += 15.0
+    usage.sample()
+    assert len(told) == 1 and usage.usage("a", ask=False).resources["cpu"].used == Decimal("0.5003")
+    session.cpu["a-head"] = "560m"  # "0.56": a reader sees it
+    clock.now += 15.0
+    usage.sample()
+    assert told[-1] == {(CLUSTER, "a")}
+
+
+def test_a_trainjob_is_its_pods_summed_from_the_same_sample():
+    session, clock, loads = Session(), Clock(), []
+    session.trainjobs = [{"metadata": {"name": "t"}}]
+    label = "jobset.sigs.k8s.io/jobset-name"
+    session.trainjob_pods = {"t": [pod("t-0", "t", label), pod("t-1", "t", label)]}
+    session.cpu.update({"t-0": "250m", "t-1": "750m"})
+    usage = service(session, clock, loads)
+    told: list[set[tuple[str, str]]] = []
+    usage.add_listener(told.append)
+    usage.follow()
+    usage.sample()
+    assert session.reads == 1 and loads == ["a"]  # one read for clusters and jobs; no Ray
+    assert (TRAINJOB, "t") in told[0]
+    job = usage.usage("t", ask=False, kind=TRAINJOB)
+    assert job.resources["cpu"].held == Decimal(2) and job.resources["cpu"].used == Decimal(1)
+    assert job.ray is None and job.idle is False and job.idle_basis == "metrics"
+    session.cpu["t-1"] = "1m"  # 250m + 1m of 2 CPU: t-0 still above 5 %, the figure moved
+    clock.now += 15.0
+    usage.sample()
+    assert told[-1] == {(TRAINJOB, "t")}
+    assert usage.usage("t", ask=False, kind=TRAINJOB).resources["cpu"].used == Decimal("0.251")
+    session.trainjobs = []  # gone: forgotten
+    clock.now += 15.0
+    usage.sample()
+    assert usage.idle_since("t", TRAINJOB) is None and (TRAINJOB, "t") not in usage._last

@@ -42,6 +42,7 @@ from jupyter_dw.domain.job_kind import (
 )
 from jupyter_dw.domain.lenient import mapping, text
 from jupyter_dw.domain.request_fields import RequestFields, SpecError, name_parser
+from jupyter_dw.domain.usage import CLUSTER, Subject
 from jupyter_dw.domain.validation import dns1035_label_error
 from jupyter_dw.domain.workloads import WorkloadInfo
 from jupyter_dw.names import RAY_GROUP, RAY_VERSION, RAYCLUSTER_KIND, RAYJOB_KIND
@@ -430,6 +431,9 @@ class RayJobKind(JobKind[ValidatedRayJob, RayJobInfo]):
 
     def with_workers(self, job: ValidatedRayJob, workers: int) -> ValidatedRayJob:
         return job.with_workers(workers)
+
+    def pods(self, info: RayJobInfo) -> Subject | None:
+        return CLUSTER, info.cluster or ""
 
     def ended(self, obj: Mapping[str, Any]) -> Reading | None:
         status = mapping(obj.get("status"))

@@ -47,6 +47,7 @@ from jupyter_dw.domain.workloads import WorkloadInfo, pod_requests
 from jupyter_dw.names import (
     CLUSTER_TRAINING_RUNTIME_KIND,
     GPU_RESOURCE,
+    JOBSET_NAME_LABEL,
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
     OWNER_ANNOTATION,
@@ -404,6 +405,7 @@ class TrainJobKind(JobKind[ValidatedTrainJob, TrainJobInfo]):
         "trainer_not_installed",
     )
     references = ((TRAINER_GROUP, "clustertrainingruntimes"),)
+    pod_label = JOBSET_NAME_LABEL
     word = "trainjob"
     does = "run TrainJobs (Kubeflow Trainer)"
     name_rule = (

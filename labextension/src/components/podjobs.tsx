@@ -2,7 +2,7 @@
  * The sidebar's cards for jobs made of pod sets besides clusters (RayJobs, TrainJobs): one card
  * and one section for every kind, a kind being what its card adds (`IJobKindView`). Kueue's
  * state, reason and position while it decides, then the job's own controller's words; who made
- * it; delete.
+ * it; what its pods use of what they hold (as a cluster's card words it); delete.
  */
 import * as React from 'react';
 
@@ -11,6 +11,7 @@ import { DWModel } from '../model';
 import { PodSetJobs } from '../podjobs';
 import { CardHead, CardReason, DeleteButton, QueuePosition } from './card';
 import { ErrorNote } from './status';
+import { UsageView } from './usage';
 
 type PodSetJob = KubeRayJob | TrainJob;
 
@@ -57,6 +58,7 @@ function JobCard<T extends PodSetJob>(props: {
         positionInClusterQueue={j.position_in_cluster_queue}
       />
       {view.body(j)}
+      <UsageView name={j.name} usage={j.usage} />
       <div className="jp-dw-card-actions">
         <DeleteButton
           name={j.name}

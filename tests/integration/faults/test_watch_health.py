@@ -52,9 +52,11 @@ Message = dict[str, Any]
 
 
 def namespaced_caches(plane: DisposableCluster) -> set[str]:
-    """:data:`NAMESPACED_CACHES`, plus ``trainjobs`` on a plane that runs Kubeflow Trainer
-    (beside Kueue 0.19: the session then watches TrainJobs in the namespace)."""
-    return NAMESPACED_CACHES | ({"trainjobs"} if plane.versions.trainjobs else set())
+    """:data:`NAMESPACED_CACHES`, plus ``trainjobs`` and ``trainjob-pods`` on a plane that
+    runs Kubeflow Trainer (beside Kueue 0.19: the session then watches TrainJobs and their
+    pods in the namespace)."""
+    extra = {"trainjobs", "trainjob-pods"} if plane.versions.trainjobs else set()
+    return NAMESPACED_CACHES | extra
 
 
 def health_is(state: str) -> Callable[[Message], bool]:
