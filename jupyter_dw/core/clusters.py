@@ -58,7 +58,6 @@ from ..domain.quota import QuotaTree, format_amount
 from ..domain.ray_auth import Refusal, kuberay_refusal, ray_auth_of
 from ..domain.scheduling import FlavorTraits
 from ..domain.workloads import created_by
-from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable
 from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
 from ..k8s.session import KubeSession
 from ..names import (
@@ -68,6 +67,14 @@ from ..names import (
 from .cluster_objects import kuberay_warnings, ray_cluster_by_uid, ray_pods, slices_of
 from .cluster_results import ClusterInfo, ClusterList, Deleted, FitResult, PodInfo
 from .elastic import ElasticSupport
+from .errors import (
+    InvalidName,
+    InvalidRequest,
+    InvalidSpec,
+    KubeForbidden,
+    KubeRejected,
+    KubeUnreachable,
+)
 from .positions import PositionBoard
 from .queue_state import QueueState, queue_state
 from .settings import refuse_writes
@@ -82,18 +89,6 @@ CLUSTER_SOURCES = (RAY_CLUSTER.plural, WORKLOAD.plural, POD.plural)
 
 FIT_NAME = "fit-check"
 """The name a fit check uses when the request names no cluster yet (sizing comes first)."""
-
-
-class InvalidSpec(InvalidRequest):
-    """A cluster request that fails validation (400); ``errors`` maps field → message."""
-
-    code = "invalid_spec"
-
-
-class InvalidName(InvalidRequest):
-    """A cluster name (from a URL) that no RayCluster can have (400); nothing was asked."""
-
-    code = "invalid_name"
 
 
 IDEMPOTENCY_KEY_FIELD = "idempotency_key"

@@ -28,7 +28,6 @@ from ..k8s.auth import Credentials, load_credentials
 from ..k8s.client import KubeApi
 from ..k8s.discovery import Discovery, discover
 from ..k8s.elastic import FEATURE_GATE, ElasticJobs, probe_elastic_jobs
-from ..k8s.errors import KubeError
 from ..k8s.rbac import Subject, render_rbac
 from ..k8s.resources import (
     LOCAL_QUEUE,
@@ -36,6 +35,7 @@ from ..k8s.resources import (
     RAY_CLUSTER,
     VISIBILITY_LOCAL_QUEUE,
 )
+from .errors import DWError
 from .settings import DWSettings, load_settings
 
 Status = Literal["ok", "missing", "optional-missing", "failed", "skipped"]
@@ -148,7 +148,7 @@ def run_doctor(
         credentials = load_credentials(
             settings.service_account_dir, kube_context or settings.kube_context, environ
         )
-    except KubeError as err:
+    except DWError as err:
         return _stopped(_failed("connection", "credentials", err, "everything"))
     namespace = namespace or credentials.namespace or "default"
     invalid = dns1123_label_error(namespace)
@@ -189,7 +189,7 @@ class _Doctor:
         self.say(f"contacting the API server at {self.api.host}")
         try:
             version = self.api.get("/version")
-        except KubeError as err:
+        except DWError as err:
             self.checks.append(_failed("connection", "API server", err, "everything"))
             return self._report(None, None)
         self.checks.append(
@@ -204,7 +204,7 @@ class _Doctor:
         self.say("asking who this identity is")
         try:
             identity = who_am_i(self.api)
-        except KubeError as err:
+        except DWError as err:
             self.checks.append(_failed("connection", "identity", err, "everything"))
             return self._report(None, None)
         self.checks.append(
@@ -220,14 +220,14 @@ class _Doctor:
         self.say("discovering the Kueue, visibility and KubeRay APIs")
         try:
             discovery = discover(self.api)
-        except KubeError as err:
+        except DWError as err:
             self.checks.append(_failed("api", "API discovery", err, "everything"))
             return self._report(identity, None)
         self._apis(discovery)
         self.say(f"asking the API server about {len(NEEDED_PERMISSIONS)} permissions")
         try:
             access = check_access(self.api, self.namespace)
-        except KubeError as err:
+        except DWError as err:
             self.checks.append(_failed("permission", "access reviews", err, "everything"))
             return self._report(identity, discovery)
         allowed = {p.name: r.allowed for p, r in access.items()}
@@ -278,7 +278,7 @@ class _Doctor:
         else:
             try:
                 discovery.require_kueue()
-            except KubeError as err:
+            except DWError as err:
                 self.checks.append(
                     _failed("api", "Kueue", err, "queues, quota, admission", "missing")
                 )
@@ -295,7 +295,7 @@ class _Doctor:
         else:
             try:
                 discovery.require_kuberay()
-            except KubeError as err:
+            except DWError as err:
                 self.checks.append(_failed("api", "KubeRay", err, "Ray clusters", "missing"))
         if discovery.kuberay_installed:
             self.checks.append(_ray_auth_check(discovery, self.ray_auth))
@@ -315,7 +315,7 @@ class _Doctor:
         self.say(f"listing LocalQueues in namespace {self.namespace}")
         try:
             items = self.api.get(resource.path(self.namespace)).get("items") or []
-        except KubeError as err:
+        except DWError as err:
             self.checks.append(_failed("queues", "LocalQueues", err, "submitting Ray clusters"))
             return [], None
         queues: list[LocalQueueInfo] = []
@@ -382,7 +382,7 @@ class _Doctor:
                 )
             else:
                 detail = f"{resource.group}/{version} answers"
-        except KubeError as err:
+        except DWError as err:
             self.checks.append(
                 _failed("api", "visibility API", err, unlocks, "optional-missing", required=False)
             )
@@ -493,7 +493,7 @@ def _ray_auth_check(discovery: Discovery, mode: str) -> Check:
 def _failed(
     kind: str,
     name: str,
-    err: KubeError,
+    err: DWError,
     unlocks: str,
     status: Status = "failed",
     required: bool = True,

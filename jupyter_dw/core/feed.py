@@ -38,7 +38,6 @@ from ..domain.freshness import FRESH, Freshness, WatchHealth
 from ..domain.kinds.rayjob import owning_rayjob
 from ..domain.usage import CLUSTER, QueueHolding, Subject
 from ..domain.workloads import Owner, WorkloadInfo, owner_of
-from ..k8s.errors import KubeError
 from ..k8s.resources import (
     CLUSTER_QUEUE,
     COHORT,
@@ -55,6 +54,7 @@ from ..k8s.watch_events import DELETED
 from ..names import JOB_UID_LABEL, RAY_CLUSTER_LABEL, RAY_GROUP
 from .cluster_objects import ray_cluster_by_uid
 from .clusters import ClusterInfo, ClusterService
+from .errors import DWError
 from .holdings import holding, holdings
 from .kind_service import KindService
 from .queue_state import queue_state
@@ -109,14 +109,14 @@ class Snapshot:
 
     namespace: str | None
     queues: QueueList | None
-    queues_error: KubeError | None
+    queues_error: DWError | None
     clusters: tuple[ClusterInfo, ...] | None
-    clusters_error: KubeError | None
+    clusters_error: DWError | None
     positions_visible: bool
     health: WatchHealth | None = None
     workloads: tuple[WorkloadInfo, ...] | None = None
-    workloads_error: KubeError | None = None
-    jobs: Mapping[str, tuple[Sequence[Any] | None, KubeError | None]] = field(default_factory=dict)
+    workloads_error: DWError | None = None
+    jobs: Mapping[str, tuple[Sequence[Any] | None, DWError | None]] = field(default_factory=dict)
     """Each workload kind's records (None when not served, or with its error), by the kind's
     word (``rayjob``, ``trainjob``): listed as ``rayjobs``, ``rayjobs_error``, ..."""
     holdings: Mapping[str, QueueHolding] | None = None
@@ -160,7 +160,7 @@ class QueuesChanged:
 
     cause: Cause
     queues: QueueList | None
-    error: KubeError | None
+    error: DWError | None
 
     def to_json(self) -> dict[str, Any]:
         """The events socket's ``queues`` message."""
@@ -380,7 +380,7 @@ class ChangeFeed:
         if self._infos is None:
             try:
                 self._infos = {c.status.name: c for c in self._live_clusters()}
-            except KubeError as err:
+            except DWError as err:
                 log.info("jupyter_dw: holdings not known: %s", err)
         return self._infos
 
@@ -673,15 +673,15 @@ class ChangeFeed:
         return None
 
 
-def _answer(func: Callable[[], T]) -> tuple[T | None, KubeError | None]:
-    """``(result, None)``, or ``(None, error)`` when ``func`` raises a KubeError."""
+def _answer(func: Callable[[], T]) -> tuple[T | None, DWError | None]:
+    """``(result, None)``, or ``(None, error)`` when ``func`` raises a DWError."""
     try:
         return func(), None
-    except KubeError as err:
+    except DWError as err:
         return None, err
 
 
-def _error(err: KubeError | None) -> dict[str, Any] | None:
+def _error(err: DWError | None) -> dict[str, Any] | None:
     return err.to_json() if err is not None else None
 
 
@@ -698,7 +698,7 @@ def _concerns_namespace(session: KubeSession, plural: str, event_type: str, obj:
     name = str((obj.get("metadata") or {}).get("name") or "")
     try:
         state = queue_state(session)
-    except KubeError:
+    except DWError:
         return True  # the answer will be this error: worth a message
     used = {lq.cluster_queue for lq in state.local_queues}
     if name in used:

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..domain.idle_rule import IdleVerdict
-from ..k8s.errors import KubeError, KubeForbidden, KubeNotFound
 from ..names import RAY_GROUP
 from .clusters import ClusterService
+from .errors import DWError, KubeForbidden, KubeNotFound
 from .stopping import WrongState, stop_cluster
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ class IdleRuleRunner:
                 self.clusters.delete(name)
         except (WrongState, KubeNotFound):
             return False  # it changed meanwhile (resumed, stopped, gone): nothing to do
-        except KubeError as err:
+        except DWError as err:
             log.error("jupyter_dw idle rule: could not %s %s: %s", verdict.action, name, err)
             return False
         log.warning("jupyter_dw idle rule: %s %s", name, verdict.message())
@@ -105,7 +105,7 @@ class IdleRuleRunner:
         except KubeForbidden as err:
             # The stop record on the RayCluster says it too; the Event is a courtesy.
             log.warning("jupyter_dw idle rule: no Event written (create events): %s", err)
-        except KubeError as err:
+        except DWError as err:
             log.warning("jupyter_dw idle rule: no Event written: %s", err)
 
     def _run(self) -> None:
@@ -136,6 +136,6 @@ def on_server_stop(clusters: ClusterService, action: str) -> list[tuple[str, str
                 done.append((name, "deleted"))
         except (WrongState, KubeNotFound) as err:
             done.append((name, f"left as it is ({err.error})"))
-        except KubeError as err:
+        except DWError as err:
             done.append((name, f"failed: {err}"))
     return done

@@ -12,7 +12,8 @@ from ..domain.cluster_spec import SpecError, ValidatedSpec
 from ..k8s.errors import KubeApiError
 from ..k8s.resources import by_kind
 from ..k8s.session import KubeSession
-from .clusters import ClusterService, InvalidSpec
+from .clusters import ClusterService
+from .errors import InvalidSpec
 
 
 class CoreEnvironment:

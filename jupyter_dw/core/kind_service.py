@@ -17,7 +17,6 @@ from ..domain.fit import PodSetRequest
 from ..domain.job_kind import Info, JobKind, MissingReference, QueueChoices, Request
 from ..domain.kueue_model import default_local_queue
 from ..domain.workloads import is_replaced_slice
-from ..k8s.errors import KubeForbidden, KubeNotFound, KubeRejected
 from ..k8s.resources import Resource, by_kind, kind_resource
 from ..k8s.session import KubeSession
 from ..names import IDEMPOTENCY_KEY_ANNOTATION
@@ -26,14 +25,13 @@ from .cluster_results import Deleted, FitResult
 from .clusters import (
     FIT_NAME,
     ClusterService,
-    InvalidName,
-    InvalidSpec,
     check_idempotency_key,
     new_idempotency_key,
     priority_names,
     requested_queue,
     require_mapping,
 )
+from .errors import InvalidName, InvalidSpec, KubeForbidden, KubeNotFound, KubeRejected
 from .job_environment import CoreEnvironment
 from .listing import ByName
 from .queue_state import QueueState, queue_state

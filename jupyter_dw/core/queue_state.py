@@ -31,7 +31,7 @@ from ..domain.priorities import PriorityClass
 from ..domain.quota import QuotaTree
 from ..domain.scheduling import FlavorTraits
 from ..domain.validation import dns1123_subdomain_error
-from ..k8s.errors import InvalidRequest, KubeApiError, KubeError, KubeForbidden
+from ..k8s.errors import KubeApiError
 from ..k8s.resources import (
     CLUSTER_QUEUE,
     COHORT,
@@ -41,6 +41,7 @@ from ..k8s.resources import (
 )
 from ..k8s.session import KubeSession
 from ..k8s.watch_cache import Object, WatchCache
+from .errors import DWError, InvalidRequest, KubeForbidden
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ def _with_unseen_queues(
         return state
     try:
         listed = session.api.get(resource.path(session.namespace))
-    except KubeError:
+    except DWError:
         return state  # the list is a second chance, not a new way to fail
     known = {lq.name for lq in state.local_queues}
     unseen = [

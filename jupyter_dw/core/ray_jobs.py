@@ -29,12 +29,12 @@ from ..domain.ray_jobs import (
     plain_log,
 )
 from ..domain.usage import RayLoad, ray_load
-from ..k8s.errors import InvalidRequest
 from ..k8s.session import KubeSession
 from ..names import CLIENT_PORT
 from ..ray.errors import ClusterNotReady, RayAuthRefused, RayError, RayTokenUnavailable
 from ..ray.jobs_api import RayJobsClient
 from .clusters import ClusterService, check_cluster_name
+from .errors import InvalidRequest
 from .ray_token import ray_token
 
 ENDPOINT_TTL = 5.0

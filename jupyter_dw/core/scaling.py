@@ -24,13 +24,13 @@ from ..domain.kueue_model import LocalQueueInfo
 from ..domain.priorities import priority_value
 from ..domain.scale_fit import ScaleFit, assess_scale_up, held_flavors, worker_pod_set
 from ..k8s.elastic import FEATURE_GATE
-from ..k8s.errors import InvalidRequest
 from ..names import (
     AUTOSCALING_MIN_ANNOTATION,
     PRIORITY_CLASS_LABEL,
 )
 from .cluster_objects import ray_pods
 from .cluster_results import ClusterInfo
+from .errors import InvalidScale, NotElastic
 from .queue_state import queue_state
 
 if TYPE_CHECKING:
@@ -39,19 +39,6 @@ if TYPE_CHECKING:
 Object = dict[str, Any]
 
 WORKERS_FIELD = "workers"
-
-
-class InvalidScale(InvalidRequest):
-    """A size that cannot be asked for (400); ``errors["workers"]`` says why. Nothing was
-    changed."""
-
-    code = "invalid_scale"
-
-
-class NotElastic(InvalidRequest):
-    """The cluster cannot change size after admission (400). Nothing was changed."""
-
-    code = "not_elastic"
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ from ..domain.ray_auth import RAY_AUTH_MODES
 from ..domain.spec_policy import SIZES, SpecPolicy
 from ..domain.url_templates import CLIENT_SCHEMES, DEFAULT_TEMPLATE, validate_url_template
 from ..k8s.auth import DEFAULT_SERVICE_ACCOUNT_DIR
-from ..k8s.errors import KubeError
 from ..names import DASHBOARD_PORT
+from .errors import SettingsUnreadable
 
 log = logging.getLogger(__name__)
 
@@ -521,14 +521,6 @@ def file_config(
         merged.merge(loaded)
     section = merged.get(SECTION, {})
     return {key: value for key, value in section.items() if key in setting_names()}
-
-
-class SettingsUnreadable(KubeError):
-    """A configuration file could not be read, so the administrator's defaults and limits
-    may be missing: writes are refused (fail closed) until it is fixed."""
-
-    status = 500
-    code = "settings_unreadable"
 
 
 def refuse_writes(errors: Iterable[str]) -> None:

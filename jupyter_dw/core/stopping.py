@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from ..domain.cluster_state import ClusterSnapshot
 from ..domain.slices import slice_chain
 from ..domain.stop_record import BY_PERSON, STOP_ANNOTATIONS, StopRecord
-from ..k8s.errors import KubeError
 from .cluster_results import ClusterInfo
+from .errors import DWError, WrongState
 from .settings import refuse_writes
 
 if TYPE_CHECKING:
@@ -44,23 +44,6 @@ log = logging.getLogger(__name__)
 Object = dict[str, Any]
 
 STOPPED = "stopped"
-
-
-class WrongState(KubeError):
-    """The cluster is not in a state the action applies to (409); nothing was changed.
-    ``state`` is the cluster's state now."""
-
-    status = 409
-
-    def __init__(
-        self, error: str, reason: str | None, hint: str | None, state: str, code: str
-    ) -> None:
-        super().__init__(error, reason, hint)
-        self.state = state
-        self.code = code
-
-    def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "state": self.state}
 
 
 def _now() -> str:
@@ -95,7 +78,7 @@ def stop_cluster(
     try:
         for workload in targets:
             service.session.set_workload_active(_name(workload), False)
-    except KubeError:
+    except DWError:
         _forget_record(service, name)  # best effort: the record shows only while stopped
         raise
     return _fresh(service, name)
@@ -153,7 +136,7 @@ def _forget_record(service: ClusterService, name: str) -> None:
     try:
         removed: dict[str, str | None] = dict.fromkeys(STOP_ANNOTATIONS)
         service.session.annotate_raycluster(name, removed)
-    except KubeError as err:
+    except DWError as err:
         log.warning("could not remove the stop record of RayCluster %s: %s", name, err)
 
 

@@ -43,11 +43,10 @@ from ..domain.usage import (
     pod_usages,
 )
 from ..k8s.cache_set import POD_KINDS
-from ..k8s.errors import KubeError
 from ..k8s.listeners import Listeners
 from ..k8s.metrics import MetricsRead
 from ..k8s.session import KubeSession
-from ..ray.errors import RayError
+from .errors import DWError
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +58,7 @@ LASTING_RETRY = 300.0
 (not served, not allowed): a namespace without it is not asked every period."""
 
 RayLoader = Callable[[str], RayLoad]
-"""``load(cluster)``: what its Ray says of its load (raises ``RayError``/``KubeError``)."""
+"""``load(cluster)``: what its Ray says of its load (raises a ``DWError``)."""
 
 _POD_KINDS = {kind.word: kind for kind, _ in POD_KINDS}
 """A :data:`~jupyter_dw.domain.usage.Subject`'s kind other than :data:`CLUSTER`: the workload
@@ -203,7 +202,7 @@ class UsageService:
             try:
                 called = True
                 metrics = self.session.pod_metrics()
-            except KubeError as err:  # not connected yet, say
+            except DWError as err:  # not connected yet, say
                 metrics = MetricsRead(None, f"the metrics API could not be read: {err}")
         usages = pod_usages(metrics.items) if metrics.items is not None else None
         sample = _Sample(self.clock(), metrics, usages)
@@ -292,7 +291,7 @@ class UsageService:
             self.ray_calls += 1
         try:
             return self.ray_load(name)
-        except (RayError, KubeError) as err:
+        except DWError as err:
             return f"Ray on {name} could not be asked: {err}"
 
     def _usage_of(self, subject: Subject, sample: _Sample | None) -> ClusterUsage:

@@ -28,10 +28,10 @@ from ..domain.workloads import (
     sorted_workloads,
     workload_info,
 )
-from ..k8s.errors import InvalidRequest, KubeError
 from ..k8s.resources import JOB_RESOURCES, RAY_CLUSTER, Resource
 from ..k8s.session import KubeSession
 from .cluster_objects import workloads_of_job
+from .errors import DWError, InvalidFilter
 from .listing import ByName
 from .positions import PositionBoard
 from .record_memo import RecordMemo
@@ -44,12 +44,6 @@ OUR_KINDS: dict[tuple[str, str], Resource] = {
 }
 """The owner kinds jupyter_dw creates (``(kind, API group)``): RayClusters and every workload
 kind; their objects carry who made them."""
-
-
-class InvalidFilter(InvalidRequest):
-    """A ``queue`` or ``kind`` filter no Workload can match (400); nothing was read."""
-
-    code = "invalid_filter"
 
 
 def check_filters(queue: str | None, kind: str | None) -> None:
@@ -150,7 +144,7 @@ class WorkloadService:
         for resource in OUR_KINDS.values():
             try:
                 self.session.synced_cache(resource, deadline)
-            except KubeError as err:  # not known as ours then; the Workloads still show
+            except DWError as err:  # not known as ours then; the Workloads still show
                 log.info("jupyter_dw: %s not followed: %s", resource.plural, err)
 
     def made_by_me(self, info: WorkloadInfo) -> bool:

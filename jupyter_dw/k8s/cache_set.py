@@ -16,10 +16,11 @@ from jupyter_dw.domain.freshness import STALE, Freshness
 from jupyter_dw.domain.job_kind import JobKind
 from jupyter_dw.names import JOB_UID_LABEL, RAY_CLUSTER_LABEL
 
+from ..domain.errors import DWError
 from .access import AccessResult, Permission
 from .client import KubeApi
 from .discovery import Discovery
-from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized, NotReady
+from .errors import KubeConfigError, KubeForbidden, KubeUnauthorized, NotReady
 from .projection import Projection, slim, slim_pod
 from .resources import (
     CLUSTER_QUEUE,
@@ -265,7 +266,7 @@ class CacheSet:
             # Readable at start, forbidden now (RBAC changed): degrade like never readable.
             log.info("%s no longer readable: %s", kind.qualified, error)
             return None
-        if isinstance(error, KubeError):
+        if isinstance(error, DWError):
             raise error
         raise NotReady(
             f"The {kind.qualified} cache has not synced yet",

@@ -1,29 +1,18 @@
-"""Errors of the Kubernetes layer, each carrying what a user needs: what, why, and what to do.
-
-Every surface (HTTP handlers, widgets, magics, CLI) shows ``error``, ``reason`` and ``hint``
-as they are; the HTTP layer also uses ``status``. ``code`` is a stable machine-readable tag.
-"""
+"""Errors of the Kubernetes layer: each a :class:`DWError` (what, why, what to do) that
+says the failure came from talking to Kubernetes."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..domain.errors import DWError, InvalidRequest
 
-class KubeError(Exception):
+
+class KubeError(DWError):
     """Base class: a failure talking to Kubernetes, explained for a user."""
 
     status = 500
     code = "kubernetes_error"
-
-    def __init__(self, error: str, reason: str | None = None, hint: str | None = None) -> None:
-        super().__init__(error if reason is None else f"{error}: {reason}")
-        self.error = error
-        self.reason = reason
-        self.hint = hint
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"error", "reason", "hint", "code"}`` as the REST API returns it."""
-        return {"error": self.error, "reason": self.reason, "hint": self.hint, "code": self.code}
 
 
 class KubeConfigError(KubeError):
@@ -138,34 +127,13 @@ class KubeConflict(KubeApiError):
         super().__init__(409, error, reason, hint)
 
 
-class InvalidRequest(KubeError):
-    """A request that cannot be carried out as given (400), nothing was changed.
-
-    ``errors`` maps each bad field of the request to a message (``"request"`` for the request
-    as a whole); the REST API returns it as ``"errors"``.
-    """
-
-    status = 400
-    code = "invalid_request"
-
-    def __init__(
-        self,
-        error: str,
-        reason: str | None = None,
-        hint: str | None = None,
-        errors: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(error, reason, hint)
-        self.errors = dict(errors or {})
-
-    def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "errors": self.errors}
-
-
-class KubeRejected(InvalidRequest):
+class KubeRejected(KubeError, InvalidRequest):
     """The API server refused an object: schema validation (422 Invalid) or an admission
-    webhook or policy (which answer 403, though no permission is missing)."""
+    webhook or policy (which answer 403, though no permission is missing). A bad request
+    (``errors`` per field) that Kubernetes, not jupyter_dw, found bad."""
 
+    # Stated again: KubeError's 500 comes first in the method resolution order.
+    status = 400
     code = "rejected"
 
     def __init__(

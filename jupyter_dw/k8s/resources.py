@@ -36,7 +36,7 @@ from jupyter_dw.names import (
     WORKLOAD_PRIORITY_CLASS_KIND,
 )
 
-from .errors import InvalidRequest
+from ..domain.errors import InvalidRequest
 
 KUEUE_VERSIONS = ("v1beta2", "v1beta1")
 """Kueue API versions jupyter_dw reads, most preferred first (the domain model reads both)."""

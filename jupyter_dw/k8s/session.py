@@ -46,6 +46,7 @@ from collections.abc import Callable, Mapping
 
 from jupyter_dw.domain.freshness import STALE, WatchHealth
 
+from ..domain.errors import DWError
 from .access import NEEDED_PERMISSIONS, check_access, recheck_access, who_am_i
 from .auth import Credentials, load_credentials
 from .cache_set import CacheSet, SessionListener, served, wanted_caches
@@ -123,7 +124,7 @@ class KubeSession(SessionAnswers):
         self._start_lock = threading.Lock()
         self._started = threading.Event()
         self._starter: threading.Thread | None = None
-        self._start_error: KubeError | None = None
+        self._start_error: DWError | None = None
         self._stopping = False
         self._health_listeners: Listeners[HealthListener] = Listeners()
         self._cache_set = CacheSet(
@@ -168,7 +169,7 @@ class KubeSession(SessionAnswers):
                 self._stopping = False
             try:
                 self._connect()
-            except KubeError as err:
+            except DWError as err:  # a bad path segment (namespace) too, not only Kubernetes
                 with self._lock:
                     self._start_error = err
                     self._stop_caches()
@@ -237,7 +238,7 @@ class KubeSession(SessionAnswers):
     def _start_quietly(self) -> None:
         try:
             self.start()
-        except KubeError as err:
+        except DWError as err:
             log.warning("jupyter_dw could not connect to Kubernetes: %s", err)
         except Exception as err:  # unexpected: keep it visible to requests as a KubeError
             log.exception("jupyter_dw start-up failed")
@@ -460,7 +461,7 @@ class KubeSession(SessionAnswers):
             except Exception as err:  # keep following the cluster whatever one re-check hit
                 if stop.is_set():
                     return  # stopped mid-check: the client was closed under us
-                if isinstance(err, KubeError):
+                if isinstance(err, DWError):
                     log.info("jupyter_dw: re-checking permissions and APIs failed: %s", err)
                 else:
                     log.exception("jupyter_dw: re-checking permissions and APIs failed")

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import urllib3
 
+from ..domain.errors import DWError
 from ..domain.freshness import LIVE, RECONNECTING, STALE, Freshness
 from .errors import KubeConfigError, KubeError, KubeForbidden, KubeUnauthorized
 from .listeners import Listeners
@@ -395,7 +396,7 @@ class WatchCache:
                 permanent = isinstance(err, KubeForbidden | KubeUnauthorized | KubeConfigError)
                 self._observe(STALE if permanent else RECONNECTING, _health_reason(err))
                 # KubeApi already logged a failed call; say only that we retry.
-                level = logging.DEBUG if isinstance(err, KubeError) else logging.WARNING
+                level = logging.DEBUG if isinstance(err, DWError) else logging.WARNING
                 log.log(level, "%s: list/watch failed (%s); retrying", self.name, _describe(err))
             reconnecting = self._health.state == RECONNECTING
             if self._stop.wait(self._backoff.delay(attempt, reconnecting)):
@@ -698,12 +699,12 @@ def _health_reason(err: BaseException) -> str:
     """Why a cache is not live, for a user: the denied permission for a 403."""
     if isinstance(err, KubeForbidden) and err.denied:
         return f"forbidden: this identity may no longer {err.denied}"
-    if isinstance(err, KubeError):
+    if isinstance(err, DWError):
         return err.error + (f": {err.reason}" if err.reason else "")
     return _describe(err)
 
 
 def _describe(err: BaseException) -> str:
-    if isinstance(err, KubeError):
+    if isinstance(err, DWError):
         return str(err)
     return f"{type(err).__name__}: {err}"

@@ -16,17 +16,19 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..core.cluster_results import ClusterInfo, FitResult
-from ..core.clusters import InvalidSpec
 from ..core.errors import (
+    DWError,
+    InvalidScale,
+    InvalidSpec,
     KubeConflict,
-    KubeError,
     KubeForbidden,
     KubeNotFound,
     KubeUnreachable,
+    NotElastic,
     NotInstalled,
 )
 from ..core.queues import QueueList
-from ..core.scaling import InvalidScale, NotElastic, ScaleResult
+from ..core.scaling import ScaleResult
 from ..core.workloads import WorkloadList
 from .job_waiting import wait_until
 from .jobs import RayJobHandle, list_jobs, submit_job
@@ -43,10 +45,8 @@ from .ray_connect import (
 from .requests import create_with_key, request_body
 from .runtime import runtime
 
-# -- errors: one small hierarchy, each with ``error``, ``reason`` and ``hint`` ----------------
+# -- errors: one small hierarchy under DWError, each with ``error``, ``reason`` and ``hint`` ---
 
-DWError = KubeError
-"""Base of every jupyter_dw error (``error``, ``reason``, ``hint``, ``code``)."""
 PermissionDenied = KubeForbidden
 """Kubernetes denied a permission; ``denied`` names the verb and resource."""
 NotFound = KubeNotFound
@@ -54,7 +54,7 @@ NameTaken = KubeConflict
 Unreachable = KubeUnreachable
 
 
-class ClusterFailed(KubeError):
+class ClusterFailed(DWError):
     """A cluster reached a state it will not recover from by waiting (evicted, preempted,
     failed, rejected by an admission check) or went away; ``state`` is its last state."""
 
@@ -65,7 +65,7 @@ class ClusterFailed(KubeError):
         self.state = state
 
 
-class WaitTimeout(KubeError, TimeoutError):
+class WaitTimeout(DWError, TimeoutError):
     """``wait`` gave up; ``state`` is the last state seen."""
 
     code = "timeout"

@@ -18,7 +18,7 @@ from typing import Any
 import anywidget
 from traitlets import Bool, Dict, Int, Unicode
 
-from ..core.errors import KubeError
+from ..core.errors import DWError
 from ..domain.ray_jobs import RayJob, clip_log, failure_reason
 from .jobs import STATUS_POLL_SECONDS, RayJobHandle
 from .runtime import _current_loop
@@ -90,7 +90,7 @@ class JobView(anywidget.AnyWidget):
             if job.status != "SUCCEEDED":
                 self.failure = failure_reason(job, await asyncio.to_thread(self.job.logs))
             self._show(job)
-        except KubeError as err:
+        except DWError as err:
             self.error = err.to_json()
         finally:
             self.following = False
@@ -98,7 +98,7 @@ class JobView(anywidget.AnyWidget):
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(STATUS_SECONDS)
-            with contextlib.suppress(KubeError):
+            with contextlib.suppress(DWError):
                 job = await asyncio.to_thread(self.job.status)
                 if not job.terminal:  # the end is shown once the log is complete
                     self._show(job)
@@ -125,5 +125,5 @@ class JobView(anywidget.AnyWidget):
     async def _stop(self) -> None:
         try:
             await asyncio.to_thread(self.job.stop)
-        except KubeError as err:
+        except DWError as err:
             self.error = err.to_json()

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..core.errors import KubeError
+from ..core.errors import DWError
 from .display import usage_html
 from .runtime import runtime
 
@@ -35,7 +35,7 @@ class JobInfo(Protocol):
     def final(self) -> bool: ...
 
 
-class JobEnded(KubeError):
+class JobEnded(DWError):
     """A wait for a job's state ended otherwise: the job failed, stopped or was deleted
     first; ``state`` is its last state."""
 

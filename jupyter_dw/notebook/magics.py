@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..core.errors import InvalidRequest, KubeError
+from ..core.errors import DWError, InvalidRequest
 from .formatters import register as register_html
 
 HELP = """%dw queues                      LocalQueues with quota and headroom
@@ -141,7 +141,7 @@ def run(line: str, out: Callable[[str], None] | None = None) -> Any:
     except InvalidRequest as err:
         fields = "; ".join(f"{k}: {v}" for k, v in err.errors.items())
         out(f"{err.error}: {fields or err.reason}\n{err.hint or ''}".rstrip())
-    except KubeError as err:
+    except DWError as err:
         reason = f": {err.reason}" if err.reason else ""
         out(f"{err.error}{reason}\n{err.hint or ''}".rstrip())
     return None

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ..core.clusters import InvalidSpec, new_idempotency_key
-from ..core.errors import KubeUnreachable
+from ..core.clusters import new_idempotency_key
+from ..core.errors import InvalidSpec, KubeUnreachable
 
 T = TypeVar("T")
 

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..core.errors import KubeError
+from ..core.errors import DWError
 from ..core.feed import Change, ChangeFeed, Message
 from ..core.services import DWCore
 from ..core.settings import DWSettings, load_settings
@@ -71,7 +71,7 @@ class KernelRuntime:
 
     @property
     def core(self) -> DWCore:
-        """The started core (built and connected on first use; raises the KubeError)."""
+        """The started core (built and connected on first use; raises the DWError)."""
         with self._lock:
             if self._core is None:
                 settings = self._settings or load_settings()
@@ -105,7 +105,7 @@ class KernelRuntime:
             try:
                 core.clusters.delete(name)
                 log.info("jupyter_dw: deleted ephemeral cluster %s", name)
-            except KubeError as err:
+            except DWError as err:
                 log.warning("jupyter_dw: could not delete ephemeral cluster %s: %s", name, err)
         core.session.stop()
 

@@ -22,7 +22,7 @@ from traitlets import Bool, Dict, Instance, Int, List, TraitType, Unicode
 
 from ..core.cluster_results import ClusterInfo, FitResult
 from ..core.clusters import new_idempotency_key
-from ..core.errors import InvalidRequest, KubeError
+from ..core.errors import DWError, InvalidRequest
 from ..core.feed import ClusterChanged, HealthChanged, Message, QueuesChanged, WorkloadChanged
 from ..core.holdings import holdings
 from ..domain.freshness import FRESH
@@ -141,7 +141,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
             # Subscribed before reading, so no change in between is missed.
             rt = self._follow(self._on_change)
             self.show(rt.core.clusters.get(name))
-        except KubeError as err:
+        except DWError as err:
             self.error = err.to_json()
 
     def show(self, info: ClusterInfo) -> None:
@@ -217,7 +217,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
         the new size arrives through the watches."""
         try:
             result = runtime().core.clusters.scale(self.name, workers, dry_run)
-        except KubeError as err:
+        except DWError as err:
             self.scale_result = {"error": err.to_json(), "request": request}
             return
         self.scale_result = {
@@ -234,7 +234,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
         403 naming the permission) goes to ``error``, nothing changed."""
         try:
             info = runtime().core.clusters.stop(self.name)
-        except KubeError as err:
+        except DWError as err:
             self.error = err.to_json()
             return
         self.error = None
@@ -245,7 +245,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
         position and Kueue's reason then arrive through the watches."""
         try:
             info = runtime().core.clusters.resume(self.name)
-        except KubeError as err:
+        except DWError as err:
             self.error = err.to_json()
             return
         self.error = None
@@ -258,7 +258,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
             rt.core.clusters.delete(self.name)
             rt.forget_at_shutdown(self.name)
             self.error = None
-        except KubeError as err:
+        except DWError as err:
             self.error = err.to_json()
 
 
@@ -295,13 +295,13 @@ class QueueBoard(_Live, anywidget.AnyWidget):
             rt = self._follow(self._on_change)
             self.queues = rt.core.queues.list().to_json()["queues"]
             self.freshness = rt.core.session.watch_health().freshness.to_json()
-        except KubeError as err:
+        except DWError as err:
             self.error = err.to_json()
             return
         try:
             mine = holdings(rt.core.clusters.entries(), rt.core.session.identity.username)
             self.holdings = {queue: h.to_json() for queue, h in mine.items()}
-        except KubeError as err:  # no RayCluster to read: no line, the queues still show
+        except DWError as err:  # no RayCluster to read: no line, the queues still show
             log.info("jupyter_dw: holdings not shown: %s", err)
         try:
             rt.core.workloads.follow_owners()
@@ -310,7 +310,7 @@ class QueueBoard(_Live, anywidget.AnyWidget):
             rows.reset(rt.core.workloads.list())
             self._rows = rows
             self._show_workloads()
-        except KubeError as err:
+        except DWError as err:
             self.workloads_error = err.to_json()
         self.observe(self._on_expanded, names="expanded")
 
@@ -413,7 +413,7 @@ class ClusterBuilder(_Live, w.VBox):
             queues = rt.core.queues.list()
             self._set_queues(queues, queue)
             self._set_priorities(queues, values.pop("priority", None))
-        except KubeError as err:
+        except DWError as err:
             self._show_error(err)
         for key, value in values.items():
             getattr(self, key).value = value
@@ -520,7 +520,7 @@ class ClusterBuilder(_Live, w.VBox):
             self.verdict_view.value = _field_errors(err.errors)
             self.use_suggestion.layout.display = "none"
             return None
-        except KubeError as err:
+        except DWError as err:
             self._show_error(err)
             return None
         self.errors = {}
@@ -555,14 +555,14 @@ class ClusterBuilder(_Live, w.VBox):
             self.errors = dict(err.errors)
             self.problem.value = _field_errors(err.errors)
             return None
-        except KubeError as err:
+        except DWError as err:
             self._show_error(err)
             return None
         self.status = ClusterStatus(info.status.name)
         self.children = [self.status]
         return self.status
 
-    def _show_error(self, err: KubeError) -> None:
+    def _show_error(self, err: DWError) -> None:
         self.problem.value = _error_html(err)
 
     def close(self) -> None:
@@ -594,7 +594,7 @@ def _field_errors(errors: dict[str, str]) -> str:
     return f'<ul style="color:#c53030;margin:2px 0">{items}</ul>'
 
 
-def _error_html(err: KubeError) -> str:
+def _error_html(err: DWError) -> str:
     from html import escape
 
     reason = f": {escape(err.reason)}" if err.reason else ""

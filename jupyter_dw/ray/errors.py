@@ -1,15 +1,14 @@
-"""Errors of the Ray layer, in the shape every surface shows (``error``, ``reason``, ``hint``,
-``code``; ``status`` for HTTP): the same base as the Kubernetes layer's, so a handler, widget
-or magic needs no second kind of error."""
+"""Errors of the Ray layer: each a :class:`DWError`, the base the Kubernetes layer's errors
+share, so a handler, widget or magic needs no second kind of error."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..k8s.errors import KubeError
+from ..domain.errors import DWError
 
 
-class RayError(KubeError):
+class RayError(DWError):
     """Ray's Jobs API answered with an error of its own (a 5xx, or something unreadable)."""
 
     status = 502
@@ -43,7 +42,7 @@ class JobNotFound(RayError):
     code = "job_not_found"
 
 
-class ClusterNotReady(KubeError):
+class ClusterNotReady(DWError):
     """The cluster's head is not up yet: nothing answers for it. ``state`` is its state."""
 
     status = 409
@@ -57,7 +56,7 @@ class ClusterNotReady(KubeError):
         return {**super().to_json(), "state": self.state}
 
 
-class RayTokenUnavailable(KubeError):
+class RayTokenUnavailable(DWError):
     """The cluster uses Ray token authentication, but its token cannot be used (its Secret is
     missing, owned by something else, or holds no token)."""
 
@@ -65,14 +64,14 @@ class RayTokenUnavailable(KubeError):
     code = "ray_token_unavailable"
 
 
-class RayNotInstalled(KubeError):
+class RayNotInstalled(DWError):
     """A call needs the ``ray`` package in this kernel (``pip install 'jupyter-dw[ray]'``)."""
 
     status = 501
     code = "ray_not_installed"
 
 
-class RayVersionMismatch(KubeError):
+class RayVersionMismatch(DWError):
     """The kernel's Ray or Python version differs from the cluster image's: Ray Client cannot
     connect across them."""
 
@@ -80,7 +79,7 @@ class RayVersionMismatch(KubeError):
     code = "ray_version_mismatch"
 
 
-class JobFailed(KubeError):
+class JobFailed(DWError):
     """A Ray job ended without succeeding (``FAILED`` or ``STOPPED``): Ray's message and the
     last lines of its log. ``job`` is the job as Ray last reported it."""
 

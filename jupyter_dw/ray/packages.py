@@ -12,7 +12,7 @@ import os
 import zipfile
 from pathlib import Path
 
-from ..k8s.errors import InvalidRequest
+from ..domain.errors import InvalidRequest
 from .jobs_api import RayJobsClient
 
 PACKAGE_PREFIX = "_ray_pkg_"

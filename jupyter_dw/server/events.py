@@ -80,7 +80,7 @@ from tornado.ioloop import IOLoop
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..core.backlog import DEFAULT_LIMIT, ChangeBacklog
-from ..core.errors import KubeError
+from ..core.errors import DWError
 from .handlers import AUTH_RESOURCE, ExtensionObjectsMixin
 from .job_stream import JobWatches
 
@@ -146,7 +146,7 @@ class EventsHandler(
     def _refuse(self, status: int, reason: str, code: str) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        error = KubeError("Not a WebSocket this server accepts", reason, HANDSHAKE_HINT)
+        error = DWError("Not a WebSocket this server accepts", reason, HANDSHAKE_HINT)
         self.finish(json.dumps({**error.to_json(), "code": code}))
 
     # -- socket life ---------------------------------------------------------------------
@@ -241,7 +241,7 @@ class EventsHandler(
             return
         except Exception as err:  # a bug: say so and close, rather than go silent
             log.exception("jupyter_dw events socket failed")
-            await self._fail(KubeError("The events stream failed", f"{type(err).__name__}: {err}"))
+            await self._fail(DWError("The events stream failed", f"{type(err).__name__}: {err}"))
 
     async def _send(self, message: dict[str, Any]) -> None:
         # Awaiting the write makes a slow browser slow this socket down, not the server.
@@ -254,7 +254,7 @@ class EventsHandler(
             except WebSocketClosedError:
                 self._closed = True
 
-    async def _fail(self, err: KubeError) -> None:
+    async def _fail(self, err: DWError) -> None:
         try:
             await self._send({"type": "error", **err.to_json()})
         except WebSocketClosedError:

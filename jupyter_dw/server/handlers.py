@@ -2,7 +2,7 @@
 
 Each handler authenticates (``@web.authenticated``) and authorizes (``@authorized`` on the
 ``jupyter_dw`` resource) through jupyter_server, runs the blocking core call on the
-extension's thread pool, writes its answer's ``to_json()``, and maps :class:`KubeError` to
+extension's thread pool, writes its answer's ``to_json()``, and maps :class:`DWError` to
 JSON with the error's HTTP status. The full description is ``jupyter_dw/openapi.yaml``.
 
 The routes, their bodies, answers and statuses are described once, in
@@ -27,7 +27,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from .._version import __version__
-from ..core.errors import InvalidRequest, KubeError
+from ..core.errors import DWError, InvalidRequest
 
 if TYPE_CHECKING:
     from ..core.services import DWCore
@@ -100,11 +100,11 @@ class DWHandler(ExtensionObjectsMixin, JSONErrorsMixin, ExtensionHandlerMixin, A
 
     async def call(self, func: Callable[[], Any], status: int = 200) -> None:
         """Run blocking ``func`` off the IO loop and write its answer's ``to_json()`` with
-        ``status``, or the KubeError with its own."""
+        ``status``, or the DWError with its own."""
         try:
             result = await self.run_blocking(func)
-        except KubeError as err:
-            self.write_kube_error(err)
+        except DWError as err:
+            self.write_dw_error(err)
             return
         self.set_status(status)
         self.finish(result.to_json())
@@ -126,11 +126,11 @@ class DWHandler(ExtensionObjectsMixin, JSONErrorsMixin, ExtensionHandlerMixin, A
         try:
             body = self.json_body()
         except InvalidRequest as err:
-            self.write_kube_error(err)
+            self.write_dw_error(err)
             return
         await self.call(lambda: func(body), status)
 
-    def write_kube_error(self, err: KubeError) -> None:
+    def write_dw_error(self, err: DWError) -> None:
         """The error with its status; a busy API server's advice as ``Retry-After``."""
         self.set_status(err.status)
         retry_after = getattr(err, "retry_after", None)

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..core.errors import KubeError
+from ..core.errors import DWError
 from ..domain.ray_jobs import MAX_LOG_CHARS
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ class JobWatches:
                 answer = await self._run_blocking(self._core.jobs.list, name)
                 message = {"type": "jobs", "cluster": name, "jobs": answer.to_json()["jobs"]}
                 message["error"] = None
-            except KubeError as err:
+            except DWError as err:
                 message = {"type": "jobs", "cluster": name, "jobs": None, "error": err.to_json()}
             text = json.dumps(message, sort_keys=True)
             if text != last:
@@ -119,13 +119,13 @@ class JobWatches:
                 await self._send(_logs(name, job, text, reset, False, None))
                 reset = False
             await self._send(_logs(name, job, "", reset, True, None))
-        except KubeError as err:
+        except DWError as err:
             await self._send(_logs(name, job, "", reset, True, err.to_json()))
         except asyncio.CancelledError:
             raise
         except Exception as err:  # a bug: say so on this stream, keep the socket
             log.exception("jupyter_dw: the log stream of %s/%s failed", name, job)
-            failure = KubeError("The log stream failed", f"{type(err).__name__}: {err}")
+            failure = DWError("The log stream failed", f"{type(err).__name__}: {err}")
             with contextlib.suppress(Exception):
                 await self._send(_logs(name, job, "", reset, True, failure.to_json()))
 
@@ -145,7 +145,7 @@ def _logs(
 
 
 def _too_many(name: str) -> dict[str, Any]:
-    error = KubeError(
+    error = DWError(
         f"Not following the jobs of {name}",
         f"one socket follows the jobs of at most {MAX_CLUSTERS} clusters",
         "Follow fewer clusters at once.",

@@ -14,7 +14,7 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from jupyter_server.utils import url_path_join
 from tornado import httputil, web
 
-from ...core.errors import KubeError
+from ...core.errors import DWError
 from ..dashboard_capability import (
     ACTIONS,
     CapabilityError,
@@ -61,7 +61,7 @@ class SandboxedMixin:
         origin; these routes only issue capabilities to navigations and never need it (the
         capability route answers its own)."""
 
-    def _send_error_json(self, err: DashboardError | KubeError) -> None:
+    def _send_error_json(self, err: DashboardError | DWError) -> None:
         self.set_status(err.status)  # type: ignore[attr-defined]
         self.set_header("Content-Type", "application/json")  # type: ignore[attr-defined]
         self.finish(json.dumps(err.to_json()))  # type: ignore[attr-defined]
@@ -125,7 +125,7 @@ class RayDashboardEntryHandler(
             located = await self.dashboard.locate(
                 self.core, self.settings.get(EXECUTOR_SETTING), name
             )
-        except (DashboardError, KubeError) as err:
+        except (DashboardError, DWError) as err:
             self._send_error_json(err)
             return
         token = self.dashboard.capabilities.mint(

@@ -34,7 +34,7 @@ class DashboardError(Exception):
         self.code = code
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON body, in the shape of :meth:`KubeError.to_json`."""
+        """The JSON body, in the shape of :meth:`DWError.to_json`."""
         return {"error": self.error, "reason": self.reason, "hint": self.hint, "code": self.code}
 
 

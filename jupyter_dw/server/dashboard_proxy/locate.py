@@ -108,7 +108,7 @@ class DashboardProxy:
     async def locate(self, core: DWCore, executor: Executor | None, name: str) -> Located:
         """RayCluster ``name`` of the session's namespace and its dashboard's address; raise
         :class:`DashboardError` (404) if there is no such cluster, or the core's
-        :class:`KubeError` (``ray_token_unavailable``: its token cannot be used)."""
+        :class:`DWError` (``ray_token_unavailable``: its token cannot be used)."""
         loop = asyncio.get_running_loop()
         known = core.session.namespace if core.session.ready else None
         # Only touched on the IO loop: no lock needed.

@@ -34,7 +34,7 @@ from tornado.websocket import (
     websocket_connect,
 )
 
-from ...core.errors import KubeError
+from ...core.errors import DWError
 from ..dashboard_capability import (
     EXECUTE,
     READ,
@@ -171,7 +171,7 @@ class RayDashboardHandler(
                 raise capability_refused(
                     name, CapabilityError("the cluster was replaced since this link was made")
                 )
-        except (DashboardError, KubeError) as err:
+        except (DashboardError, DWError) as err:
             self._send_error_json(err)
             return
         self._located = located
