@@ -30,7 +30,7 @@ from traitlets.config.loader import PyFileConfigLoader
 from ..domain.idle_rule import IdleAction, IdleRule
 from ..domain.quantity import format_quantity
 from ..domain.ray_auth import RAY_AUTH_MODES
-from ..domain.spec_policy import SIZES, SpecPolicy
+from ..domain.spec_policy import SpecPolicy
 from ..domain.url_templates import CLIENT_SCHEMES, DEFAULT_TEMPLATE, validate_url_template
 from ..k8s.auth import DEFAULT_SERVICE_ACCOUNT_DIR
 from ..names import DASHBOARD_PORT
@@ -47,18 +47,6 @@ _POLICY = SpecPolicy()  # the domain's defaults, so the traits' defaults cannot 
 _POLICY_SETTINGS = tuple(f.name for f in dataclasses.fields(SpecPolicy))
 """The settings a :class:`SpecPolicy` is made of: one each, of the same name. ``elastic_jobs``
 is among them but not given from here (its ``auto`` is Kueue's answer, asked elsewhere)."""
-
-
-def _size_traits() -> dict[str, TraitType[Any, Any]]:
-    """The ``default_<field>`` and ``max_<field>`` settings of every row of ``SIZES``:
-    quantities are strings (``"2Gi"``), counts integers; a limit's None means no limit."""
-    traits: dict[str, TraitType[Any, Any]] = {}
-    for size in SIZES:
-        kind: Any = Unicode if size.is_quantity else Int
-        default = size.text(size.default) if size.is_quantity else size.default
-        traits[size.default_name] = kind(default, config=True, help=size.default_help)
-        traits[size.limit_name] = kind(None, allow_none=True, config=True, help=size.limit_help)
-    return traits
 
 
 class DWSettings(Configurable):
@@ -266,10 +254,79 @@ class DWSettings(Configurable):
         With ``allowed_images`` set, it must be one of them.""",
     )
 
-    # Sizes: ``default_<field>`` and ``max_<field>`` for each row of the domain's one table of
-    # cluster sizes (``SIZES``, with their help text), generated so that no size is spelled
-    # twice. A class body's ``locals()`` is the namespace traitlets reads its traits from.
-    locals().update(_size_traits())
+    # Sizes: ``default_<field>`` and ``max_<field>`` for each row of the domain's table of
+    # cluster sizes (``SIZES``): quantities are strings (``"2Gi"``), counts integers; a limit's
+    # None means no limit. tests/unit/test_settings.py holds them to the table.
+
+    default_workers = Int(
+        1,
+        config=True,
+        help="Number of workers when a request gives neither ``workers`` nor bounds.",
+    )
+    max_workers = Int(
+        None,
+        allow_none=True,
+        config=True,
+        help="""Most workers one cluster may ask for (``workers``, ``min_workers``,
+        ``max_workers``). None: no limit beyond the queue's quota.""",
+    )
+    default_head_cpu = Unicode(
+        "1",
+        config=True,
+        help="""CPUs of the head when a request gives no ``head_cpu`` (a Kubernetes
+        quantity: ``"1"``, ``"500m"``).""",
+    )
+    max_head_cpu = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help="Most CPUs the head may ask for (a quantity). None: no limit.",
+    )
+    default_head_memory = Unicode(
+        "2Gi",
+        config=True,
+        help="""Memory of the head when a request gives no ``head_memory`` (a Kubernetes
+        quantity: ``"2Gi"``).""",
+    )
+    max_head_memory = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help='Most memory the head may ask for (a quantity: ``"64Gi"``). None: no limit.',
+    )
+    default_worker_cpu = Unicode(
+        "1",
+        config=True,
+        help="CPUs per worker when a request gives no ``worker_cpu``.",
+    )
+    max_worker_cpu = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help="Most CPUs one worker may ask for (a quantity). None: no limit.",
+    )
+    default_worker_memory = Unicode(
+        "2Gi",
+        config=True,
+        help="Memory per worker when a request gives no ``worker_memory``.",
+    )
+    max_worker_memory = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help="Most memory one worker may ask for (a quantity). None: no limit.",
+    )
+    default_worker_gpu = Int(
+        0,
+        config=True,
+        help="GPUs (``nvidia.com/gpu``) per worker when a request gives no ``worker_gpu``.",
+    )
+    max_worker_gpu = Int(
+        None,
+        allow_none=True,
+        config=True,
+        help="Most GPUs one worker may ask for. None: no limit.",
+    )
 
     allowed_images = List(
         Unicode(),

@@ -1,11 +1,11 @@
 """The defaults and limits of the clusters users create: one table of sized fields
 (:data:`SIZES`), and the :class:`SpecPolicy` a server's configuration gives. Pure.
 
-:data:`SIZES` is the one place a cluster's sizes are spelled: each row is a request field
-(``workers``, ``worker_cpu``, ...) with how its value is parsed and shown, its built-in default,
-the words after a shown limit, and the help of its two settings. From it come
-:class:`SpecPolicy`'s ``default_<field>`` and ``max_<field>`` fields, the settings (traitlets
-in ``core/settings.py``, so the configuration reference too) and the limit checks of a request.
+:data:`SIZES` is the one table of a cluster's sizes: each row is a request field
+(``workers``, ``worker_cpu``, ...) with how its value is parsed and shown, its built-in default
+and the words after a shown limit. From it come :class:`SpecPolicy`'s ``default_<field>`` and
+``max_<field>`` fields and the limit checks of a request; the settings of those names are
+declared with their help in ``core/settings.py`` and checked against it by a unit test.
 """
 
 from __future__ import annotations
@@ -59,8 +59,6 @@ class Size:
     default: int | Decimal
     unit: str
     """The words after a shown limit: "4 CPUs per worker"."""
-    default_help: str
-    limit_help: str
 
     @property
     def default_name(self) -> str:
@@ -102,57 +100,12 @@ _TEXT: dict[str, Callable[[Any], str]] = {
 }
 
 SIZES: tuple[Size, ...] = (
-    Size(
-        "workers",
-        "count",
-        1,
-        "workers",
-        default_help="Number of workers when a request gives neither ``workers`` nor bounds.",
-        limit_help="Most workers one cluster may ask for (``workers``, ``min_workers``, "
-        "``max_workers``). None: no limit beyond the queue's quota.",
-    ),
-    Size(
-        "head_cpu",
-        "cpu",
-        Decimal(1),
-        "CPUs for the head",
-        default_help="CPUs of the head when a request gives no ``head_cpu`` (a Kubernetes "
-        'quantity: ``"1"``, ``"500m"``).',
-        limit_help="Most CPUs the head may ask for (a quantity). None: no limit.",
-    ),
-    Size(
-        "head_memory",
-        "memory",
-        Decimal(2 * 2**30),
-        "for the head",
-        default_help="Memory of the head when a request gives no ``head_memory`` (a Kubernetes "
-        'quantity: ``"2Gi"``).',
-        limit_help='Most memory the head may ask for (a quantity: ``"64Gi"``). None: no limit.',
-    ),
-    Size(
-        "worker_cpu",
-        "cpu",
-        Decimal(1),
-        "CPUs per worker",
-        default_help="CPUs per worker when a request gives no ``worker_cpu``.",
-        limit_help="Most CPUs one worker may ask for (a quantity). None: no limit.",
-    ),
-    Size(
-        "worker_memory",
-        "memory",
-        Decimal(2 * 2**30),
-        "per worker",
-        default_help="Memory per worker when a request gives no ``worker_memory``.",
-        limit_help="Most memory one worker may ask for (a quantity). None: no limit.",
-    ),
-    Size(
-        "worker_gpu",
-        "gpu",
-        0,
-        "GPUs per worker",
-        default_help="GPUs (``nvidia.com/gpu``) per worker when a request gives no ``worker_gpu``.",
-        limit_help="Most GPUs one worker may ask for. None: no limit.",
-    ),
+    Size("workers", "count", 1, "workers"),
+    Size("head_cpu", "cpu", Decimal(1), "CPUs for the head"),
+    Size("head_memory", "memory", Decimal(2 * 2**30), "for the head"),
+    Size("worker_cpu", "cpu", Decimal(1), "CPUs per worker"),
+    Size("worker_memory", "memory", Decimal(2 * 2**30), "per worker"),
+    Size("worker_gpu", "gpu", 0, "GPUs per worker"),
 )
 """Every sized field of a cluster request: the one table of cluster sizes."""
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from traitlets import TraitError
+from traitlets import Int, TraitError, Unicode
 
-from jupyter_dw.core.settings import environment_config, load_settings, setting_names
+from jupyter_dw.core.settings import DWSettings, environment_config, load_settings, setting_names
 from jupyter_dw.domain.spec_policy import SIZES
 from jupyter_dw.notebook.ray_connect import version_mismatches
 from jupyter_dw.notebook.runtime import kernel_base_url
@@ -144,3 +144,22 @@ def test_the_published_policy_is_the_configured_one_as_a_request_writes_it():
         "worker_memory": {"default": "3Gi", "max": None},
         "worker_gpu": {"default": 0, "max": None},
     }
+
+
+def test_the_size_settings_are_the_size_table_s_rows():
+    traits = DWSettings.class_own_traits(config=True)
+    sized = {name for name in traits if name.startswith(("default_", "max_"))}
+    names = {n for size in SIZES for n in (size.default_name, size.limit_name)}
+    # Two settings per row and no sized setting without a row (default_image is no size).
+    assert sized - names == {"default_image"} and names <= sized
+    for size in SIZES:
+        default, limit = traits[size.default_name], traits[size.limit_name]
+        kind = Unicode if size.is_quantity else Int
+        assert type(default) is kind and type(limit) is kind, size.field
+        built_in = size.text(size.default) if size.is_quantity else size.default
+        assert default.default_value == built_in, size.field
+        assert limit.default_value is None and limit.allow_none, size.field
+        # The help says what the table means: the request field a default fills in, and
+        # that a limit's None is no limit.
+        assert f"``{size.field}``" in default.help, size.field
+        assert "None: no limit" in limit.help, size.field
