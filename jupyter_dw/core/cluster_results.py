@@ -230,11 +230,12 @@ class ClusterInfo:
         return f"ray://{service}.{self.status.namespace}.svc:{CLIENT_PORT}"
 
     def to_json(self) -> dict[str, Any]:
-        """``ClusterSnapshot.to_json()`` plus ``dashboard_url``, ``owner``, ``pods``,
-        ``milestones`` (``[{"name", "time"}]``) and ``freshness``."""
+        """``ClusterSnapshot.to_json()`` plus ``dashboard_url``, ``ray_address``, ``owner``,
+        ``pods``, ``milestones`` (``[{"name", "time"}]``) and ``freshness``."""
         return {
             **self.status.to_json(),
             "dashboard_url": self.dashboard_url,
+            "ray_address": self.ray_address,
             "owner": self.owner,
             "pods": [pod.to_json() for pod in self.pods],
             "milestones": [m.to_json() for m in self.milestones],

@@ -45,6 +45,7 @@ from ..domain.freshness import WatchHealth
 from ..domain.idle_rule import RULE_OFF, IdleRule, IdleVerdict, judge, waiting_near
 from ..domain.kinds.rayjob import owning_rayjob
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
+from ..domain.lenient import conditions, is_true
 from ..domain.milestones import milestones
 from ..domain.priorities import (
     Ahead,
@@ -558,18 +559,13 @@ def priority_names(state: QueueState) -> list[str] | None:
     return [c.name for c in classes] if classes is not None else None
 
 
-def _conditions(obj: Object) -> dict[str, Object]:
-    raw = (obj.get("status") or {}).get("conditions") or []
-    return {c["type"]: c for c in raw if isinstance(c, dict) and isinstance(c.get("type"), str)}
-
-
 def _pod_info(pod: Object) -> PodInfo:
     metadata = pod.get("metadata") or {}
     return PodInfo(
         name=metadata.get("name"),
         role=(metadata.get("labels") or {}).get(RAY_NODE_TYPE_LABEL),
         phase=(pod.get("status") or {}).get("phase"),
-        ready=(_conditions(pod).get("Ready") or {}).get("status") == "True",
+        ready=is_true(conditions(pod).get("Ready")),
     )
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from jupyter_dw.domain.cluster_snapshot import ClusterSnapshot
+from jupyter_dw.domain.lenient import mapping as _map
+from jupyter_dw.domain.lenient import text as _text
 from jupyter_dw.domain.slices import SliceChain, is_true, slice_chain, true_since, worker_count
 from jupyter_dw.names import RAY_NODE_TYPE_LABEL
 
@@ -35,14 +37,6 @@ class Milestone:
     def to_json(self) -> dict[str, str | None]:
         """``{"name", "time"}``."""
         return {"name": self.name, "time": self.time}
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _true_since(obj: Mapping[str, Any] | None, kind: str) -> tuple[bool, str | None]:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from jupyter_dw.domain.lenient import mapping as _map
 from jupyter_dw.names import RAY_NODE_TYPE_LABEL
 
 WAITING_PROBLEMS = frozenset(
@@ -43,10 +44,6 @@ class PodProblem:
     def sentence(self) -> str:
         """``pod <name>: <message>`` (or the reason when there is no message)."""
         return f"pod {self.pod}: {self.message or self.reason}"
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def pod_problem(pod: Mapping[str, Any]) -> PodProblem | None:

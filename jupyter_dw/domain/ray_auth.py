@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from jupyter_dw.domain.lenient import mapping as _map
 from jupyter_dw.names import RAY_GROUP, RAYCLUSTER_KIND
 
 RayAuthMode = Literal["token", "k8s", "disabled"]
@@ -135,10 +136,6 @@ class RayAuth:
     def to_json(self) -> dict[str, Any]:
         """``{"mode", "warning"}``."""
         return {"mode": self.mode, "warning": self.warning}
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _head_env(raycluster: Mapping[str, Any]) -> dict[str, Any]:

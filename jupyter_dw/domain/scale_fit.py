@@ -18,14 +18,11 @@ from jupyter_dw.domain.fit import FITS_NOW, FitVerdict, assess_fit
 from jupyter_dw.domain.fit_suggestion import largest_fitting
 from jupyter_dw.domain.flavor_assigner import HEAD_POD_SET, PodSetRequest
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota, LocalQueueInfo
+from jupyter_dw.domain.lenient import mapping as _map
 from jupyter_dw.domain.priorities import Ahead
 from jupyter_dw.domain.quantity import QuantityError, parse_quantity
 from jupyter_dw.domain.quota import QuotaTree
 from jupyter_dw.domain.scheduling import FlavorTraits, Toleration
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _amounts(resources: Mapping[str, Any]) -> dict[str, Decimal]:

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from jupyter_dw.domain.lenient import mapping as _map
+from jupyter_dw.domain.lenient import text as _text
 from jupyter_dw.names import (
     AUTOSCALER_CONTAINER_NAME,
     WORKLOAD_SLICE_REPLACED_REASON,
@@ -38,14 +40,6 @@ ScaleState = Literal["queued", "admitted", "scaling-down"]
 RequestedBy = Literal["user", "autoscaler"]
 
 Object = Mapping[str, Any]
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def condition(workload: Object | None, kind: str) -> Mapping[str, Any] | None:

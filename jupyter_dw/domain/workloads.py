@@ -37,6 +37,8 @@ from decimal import Decimal
 from typing import Any
 
 from jupyter_dw.domain.kueue_state import WorkloadState, kueue_state, pending_positions
+from jupyter_dw.domain.lenient import mapping as _map
+from jupyter_dw.domain.lenient import text as _text
 from jupyter_dw.domain.priorities import PreemptedBy
 from jupyter_dw.domain.quantity import QuantityError, parse_quantity
 from jupyter_dw.domain.quota import format_amount, kueue_amount
@@ -50,16 +52,8 @@ Object = Mapping[str, Any]
 Amounts = dict[str, Decimal]
 
 
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _int(value: Any) -> int | None:

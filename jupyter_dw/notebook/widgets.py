@@ -124,6 +124,8 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
     the cluster (``fit``, ``dry_run``, ``changed``, ``message``), or ``{"error": ...}``."""
     milestones = List(Dict()).tag(sync=True)
     dashboard_url = Unicode(None, allow_none=True).tag(sync=True)
+    dashboard = optional_dict().tag(sync=True)
+    """REST's ``dashboard``: ``{"service", "port"}`` of the head, for a port-forward."""
     deleted = Bool(False).tag(sync=True)
     error = optional_dict().tag(sync=True)
     freshness = Dict(FRESH.to_json()).tag(sync=True)
@@ -170,6 +172,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
             self.scale = status.scale.to_json() if status.scale else None
             self.milestones = [m.to_json() for m in info.milestones]
             self.dashboard_url = info.dashboard_url
+            self.dashboard = status.dashboard.to_json()
             self.freshness = info.freshness.to_json()
             self.ray_auth = info.ray_auth.to_json() if info.ray_auth is not None else None
             self.usage = info.usage_json()

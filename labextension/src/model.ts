@@ -838,17 +838,10 @@ export {
   resourceOrder
 } from '../../jupyter_dw/notebook/static/resources.js';
 
-/** Ray client address of a cluster's head Service. */
-export function rayAddress(cluster: Cluster): string {
-  const service = cluster.dashboard?.service || `${cluster.name}-head-svc`;
-  return `ray://${service}.${cluster.namespace}.svc:10001`;
-}
-
 /** How to reach a cluster's dashboard when the server's proxy is turned off
- * (`dashboard_url` null). */
+ * (`dashboard_url` null): its head Service and port as the server read them. */
 export function dashboardOffHint(cluster: Cluster): string {
-  const service = cluster.dashboard?.service || `${cluster.name}-head-svc`;
-  const port = cluster.dashboard?.port ?? 8265;
+  const { service, port } = cluster.dashboard;
   return (
     'The Ray dashboard proxy is turned off on this server (JupyterDW.ray_dashboard_proxy). ' +
     `Reach the dashboard another way, e.g. kubectl port-forward svc/${service} ${port}.`
@@ -864,7 +857,7 @@ export function connectionCode(cluster: Cluster): string {
   return [
     'import jupyter_dw as dw',
     '',
-    `# Ray cluster ${cluster.name} (${rayAddress(cluster)}): ray.init with its token auth`,
+    `# Ray cluster ${cluster.name} (${cluster.ray_address}): ray.init with its token auth`,
     `h = dw.cluster("${cluster.name}")`,
     'h.ray_init()',
     '# Or, without Ray in this kernel: job = h.submit_job("python train.py")'

@@ -728,6 +728,8 @@ export interface components {
       admission_checks: components['schemas']['AdmissionCheckStatus'][];
       /** @description `{base_url}dw/ray/<name>/`: the Ray dashboard through the Jupyter server; null when the dashboard proxy is turned off (`JupyterDW.ray_dashboard_proxy`): reach it another way, e.g. `kubectl port-forward svc/<dashboard.service> <dashboard.port>`. */
       dashboard_url: string | null;
+      /** @description `ray://<head service>.<namespace>.svc:<client port>`: Ray Client's address of the head inside the cluster (what `ray.init` takes there). */
+      ray_address: string;
       /** @description The username that created it through jupyter_dw. */
       owner: string | null;
       pods: components['schemas']['Pod'][];

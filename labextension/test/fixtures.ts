@@ -84,6 +84,7 @@ export function cluster(name: string, extra: Partial<Cluster> = {}): Cluster {
     position_in_cluster_queue: 0,
     admission_checks: [],
     dashboard_url: `/dw/ray/${name}/`,
+    ray_address: `ray://${name}-head-svc.ns.svc:10001`,
     owner: 'me',
     pods: [],
     freshness: LIVE,

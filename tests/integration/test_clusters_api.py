@@ -98,6 +98,9 @@ async def test_fits_now_then_admitted_and_scaled_out_in_order(
     )
     assert cluster["position_in_local_queue"] is None
     assert cluster["dashboard_url"] == f"{jp_base_url}dw/ray/fits/"
+    # The head's addresses as the server read them: the sidebar spells no Service or port.
+    assert cluster["dashboard"] == {"service": "fits-head-svc", "port": 8265}
+    assert cluster["ray_address"] == f"ray://fits-head-svc.{namespace}.svc:10001"
     assert sorted(p["role"] for p in cluster["pods"]) == ["head", "worker", "worker"]
     assert all(p["ready"] and p["phase"] == "Running" for p in cluster["pods"])
     assert (await call(jp_fetch, "GET", "clusters", "fits")) == (200, cluster)

@@ -124,6 +124,8 @@ async def test_status_follows_a_cluster_from_the_queue_to_ready(kernel, kueue, k
     await until(status, "position_in_local_queue", lambda p: p == 0, "its position")
     await until(status, "message", lambda m: "insufficient unused quota" in (m or ""), "why")
     assert status.reason
+    # The head Service and port a port-forward names (status.js spells none of them).
+    assert status.dashboard == {"service": "waiting-head-svc", "port": 8265}
     # A kernel watches only what it shows; a position needs the queues' watches too (a
     # LocalQueue's count tells a position read before Kueue had the Workload to ask again).
     assert {"localqueues", "clusterqueues"} <= set(kernel.core.session.watched)

@@ -250,12 +250,15 @@ function render({ model, el: root }) {
     const actions = el("div", { style: "display:flex;gap:8px;align-items:center" });
     // dashboard_url is null once the kernel knows the cluster and the proxy is turned off.
     const proxyOff = state && model.get("dashboard_url") === null;
+    // The head Service and port as the kernel read them (before that: no names to give).
+    const head = model.get("dashboard");
+    const forward = head ? `kubectl port-forward svc/${head.service} ${head.port}` : "kubectl port-forward to its head Service";
     if (proxyOff) {
-      actions.append(el("span", { class: "jp-dw-dashboard-off", style: "opacity:.7" }, `Dashboard: the proxy is turned off on this server (JupyterDW.ray_dashboard_proxy); use kubectl port-forward svc/${name}-head-svc 8265`));
+      actions.append(el("span", { class: "jp-dw-dashboard-off", style: "opacity:.7" }, `Dashboard: the proxy is turned off on this server (JupyterDW.ray_dashboard_proxy); use ${forward}`));
     } else if (base && proxied) {
       actions.append(el("a", { href: `${base}dw/ray/${encodeURIComponent(name)}/`, target: "_blank", rel: "noopener", class: "jp-dw-dashboard" }, "Ray dashboard"));
     } else if (proxied === false || !base) {
-      actions.append(el("span", { style: "opacity:.7" }, `Dashboard: the jupyter_dw server extension is not reachable here; use kubectl port-forward svc/${name}-head-svc 8265`));
+      actions.append(el("span", { style: "opacity:.7" }, `Dashboard: the jupyter_dw server extension is not reachable here; use ${forward}`));
     }
     if (state === "stopped" && !model.get("deleted")) {
       actions.append(el("button", { class: "jp-Button jp-mod-accept jp-dw-resume", title: "Queue it again, at the size it had", onclick: () => model.send({ action: "resume" }) }, "Resume"));
