@@ -1,5 +1,6 @@
 """The colour of every state, verdict and Ray job status, read from the one table the widgets
-and the sidebar also use (``static/tones.js``): the notebook's HTML draws from it too."""
+and the sidebar also use (``labextension/src/shared/tones.js``, which the build copies to
+``static/shared/``): the notebook's HTML draws from it too."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-TONES_JS = Path(__file__).parent / "static" / "tones.js"
+TONES_JS = Path(__file__).parent / "static" / "shared" / "tones.js"
 ToneKind = Literal["state", "verdict", "job"]
 
 

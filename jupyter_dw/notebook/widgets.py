@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import anywidget
@@ -36,22 +36,25 @@ log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
 
 
-SHARED = ("dom.js", "tones.js", "clock.js", "resources.js")
+SHARED = ("dom.js", "shared/tones.js", "shared/clock.js", "shared/resources.js")
 """What every widget's ESM starts with: ``el``, the colours (one table with the sidebar and
-the notebook's HTML), the clock and the quantity and resource names the sidebar uses too."""
+the notebook's HTML), the clock and the quantity and resource names the sidebar uses too.
+``shared/`` is the build's copy of the code the sidebar shares (labextension/src/shared/)."""
 _SIBLING_IMPORT = re.compile(r'^import \{[^}]*\} from "\./([a-z_]+\.js)";\n', re.MULTILINE)
 
 
 def esm(*files: str) -> str:
-    """A widget's ESM: :data:`SHARED`, then ``files``, joined into one module. A file may
-    import another of ``static/`` (as the sidebar's bundler needs): the import is dropped
-    here, since the module holds that file; one it does not hold is an error."""
+    """A widget's ESM: :data:`SHARED`, then ``files`` (paths under ``static/``), joined into
+    one module. A file may import a file of its own folder (as the sidebar's bundler needs):
+    the import is dropped here, since the module holds that file; one it does not hold is an
+    error."""
     names = (*SHARED, *files)
     parts = []
     for name in names:
         text = (STATIC / name).read_text()
+        folder = PurePosixPath(name).parent
         for imported in _SIBLING_IMPORT.findall(text):
-            if imported not in names[: names.index(name)]:
+            if str(folder / imported) not in names[: names.index(name)]:
                 raise ValueError(f"{name} imports {imported}, which esm() does not put before it")
         parts.append(_SIBLING_IMPORT.sub("", text))
     return "\n".join(parts)
@@ -95,7 +98,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
     field names. ``close()`` stops following it."""
 
     # The bar's words and numbers are the sidebar's (workers_bar.js, one source), then the view.
-    _esm = esm("workers_bar.js", "usage_bar.js", "status.js")
+    _esm = esm("shared/workers_bar.js", "shared/usage_bar.js", "status.js")
 
     name = Unicode().tag(sync=True)
     namespace = Unicode(None, allow_none=True).tag(sync=True)
@@ -272,7 +275,7 @@ class QueueBoard(_Live, anywidget.AnyWidget):
     :data:`~jupyter_dw.domain.workload_rows.WORKLOADS_SHOWN` and every one of yours until
     "Show all" (``expanded``): a change syncs the rows shown, not the namespace's thousands."""
 
-    _esm = esm("usage_bar.js", "queues.js")
+    _esm = esm("shared/usage_bar.js", "queues.js")
 
     queues = List(Dict()).tag(sync=True)
     workloads = List(Dict()).tag(sync=True)

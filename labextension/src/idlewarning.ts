@@ -5,7 +5,7 @@
  * cluster was busy and went idle anew.
  */
 import type { Cluster } from './api';
-import { ruleText } from '../../jupyter_dw/notebook/static/usage_bar.js';
+import { ruleText } from './shared/usage_bar.js';
 
 function warned(cluster: Cluster | null | undefined): boolean {
   return Boolean(cluster?.usage?.idle_action?.warning);

@@ -831,13 +831,6 @@ export function quotaHeldFor(cluster: Cluster, now: number): number | null {
   return isNaN(at) ? null : Math.max(0, now - at);
 }
 
-// Quantities and resource names: one source with the widgets (resources.js).
-export {
-  parseQuantity,
-  resourceLabel,
-  resourceOrder
-} from '../../jupyter_dw/notebook/static/resources.js';
-
 /** How to reach a cluster's dashboard when the server's proxy is turned off
  * (`dashboard_url` null): its head Service and port as the server read them. */
 export function dashboardOffHint(cluster: Cluster): string {

@@ -7,11 +7,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { Cluster, DWRequestError, ScaleResult } from './api';
 import { IClock, browserClock } from './model';
-import {
-  appliedText,
-  proposalText,
-  stepperStart
-} from '../../jupyter_dw/notebook/static/workers_bar.js';
+import { appliedText, proposalText, stepperStart } from './shared/workers_bar.js';
 
 /** What scales a cluster: `DWModel.scale` (the REST API). */
 export interface IScaler {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { clockTime } from '../../jupyter_dw/notebook/static/clock.js';
+import { clockTime } from '../src/shared/clock.js';
 
 describe('clockTime', () => {
   it('writes a time of day as the reader locale does, with seconds', () => {

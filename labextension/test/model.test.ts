@@ -23,10 +23,10 @@ import {
   dashboardOffHint,
   formatDuration,
   newIdempotencyKey,
-  parseQuantity,
   quotaHeldFor,
   timeline
 } from '../src/model';
+import { parseQuantity } from '../src/shared/resources.js';
 import { FakeClock, FakeSocket, LIVE, cluster, rayjob, trainjob, workload } from './fixtures';
 
 const QUEUES: Queues = {

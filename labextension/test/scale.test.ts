@@ -12,7 +12,7 @@ import {
   proposalText,
   stepperStart,
   workersBar
-} from '../../jupyter_dw/notebook/static/workers_bar.js';
+} from '../src/shared/workers_bar.js';
 import { FakeClock, cluster } from './fixtures';
 
 /** An elastic cluster running `ready` of `admitted` workers, range 1–8. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import type { ClusterState } from '../src/api';
 import type { components } from '../src/openapi';
-import { TONE_TABLE, colorOf, toneOf } from '../../jupyter_dw/notebook/static/tones.js';
+import { TONE_TABLE, colorOf, toneOf } from '../src/shared/tones.js';
 
 type Schemas = components['schemas'];
 

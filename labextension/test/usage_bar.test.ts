@@ -7,9 +7,9 @@ import {
   rayText,
   ruleText,
   usageRows
-} from '../../jupyter_dw/notebook/static/usage_bar.js';
-import type { IUsageInput } from '../../jupyter_dw/notebook/static/usage_bar.js';
-import { clockTime } from '../../jupyter_dw/notebook/static/clock.js';
+} from '../src/shared/usage_bar.js';
+import type { IUsageInput } from '../src/shared/usage_bar.js';
+import { clockTime } from '../src/shared/clock.js';
 
 function usage(over: Partial<IUsageInput> = {}): IUsageInput {
   return {

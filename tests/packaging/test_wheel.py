@@ -83,9 +83,10 @@ def test_wheel_installs_both_extensions_without_node(tmp_path: Path) -> None:
     assert re.search(r"jupyter_dw\s+enabled", server_extensions), server_extensions
     assert re.search(rf"jupyter_dw\s+{version}\s+OK", server_extensions), server_extensions
 
-    # The widgets' views ship as files of the package (anywidget renders them).
+    # The widgets' views ship as files of the package (anywidget renders them), with the
+    # build's copy of what they share with the sidebar (static/shared/, git-ignored).
     site = next((venv / "lib").glob("python*/site-packages/jupyter_dw/notebook/static"))
-    assert {p.name for p in site.glob("*.js")} >= {
+    assert {p.name for p in site.rglob("*.js")} >= {
         "dom.js",
         "status.js",
         "queues.js",

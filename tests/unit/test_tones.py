@@ -1,6 +1,7 @@
-"""One table of colours (``notebook/static/tones.js``) for every state, verdict and Ray job
-status that the domain produces and the REST API describes: the notebook's HTML, the widgets
-and the sidebar all draw from it, so a state missing here would be drawn grey everywhere."""
+"""One table of colours (``labextension/src/shared/tones.js``) for every state, verdict and
+Ray job status that the domain produces and the REST API describes: the notebook's HTML, the
+widgets and the sidebar all draw from it, so a state missing here would be drawn grey
+everywhere."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def test_every_tone_has_a_variable_and_a_hex_fallback() -> None:
 
 def test_no_surface_keeps_its_own_state_colour_table() -> None:
     """The widgets' ESM and the notebook's HTML name a state's colour only through tones.js."""
-    for path in [*STATIC.glob("*.js"), *STATIC.parent.glob("*.py")]:
+    for path in [*STATIC.rglob("*.js"), *STATIC.parent.glob("*.py")]:
         if path.name == "tones.js":
             continue
         text = path.read_text()

@@ -57,7 +57,7 @@ def test_an_idle_cluster_says_for_how_long_and_what_it_holds():
 
 
 def test_the_widgets_esm_holds_what_its_files_import(tmp_path, monkeypatch):
-    status = widgets.esm("workers_bar.js", "usage_bar.js", "status.js")
+    status = widgets.esm("shared/workers_bar.js", "shared/usage_bar.js", "status.js")
     assert "\nimport " not in status and not status.startswith("import ")
     assert "export function usageRows" in status and "export function parseQuantity" in status
     (tmp_path / "a.js").write_text('import { x } from "./b.js";\nexport const a = 1;\n')

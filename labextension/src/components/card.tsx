@@ -6,7 +6,7 @@
 import * as React from 'react';
 
 import type { Freshness } from '../api';
-import { colorOf } from '../../../jupyter_dw/notebook/static/tones.js';
+import { colorOf } from '../shared/tones.js';
 
 /** The card's name, its state badge and, when the server's view may be old, a stale badge. */
 export function CardHead(props: {

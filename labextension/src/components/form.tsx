@@ -18,7 +18,7 @@ import {
   rayJobRequest
 } from '../formspec';
 import { DWModel, FitChecker, FitState } from '../model';
-import { colorOf } from '../../../jupyter_dw/notebook/static/tones.js';
+import { colorOf } from '../shared/tones.js';
 
 export { preselectedQueue };
 

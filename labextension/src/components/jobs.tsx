@@ -4,7 +4,7 @@ import type { Cluster } from '../api';
 import { TERMINAL_JOB_STATES, jobDuration } from '../jobs';
 import { DWModel, formatDuration } from '../model';
 import { ErrorNote } from './status';
-import { colorOf } from '../../../jupyter_dw/notebook/static/tones.js';
+import { colorOf } from '../shared/tones.js';
 
 /** A ready cluster's Ray jobs (id, entrypoint, state, duration), newest first; a click shows
  * the job's log as it streams in, with Stop while it runs. */

@@ -1,7 +1,8 @@
 import * as React from 'react';
 
 import type { Queue, QueueHolding, QueueResource } from '../api';
-import { DWModel, parseQuantity, resourceLabel, resourceOrder } from '../model';
+import { DWModel } from '../model';
+import { parseQuantity, resourceLabel, resourceOrder } from '../shared/resources.js';
 import { ErrorNote } from './status';
 import { HoldingLine } from './usage';
 

@@ -1,6 +1,6 @@
 import * as React from 'react';
 
-import { clockTime } from '../../../jupyter_dw/notebook/static/clock.js';
+import { clockTime } from '../shared/clock.js';
 import { DWModel } from '../model';
 
 /** The version handshake's verdict when it is not "ok", with the fix. */

@@ -7,13 +7,7 @@
 import * as React from 'react';
 
 import type { ClusterUsage, QueueHolding } from '../api';
-import {
-  holdingText,
-  idleText,
-  rayText,
-  ruleText,
-  usageRows
-} from '../../../jupyter_dw/notebook/static/usage_bar.js';
+import { holdingText, idleText, rayText, ruleText, usageRows } from '../shared/usage_bar.js';
 
 /** Re-renders once a minute (the idle minutes count up without a request). */
 function useMinuteTick(active: boolean): void {

@@ -3,8 +3,8 @@ import * as React from 'react';
 import type { Cluster } from '../api';
 import { ScaleStepper, ScaleStep } from '../scale';
 import type { IScaler } from '../scale';
-import { barWidths, workersBar } from '../../../jupyter_dw/notebook/static/workers_bar.js';
-import { colorOf } from '../../../jupyter_dw/notebook/static/tones.js';
+import { barWidths, workersBar } from '../shared/workers_bar.js';
+import { colorOf } from '../shared/tones.js';
 
 /** Ready / desired, as before elastic scaling: one segment. */
 function FixedWorkers(props: { cluster: Cluster }): JSX.Element {

@@ -1,7 +1,7 @@
 import * as React from 'react';
 
 import type { Workload } from '../api';
-import { colorOf } from '../../../jupyter_dw/notebook/static/tones.js';
+import { colorOf } from '../shared/tones.js';
 import { DWModel } from '../model';
 import { firstAndMine } from '../workloadrows';
 import { ErrorNote } from './status';

@@ -12,10 +12,10 @@ export interface IBarInput {
   pinned_workers: number | null;
   cluster_queue?: string | null;
   scale: {
-    state: "queued" | "admitted" | "scaling-down";
+    state: 'queued' | 'admitted' | 'scaling-down';
     from: number;
     to: number;
-    requested_by: "user" | "autoscaler";
+    requested_by: 'user' | 'autoscaler';
     reason: string | null;
     message: string | null;
     position_in_local_queue: number | null;
@@ -51,7 +51,7 @@ export function workersText(n: number): string;
 export function positionText(
   local: number | null | undefined,
   inClusterQueue: number | null | undefined,
-  clusterQueue: string | null | undefined,
+  clusterQueue: string | null | undefined
 ): string | null;
 export function workersBar(c: IBarInput, mine?: boolean): IWorkersBar;
 export function barWidths(bar: IWorkersBar): IBarSegments;
@@ -67,5 +67,5 @@ export function appliedText(
 ): string;
 export function proposalText(
   result: { fit: { message: string } | null; cluster: IBarInput },
-  workers: number | null,
+  workers: number | null
 ): string;
