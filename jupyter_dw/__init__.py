@@ -1,9 +1,9 @@
 """Kueue queues, quota and Ray clusters inside Jupyter.
 
 ``import jupyter_dw as dw`` gives the notebook API (``dw.queues()``, ``dw.workloads()``,
-``dw.fit(...)``,
-``dw.submit(...)``, ``dw.cluster(name)``, the widgets). Everything is imported on first use:
-importing the package, or ``%load_ext jupyter_dw``, contacts nothing and stays light.
+``dw.fit(...)``, ``dw.submit(...)``, ``dw.cluster(name)``, the widgets). Everything is imported
+on first use: importing the package, or ``%load_ext jupyter_dw``, contacts nothing and stays
+light.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..domain.cluster_state import ClusterSnapshot, live_worker_pods
 from ..domain.kueue_model import LocalQueueInfo
+from ..domain.lenient import conditions, is_true
 from ..domain.priorities import priority_value
 from ..domain.scale_fit import ScaleFit, assess_scale_up, held_flavors, worker_pod_set
 from ..k8s.elastic import FEATURE_GATE
@@ -30,7 +31,7 @@ from ..names import (
 )
 from .cluster_objects import ray_pods
 from .cluster_results import ClusterInfo
-from .errors import InvalidScale, NotElastic
+from .errors import InvalidRequest, InvalidScale, NotElastic
 from .queue_state import queue_state
 
 if TYPE_CHECKING:
@@ -79,6 +80,44 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
+@dataclass(frozen=True)
+class ScaleRequest:
+    """A REST scale request, ``{"workers": N | null, "dry_run": bool}``, its shape checked.
+    ``workers`` is as sent: :func:`parse_workers` checks the number when the cluster scales."""
+
+    workers: Any
+    dry_run: bool
+
+
+def scale_request(body: Any) -> ScaleRequest:
+    """``body`` (decoded JSON) as a :class:`ScaleRequest`, else :class:`InvalidRequest` naming
+    the bad field; nothing is read or changed before it passes."""
+    if not isinstance(body, dict) or WORKERS_FIELD not in body:
+        problem = 'the body must be a JSON object with "workers" (a whole number or null)'
+        raise InvalidRequest(
+            "Invalid scale request",
+            problem,
+            'Send e.g. {"workers": 4}; nothing was changed.',
+            {WORKERS_FIELD: problem},
+        )
+    unknown = sorted(set(body) - {WORKERS_FIELD, "dry_run"})
+    dry_run = body.get("dry_run", False)
+    if unknown or not isinstance(dry_run, bool):
+        problem = (
+            f"unknown field(s) {', '.join(unknown)}" if unknown else "dry_run must be a boolean"
+        )
+        raise InvalidRequest(
+            "Invalid scale request", problem, "Nothing was changed.", {"request": problem}
+        )
+    workers = body[WORKERS_FIELD]
+    if isinstance(workers, str):  # JSON has numbers: a string is a client's mistake here
+        problem = f"must be a whole number or null, got {workers!r}"
+        raise InvalidRequest(
+            "Invalid number of workers", problem, "Nothing was changed.", {WORKERS_FIELD: problem}
+        )
+    return ScaleRequest(workers, dry_run)
+
+
 def parse_workers(raw: Any) -> int | None:
     """``None`` (give the size back to the autoscaler) or a whole number >= 0; anything else
     is :class:`InvalidScale`. Digit strings (from ``%dw scale``) are accepted."""
@@ -104,15 +143,11 @@ def _worker_pods_to_remove(pods: list[Object], keep: int) -> list[str]:
     never ran), then pods not ready, then the newest."""
     workers = live_worker_pods(pods)
 
-    def ready(pod: Mapping[str, Any]) -> bool:
-        conditions = (pod.get("status") or {}).get("conditions") or []
-        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
     def order(pod: Mapping[str, Any]) -> tuple[bool, bool, str]:
         gated = bool((pod.get("spec") or {}).get("schedulingGates"))
         created = str((pod.get("metadata") or {}).get("creationTimestamp") or "")
         # sorted ascending: gated (True) first, then not ready, then newest first.
-        return (not gated, ready(pod), _reverse(created))
+        return (not gated, is_true(conditions(pod).get("Ready")), _reverse(created))
 
     ordered = sorted(workers, key=order)
     return [str(p["metadata"]["name"]) for p in ordered[: max(0, len(workers) - keep)]]

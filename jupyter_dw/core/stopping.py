@@ -33,7 +33,7 @@ from ..domain.cluster_state import ClusterSnapshot
 from ..domain.slices import slice_chain
 from ..domain.stop_record import BY_PERSON, STOP_ANNOTATIONS, StopRecord
 from .cluster_results import ClusterInfo
-from .errors import DWError, WrongState
+from .errors import DWError, InvalidRequest, WrongState
 from .settings import refuse_writes
 
 if TYPE_CHECKING:
@@ -44,6 +44,24 @@ log = logging.getLogger(__name__)
 Object = dict[str, Any]
 
 STOPPED = "stopped"
+
+
+def check_no_fields(body: Any, action: str) -> None:
+    """:class:`InvalidRequest` unless ``body`` (decoded JSON) is empty (none, ``null`` or
+    ``{}``), before anything is read or changed: a stop or resume takes no fields today."""
+    if body is None or body == {}:
+        return
+    problem = (
+        f"unknown field(s) {', '.join(sorted(body))}"
+        if isinstance(body, dict)
+        else "the body must be empty or a JSON object without fields"
+    )
+    raise InvalidRequest(
+        f"Invalid {action} request",
+        problem,
+        "Send no body, or {}; nothing was changed.",
+        {"request": problem},
+    )
 
 
 def _now() -> str:

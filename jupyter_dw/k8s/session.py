@@ -8,8 +8,9 @@ cannot watch its own permissions, so discovery (one aggregated GET) and the acce
 SelfSubjectRulesReview) run again every ``refresh_interval`` seconds and at once after a 403,
 or a 404 for a whole resource, from an API group we use (:meth:`KubeSession.refresh`): a Role
 granted or Kueue installed later starts the caches it allows, a permission revoked stops them,
-without a restart. Reads
-(:meth:`KubeSession.ray_clusters`, :meth:`KubeSession.synced_cache`,
+without a restart.
+
+Reads (:meth:`KubeSession.ray_clusters`, :meth:`KubeSession.synced_cache`,
 :meth:`KubeSession.indexed`, ...) come from those caches, never from a list per request; the
 caches index Workloads by ``kueue.x-k8s.io/job-uid``, RayClusters by UID and pods by
 RayCluster, so relating them is a lookup, not a scan. Writes

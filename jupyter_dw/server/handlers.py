@@ -30,6 +30,8 @@ from .._version import __version__
 from ..core.errors import DWError, InvalidRequest
 
 if TYPE_CHECKING:
+    from ..core.cluster_results import ClusterInfo
+    from ..core.scaling import ScaleResult
     from ..core.services import DWCore
 
 AUTH_RESOURCE = "jupyter_dw"
@@ -235,34 +237,14 @@ class ScaleHandler(DWHandler):
     @authorized
     async def post(self, name: str) -> None:
         """See :meth:`jupyter_dw.core.clusters.ClusterService.scale`."""
-        await self.call_with_body(lambda body: _scale(self.core, name, body))
+        await self.call_with_body(lambda body: self._scale(name, body))
 
+    def _scale(self, name: str, body: Any) -> ScaleResult:
+        # Imported on the pool's thread, as the core is (core_loader), not on the IO loop.
+        from ..core.scaling import scale_request
 
-def _scale(core: DWCore, name: str, body: Any) -> Any:
-    if not isinstance(body, dict) or "workers" not in body:
-        problem = 'the body must be a JSON object with "workers" (a whole number or null)'
-        raise InvalidRequest(
-            "Invalid scale request",
-            problem,
-            'Send e.g. {"workers": 4}; nothing was changed.',
-            {"workers": problem},
-        )
-    unknown = sorted(set(body) - {"workers", "dry_run"})
-    dry_run = body.get("dry_run", False)
-    if unknown or not isinstance(dry_run, bool):
-        problem = (
-            f"unknown field(s) {', '.join(unknown)}" if unknown else "dry_run must be a boolean"
-        )
-        raise InvalidRequest(
-            "Invalid scale request", problem, "Nothing was changed.", {"request": problem}
-        )
-    workers = body["workers"]
-    if isinstance(workers, str):  # JSON has numbers: a string is a client's mistake here
-        problem = f"must be a whole number or null, got {workers!r}"
-        raise InvalidRequest(
-            "Invalid number of workers", problem, "Nothing was changed.", {"workers": problem}
-        )
-    return core.clusters.scale(name, workers, dry_run)
+        request = scale_request(body)
+        return self.core.clusters.scale(name, request.workers, request.dry_run)
 
 
 class StopHandler(DWHandler):
@@ -273,9 +255,13 @@ class StopHandler(DWHandler):
     @authorized
     async def post(self, name: str) -> None:
         """See :meth:`jupyter_dw.core.clusters.ClusterService.stop`."""
-        await self.call_with_body(
-            lambda body: _no_fields(body, "stop", self.core.clusters.stop)(name)
-        )
+        await self.call_with_body(lambda body: self._stop(name, body))
+
+    def _stop(self, name: str, body: Any) -> ClusterInfo:
+        from ..core.stopping import check_no_fields
+
+        check_no_fields(body, "stop")
+        return self.core.clusters.stop(name)
 
 
 class ResumeHandler(DWHandler):
@@ -285,27 +271,13 @@ class ResumeHandler(DWHandler):
     @authorized
     async def post(self, name: str) -> None:
         """See :meth:`jupyter_dw.core.clusters.ClusterService.resume`."""
-        await self.call_with_body(
-            lambda body: _no_fields(body, "resume", self.core.clusters.resume)(name)
-        )
+        await self.call_with_body(lambda body: self._resume(name, body))
 
+    def _resume(self, name: str, body: Any) -> ClusterInfo:
+        from ..core.stopping import check_no_fields
 
-def _no_fields(body: Any, action: str, then: Callable[[str], Any]) -> Callable[[str], Any]:
-    """``then`` when ``body`` is empty (none, ``null`` or ``{}``), else :class:`InvalidRequest`
-    before anything is read or changed: these actions take no fields today."""
-    if body is None or body == {}:
-        return then
-    problem = (
-        f"unknown field(s) {', '.join(sorted(body))}"
-        if isinstance(body, dict)
-        else "the body must be empty or a JSON object without fields"
-    )
-    raise InvalidRequest(
-        f"Invalid {action} request",
-        problem,
-        "Send no body, or {}; nothing was changed.",
-        {"request": problem},
-    )
+        check_no_fields(body, "resume")
+        return self.core.clusters.resume(name)
 
 
 def route_table(

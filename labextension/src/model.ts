@@ -1,8 +1,8 @@
 /**
  * The sidebar's state: the version handshake, then queues, clusters, RayJobs, TrainJobs and
- * Workloads from
- * the `events` socket (a snapshot, then one message per change), with reconnection (backoff, then a fresh
- * snapshot). Views listen to `changed` and read; they never fetch on their own.
+ * Workloads from the `events` socket (a snapshot, then one message per change), with
+ * reconnection (backoff, then a fresh snapshot). Views listen to `changed` and read; they
+ * never fetch on their own.
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
@@ -64,10 +64,6 @@ export interface IBackoff {
 
 export const DEFAULT_BACKOFF: IBackoff = { initial: 500, max: 10000 };
 
-/**
- * A fresh idempotency key (a random UUID v4) for one user action. `crypto.getRandomValues`
- * works in every page; `crypto.randomUUID` only in secure contexts (HTTPS or localhost).
- */
 /** A new queues answer keeping the previous answer's equal queues (see `sharing.ts`). */
 function shareQueues(previous: Queues | null, fresh: Queues | null | undefined): Queues | null {
   if (previous === null || fresh === null || fresh === undefined) {
@@ -76,6 +72,10 @@ function shareQueues(previous: Queues | null, fresh: Queues | null | undefined):
   return { ...fresh, queues: keepEqual(previous.queues, fresh.queues, q => q.name) };
 }
 
+/**
+ * A fresh idempotency key (a random UUID v4) for one user action. `crypto.getRandomValues`
+ * works in every page; `crypto.randomUUID` only in secure contexts (HTTPS or localhost).
+ */
 export function newIdempotencyKey(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   bytes[6] = (bytes[6] & 0x0f) | 0x40;
