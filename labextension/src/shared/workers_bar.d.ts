@@ -1,27 +1,21 @@
 // Types of workers_bar.js for the sidebar (labextension/src), which imports it.
+import type { components } from '../openapi';
+
+type Cluster = components['schemas']['Cluster'];
 
 /** The fields of a REST `Cluster` (or the ClusterStatus widget's traits) the bar reads. */
-export interface IBarInput {
-  state?: string | null;
-  workers_ready: number;
-  workers_desired: number;
-  workers_admitted: number | null;
-  min_workers: number;
-  max_workers: number;
-  elastic: boolean;
-  pinned_workers: number | null;
-  cluster_queue?: string | null;
-  scale: {
-    state: 'queued' | 'admitted' | 'scaling-down';
-    from: number;
-    to: number;
-    requested_by: 'user' | 'autoscaler';
-    reason: string | null;
-    message: string | null;
-    position_in_local_queue: number | null;
-    position_in_cluster_queue: number | null;
-  } | null;
-}
+export type IBarInput = Pick<
+  Cluster,
+  | 'workers_ready'
+  | 'workers_desired'
+  | 'workers_admitted'
+  | 'min_workers'
+  | 'max_workers'
+  | 'elastic'
+  | 'pinned_workers'
+  | 'scale'
+> &
+  Partial<Pick<Cluster, 'state' | 'cluster_queue'>>;
 
 export interface IBarSegments {
   ready: number;
