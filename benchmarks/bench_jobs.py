@@ -31,7 +31,7 @@ from jupyter_dw.domain.ray_auth import RayToken
 from jupyter_dw.notebook.job_view import JobView
 from jupyter_dw.notebook.jobs import RayJobHandle
 from jupyter_dw.notebook.runtime import set_runtime
-from jupyter_dw.ray.jobs_api import RayJobsClient
+from jupyter_dw.ray_head.jobs_api import RayJobsClient
 from tests.cluster.ray_head import ray_head, ray_venv
 from tests.integration.ray_jobs_support import new_token
 

@@ -20,7 +20,7 @@ from ..k8s.errors import (
     NotInstalled,
     NotReady,
 )
-from ..ray.errors import (
+from ..ray_head.errors import (
     ClusterNotReady,
     JobFailed,
     JobNotFound,

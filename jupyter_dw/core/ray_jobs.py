@@ -4,7 +4,7 @@ Where a cluster's head answers comes from the settings (``ray_dashboard_url``,
 ``ray_client_url``) or KubeRay's status (:mod:`jupyter_dw.domain.ray_endpoints`); its token from
 the Secret KubeRay made for it, used only when that Secret's controller is this cluster
 (:mod:`.ray_token`), held in memory a few seconds, and sent only in request headers to the
-head (:mod:`jupyter_dw.ray`). No surface ever sees it: answers carry Ray's job fields, never
+head (:mod:`jupyter_dw.ray_head`). No surface ever sees it: answers carry Ray's job fields, never
 the token or the job's ``runtime_env``.
 """
 
@@ -31,8 +31,8 @@ from ..domain.ray_jobs import (
 from ..domain.usage import RayLoad, ray_load
 from ..k8s.session import KubeSession
 from ..names import CLIENT_PORT
-from ..ray.errors import ClusterNotReady, RayAuthRefused, RayError, RayTokenUnavailable
-from ..ray.jobs_api import RayJobsClient
+from ..ray_head.errors import ClusterNotReady, RayAuthRefused, RayError, RayTokenUnavailable
+from ..ray_head.jobs_api import RayJobsClient
 from .clusters import ClusterService, check_cluster_name
 from .errors import InvalidRequest
 from .ray_token import ray_token
@@ -206,7 +206,7 @@ class RayJobService:
         """Submit ``{"entrypoint", "runtime_env"?, "working_dir"?, "metadata"?,
         "submission_id"?}`` to cluster ``name``; a local ``working_dir`` is uploaded first.
         Returns the job as Ray has it just after."""
-        from ..ray.packages import upload_working_dir
+        from ..ray_head.packages import upload_working_dir
 
         body = _submission(request)
         client = self.client(name)
@@ -220,9 +220,9 @@ class RayJobService:
         return RayJob.from_ray(answer if isinstance(answer, Mapping) else {})
 
     async def tail(self, name: str, job_id: str, client: RayJobsClient) -> AsyncIterator[str]:
-        """The job's log as it is written (see :mod:`jupyter_dw.ray.log_tail`); ``client``
+        """The job's log as it is written (see :mod:`jupyter_dw.ray_head.log_tail`); ``client``
         from :meth:`client`, got off the event loop."""
-        from ..ray.log_tail import tail_logs
+        from ..ray_head.log_tail import tail_logs
 
         async for chunk in tail_logs(client, check_job_id(job_id)):
             yield plain_log(chunk)

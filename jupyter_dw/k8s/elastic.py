@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..domain.cluster_spec import SpecPolicy, ValidatedSpec
 from ..names import ELASTIC_JOB_SCHEDULING_GATE
 from .errors import KubeError, KubeForbidden, KubeRejected
-from .ray import DRY_RUN
+from .kuberay import DRY_RUN
 from .resources import RAY_CLUSTER
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from . import ray, workload_writes
+from . import kuberay, visibility, workload_writes
 from .cache_set import Kind
 from .errors import KubeForbidden, KubeNotFound
 from .events_write import record_event
@@ -91,10 +91,10 @@ class SessionAnswers(SessionState):
             return cached
         # The cache may lag a create made a moment ago: ask before saying "not found".
         try:
-            return ray.get_raycluster(self.api, self.namespace, name)
+            return kuberay.get_raycluster(self.api, self.namespace, name)
         except KubeForbidden as err:
             # May list and watch but not get: the synced cache's answer stands.
-            raise ray.not_found(self.namespace, name) from err
+            raise kuberay.not_found(self.namespace, name) from err
 
     def find_ray_cluster(self, name: str) -> Object | None:
         """RayCluster ``name``, or None when there is none: from a synced cache, else one
@@ -108,7 +108,7 @@ class SessionAnswers(SessionState):
             if cached is not None:
                 return cached
         try:
-            return ray.get_raycluster(self.api, self.namespace, name)
+            return kuberay.get_raycluster(self.api, self.namespace, name)
         except KubeNotFound:
             return None
 
@@ -144,7 +144,7 @@ class SessionAnswers(SessionState):
         ``test`` operation is ``KubeRejected``, nothing changed)."""
         self.wait_ready()
         self.discovery.require_kuberay()
-        return ray.patch_raycluster(self.api, self.namespace, name, operations)
+        return kuberay.patch_raycluster(self.api, self.namespace, name, operations)
 
     def annotate_raycluster(
         self, name: str, annotations: dict[str, str | None], dry_run: bool = False
@@ -153,7 +153,7 @@ class SessionAnswers(SessionState):
         patch); a write waits briefly for its own watch event, so the next read shows it."""
         self.wait_ready()
         self.discovery.require_kuberay()
-        patched = ray.annotate_raycluster(self.api, self.namespace, name, annotations, dry_run)
+        patched = kuberay.annotate_raycluster(self.api, self.namespace, name, annotations, dry_run)
         if not dry_run:
             self.catch_up(RAY_CLUSTER.plural, name, _version(patched))
         return patched
@@ -189,7 +189,7 @@ class SessionAnswers(SessionState):
             return None  # not served, or the start-time access review said no: don't ask
         version = self.discovery.visibility_version
         assert version is not None
-        return ray.pending_workloads(self.api, version, self.namespace, local_queue)
+        return visibility.pending_workloads(self.api, version, self.namespace, local_queue)
 
     def pod_metrics(self) -> MetricsRead:
         """Every pod's use in the namespace from the metrics API (one call), or why not (no
@@ -205,7 +205,7 @@ class SessionAnswers(SessionState):
         version = self.discovery.visibility_version if self.ready else None
         if not (version and allowed):
             return None
-        return ray.cluster_queue_pending_workloads(self.api, version, cluster_queue)
+        return visibility.cluster_queue_pending_workloads(self.api, version, cluster_queue)
 
     def create_raycluster(self, obj: Object) -> Object:
         """Create ``obj`` in the namespace (server-side dry run first): see
@@ -215,7 +215,7 @@ class SessionAnswers(SessionState):
         return self._create_cached(self.discovery.require_kuberay(), obj)
 
     def _create_cached(self, resource: Resource, obj: Object) -> Object:
-        created = ray.create_raycluster(self.api, self.namespace, obj, resource)
+        created = kuberay.create_raycluster(self.api, self.namespace, obj, resource)
         cache = self._caches.get(resource.plural)
         name = str((created.get("metadata") or {}).get("name") or "")
         if cache is not None and cache.started:
@@ -229,7 +229,7 @@ class SessionAnswers(SessionState):
         owned objects follow). Waits briefly until its watch cache shows the deletion (gone,
         or marked for deletion while finalizers run), so the next read does not show it as
         it was. Raises ``KubeNotFound`` when absent."""
-        answer = ray.delete_raycluster(self.api, self.namespace, name, resource)
+        answer = kuberay.delete_raycluster(self.api, self.namespace, name, resource)
         cache = self._caches.get(resource.plural)
         if cache is not None and cache.started:
 
@@ -273,9 +273,9 @@ class SessionAnswers(SessionState):
         if cached is not None:
             return cached
         try:
-            return ray.get_raycluster(self.api, self.namespace, name, resource)
+            return kuberay.get_raycluster(self.api, self.namespace, name, resource)
         except KubeForbidden as err:
-            raise ray.not_found(self.namespace, name, resource) from err
+            raise kuberay.not_found(self.namespace, name, resource) from err
 
     def cached_jobs(self, resource: Resource) -> list[Object]:
         """Every ``resource`` object its cache holds now (no waiting, no I/O; empty when not

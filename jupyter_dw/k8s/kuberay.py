@@ -1,6 +1,5 @@
 """Writes and one-off reads for KubeRay objects (RayClusters, RayJobs): create (dry run
-first), delete, patch, annotate, get, and the positions of pending Workloads from Kueue's
-visibility API.
+first), delete, patch, annotate, get.
 
 Everything that is watched (RayClusters, their pods, Workloads) is read from the session's
 caches instead; these are the calls no cache can answer. All functions block.
@@ -18,10 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..names import IDEMPOTENCY_KEY_ANNOTATION, REQUEST_DIGEST_ANNOTATION
 from .errors import KubeApiError, KubeConflict, KubeError, KubeNotFound, KubeUnreachable
 from .resources import (
-    PENDING_WORKLOADS_SUBRESOURCE,
     RAY_CLUSTER,
-    VISIBILITY_CLUSTER_QUEUE,
-    VISIBILITY_LOCAL_QUEUE,
     Resource,
 )
 
@@ -246,44 +242,3 @@ def not_found(namespace: str, name: str, resource: Resource = RAY_CLUSTER) -> Ku
     else:
         hint = f"List the namespace's {resource.plural} with GET {_collection(resource)}."
     return KubeNotFound(f"No {resource.kind} named {name!r} in namespace {namespace}", None, hint)
-
-
-def pending_workloads(
-    api: KubeApi, visibility_version: str, namespace: str, local_queue: str
-) -> list[Object] | None:
-    """The pending Workloads of ``local_queue`` with their positions, or None when Kueue's
-    visibility API cannot tell (not served, forbidden, the LocalQueue gone).
-
-    Items carry ``metadata.name`` (the Workload), ``positionInLocalQueue``,
-    ``positionInClusterQueue`` (0-based) and ``priority``. Positions are extra information:
-    a failure here is logged and never fails the caller's answer; only when the API server
-    does not answer (:class:`KubeUnreachable`, a timeout included) is it raised, so the caller
-    asks no more in that request (each would cost another timeout) and answers without.
-    """
-    path = VISIBILITY_LOCAL_QUEUE.at(visibility_version).path(
-        namespace, local_queue, PENDING_WORKLOADS_SUBRESOURCE
-    )
-    return _pending_items(api, path, f"LocalQueue {namespace}/{local_queue}")
-
-
-def cluster_queue_pending_workloads(
-    api: KubeApi, visibility_version: str, cluster_queue: str
-) -> list[Object] | None:
-    """Every pending Workload of ``cluster_queue`` (all namespaces) in Kueue's order, with
-    ``priority`` and ``positionInClusterQueue``; None when the visibility API cannot tell."""
-    path = VISIBILITY_CLUSTER_QUEUE.at(visibility_version).path(
-        None, cluster_queue, PENDING_WORKLOADS_SUBRESOURCE
-    )
-    return _pending_items(api, path, f"ClusterQueue {cluster_queue}")
-
-
-def _pending_items(api: KubeApi, path: str, what: str) -> list[Object] | None:
-    try:
-        answer = api.get(path)
-    except KubeUnreachable:
-        raise  # not answering: the caller stops asking for this request
-    except KubeError as err:
-        log.info("no pending workloads for %s: %s", what, err)
-        return None
-    items = answer.get("items")
-    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
