@@ -11,7 +11,6 @@ panel recovers; light and dark screenshots. Every wait is Playwright's wait for 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,7 +122,7 @@ def run_js(page: Page, command: str, args: dict[str, Any]) -> None:
 
 
 def test_sidebar_end_to_end(
-    page: Page, lab: LabServer, kueue: KueueObjects, kube, namespace: str, artifacts: Path
+    page: Page, lab: LabServer, kueue: KueueObjects, kube, namespace: str, docs_picture
 ) -> None:
     make_queues(kueue)
     sidebar = open_panel(page, lab)
@@ -192,7 +191,7 @@ def test_sidebar_end_to_end(
         re.compile(r"holding quota for \d+(s|m \d\ds)")
     )
     expect(first.locator(".jp-dw-card-queue")).to_contain_text("by you")
-    sidebar.screenshot(path=str(artifacts / "sidebar-light.png"))
+    docs_picture(sidebar, "sidebar-light.png")
 
     # -- the dashboard opens in a sandboxed tab; ray.init goes into the notebook ------------
     first.get_by_role("button", name="Open the Ray dashboard of ui-first").click()
@@ -232,7 +231,7 @@ def test_sidebar_end_to_end(
     )
     assert waiting["reason"], waiting
     expect(second.locator(".jp-dw-reason")).to_have_text(waiting["reason"])
-    sidebar.screenshot(path=str(artifacts / "sidebar-waiting-light.png"))
+    docs_picture(sidebar, "sidebar-waiting-light.png")
 
     # -- delete the first from its card (with confirmation); the second is admitted ---------
     first.get_by_role("button", name="Delete ui-first").click()
@@ -286,7 +285,7 @@ def test_sidebar_end_to_end(
     # -- dark theme --------------------------------------------------------------------------
     run_js(page, "apputils:change-theme", {"theme": "JupyterLab Dark"})
     expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "false")
-    sidebar.screenshot(path=str(artifacts / "sidebar-dark.png"))
+    docs_picture(sidebar, "sidebar-dark.png")
 
     # -- clean up through the panel -----------------------------------------------------------
     second.get_by_role("button", name="Delete ui-second").click()
