@@ -107,21 +107,86 @@ def python_api() -> str:
 
     import jupyter_dw
 
-    groups: dict[str, list[str]] = {"Functions": [], "Classes": [], "Errors": []}
-    for name in jupyter_dw.__all__:
-        if name.startswith("__"):
-            continue
-        value = getattr(jupyter_dw, name)
-        if inspect.isclass(value) and issubclass(value, BaseException):
-            groups["Errors"].append(f"```{{autoexception}} jupyter_dw.{name}\n```")
+    public = [getattr(jupyter_dw, n) for n in jupyter_dw.__all__ if not n.startswith("__")]
+    groups: dict[str, list[str]] = {"Functions": [], "Classes": [], "Errors": [], "Results": []}
+    for name, value in zip([n for n in jupyter_dw.__all__ if not n.startswith("__")], public):
+        if inspect.isclass(value) and value.__name__ != name:  # dw.NotFound = KubeNotFound
+            directive = "autoexception" if issubclass(value, BaseException) else "autoclass"
+            group = "Errors" if issubclass(value, BaseException) else "Classes"
+            groups[group].append(
+                f"``dw.{name}`` is:\n\n.. {directive}:: {value.__module__}.{value.__qualname__}"
+                "\n   :show-inheritance:"
+            )
+        elif inspect.isclass(value) and issubclass(value, BaseException):
+            groups["Errors"].append(f".. autoexception:: jupyter_dw.{name}\n   :show-inheritance:")
         elif inspect.isclass(value):
-            groups["Classes"].append(f"```{{autoclass}} jupyter_dw.{name}\n:members:\n```")
+            groups["Classes"].append(f".. autoclass:: jupyter_dw.{name}\n   :members:")
         else:
-            groups["Functions"].append(f"```{{autofunction}} jupyter_dw.{name}\n```")
-    parts = [_note("`jupyter_dw.__all__` and the docstrings (autodoc)")]
+            groups["Functions"].append(f".. autofunction:: jupyter_dw.{name}")
+    for cls in _reachable_classes(public):
+        path = f"{cls.__module__}.{cls.__qualname__}"
+        groups["Results"].append(
+            f".. autoclass:: {path}\n   :members:\n   :show-inheritance:"
+            if not issubclass(cls, BaseException)
+            else f".. autoexception:: {path}\n   :show-inheritance:"
+        )
+    parts = [
+        _note("`jupyter_dw.__all__` and the docstrings (autodoc)"),
+        "The classes under *Results* are what the public names return or derive from: you",
+        "get them from a call, you do not import them.",
+        "",
+    ]
     for title, entries in groups.items():
-        parts += [f"## {title}", "", *(e + "\n" for e in entries)]
+        # autodoc writes reStructuredText: MyST hands it over as such.
+        parts += [f"## {title}", "", "```{eval-rst}", "\n\n".join(entries), "```", ""]
     return "\n".join(parts)
+
+
+def _reachable_classes(public: list[object]) -> list[type]:
+    """jupyter_dw's own classes that the public names return (and those return, in turn), and
+    the bases of the public errors, that ``jupyter_dw.__all__`` does not name: a user gets
+    them from a call, so autodoc documents them and the types a signature shows link there."""
+    import inspect
+    import typing
+
+    named = {id(v) for v in public}
+    seen: dict[int, type] = {}
+    todo = list(public)
+
+    def own(t: object) -> list[type]:
+        found: list[type] = []
+        if inspect.isclass(t) and t.__module__.startswith("jupyter_dw"):
+            found.append(t)
+        for arg in typing.get_args(t):
+            found += own(arg)
+        return found
+
+    def returns(member: object) -> object:
+        try:
+            return typing.get_type_hints(member).get("return")
+        except Exception:  # a hint naming what only type checkers import
+            return None
+
+    while todo:
+        value = todo.pop()
+        found: list[type] = []
+        if inspect.isclass(value):
+            for name, member in vars(value).items():
+                if name.startswith("_"):
+                    continue
+                if isinstance(member, property) and member.fget:
+                    found += own(returns(member.fget))
+                elif callable(member):
+                    found += own(returns(member))
+            if issubclass(value, BaseException):
+                found += [b for b in value.__mro__[1:] if b.__module__.startswith("jupyter_dw")]
+        elif callable(value):
+            found += own(returns(value))
+        for cls in found:
+            if id(cls) not in named and id(cls) not in seen:
+                seen[id(cls)] = cls
+                todo.append(cls)
+    return sorted(seen.values(), key=lambda c: (c.__module__, c.__qualname__))
 
 
 def rest_api() -> str:
