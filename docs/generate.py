@@ -107,9 +107,10 @@ def python_api() -> str:
 
     import jupyter_dw
 
-    public = [getattr(jupyter_dw, n) for n in jupyter_dw.__all__ if not n.startswith("__")]
+    names = [n for n in jupyter_dw.__all__ if not n.startswith("__")]
+    public = [getattr(jupyter_dw, n) for n in names]
     groups: dict[str, list[str]] = {"Functions": [], "Classes": [], "Errors": [], "Results": []}
-    for name, value in zip([n for n in jupyter_dw.__all__ if not n.startswith("__")], public):
+    for name, value in zip(names, public, strict=True):
         if inspect.isclass(value) and value.__name__ != name:  # dw.NotFound = KubeNotFound
             directive = "autoexception" if issubclass(value, BaseException) else "autoclass"
             group = "Errors" if issubclass(value, BaseException) else "Classes"
