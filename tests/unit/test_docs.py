@@ -206,3 +206,13 @@ def test_the_link_check_refuses_scripts_from_another_host(tmp_path: Path) -> Non
     assert check_links.check(site) == [
         "index.html: https://cdn.example/widgets.js is loaded from another host"
     ]
+
+
+def test_the_readme_is_the_front_door() -> None:
+    """Short, and every link of it reaches a file of the repository (a docs page)."""
+    text = (REPO / "README.md").read_text()
+    assert len(text.splitlines()) < 250
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    assert {"docs/how-to/rayjobs.md", "docs/admin/permissions.md"} <= set(links)
+    missing = [link for link in links if "://" not in link and not (REPO / link).exists()]
+    assert not missing, missing
