@@ -4,7 +4,7 @@ JupyterLab server running as a workbench service account on the local control pl
 Any console error or uncaught exception in the page fails the test. Screenshots and the
 server log (token redacted) go to ``tests/ui/artifacts/`` (git-ignored); the pictures the
 documentation shows are taken with ``docs_picture`` and also written to ``docs/img/``, so a
-picture in the docs is always what the test last saw (``tests/unit/test_docs_pictures.py``
+picture in the docs is always what the test last saw (``tests/unit/test_docs.py``
 fails on a page showing a picture no test makes).
 """
 
