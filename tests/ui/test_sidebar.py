@@ -11,6 +11,7 @@ panel recovers; light and dark screenshots. Every wait is Playwright's wait for 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -122,7 +123,13 @@ def run_js(page: Page, command: str, args: dict[str, Any]) -> None:
 
 
 def test_sidebar_end_to_end(
-    page: Page, lab: LabServer, kueue: KueueObjects, kube, namespace: str, docs_picture
+    page: Page,
+    lab: LabServer,
+    kueue: KueueObjects,
+    kube,
+    namespace: str,
+    artifacts: Path,
+    docs_picture,
 ) -> None:
     make_queues(kueue)
     sidebar = open_panel(page, lab)
@@ -191,7 +198,7 @@ def test_sidebar_end_to_end(
         re.compile(r"holding quota for \d+(s|m \d\ds)")
     )
     expect(first.locator(".jp-dw-card-queue")).to_contain_text("by you")
-    docs_picture(sidebar, "sidebar-light.png")
+    sidebar.screenshot(path=str(artifacts / "sidebar-light.png"))
 
     # -- the dashboard opens in a sandboxed tab; ray.init goes into the notebook ------------
     first.get_by_role("button", name="Open the Ray dashboard of ui-first").click()
@@ -231,7 +238,8 @@ def test_sidebar_end_to_end(
     )
     assert waiting["reason"], waiting
     expect(second.locator(".jp-dw-reason")).to_have_text(waiting["reason"])
-    docs_picture(sidebar, "sidebar-waiting-light.png")
+    sidebar.screenshot(path=str(artifacts / "sidebar-waiting-light.png"))
+    docs_picture(second, "waiting-card.png")
 
     # -- delete the first from its card (with confirmation); the second is admitted ---------
     first.get_by_role("button", name="Delete ui-first").click()
@@ -285,7 +293,7 @@ def test_sidebar_end_to_end(
     # -- dark theme --------------------------------------------------------------------------
     run_js(page, "apputils:change-theme", {"theme": "JupyterLab Dark"})
     expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "false")
-    docs_picture(sidebar, "sidebar-dark.png")
+    sidebar.screenshot(path=str(artifacts / "sidebar-dark.png"))
 
     # -- clean up through the panel -----------------------------------------------------------
     second.get_by_role("button", name="Delete ui-second").click()

@@ -91,6 +91,10 @@ def test_an_idle_cluster_s_card_says_what_it_holds_and_when_the_rule_stops_it(
     expect(cpu.locator("[role=meter]")).to_have_count(1, timeout=METRICS_TIMEOUT)
     expect(cpu).to_contain_text(re.compile(r"^CPU [\d.]+m? of 2 used"))
     docs_picture(box, "idle-card.png")
+    # The whole panel from its top (the queue first): a window tall enough to hold it.
+    page.set_viewport_size({"width": 1280, "height": 1500})
+    sidebar.evaluate("e => { for (const n of [e, ...e.querySelectorAll('*')]) n.scrollTop = 0 }")
+    docs_picture(sidebar, "sidebar.png")
 
     # The REST answer is what the card shows: one verdict, the server's.
     usage = lab.api("GET", "clusters/notebook-ray")["usage"]
