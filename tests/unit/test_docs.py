@@ -166,7 +166,7 @@ def pictures_made() -> set[str]:
 
 def test_every_picture_a_page_shows_is_made_by_a_browser_test() -> None:
     shown, made = pictures_shown(), pictures_made()
-    assert {"idle-card.png", "sidebar-light.png"} <= set(shown), shown  # the scan finds them
+    assert {"idle-card.png", "sidebar.png"} <= set(shown), shown  # the scan finds them
     missing = {name: page for name, page in shown.items() if name not in made}
     assert not missing, f"shown but no UI test makes them (docs_picture): {missing}"
     absent = [name for name in shown if not (DOCS / "img" / name).exists()]
@@ -182,7 +182,7 @@ def test_docs_img_holds_only_pictures_a_test_makes() -> None:
     "text, name",
     [
         ("![a card](../img/idle-card.png){w=230px}", "idle-card.png"),
-        ("```{image} img/sidebar-light.png\n:width: 300px\n```", "sidebar-light.png"),
+        ("```{image} img/sidebar.png\n:width: 300px\n```", "sidebar.png"),
         ('<img src="docs/img/sidebar-dark.png" width="400">', "sidebar-dark.png"),
     ],
 )
