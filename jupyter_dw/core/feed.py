@@ -517,8 +517,11 @@ class ChangeFeed:
         assert self.workloads is not None
         cause = Cause(WORKLOAD.kind, name, event_type)
         queue = (obj.get("spec") or {}).get("queueName")
-        moved = self._positions_changed([queue]) if isinstance(queue, str) else set()
-        others = [w for w in self._workloads.waiting_in(queue) if w != name] if moved else []
+        # Positions only for the others waiting in its queue (its own come with its record): a
+        # change in a queue where nothing else waits (an admitted one's PodsReady) asks nothing.
+        others = [w for w in self._workloads.waiting_in(queue) if w != name]
+        moved = self._positions_changed([queue]) if isinstance(queue, str) and others else set()
+        others = others if moved else []
         infos = self.workloads.describe_many([name, *others])
         info = infos.pop(name, None)  # None: gone, or a replaced slice
         known = self._workloads.pop(name)

@@ -192,6 +192,58 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
         events.close()
 
 
+async def test_a_change_in_a_queue_where_nothing_waits_asks_no_positions(
+    kube, kueue, namespace, jp_serverapp, jp_ws_fetch
+):
+    """An admitted Workload's change (Kueue's PodsReady, an annotation) moves no position
+    when nothing waits in its queue: no socket asks the visibility API for it."""
+    queue = make_queue(kueue, cpu="2")
+    custom = client.CustomObjectsApi(kube)
+    core = core_of(jp_serverapp)
+    session, board = core.session, core.positions
+    await asyncio.to_thread(session.wait_ready, WAIT_TIMEOUT)
+    body = plain_workload(kueue.api_version, "alone", queue.local_queue, "1", priority=0)
+    await asyncio.to_thread(
+        custom.create_namespaced_custom_object,
+        KUEUE,
+        kueue.api_version,
+        namespace,
+        "workloads",
+        body,
+    )
+    await asyncio.to_thread(
+        wait_cache,
+        session,
+        WORKLOAD,
+        lambda c: admitted(c.get("alone", namespace)),
+        "the Workload admitted",
+    )
+    events, _ = await open_events(jp_ws_fetch)
+    await eventually(lambda: board.settled, "the snapshot's positions read")
+    before = board.calls
+    patch = {"metadata": {"annotations": {"example.com/note": "hello"}}}
+    await asyncio.to_thread(
+        custom.patch_namespaced_custom_object,
+        KUEUE,
+        kueue.api_version,
+        namespace,
+        "workloads",
+        "alone",
+        patch,
+    )
+    await events.until(lambda m: m["type"] == "workload" and m["name"] == "alone", "its change")
+    # A read the change scheduled would be under way or done by now (it is scheduled before
+    # the message is sent): wait for none to be left, then count.
+    await eventually(lambda: board.settled, "no visibility call left")
+    assert board.calls == before, "a change in a queue where nothing waits asked for positions"
+    events.close()
+
+
+def admitted(workload: dict[str, Any] | None) -> bool:
+    conditions = ((workload or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Admitted" and c.get("status") == "True" for c in conditions)
+
+
 class SlowReader:
     """Tracks the server side of each events socket opened (as the page's socket would be)."""
 
