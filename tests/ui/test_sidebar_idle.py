@@ -26,7 +26,7 @@ from tests.integration.workbench_rbac import (
     namespace_rules,
 )
 from tests.ui.lab import LabServer, team_queue, workbench_lab
-from tests.ui.test_sidebar import card, open_panel
+from tests.ui.test_sidebar import card, open_panel, run_js
 
 pytestmark = pytest.mark.cluster
 
@@ -95,6 +95,9 @@ def test_an_idle_cluster_s_card_says_what_it_holds_and_when_the_rule_stops_it(
     page.set_viewport_size({"width": 1280, "height": 1500})
     sidebar.evaluate("e => { for (const n of [e, ...e.querySelectorAll('*')]) n.scrollTop = 0 }")
     docs_picture(sidebar, "sidebar.png")
+    run_js(page, "apputils:change-theme", {"theme": "JupyterLab Dark"})
+    expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "false")
+    docs_picture(sidebar, "sidebar-dark.png")
 
     # The REST answer is what the card shows: one verdict, the server's.
     usage = lab.api("GET", "clusters/notebook-ray")["usage"]
