@@ -83,8 +83,9 @@ test-js: python-deps
 	cd labextension && $(NPM_ENV) npm run --silent test
 
 # The documentation (docs/): Sphinx with MyST, offline (no intersphinx, no CDN), every
-# cross-reference resolved and no warning (-n -W).
-docs: python-deps
+# cross-reference resolved and no warning (-n -W). autodoc imports the widgets, whose ESM
+# joins browser code the frontend build copies into the package: the frontend first.
+docs: frontend
 	$(VENV)/bin/sphinx-build -n -W --keep-going -q -b html docs docs/_build/html
 
 # The site checked: its generated pages match the code, its internal links and pictures
