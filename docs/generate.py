@@ -249,7 +249,7 @@ def replace_between(text: str, name: str, body: str) -> str:
 
 def generated(docs: Path = DOCS) -> dict[Path, tuple[str, str]]:
     """Every page with a generated section: ``(current text, wanted text)``."""
-    os.environ["COLUMNS"] = "88"  # argparse wraps at the terminal's width: not on a page
+    os.environ["COLUMNS"] = "80"  # argparse wraps at the terminal's width: not on a page
     os.environ["NO_COLOR"] = "1"
     pages: dict[Path, tuple[str, str]] = {}
     for name, (page, make) in SECTIONS.items():

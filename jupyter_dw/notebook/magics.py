@@ -22,7 +22,7 @@ class UsageError(Exception):
     """Arguments that do not parse; the message says which."""
 
 
-WIDTH = 88
+WIDTH = 80
 """Help text width: the same in a kernel (no terminal) and on the documentation's page."""
 
 
