@@ -62,3 +62,24 @@ html_sidebars = {"index": []}
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_typehints_format = "short"
+
+
+def _typevar_as_text(app, env, node, contnode):  # type: ignore[no-untyped-def]
+    """A type variable (``Handle = TypeVar(...)``) in a signature has no page: shown as text,
+    while any other reference that does not resolve still fails the build."""
+    import importlib
+    import typing
+
+    target = node.get("reftarget", "")
+    module, _, name = target.rpartition(".")
+    if node.get("refdomain") != "py" or not module.startswith("jupyter_dw"):
+        return None
+    try:
+        value = getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
+    return contnode if isinstance(value, typing.TypeVar) else None
+
+
+def setup(app):  # type: ignore[no-untyped-def]
+    app.connect("missing-reference", _typevar_as_text)

@@ -1,21 +1,24 @@
 """How a Ray cluster's objects relate: its Workloads (an elastic cluster's chain of slices),
 its pods, KubeRay's warnings about it, and a RayCluster found by UID (a preemptor named by
-Kueue); and a TrainJob's pods. Queries over the session's cache indexes, so they live in the
-core: the session (``jupyter_dw.k8s``) keeps the indexes (``cache_set``'s ``BY_*``) and
-answers one generic read, ``KubeSession.indexed``; this module knows which index relates what.
-No waiting, no I/O: each answers from the caches as they are now, empty when a kind is not
-readable.
+Kueue); and a job's own pods (a TrainJob's). Queries over the session's cache indexes, so they
+live in the core: the session (``jupyter_dw.k8s``) keeps the indexes (``cache_set``'s ``BY_*``)
+and answers one generic read, ``KubeSession.indexed``; this module knows which index relates
+what. No waiting, no I/O: each answers from the caches as they are now, empty when a kind is
+not readable.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..domain.job_kind import JobKind
 from ..k8s.cache_set import (
     BY_INVOLVED_UID,
+    BY_JOB,
     BY_JOB_UID,
-    BY_JOBSET,
     BY_RAY_CLUSTER,
     BY_UID,
-    TRAINJOB_PODS,
+    pods_cache,
 )
 from ..k8s.resources import EVENT, POD, RAY_CLUSTER, WORKLOAD
 from ..k8s.session import KubeSession
@@ -44,10 +47,11 @@ def ray_pods(session: KubeSession, name: str) -> list[Object]:
     return session.indexed(POD, BY_RAY_CLUSTER, name)
 
 
-def trainjob_pods(session: KubeSession, name: str) -> list[Object]:
-    """The cached pods of TrainJob ``name`` (its JobSet's: JobSet's name label); empty when
-    pods are not readable or Trainer is not served."""
-    return session.indexed(TRAINJOB_PODS, BY_JOBSET, name)
+def job_pods(session: KubeSession, kind: JobKind[Any, Any], name: str) -> list[Object]:
+    """The cached pods of job ``name`` of ``kind``, a kind whose pods are its own (its
+    ``pod_label``: a TrainJob's JobSet's name label); empty when pods are not readable or the
+    kind is not served."""
+    return session.indexed(pods_cache(kind), BY_JOB, name)
 
 
 def kuberay_warnings(session: KubeSession, raycluster: Object) -> list[Object]:

@@ -17,10 +17,10 @@ from ..domain.fit import FitVerdict, Verdict
 from ..domain.fit_suggestion import Suggestion
 from ..domain.freshness import FRESH, Freshness
 from ..domain.idle_rule import IdleVerdict
+from ..domain.job_kind import JobRequest
 from ..domain.milestones import Milestone
 from ..domain.priorities import PreemptedBy
 from ..domain.ray_auth import RayAuth
-from ..domain.rayjob_spec import ValidatedRayJob
 from ..domain.slices import ScaleChange
 from ..domain.stop_record import StopRecord
 from ..domain.usage import ClusterUsage, usage_json
@@ -284,8 +284,8 @@ class FitResult:
     that would start now (None when none would)."""
 
     assessment: FitVerdict
-    spec: ValidatedSpec | ValidatedRayJob
-    """What was judged: a Ray cluster's spec, or a RayJob's."""
+    spec: ValidatedSpec | JobRequest
+    """What was judged: a Ray cluster's spec, or a job's request (a RayJob's, a TrainJob's)."""
     named: bool
     default_queue: str | None
     suggestion: Suggestion | None

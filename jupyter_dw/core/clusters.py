@@ -43,6 +43,7 @@ from ..domain.fit import FITS_NOW, FitVerdict, PodSetRequest, assess_fit, pod_se
 from ..domain.fit_suggestion import Suggestion, suggest_workers
 from ..domain.freshness import WatchHealth
 from ..domain.idle_rule import RULE_OFF, IdleRule, IdleVerdict, judge, waiting_near
+from ..domain.kinds.rayjob import owning_rayjob
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
 from ..domain.milestones import milestones
 from ..domain.priorities import (
@@ -55,7 +56,6 @@ from ..domain.priorities import (
 )
 from ..domain.quota import QuotaTree, format_amount
 from ..domain.ray_auth import Refusal, kuberay_refusal, ray_auth_of
-from ..domain.rayjob_state import owning_rayjob
 from ..domain.scheduling import FlavorTraits
 from ..domain.workloads import created_by
 from ..k8s.errors import InvalidRequest, KubeForbidden, KubeRejected, KubeUnreachable

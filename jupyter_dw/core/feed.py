@@ -35,8 +35,8 @@ from typing import Any, TypeVar
 
 from ..domain.cluster_state import ClusterSnapshot, transition
 from ..domain.freshness import FRESH, Freshness, WatchHealth
-from ..domain.rayjob_state import owning_rayjob
-from ..domain.usage import QueueHolding
+from ..domain.kinds.rayjob import owning_rayjob
+from ..domain.usage import CLUSTER, QueueHolding, Subject
 from ..domain.workloads import Owner, WorkloadInfo, owner_of
 from ..k8s.errors import KubeError
 from ..k8s.resources import (
@@ -46,12 +46,9 @@ from ..k8s.resources import (
     LOCAL_QUEUE,
     POD,
     RAY_CLUSTER,
-    RAY_JOB,
     RESOURCE_FLAVOR,
-    TRAIN_JOB,
     WORKLOAD,
     WORKLOAD_PRIORITY_CLASS,
-    Resource,
 )
 from ..k8s.session import KubeSession
 from ..k8s.watch_events import DELETED
@@ -59,11 +56,10 @@ from ..names import JOB_UID_LABEL, RAY_CLUSTER_LABEL, RAY_GROUP
 from .cluster_objects import ray_cluster_by_uid
 from .clusters import ClusterInfo, ClusterService
 from .holdings import holding, holdings
-from .podset_jobs import PodSetJobService
+from .kind_service import KindService
 from .queue_state import queue_state
 from .queues import QueueList, QueueService
 from .shown_workloads import ShownWorkloads
-from .usage import CLUSTER, TRAINJOB, Subject
 from .workloads import WorkloadList, WorkloadService
 
 log = logging.getLogger(__name__)
@@ -84,8 +80,8 @@ CLUSTER_CAUSES = {k.plural: k.kind for k in (RAY_CLUSTER, WORKLOAD, POD, EVENT)}
 HEALTH = "watch-health"
 """The ``plural`` of a change that is a change of watch health (no object)."""
 USAGE = "cluster-usage"
-"""The ``plural`` of a change of what a cluster or a TrainJob uses (a new usage sample;
-``kind``: the sampler's subject, ``cluster`` or ``trainjob``; ``name``: its name)."""
+"""The ``plural`` of a change of what a cluster or a job uses (a new usage sample; ``kind``: the
+sampler's subject, ``cluster`` or a job kind's ``word``, ``trainjob``; ``name``: its name)."""
 POSITIONS = "queue-positions"
 """The ``plural`` of a change the position board found by itself (see :class:`PositionBoard`):
 the pending list of LocalQueue ``metadata.name`` changed with no cache change to say so."""
@@ -121,8 +117,8 @@ class Snapshot:
     workloads: tuple[WorkloadInfo, ...] | None = None
     workloads_error: KubeError | None = None
     jobs: Mapping[str, tuple[Sequence[Any] | None, KubeError | None]] = field(default_factory=dict)
-    """Each pod-set job kind's records (None when not served, or with its error), by the kind's
-    message word (``rayjob``, ``trainjob``): listed as ``rayjobs``, ``rayjobs_error``, ..."""
+    """Each workload kind's records (None when not served, or with its error), by the kind's
+    word (``rayjob``, ``trainjob``): listed as ``rayjobs``, ``rayjobs_error``, ..."""
     holdings: Mapping[str, QueueHolding] | None = None
     """What this identity's clusters hold and use, by LocalQueue (:mod:`.holdings`); None
     when the clusters cannot be read."""
@@ -233,8 +229,8 @@ class WorkloadChanged:
 
 @dataclass(frozen=True)
 class JobChanged:
-    """A pod-set job (a RayJob, a TrainJob) changed, or its Workload did: ``kind`` is the kind's
-    message word (``rayjob``, ``trainjob``), ``job`` its record (None once it is gone)."""
+    """A job of a workload kind (a RayJob, a TrainJob) changed, or its Workload did: ``kind`` is
+    the kind's word (``rayjob``, ``trainjob``), ``job`` its record (None once it is gone)."""
 
     kind: str
     event: str
@@ -283,7 +279,7 @@ class ChangeFeed:
         *,
         watch_queues: bool = True,
         watch_clusters: bool = True,
-        jobs: Sequence[PodSetJobService[Any]] = (),
+        jobs: Sequence[KindService[Any, Any]] = (),
     ) -> None:
         self.session = session
         self.jobs = tuple(jobs)
@@ -351,8 +347,8 @@ class ChangeFeed:
             self._positions_seen = positions_seen
             self._seeded = True
         jobs = {
-            kind.message: _answer(kind.records) if kind.served() else (None, None)
-            for kind in self.jobs
+            service.kind.word: _answer(service.records) if service.served() else (None, None)
+            for service in self.jobs
         }
         self._health = self.session.watch_health() if self.session.ready else None
         return Snapshot(
@@ -449,52 +445,54 @@ class ChangeFeed:
         return [*found, message] if message is not None else found
 
     def _job_messages(self, plural: str, event_type: str, name: str, obj: Object) -> list[Message]:
-        """A pod-set job's record when it or its Workload changed (its state is both)."""
-        for kind in self.jobs:
-            if plural == kind.resource.plural:
-                job, event, cause = name, event_type, Cause(kind.resource.kind, name, event_type)
+        """A job's record when it or its Workload changed (its state is both)."""
+        for service in self.jobs:
+            if plural == service.resource.plural:
+                job, event, cause = name, event_type, Cause(service.resource.kind, name, event_type)
             elif plural == WORKLOAD.plural:
                 owner = owner_of(obj)
-                if owner is None or self._job_kind_of(owner) is not kind:
+                if owner is None or self._job_kind_of(owner) is not service:
                     continue
                 job, event, cause = owner.name, "MODIFIED", Cause(WORKLOAD.kind, name, event_type)
             else:
                 continue
-            info = kind.describe_many([job]).get(job)
-            if info is None and plural != kind.resource.plural:
+            info = service.describe_many([job]).get(job)
+            if info is None and plural != service.resource.plural:
                 return []  # the job is gone: its own DELETED says so
             return [
-                JobChanged(kind.message, event if info is not None else DELETED, job, cause, info)
+                JobChanged(
+                    service.kind.word, event if info is not None else DELETED, job, cause, info
+                )
             ]
         return []
 
     def _usage_messages(self, kind: str, name: str) -> list[Message]:
-        """The record whose usage changed as a reader sees it: a cluster's, the RayJob's whose
-        own cluster it is, or a TrainJob's (nothing when it is gone: its own change says so)."""
+        """The record whose usage changed as a reader sees it: a cluster's, the job's whose
+        own cluster it is (a RayJob's), or the job's of the kind whose ``word`` is ``kind``
+        (a TrainJob's); nothing when it is gone (its own change says so) or not followed."""
         cause = Cause("PodMetrics", name, "MODIFIED")
-        if kind == TRAINJOB:
-            return self._job_record(TRAIN_JOB, name, cause)
+        if kind != CLUSTER:
+            service = next((s for s in self.jobs if s.kind.word == kind), None)
+            return self._job_record(service, name, cause) if service is not None else []
         raycluster = self.session.cached_ray_cluster(name)
         if raycluster is None:
             return []
-        rayjob = owning_rayjob(raycluster)
-        if rayjob is not None:
-            return self._job_record(RAY_JOB, rayjob, cause)
+        owner = owner_of(raycluster)
+        service = self._job_kind_of(owner) if owner is not None else None
+        if owner is not None and service is not None:
+            return self._job_record(service, owner.name, cause)
+        if owning_rayjob(raycluster) is not None:
+            return []  # shown under its RayJob, which this feed does not follow
         message = self.cluster_message(name, "MODIFIED", cause)
         return [message] if message is not None else []
 
-    def _job_record(self, resource: Resource, name: str, cause: Cause) -> list[Message]:
-        """Job ``name`` of the kind whose resource is ``resource``, as it is now (nothing when
-        this feed does not follow that kind, or the job is gone)."""
-        for kind in self.jobs:
-            if kind.resource == resource:
-                info = kind.describe_many([name]).get(name)
-                return (
-                    []
-                    if info is None
-                    else [JobChanged(kind.message, "MODIFIED", name, cause, info)]
-                )
-        return []
+    @staticmethod
+    def _job_record(service: KindService[Any, Any], name: str, cause: Cause) -> list[Message]:
+        """Job ``name`` of ``service``'s kind as it is now (nothing once it is gone)."""
+        info = service.describe_many([name]).get(name)
+        return (
+            [] if info is None else [JobChanged(service.kind.word, "MODIFIED", name, cause, info)]
+        )
 
     def seed_workloads(self) -> None:
         """Learn the Workloads there are now, without a snapshot (a kernel's feed, first
@@ -565,16 +563,16 @@ class ChangeFeed:
         the Workload's position. Without it, a job whose position came only after its own last
         change (the board's answer landing after Kueue's condition write) never showed one."""
         owner = info.owner
-        kind = self._job_kind_of(owner) if owner is not None else None
-        if owner is None or kind is None:
+        service = self._job_kind_of(owner) if owner is not None else None
+        if owner is None or service is None:
             return []
-        return self._job_record(kind.resource, owner.name, cause)
+        return self._job_record(service, owner.name, cause)
 
-    def _job_kind_of(self, owner: Owner) -> Any:
-        """The pod-set job kind (of :attr:`jobs`) that ``owner`` is, or None."""
-        for kind in self.jobs:
-            if (owner.kind, owner.api_group) == (kind.resource.kind, kind.resource.group):
-                return kind
+    def _job_kind_of(self, owner: Owner) -> KindService[Any, Any] | None:
+        """The workload kind's service (of :attr:`jobs`) that ``owner`` is, or None."""
+        for service in self.jobs:
+            if (owner.kind, owner.api_group) == (service.kind.kind, service.kind.group):
+                return service
         return None
 
     def cluster_message(self, cluster: str, event: str, cause: Cause) -> ClusterChanged | None:

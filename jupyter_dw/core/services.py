@@ -10,19 +10,18 @@ from typing import Any
 from traitlets import TraitError
 
 from ..domain.idle_rule import RULE_OFF, IdleRule
+from ..domain.kinds import KINDS
 from ..domain.usage import RayLoad
 from ..k8s.session import KubeSession
 from .clusters import ClusterService
 from .context import SessionContext
 from .elastic import ElasticSupport
 from .feed import ChangeFeed
-from .kuberay_jobs import KubeRayJobService
-from .podset_jobs import PodSetJobService
+from .kind_service import KindService
 from .positions import PositionBoard
 from .queues import QueueService
 from .ray_jobs import RayJobService
 from .settings import DWSettings
-from .trainjobs import TrainJobService
 from .usage import UsageService
 from .workloads import WorkloadService
 
@@ -31,8 +30,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class DWCore:
-    """One Kubernetes session with its queue, cluster, workload, Ray job, RayJob and TrainJob
-    services.
+    """One Kubernetes session with its queue, cluster, workload and Ray job services, and one
+    service per workload kind (RayJobs, TrainJobs: :data:`~jupyter_dw.domain.kinds.KINDS`).
 
     The server builds one per process; so does a kernel (lazily, on first use). Nothing here
     knows HTTP, tornado or widgets: the surfaces turn these answers into JSON or views.
@@ -42,11 +41,10 @@ class DWCore:
     queues: QueueService
     clusters: ClusterService
     jobs: RayJobService
+    """Ray's own jobs on a running cluster (its head's Jobs API)."""
     workloads: WorkloadService
-    rayjobs: KubeRayJobService
-    """KubeRay RayJobs (``jobs`` are Ray's jobs on a running cluster)."""
-    trainjobs: TrainJobService
-    """Kubeflow Trainer TrainJobs."""
+    kinds: tuple[KindService[Any, Any], ...]
+    """One service per workload kind, in :data:`~jupyter_dw.domain.kinds.KINDS`' order."""
     positions: PositionBoard
     """Kueue's queue positions, shared by every service and live view of this core."""
 
@@ -101,22 +99,20 @@ class DWCore:
             clusters=clusters,
             jobs=jobs,
             workloads=WorkloadService(session, positions),
-            rayjobs=KubeRayJobService(session, clusters),
-            trainjobs=TrainJobService(session, clusters),
+            kinds=tuple(KindService(session, clusters, kind) for kind in KINDS),
             positions=positions,
         )
 
-    @property
-    def pod_set_jobs(self) -> tuple[PodSetJobService[Any], ...]:
-        """Every kind of job made of pod sets besides clusters (RayJobs, TrainJobs): what the
-        change feed follows alike."""
-        return (self.rayjobs, self.trainjobs)
+    def kind(self, plural: str) -> KindService[Any, Any]:
+        """The service of the workload kind whose plural is ``plural`` (``"rayjobs"``)."""
+        for service in self.kinds:
+            if service.kind.plural == plural:
+                return service
+        raise KeyError(f"no workload kind {plural!r}")
 
     def change_feed(self) -> ChangeFeed:
         """A new change feed over this core (one per viewer: a socket, a kernel)."""
-        return ChangeFeed(
-            self.session, self.queues, self.clusters, self.workloads, jobs=self.pod_set_jobs
-        )
+        return ChangeFeed(self.session, self.queues, self.clusters, self.workloads, jobs=self.kinds)
 
     def context(self, timeout: float | None = None) -> SessionContext:
         """Identity, installed APIs, permissions and the cluster policy (waits for the

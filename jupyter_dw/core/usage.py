@@ -1,5 +1,7 @@
-"""Sampling what the namespace's Ray clusters (a RayJob's own included) and TrainJobs use, for
-every surface and for the idle rule.
+"""Sampling what the namespace's Ray clusters (a RayJob's own included) and the jobs whose pods
+are their own (a TrainJob's: every kind whose description says their label, see
+:attr:`~jupyter_dw.domain.job_kind.JobKind.pod_label`) use, for every surface and for the idle
+rule.
 
 The metrics API has no watch: metrics-server keeps one sample per pod per resolution. So the
 service reads it at most once per ``period`` (one call for the whole namespace, whoever
@@ -7,7 +9,7 @@ asks), and only while someone follows (an events socket, a widget) or a reader a
 nothing open and no rule set it makes no request at all. Ray is asked (three cheap calls) only
 for clusters whose head is ready and that a follower named or a reader asked about.
 
-Each sample is kept with its time; a cluster's or a TrainJob's :class:`ClusterUsage` is
+Each sample is kept with its time; a cluster's or a job's :class:`ClusterUsage` is
 computed from the held sample and the pods the caches hold now (pure,
 :mod:`jupyter_dw.domain.usage`), and ``idle_since`` is the first sample that found it idle
 since it was last busy. Followers hear whose usage changed after each sample: changed as a
@@ -30,18 +32,20 @@ from typing import Any
 
 from ..domain.cluster_state import head_ready
 from ..domain.usage import (
+    CLUSTER,
     ClusterUsage,
     PodUsage,
     RayLoad,
+    Subject,
     cluster_pods,
     cluster_usage,
     holding_pods,
     pod_usages,
 )
+from ..k8s.cache_set import POD_KINDS
 from ..k8s.errors import KubeError
 from ..k8s.listeners import Listeners
 from ..k8s.metrics import MetricsRead
-from ..k8s.resources import TRAIN_JOB
 from ..k8s.session import KubeSession
 from ..ray.errors import RayError
 
@@ -57,11 +61,9 @@ LASTING_RETRY = 300.0
 RayLoader = Callable[[str], RayLoad]
 """``load(cluster)``: what its Ray says of its load (raises ``RayError``/``KubeError``)."""
 
-CLUSTER = "cluster"
-TRAINJOB = "trainjob"
-Subject = tuple[str, str]
-"""``(kind, name)`` of what usage is sampled for: a Ray cluster (:data:`CLUSTER`, a RayJob's
-own included) or a TrainJob (:data:`TRAINJOB`)."""
+_POD_KINDS = {kind.word: kind for kind, _ in POD_KINDS}
+"""A :data:`~jupyter_dw.domain.usage.Subject`'s kind other than :data:`CLUSTER`: the workload
+kind whose ``word`` it is."""
 
 
 @dataclass
@@ -150,8 +152,8 @@ class UsageService:
         return unfollow
 
     def add_listener(self, listener: Callable[[set[Subject]], None]) -> Callable[[], None]:
-        """``listener(subjects)`` after each sample, with the clusters and TrainJobs whose
-        usage changed as a reader sees it."""
+        """``listener(subjects)`` after each sample, with the clusters and jobs whose usage
+        changed as a reader sees it."""
         return self._listeners.add(listener)
 
     @property
@@ -161,24 +163,19 @@ class UsageService:
 
     # -- answers ------------------------------------------------------------------------------
 
-    def usage(self, cluster: str, ask: bool = True) -> ClusterUsage:
-        """The cluster's usage from the sample held. With ``ask`` (a REST read), the metrics
-        API is read first when the sample is older than one period (one call per period at
-        most, whoever asks); Ray's part is only ever the followers' sampling: a read never
+    def usage(self, name: str, ask: bool = True, kind: str = CLUSTER) -> ClusterUsage:
+        """Cluster ``name``'s usage from the sample held (with ``kind`` a job kind's ``word``,
+        job ``name``'s: its pods' summed, no Ray to ask). With ``ask`` (a REST read), the
+        metrics API is read first when the sample is older than one period (one call per
+        period at most, whoever asks); Ray's part is only ever the followers' sampling: a read never
         waits on a head. A read made while this thread asks Ray for a sample (the Ray loader
         looking its cluster up) never asks: the sample under way reads the metrics API once."""
         asking = ask and not getattr(self._local, "sampling", False)
-        return self._usage_of(cluster, self._current(asking))
-
-    def trainjob_usage(self, name: str, ask: bool = True) -> ClusterUsage:
-        """TrainJob ``name``'s usage (its pods', summed), from the sample held; ``ask`` as for
-        :meth:`usage` (a TrainJob has no Ray to ask)."""
-        asking = ask and not getattr(self._local, "sampling", False)
-        return self._trainjob_usage_of(name, self._current(asking))
+        return self._usage_of((kind, name), self._current(asking))
 
     def idle_since(self, name: str, kind: str = CLUSTER) -> str | None:
-        """When the samples first found cluster (or TrainJob) ``name`` idle since it was last
-        busy (RFC 3339)."""
+        """When the samples first found cluster (or, ``kind`` a job kind's ``word``, job)
+        ``name`` idle since it was last busy (RFC 3339)."""
         with self._lock:
             return self._idle_since.get((kind, name))
 
@@ -237,23 +234,32 @@ class UsageService:
         return sample
 
     def _pods_on_nodes(self) -> bool:
-        """Whether any of the namespace's Ray clusters or TrainJobs has a pod bound to a node
-        (the caches)."""
-        from .cluster_objects import ray_pods, trainjob_pods
-
-        for kind, name in self._subjects():
-            if kind == CLUSTER and cluster_pods(ray_pods(self.session, name), name):
-                return True
-            if kind == TRAINJOB and holding_pods(trainjob_pods(self.session, name)):
-                return True
-        return False
+        """Whether any of the namespace's Ray clusters or jobs has a pod bound to a node (the
+        caches)."""
+        return any(self._pods(subject) for subject in self._subjects())
 
     def _subjects(self) -> list[Subject]:
-        """The namespace's Ray clusters and TrainJobs, as the caches hold them now."""
+        """The namespace's Ray clusters and the jobs of each kind whose pods are their own, as
+        the caches hold them now."""
         return [
             *((CLUSTER, _name(rc)) for rc in self.session.cached_ray_clusters()),
-            *((TRAINJOB, _name(job)) for job in self.session.cached_jobs(TRAIN_JOB)),
+            *(
+                (kind.word, _name(job))
+                for kind, resource in POD_KINDS
+                for job in self.session.cached_jobs(resource)
+            ),
         ]
+
+    def _pods(self, subject: Subject) -> list[Any]:
+        """The pods of ``subject`` that hold a node now: a cluster's (KubeRay's label), or a
+        job's own (its kind's ``pod_label``)."""
+        from .cluster_objects import job_pods, ray_pods
+
+        kind, name = subject
+        if kind == CLUSTER:
+            return cluster_pods(ray_pods(self.session, name), name)
+        job_kind = _POD_KINDS.get(kind)
+        return holding_pods(job_pods(self.session, job_kind, name)) if job_kind else []
 
     def _lasting_answer(self) -> MetricsRead | None:
         """The last answer again, without a call, while it is one that asking again soon
@@ -289,15 +295,14 @@ class UsageService:
         except (RayError, KubeError) as err:
             return f"Ray on {name} could not be asked: {err}"
 
-    def _usage_of(self, cluster: str, sample: _Sample | None) -> ClusterUsage:
-        from .cluster_objects import ray_pods
-
-        pods = cluster_pods(ray_pods(self.session, cluster), cluster)
+    def _usage_of(self, subject: Subject, sample: _Sample | None) -> ClusterUsage:
+        pods = self._pods(subject)
         if sample is None:
             return cluster_usage(
                 pods, None, "not read yet", idle_cpu_fraction=self.idle_cpu_fraction
             )
-        ray = sample.ray.get(cluster)
+        kind, name = subject
+        ray = sample.ray.get(name) if kind == CLUSTER else None  # only a cluster has a Ray
         return cluster_usage(
             pods,
             sample.usages,
@@ -307,18 +312,6 @@ class UsageService:
             idle_cpu_fraction=self.idle_cpu_fraction,
         )
 
-    def _trainjob_usage_of(self, name: str, sample: _Sample | None) -> ClusterUsage:
-        from .cluster_objects import trainjob_pods
-
-        pods = holding_pods(trainjob_pods(self.session, name))
-        if sample is None:
-            return cluster_usage(
-                pods, None, "not read yet", idle_cpu_fraction=self.idle_cpu_fraction
-            )
-        return cluster_usage(
-            pods, sample.usages, sample.metrics.reason, idle_cpu_fraction=self.idle_cpu_fraction
-        )
-
     def _record(self, sample: _Sample) -> set[Subject]:
         """Idle clocks, and whose usage changed with ``sample`` as a reader sees it."""
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -326,11 +319,7 @@ class UsageService:
         subjects = self._subjects()
         for subject in subjects:
             kind, name = subject
-            usage = (
-                self._usage_of(name, sample)
-                if kind == CLUSTER
-                else self._trainjob_usage_of(name, sample)
-            )
+            usage = self._usage_of(subject, sample)
             with self._lock:
                 if usage.idle:
                     self._idle_since.setdefault(subject, now)

@@ -29,7 +29,7 @@ from ..domain.workloads import (
     workload_info,
 )
 from ..k8s.errors import InvalidRequest, KubeError
-from ..k8s.resources import RAY_CLUSTER, RAY_JOB, TRAIN_JOB, Resource
+from ..k8s.resources import JOB_RESOURCES, RAY_CLUSTER, Resource
 from ..k8s.session import KubeSession
 from .cluster_objects import workloads_of_job
 from .listing import ByName
@@ -40,9 +40,10 @@ Object = dict[str, Any]
 log = logging.getLogger(__name__)
 
 OUR_KINDS: dict[tuple[str, str], Resource] = {
-    (r.kind, r.group): r for r in (RAY_CLUSTER, RAY_JOB, TRAIN_JOB)
+    (r.kind, r.group): r for r in (RAY_CLUSTER, *(r for _, r in JOB_RESOURCES))
 }
-"""The owner kinds jupyter_dw creates (``(kind, API group)``), whose objects carry who made them."""
+"""The owner kinds jupyter_dw creates (``(kind, API group)``): RayClusters and every workload
+kind; their objects carry who made them."""
 
 
 class InvalidFilter(InvalidRequest):

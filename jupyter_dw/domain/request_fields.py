@@ -102,13 +102,16 @@ def unknown_field_message(name: str, known: tuple[str, ...]) -> str:
     return f"unknown field{hint}; known fields: {', '.join(known)}"
 
 
-def name_parser(error_of: Callable[[str], str | None], rule: str) -> Callable[[object], str]:
-    """The parser of a job's ``name``: a string in which ``error_of`` finds nothing wrong;
-    a bad one's message ends with ``rule`` (the limit and why it is there)."""
+def name_parser(
+    error_of: Callable[[str], str | None], rule: str, what: str = "a string"
+) -> Callable[[object], str]:
+    """The parser of a name (a job's, or one a request refers to): a string in which
+    ``error_of`` finds nothing wrong; a bad one's message ends with ``rule`` (the limit and
+    why it is there), a value that is no string says it must be ``what``."""
 
     def parse(raw: object) -> str:
         if not isinstance(raw, str):
-            raise FieldError(f"must be a string, got {raw!r:.80}")
+            raise FieldError(f"must be {what}, got {raw!r:.80}")
         problem = error_of(raw)
         if problem is not None:
             raise FieldError(f"{problem} ({rule})")

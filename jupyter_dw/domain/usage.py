@@ -38,6 +38,12 @@ METERED = ("cpu", "memory")
 
 Basis = Literal["ray", "metrics"]
 
+CLUSTER = "cluster"
+Subject = tuple[str, str]
+"""``(kind, name)`` of what usage is sampled for: a Ray cluster (:data:`CLUSTER`, a RayJob's own
+included), or a job of a workload kind whose pods are its own (the kind's ``word``: a
+TrainJob's, see :attr:`jupyter_dw.domain.job_kind.JobKind.pod_label`)."""
+
 
 def is_gpu(resource: str) -> bool:
     """A GPU resource name (``nvidia.com/gpu``, ``amd.com/gpu``)."""

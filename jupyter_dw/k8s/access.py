@@ -24,18 +24,17 @@ from .resources import (
     CLUSTER_TRAINING_RUNTIME,
     COHORT,
     EVENT,
+    JOB_RESOURCES,
     LOCAL_QUEUE,
     PENDING_WORKLOADS_SUBRESOURCE,
     POD,
     POD_METRICS,
     RAY_CLUSTER,
-    RAY_JOB,
     RESOURCE_FLAVOR,
     SECRET,
     SELF_SUBJECT_ACCESS_REVIEW,
     SELF_SUBJECT_REVIEW,
     SELF_SUBJECT_RULES_REVIEW,
-    TRAIN_JOB,
     VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
@@ -126,10 +125,14 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
     *_perms(
         RAY_CLUSTER, ("patch",), "scale elastic Ray clusters; record who stopped a Ray cluster"
     ),
-    *_perms(RAY_JOB, ("create", "delete", "get"), "run RayJobs (a job with its own cluster)"),
-    *_perms(RAY_JOB, ("list", "watch"), "list RayJobs and follow their state"),
-    *_perms(TRAIN_JOB, ("create", "delete", "get"), "run TrainJobs (Kubeflow Trainer)"),
-    *_perms(TRAIN_JOB, ("list", "watch"), "list TrainJobs and follow their state"),
+    *(
+        permission
+        for kind, resource in JOB_RESOURCES
+        for permission in (
+            *_perms(resource, ("create", "delete", "get"), kind.does),
+            *_perms(resource, ("list", "watch"), f"list {kind.kind}s and follow their state"),
+        )
+    ),
     *_perms(POD, ("list", "watch"), "show Ray cluster pods and ready workers"),
     *_perms(
         SECRET,

@@ -10,9 +10,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from jupyter_dw.domain.freshness import STALE, Freshness
-from jupyter_dw.names import JOB_UID_LABEL, JOBSET_NAME_LABEL, RAY_CLUSTER_LABEL
+from jupyter_dw.domain.job_kind import JobKind
+from jupyter_dw.names import JOB_UID_LABEL, RAY_CLUSTER_LABEL
 
 from .access import AccessResult, Permission
 from .client import KubeApi
@@ -23,12 +25,11 @@ from .resources import (
     CLUSTER_QUEUE,
     COHORT,
     EVENT,
+    JOB_RESOURCES,
     LOCAL_QUEUE,
     POD,
     RAY_CLUSTER,
-    RAY_JOB,
     RESOURCE_FLAVOR,
-    TRAIN_JOB,
     WORKLOAD,
     WORKLOAD_PRIORITY_CLASS,
     Resource,
@@ -63,11 +64,22 @@ BY_RAY_CLUSTER = "ray-cluster"
 """Pod cache index: the ``ray.io/cluster`` label (the RayCluster's name)."""
 BY_INVOLVED_UID = "involved-uid"
 """Event cache index: ``involvedObject.uid`` (the RayCluster's ``metadata.uid``)."""
-TRAINJOB_PODS = "trainjob-pods"
-"""The cache of TrainJobs' pods: a second watch of pods, by JobSet's label (the first holds
-Ray's only); its listeners hear changes under this name, not ``pods``."""
-BY_JOBSET = "jobset"
-"""TrainJob pod cache index: JobSet's name label (the TrainJob's name)."""
+BY_JOB = "job"
+"""A kind's pod cache index (:func:`pods_cache`): its ``pod_label`` (the job's name)."""
+
+
+def pods_cache(kind: JobKind[Any, Any]) -> str:
+    """The name of the cache of a workload kind's own pods (``trainjob-pods``), for a kind
+    whose description says the label they carry (:attr:`JobKind.pod_label`): a watch of
+    pods of its own, by that label (the ``pods`` cache holds Ray's only); its listeners hear
+    changes under this name, not ``pods``."""
+    return f"{kind.word}-pods"
+
+
+POD_KINDS: tuple[tuple[JobKind[Any, Any], Resource], ...] = tuple(
+    (kind, resource) for kind, resource in JOB_RESOURCES if kind.pod_label
+)
+"""The workload kinds whose pods are their own and found by a label, with their resources."""
 
 
 def _involved_uid(obj: Object) -> list[str]:
@@ -80,13 +92,13 @@ _INDEXES: dict[str, dict[str, IndexFunc]] = {
     RAY_CLUSTER.plural: {BY_UID: uid_index},
     POD.plural: {BY_RAY_CLUSTER: label_index(RAY_CLUSTER_LABEL)},
     EVENT.plural: {BY_INVOLVED_UID: _involved_uid},
-    TRAINJOB_PODS: {BY_JOBSET: label_index(JOBSET_NAME_LABEL)},
+    **{pods_cache(kind): {BY_JOB: label_index(str(kind.pod_label))} for kind, _ in POD_KINDS},
 }
 _PROJECTIONS: dict[str, Projection] = {
     # Only a pod's metadata and status are read; every other cache keeps all but
     # managedFields (see .projection and tests/unit/test_projection.py).
     POD.plural: slim_pod,
-    TRAINJOB_PODS: slim_pod,
+    **{pods_cache(kind): slim_pod for kind, _ in POD_KINDS},
 }
 _FIELD_SELECTORS: dict[str, str] = {
     # KubeRay's warnings about RayClusters only (InvalidRayClusterSpec, ...): a namespace's
@@ -96,7 +108,7 @@ _FIELD_SELECTORS: dict[str, str] = {
 
 Wanted = dict[str, tuple[Resource, str | None]]
 """``{name: (resource, label selector)}`` of the caches to have: a cache's name is its
-resource's plural, but for :data:`TRAINJOB_PODS`."""
+resource's plural, but for a kind's own pods' (:func:`pods_cache`)."""
 
 
 def wanted_caches(discovery: Discovery, denied: Callable[[Kind], bool]) -> Wanted:
@@ -109,18 +121,17 @@ def wanted_caches(discovery: Discovery, denied: Callable[[Kind], bool]) -> Wante
     if discovery.kuberay_installed:
         if not denied(RAY_CLUSTER):
             wanted[RAY_CLUSTER.plural] = (RAY_CLUSTER, None)
-        if discovery.rayjobs_served and not denied(RAY_JOB):
-            wanted[RAY_JOB.plural] = (RAY_JOB, None)
         if not denied(POD):
             # Only Ray's pods: the namespace may hold many others (the workbench itself).
             wanted[POD.plural] = (POD, RAY_CLUSTER_LABEL)
         if not denied(EVENT):
             wanted[EVENT.plural] = (EVENT, None)  # field selector: _FIELD_SELECTORS
-    if discovery.trainjobs_served and not denied(TRAIN_JOB):
-        wanted[TRAIN_JOB.plural] = (TRAIN_JOB, None)
-        if not denied(POD):
-            # What a TrainJob's pods hold and use (core/usage.py): its JobSet's pods only.
-            wanted[TRAINJOB_PODS] = (POD, JOBSET_NAME_LABEL)
+    for job_kind, job_resource in JOB_RESOURCES:
+        if discovery.serves(job_kind) and not denied(job_resource):
+            wanted[job_resource.plural] = (job_resource, None)
+            if job_kind.pod_label and not denied(POD):
+                # What its jobs' pods hold and use (core/usage.py): those pods only.
+                wanted[pods_cache(job_kind)] = (POD, job_kind.pod_label)
     return wanted
 
 
@@ -128,10 +139,9 @@ def served(discovery: Discovery | None, resource: Resource) -> bool:
     """Whether ``resource`` (at this version) is served."""
     if discovery is None:
         return False
-    if resource == RAY_JOB:
-        return discovery.rayjobs_served
-    if resource == TRAIN_JOB:
-        return discovery.trainjobs_served
+    for job_kind, job_resource in JOB_RESOURCES:
+        if resource == job_resource:
+            return discovery.serves(job_kind)
     if resource.group == RAY_CLUSTER.group or resource.plural in (POD.plural, EVENT.plural):
         return discovery.kuberay_installed
     kind = ResourceKind(resource.group, resource.plural, resource.kind, resource.namespaced)

@@ -1,5 +1,5 @@
-"""Which Kueue, Kueue visibility and KubeRay APIs the cluster serves (asked at start and at
-every re-check).
+"""Which Kueue, Kueue visibility and KubeRay APIs, and which workload kinds
+(:mod:`jupyter_dw.domain.kinds`), the cluster serves (asked at start and at every re-check).
 
 Discovery documents are readable by every authenticated identity (the ``system:discovery``
 ClusterRole), so this works for the most restricted workbench service account.
@@ -13,21 +13,24 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
+from ..domain.job_kind import JobKind
+from ..domain.kinds.rayjob import RAYJOB
+from ..domain.kinds.trainjob import TRAINJOB
 from .errors import KubeError, NotInstalled
 from .resources import (
     COHORT,
     COHORT_VERSIONS,
+    JOB_RESOURCES,
     KUEUE_GROUP,
     KUEUE_VERSIONS,
     LOCAL_QUEUE,
     RAY_CLUSTER,
     RAY_GROUP,
-    RAY_JOB,
-    TRAIN_JOB,
     VISIBILITY_GROUP,
     VISIBILITY_VERSIONS,
     Resource,
     ResourceKind,
+    kind_resource,
 )
 
 if TYPE_CHECKING:
@@ -61,10 +64,9 @@ class Discovery:
     cohort_version: str | None = None
     visibility_version: str | None = None
     ray_version: str | None = None
-    rayjobs_served: bool = False
-    """Whether ``ray.io/v1`` RayJobs are served (KubeRay's RayJob CRD is installed)."""
-    trainjobs_served: bool = False
-    """Whether Kubeflow Trainer's ``trainer.kubeflow.org/v1alpha1`` TrainJobs are served."""
+    kinds_served: frozenset[str] = frozenset()
+    """The plurals of the workload kinds served (``rayjobs``: KubeRay's RayJob CRD is
+    installed; ``trainjobs``: Kubeflow Trainer's TrainJob CRD)."""
     ray_auth_options: bool | None = None
     """Whether the RayCluster schema has ``spec.authOptions`` (KubeRay 1.6 and newer), read from
     the API server's OpenAPI v3 document of ``ray.io/v1``; None when it cannot be told."""
@@ -111,37 +113,32 @@ class Discovery:
             )
         return RAY_CLUSTER
 
-    def require_rayjobs(self) -> Resource:
-        """The RayJob resource, or raise ``NotInstalled`` (KubeRay, or its RayJob CRD, absent)."""
-        self.require_kuberay()
-        if not self.rayjobs_served:
-            raise NotInstalled(
-                "KubeRay's RayJob",
-                f"the API server serves no rayjobs in {RAY_GROUP}/v1",
-                "Ask a cluster administrator to install KubeRay's RayJob CRD "
-                "(ray.io_rayjobs.yaml) with the KubeRay operator.",
-                code="kuberay_not_installed",
-            )
-        return RAY_JOB
+    def serves(self, kind: JobKind[Any, Any]) -> bool:
+        """Whether the workload kind ``kind`` is served (its CRD is installed)."""
+        return kind.plural in self.kinds_served
 
-    def require_trainjobs(self) -> Resource:
-        """The TrainJob resource, or raise ``NotInstalled`` (Kubeflow Trainer absent)."""
-        if not self.trainjobs_served:
+    def require(self, kind: JobKind[Any, Any]) -> Resource:
+        """The resource of workload kind ``kind``, or raise ``NotInstalled``."""
+        if kind.group == RAY_GROUP:
+            # KubeRay's CRDs come with its operator: without RayClusters it is the operator
+            # that is missing, which is the answer to give.
+            self.require_kuberay()
+        resource = kind_resource(kind)
+        if not self.serves(kind):
             raise NotInstalled(
-                "Kubeflow Trainer",
-                f"the API server serves no trainjobs in {TRAIN_JOB.group}/{TRAIN_JOB.version}",
-                "Ask a cluster administrator to install Kubeflow Trainer v2 (its CRDs and "
-                "controller, with JobSet) and enable Kueue's trainer.kubeflow.org/trainjob "
-                "integration.",
-                code="trainer_not_installed",
+                kind.install.what,
+                f"the API server serves no {kind.plural} in {kind.group}/{kind.version}",
+                kind.install.hint,
+                code=kind.install.code,
             )
-        return TRAIN_JOB
+        return resource
 
     def loses(self, new: Discovery) -> bool:
         """Whether ``new`` serves less of what this discovery served (an API uninstalled,
         or an API server that has just started and not yet published its CRDs' groups)."""
         return bool(
             self.kueue_resources - new.kueue_resources
+            or self.kinds_served - new.kinds_served
             or any(
                 getattr(self, name) and not getattr(new, name)
                 for name in (
@@ -149,8 +146,6 @@ class Discovery:
                     "cohort_version",
                     "visibility_version",
                     "ray_version",
-                    "rayjobs_served",
-                    "trainjobs_served",
                 )
             )
         )
@@ -170,11 +165,11 @@ class Discovery:
                 "installed": self.kuberay_installed,
                 "api_version": self.ray_version,
                 "auth_options": self.ray_auth_options,
-                "rayjobs": self.rayjobs_served,
+                "rayjobs": self.serves(RAYJOB),
             },
             "trainer": {
-                "installed": self.trainjobs_served,
-                "api_version": TRAIN_JOB.version if self.trainjobs_served else None,
+                "installed": self.serves(TRAINJOB),
+                "api_version": TRAINJOB.version if self.serves(TRAINJOB) else None,
             },
         }
 
@@ -226,9 +221,10 @@ class _Served:
         return self._versions.get(group, [])
 
     def resources(self, group: str, version: str) -> frozenset[str]:
-        if self.aggregated:
-            return self._resources.get((group, version), frozenset())
-        return _resources(self._api, group, version)
+        if not self.aggregated and (group, version) not in self._resources:
+            # One GET per group version, however many kinds it holds.
+            self._resources[group, version] = _resources(self._api, group, version)
+        return self._resources.get((group, version), frozenset())
 
 
 def discover(api: KubeApi, *, aggregated: bool = True) -> Discovery:
@@ -260,9 +256,14 @@ def discover(api: KubeApi, *, aggregated: bool = True) -> Discovery:
         if RAY_CLUSTER.plural in ray_resources:
             ray_version = RAY_CLUSTER.version
     ray_auth_options = ray_auth_options_served(api) if ray_version else None
-    trainjobs_served = TRAIN_JOB.version in served.versions(
-        TRAIN_JOB.group
-    ) and TRAIN_JOB.plural in served.resources(TRAIN_JOB.group, TRAIN_JOB.version)
+    kinds_served = frozenset(
+        kind.plural
+        for kind, _ in JOB_RESOURCES
+        if kind.version in served.versions(kind.group)
+        and kind.plural in served.resources(kind.group, kind.version)
+        # KubeRay's kinds only with the operator's RayClusters (see Discovery.require).
+        and (kind.group != RAY_GROUP or ray_version is not None)
+    )
     return Discovery(
         kueue_served=tuple(kueue_served),
         kueue_version=kueue_version,
@@ -270,8 +271,7 @@ def discover(api: KubeApi, *, aggregated: bool = True) -> Discovery:
         cohort_version=cohort_version,
         visibility_version=visibility,
         ray_version=ray_version,
-        rayjobs_served=ray_version is not None and RAY_JOB.plural in ray_resources,
-        trainjobs_served=trainjobs_served,
+        kinds_served=kinds_served,
         ray_auth_options=ray_auth_options,
     )
 

@@ -9,8 +9,13 @@ server serves and :meth:`ResourceKind.at` binds a kind to it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
+from jupyter_dw.domain.job_kind import JobKind
+from jupyter_dw.domain.kinds import KINDS
+from jupyter_dw.domain.kinds.rayjob import RAYJOB
+from jupyter_dw.domain.kinds.trainjob import TRAINJOB
 from jupyter_dw.names import (
     ADMISSION_CHECK_KIND,
     CLUSTER_QUEUE_KIND,
@@ -22,12 +27,10 @@ from jupyter_dw.names import (
     RAY_GROUP,
     RAY_VERSION,
     RAYCLUSTER_KIND,
-    RAYJOB_KIND,
     RESOURCE_FLAVOR_KIND,
     TRAINER_GROUP,
     TRAINER_VERSION,
     TRAINING_RUNTIME_KIND,
-    TRAINJOB_KIND,
     VISIBILITY_GROUP,
     WORKLOAD_KIND,
     WORKLOAD_PRIORITY_CLASS_KIND,
@@ -144,12 +147,23 @@ VISIBILITY_CLUSTER_QUEUE = ResourceKind(
 )
 PENDING_WORKLOADS_SUBRESOURCE = "pendingworkloads"
 
+
+def kind_resource(kind: JobKind[Any, Any]) -> Resource:
+    """The resource of a workload kind (:mod:`jupyter_dw.domain.kinds`), namespaced."""
+    return Resource(kind.group, kind.version, kind.plural, kind.kind, namespaced=True)
+
+
+JOB_RESOURCES: tuple[tuple[JobKind[Any, Any], Resource], ...] = tuple(
+    (kind, kind_resource(kind)) for kind in KINDS
+)
+"""Every workload kind with its resource."""
+
 # KubeRay
 RAY_CLUSTER = Resource(RAY_GROUP, RAY_VERSION, "rayclusters", RAYCLUSTER_KIND, namespaced=True)
-RAY_JOB = Resource(RAY_GROUP, RAY_VERSION, "rayjobs", RAYJOB_KIND, namespaced=True)
+RAY_JOB = kind_resource(RAYJOB)
 
 # Kubeflow Trainer v2
-TRAIN_JOB = Resource(TRAINER_GROUP, TRAINER_VERSION, "trainjobs", TRAINJOB_KIND, namespaced=True)
+TRAIN_JOB = kind_resource(TRAINJOB)
 CLUSTER_TRAINING_RUNTIME = Resource(
     TRAINER_GROUP,
     TRAINER_VERSION,
@@ -176,3 +190,12 @@ SELF_SUBJECT_RULES_REVIEW = Resource(
 SELF_SUBJECT_REVIEW = Resource(
     "authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False
 )
+
+
+def by_kind(kind: str) -> Resource:
+    """The fixed-version resource of ``kind`` (``RayCluster``, ``ClusterTrainingRuntime``): what
+    a workload kind names in ``watched_with`` and ``Environment.referenced``."""
+    for resource in (RAY_CLUSTER, CLUSTER_TRAINING_RUNTIME, TRAINING_RUNTIME, POD, SECRET, EVENT):
+        if resource.kind == kind:
+            return resource
+    raise KeyError(f"no resource of kind {kind!r}")

@@ -29,7 +29,6 @@ from .resources import (
     POD,
     POD_METRICS,
     RAY_CLUSTER,
-    RAY_JOB,
     VISIBILITY_CLUSTER_QUEUE,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
@@ -48,10 +47,10 @@ class SessionAnswers(SessionState):
     # -- generic reads ---------------------------------------------------------------------
 
     def indexed(self, kind: Kind | str, index: str, key: str) -> list[Object]:
-        """The objects of ``kind`` (or of the cache of that name, e.g. ``cache_set``'s
-        ``TRAINJOB_PODS``) that the cache's ``index`` maps ``key`` to (the indexes are
-        ``cache_set``'s ``BY_*``), as the cache holds them now: no waiting, no I/O; empty when
-        ``kind`` is not readable, or ``key`` is empty."""
+        """The objects of ``kind`` (or of the cache of that name: a kind's own pods,
+        ``cache_set``'s ``pods_cache``) that the cache's ``index`` maps ``key`` to (the indexes
+        are ``cache_set``'s ``BY_*``), as the cache holds them now: no waiting, no I/O; empty
+        when ``kind`` is not readable, or ``key`` is empty."""
         cache = self._cache_set.watching(kind if isinstance(kind, str) else kind.plural)
         return cache.by_index(index, key) if cache is not None and key else []
 
@@ -225,52 +224,6 @@ class SessionAnswers(SessionState):
             )
         return created
 
-    # -- RayJobs ---------------------------------------------------------------------------
-
-    def ray_jobs(self, timeout: float | None = None) -> list[Object]:
-        """The namespace's RayJobs from the watch cache (waits for its first sync, and for the
-        RayCluster and Workload caches, so a job's cluster and Workload answer too).
-
-        Raises ``NotInstalled`` without KubeRay's RayJob CRD and ``KubeForbidden`` when
-        RayJobs cannot be listed and watched."""
-        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
-        self.wait_ready(max(0.0, deadline - time.monotonic()))
-        self.discovery.require_rayjobs()
-        cache = self.synced_cache(RAY_JOB, deadline, required=True)
-        assert cache is not None
-        self.synced_cache(RAY_CLUSTER, deadline)
-        self.synced_cache(WORKLOAD, deadline)
-        return cache.snapshot()
-
-    def ray_job(self, name: str, timeout: float | None = None) -> Object:
-        """One RayJob: from the cache, else (not seen yet) from the API server. Raises
-        ``KubeNotFound`` when it does not exist."""
-        self.ray_jobs(timeout)
-        cached = self.cached_ray_job(name)
-        if cached is not None:
-            return cached
-        try:
-            return ray.get_raycluster(self.api, self.namespace, name, RAY_JOB)
-        except KubeForbidden as err:
-            raise ray.not_found(self.namespace, name, RAY_JOB) from err
-
-    def cached_ray_job(self, name: str) -> Object | None:
-        """RayJob ``name`` as the cache holds it now (no waiting, no I/O)."""
-        cache = self._cache_set.watching(RAY_JOB.plural)
-        return cache.get(name, self._namespace or "") if cache is not None else None
-
-    def create_rayjob(self, obj: Object) -> Object:
-        """Create RayJob ``obj`` (dry run first, idempotency key honoured, like
-        :meth:`create_raycluster`); waits briefly for the cache to hold it."""
-        self.wait_ready()
-        return self._create_cached(self.discovery.require_rayjobs(), obj)
-
-    def delete_rayjob(self, name: str) -> Object:
-        """Delete RayJob ``name`` (background propagation: its RayCluster, submitter Job and
-        Workload follow). Raises ``KubeNotFound`` when absent."""
-        self.wait_ready()
-        return self.delete_object(self.discovery.require_rayjobs(), name)
-
     def delete_object(self, resource: Resource, name: str) -> Object:
         """Delete ``name`` of ``resource`` in the namespace (background propagation; its
         owned objects follow). Waits briefly until its watch cache shows the deletion (gone,
@@ -287,18 +240,42 @@ class SessionAnswers(SessionState):
             cache.wait_until(shown, CACHE_CATCH_UP_SECONDS)
         return answer
 
-    # -- any watched job kind (TrainJobs: jupyter_dw.k8s.trainer) ---------------------------
+    # -- any workload kind (RayJobs, TrainJobs: jupyter_dw.domain.kinds) --------------------
 
-    def watched_jobs(self, resource: Resource, timeout: float | None = None) -> list[Object]:
+    def watched_jobs(
+        self, resource: Resource, timeout: float | None = None, also: tuple[Resource, ...] = ()
+    ) -> list[Object]:
         """The namespace's ``resource`` objects from their watch cache (waits for its first
-        sync and the Workload cache's). ``KubeForbidden`` names the list/watch missing; the
-        caller checks that the resource is served."""
+        sync, the Workload cache's and ``also``'s: a RayJob's RayClusters, so what a job made
+        answers too). ``KubeForbidden`` names the list/watch missing; the caller checks that
+        the resource is served."""
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         self.wait_ready(max(0.0, deadline - time.monotonic()))
         cache = self.synced_cache(resource, deadline, required=True)
         assert cache is not None
-        self.synced_cache(WORKLOAD, deadline)
+        others: tuple[Kind, ...] = (*also, WORKLOAD)
+        for other in others:
+            self.synced_cache(other, deadline)
         return cache.snapshot()
+
+    def watched_job(
+        self,
+        resource: Resource,
+        name: str,
+        timeout: float | None = None,
+        also: tuple[Resource, ...] = (),
+    ) -> Object:
+        """One ``resource`` object: from the cache, else (not seen yet) from the API server.
+        ``KubeNotFound`` when it does not exist (also when ``get`` is forbidden: the synced
+        cache, which list and watch fill, does not hold it)."""
+        self.watched_jobs(resource, timeout, also)
+        cached = self.cached_job(resource, name)
+        if cached is not None:
+            return cached
+        try:
+            return ray.get_raycluster(self.api, self.namespace, name, resource)
+        except KubeForbidden as err:
+            raise ray.not_found(self.namespace, name, resource) from err
 
     def cached_jobs(self, resource: Resource) -> list[Object]:
         """Every ``resource`` object its cache holds now (no waiting, no I/O; empty when not

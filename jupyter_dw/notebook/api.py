@@ -30,7 +30,9 @@ from ..core.scaling import InvalidScale, NotElastic, ScaleResult
 from ..core.workloads import WorkloadList
 from .job_waiting import wait_until
 from .jobs import RayJobHandle, list_jobs, submit_job
-from .kuberay_jobs import RayJobSpec, fit_rayjob, submit_rayjob
+from .kinds import calls_for
+from .kinds.rayjob import RayJobSpec
+from .kinds.trainjob import TrainJobSpec
 from .ray_connect import (
     image_of,
     installed_ray,
@@ -40,7 +42,6 @@ from .ray_connect import (
 )
 from .requests import create_with_key, request_body
 from .runtime import runtime
-from .trainjobs import TrainJobSpec, fit_trainjob, submit_trainjob
 
 # -- errors: one small hierarchy, each with ``error``, ``reason`` and ``hint`` ----------------
 
@@ -151,11 +152,11 @@ def fit(spec: SpecLike | RayJobSpec | TrainJobSpec | None = None, **fields: Any)
     ``verdict`` (fits-now,
     must-wait, never-fits, unknown), ``message``, ``requests``, ``headroom``, ``ahead`` and
     ``suggestion`` (what would start now, or None). ``name`` may be omitted."""
-    if isinstance(spec, RayJobSpec):
-        return fit_rayjob(spec, **fields)
-    if isinstance(spec, TrainJobSpec):
-        return fit_trainjob(spec, **fields)
-    return runtime().core.clusters.fit(_request(spec, fields))
+    kind = calls_for(spec)
+    if kind is not None:
+        return kind.fit(spec, **fields)
+    # A workload kind's spec went above: what is left is a cluster's.
+    return runtime().core.clusters.fit(_request(spec, fields))  # type: ignore[arg-type]
 
 
 def submit(
@@ -177,12 +178,11 @@ def submit(
     ``PermissionDenied``, ``NotInstalled`` or ``Unreachable`` (its ``idempotency_key`` is
     the one to retry with).
     """
-    if isinstance(spec, RayJobSpec):
-        return submit_rayjob(spec, idempotency_key=idempotency_key, **fields)
-    if isinstance(spec, TrainJobSpec):
-        return submit_trainjob(spec, idempotency_key=idempotency_key, **fields)
+    kind = calls_for(spec)
+    if kind is not None:
+        return kind.submit(spec, idempotency_key=idempotency_key, **fields)
     rt = runtime()
-    request = _request(spec, fields)
+    request = _request(spec, fields)  # type: ignore[arg-type]  # a cluster's, as in fit
     info = create_with_key(lambda key: rt.core.clusters.create(request, key), idempotency_key)
     if delete_with_kernel:
         rt.delete_at_shutdown(info.status.name)

@@ -88,12 +88,12 @@ def wait_until(check: Callable[[], Any], timed_out: Callable[[], Exception], tim
 
 class JobHandle:
     """One Kueue-managed job of the namespace, by name (a RayJob's, a TrainJob's handle):
-    every read is fresh from the watch caches. A subclass names its ``kind``, the core
-    service (``service``: a :class:`~jupyter_dw.core.services.DWCore` attribute), its
-    ``ended`` error and the ``hint`` an ended wait gives."""
+    every read is fresh from the watch caches. A subclass names its ``kind``, the kind's
+    ``plural`` (its service: :meth:`~jupyter_dw.core.services.DWCore.kind`), its ``ended``
+    error and the ``hint`` an ended wait gives."""
 
     kind = "job"
-    service = ""
+    plural = ""
     ended: type[JobEnded] = JobEnded
     hint = "See the reason."
 
@@ -101,7 +101,7 @@ class JobHandle:
     _last: Any
 
     def _jobs(self) -> Any:
-        return getattr(runtime().core, self.service)
+        return runtime().core.kind(self.plural)
 
     def status(self) -> Any:
         """The job now: ``state``, ``reason``, ``message``, ``position_in_local_queue``..."""

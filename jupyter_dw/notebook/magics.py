@@ -192,7 +192,8 @@ def _parser() -> argparse.ArgumentParser:
     _command(commands, "jobs", "the Ray jobs of a cluster").add_argument(
         "name", metavar="NAME", help="the cluster"
     )
-    for word, summary, _options in _KINDS:
+    for word in _KIND_REQUESTS:  # %dw rayjob ..., %dw trainjob ...
+        summary, _ = _KIND_HELP[word]
         kind = _command(
             commands,
             word,
@@ -231,11 +232,10 @@ def command_help(name: str | None = None) -> str:
     if one is None:
         raise UsageError(f"usage: %dw help COMMAND: no command {name!r}")
     text = one.format_help()
-    for word, _, options in _KINDS:
-        if word == name:
-            more = options()
-            more.usage = argparse.SUPPRESS  # its options only
-            text = text.rstrip() + "\n\n" + more.format_help().strip("\n")
+    if name in _KIND_HELP:
+        more = _KIND_HELP[name][1]()
+        more.usage = argparse.SUPPRESS  # its options only
+        text = text.rstrip() + "\n\n" + more.format_help().strip("\n")
     return text.rstrip() + "\n"
 
 
@@ -425,30 +425,26 @@ def _rayjob_options() -> argparse.ArgumentParser:
     return options
 
 
-_CREATE = object()
-"""What :func:`_job_lifecycle` answers for ``fit`` and ``submit``: the kind's own request."""
+def _kind_command(word: str) -> Callable[[argparse.Namespace, Callable[[str], None]], Any]:
+    """``%dw <word> fit|submit NAME ...``, ``status [NAME]`` and ``delete NAME`` of a workload
+    kind, alike for every kind; ``fit`` and ``submit`` send :data:`_KIND_REQUESTS`' request."""
 
+    def command(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
+        from .kinds import calls_named
 
-def _job_lifecycle(
-    args: argparse.Namespace,
-    out: Callable[[str], None],
-    kind: str,
-    status: Callable[[str], Any],
-    every: Callable[[], Any],
-    delete: Callable[[str], None],
-    follows: str,
-) -> Any:
-    """``status [NAME]`` and ``delete NAME`` of a Kueue-managed job, alike for every kind;
-    :data:`_CREATE` for ``fit`` and ``submit`` (after checking that a NAME is given)."""
-    if args.action == "status":
-        return status(args.name) if args.name else every()
-    if not args.name:
-        raise UsageError(f"usage: %dw {kind.lower()} {args.action} NAME ...: no NAME")
-    if args.action == "delete":
-        delete(args.name)
-        out(f"Deleted {kind} {args.name}; {follows}.")
-        return None
-    return _CREATE
+        calls = calls_named(word)
+        if args.action == "status":
+            return calls.get(args.name).status() if args.name else calls.list()
+        if not args.name:
+            raise UsageError(f"usage: %dw {word} {args.action} NAME ...: no NAME")
+        if args.action == "delete":
+            calls.handle(args.name).delete()
+            out(f"Deleted {calls.kind.kind} {args.name}; {calls.kind.follows}.")
+            return None
+        request = _KIND_REQUESTS[word](args.name, list(args.rest))
+        return calls.fit(request) if args.action == "fit" else calls.submit(request)
+
+    return command
 
 
 def _options_and_command(
@@ -459,33 +455,17 @@ def _options_and_command(
     return parser.parse_args(words[:split]), words[split + 1 :]
 
 
-def _rayjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
-    from . import kuberay_jobs
-
-    done = _job_lifecycle(
-        args,
-        out,
-        "RayJob",
-        lambda name: kuberay_jobs.rayjob(name).status(),
-        kuberay_jobs.rayjobs,
-        lambda name: kuberay_jobs.KubeRayJobHandle(name).delete(),
-        "its cluster and Workload follow",
-    )
-    if done is not _CREATE:
-        return done
-    options, command = _options_and_command(list(args.rest), _rayjob_options())
+def _rayjob_request(name: str, rest: list[str]) -> dict[str, Any]:
+    options, command = _options_and_command(rest, _rayjob_options())
     cluster = _fields(options, (*SIZE_FIELDS, "image", "ray_version"))
     top: dict[str, Any] = {k: cluster.pop(k) for k in ("queue", "priority") if k in cluster}
-    request: dict[str, Any] = {
-        "name": args.name,
+    return {
+        "name": name,
         "entrypoint": shlex.join(command) if command else None,
         "submission_mode": options.submission_mode,
         "cluster": cluster,
         **top,
     }
-    if args.action == "fit":
-        return kuberay_jobs.fit_rayjob(request)
-    return kuberay_jobs.submit_rayjob(request)
 
 
 def _trainjob_options() -> argparse.ArgumentParser:
@@ -506,24 +486,11 @@ def _trainjob_options() -> argparse.ArgumentParser:
     return options
 
 
-def _trainjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
-    from . import trainjobs
-
-    done = _job_lifecycle(
-        args,
-        out,
-        "TrainJob",
-        lambda name: trainjobs.trainjob(name).status(),
-        trainjobs.trainjobs,
-        lambda name: trainjobs.TrainJobHandle(name).delete(),
-        "its JobSet, pods and Workload follow",
-    )
-    if done is not _CREATE:
-        return done
-    options, command = _options_and_command(list(args.rest), _trainjob_options())
+def _trainjob_request(name: str, rest: list[str]) -> dict[str, Any]:
+    options, command = _options_and_command(rest, _trainjob_options())
     resources = {k: getattr(options, k) for k in ("cpu", "memory", "gpu")}
-    request: dict[str, Any] = {
-        "name": args.name,
+    return {
+        "name": name,
         "runtime": options.runtime,
         "queue": options.queue,
         "priority": options.priority,
@@ -532,16 +499,22 @@ def _trainjob(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
         "command": command or None,
         "image": options.image,
     }
-    if args.action == "fit":
-        return trainjobs.fit_trainjob(request)
-    return trainjobs.submit_trainjob(request)
 
 
-_KINDS: tuple[tuple[str, str, Callable[[], argparse.ArgumentParser]], ...] = (
-    ("rayjob", "a RayJob: COMMAND on a Ray cluster of its own, through Kueue", _rayjob_options),
-    ("trainjob", "a TrainJob (Kubeflow Trainer) on a runtime, through Kueue", _trainjob_options),
-)
-"""Each job kind's ``%dw`` word, what it is, and the options of its ``fit`` and ``submit``."""
+_KIND_REQUESTS: dict[str, Callable[[str, list[str]], dict[str, Any]]] = {
+    "rayjob": _rayjob_request,
+    "trainjob": _trainjob_request,
+}
+"""Each workload kind's ``%dw <word>`` request, from NAME and what follows it (options, then
+``--`` and a command)."""
+
+
+_KIND_HELP: dict[str, tuple[str, Callable[[], argparse.ArgumentParser]]] = {
+    "rayjob": ("a RayJob: COMMAND on a Ray cluster of its own, through Kueue", _rayjob_options),
+    "trainjob": ("a TrainJob (Kubeflow Trainer) on a runtime, through Kueue", _trainjob_options),
+}
+"""Each workload kind's ``%dw <word> --help``: what it is, and the parser of the options its
+``fit`` and ``submit`` take (the same parser its request reads)."""
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]] = {
@@ -558,8 +531,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]]
     "list": _list,
     "job": _job,
     "jobs": _jobs,
-    "rayjob": _rayjob,
-    "trainjob": _trainjob,
+    **{word: _kind_command(word) for word in _KIND_REQUESTS},
 }
 
 

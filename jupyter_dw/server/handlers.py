@@ -308,12 +308,15 @@ def _no_fields(body: Any, action: str, then: Callable[[str], Any]) -> Callable[[
     )
 
 
-def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHandler]]]:
-    """``(pattern, handler)`` pairs; ExtensionApp prepends ``base_url``."""
+def route_table(
+    prefix: str = API_PREFIX,
+) -> list[tuple[str, type[web.RequestHandler]] | tuple[str, type[web.RequestHandler], dict]]:
+    """``(pattern, handler)`` pairs (a workload kind's with the handler's ``initialize``
+    arguments); ExtensionApp prepends ``base_url``."""
     # Imported here: those modules import this one's base class and settings names.
     from .events import EventsHandler
     from .jobs_handlers import JobLogsHandler, JobsHandler, JobStopHandler
-    from .rayjob_handlers import RayJobHandler, RayJobsHandler, TrainJobHandler, TrainJobsHandler
+    from .kind_handlers import kind_routes
 
     job = url_path_join(prefix, "clusters", "([^/]+)", "jobs", "([^/]+)")
 
@@ -330,9 +333,6 @@ def route_table(prefix: str = API_PREFIX) -> list[tuple[str, type[web.RequestHan
         (url_path_join(prefix, "clusters", "([^/]+)", "jobs"), JobsHandler),
         (url_path_join(job, "logs"), JobLogsHandler),
         (url_path_join(job, "stop"), JobStopHandler),
-        (url_path_join(prefix, "rayjobs"), RayJobsHandler),
-        (url_path_join(prefix, "rayjobs", "([^/]+)"), RayJobHandler),
-        (url_path_join(prefix, "trainjobs"), TrainJobsHandler),
-        (url_path_join(prefix, "trainjobs", "([^/]+)"), TrainJobHandler),
+        *kind_routes(prefix),
         (url_path_join(prefix, "events"), EventsHandler),
     ]

@@ -38,13 +38,17 @@ export type ScaleChange = Schemas['ScaleChange'];
 export type ScaleRequest = Schemas['ScaleRequest'];
 export type ScaleFit = Schemas['ScaleFit'];
 export type ScaleResult = Schemas['ScaleResult'];
+/**
+ * Not a RayJob resource: one job Ray runs on a running cluster, submitted through its head's
+ * Jobs API (`GET clusters/{name}/jobs`). The KubeRay resource named RayJob is `KubeRayJob`.
+ */
 export type RayJob = Schemas['RayJob'];
 export type JobList = Schemas['JobList'];
 export type JobStopped = Schemas['JobStopped'];
 export type JobsMessage = Schemas['JobsMessage'];
 export type JobLogsMessage = Schemas['JobLogsMessage'];
 export type WatchJobsRequest = Schemas['WatchJobsRequest'];
-/** A KubeRay RayJob (a Ray program with its own cluster); `RayJob` above is Ray's own job. */
+/** The RayJob workload kind: KubeRay's resource, a Ray program with its own cluster. */
 export type KubeRayJob = Schemas['KubeRayJob'];
 export type KubeRayJobRequest = Schemas['KubeRayJobRequest'];
 export type KubeRayJobCreateRequest = Schemas['KubeRayJobCreateRequest'];

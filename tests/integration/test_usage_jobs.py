@@ -21,7 +21,7 @@ from kubernetes import client
 
 import jupyter_dw as dw
 from jupyter_dw.domain.cluster_spec import ValidatedSpec
-from jupyter_dw.domain.rayjob_spec import ValidatedRayJob
+from jupyter_dw.domain.kinds.rayjob import ValidatedRayJob
 from tests.cluster.manifests import (
     POD_COMPLETE_DELAY_ANNOTATION,
     TORCH_RUNTIME,

@@ -16,8 +16,7 @@ FULL = Discovery(
     cohort_version="v1beta2",
     visibility_version="v1beta2",
     ray_version="v1",
-    rayjobs_served=True,
-    trainjobs_served=True,
+    kinds_served=frozenset({"rayjobs", "trainjobs"}),
 )
 
 
@@ -29,8 +28,8 @@ FULL = Discovery(
         {"cohort_version": None},
         {"visibility_version": None},
         {"ray_version": None},
-        {"rayjobs_served": False},
-        {"trainjobs_served": False},
+        {"kinds_served": frozenset({"trainjobs"})},  # no more RayJobs
+        {"kinds_served": frozenset({"rayjobs"})},  # no more TrainJobs
     ],
 )
 def test_serving_less_is_a_loss(change):

@@ -12,15 +12,16 @@ import pytest
 from jupyter_dw.domain.cluster_spec import SpecError, ValidatedSpec
 from jupyter_dw.domain.fit import FITS_NOW, MUST_WAIT, assess_fit
 from jupyter_dw.domain.fit_suggestion import suggest, suggest_workers
-from jupyter_dw.domain.kueue_model import ClusterQueueQuota
-from jupyter_dw.domain.quota import QuotaTree
-from jupyter_dw.domain.rayjob_spec import (
+from jupyter_dw.domain.kinds.rayjob import (
     MAX_RAYJOB_NAME_LENGTH,
     SUBMITTER_CPU,
     SUBMITTER_MEMORY,
     ValidatedRayJob,
+    owning_rayjob,
+    rayjob_info,
 )
-from jupyter_dw.domain.rayjob_state import owning_rayjob, rayjob_info
+from jupyter_dw.domain.kueue_model import ClusterQueueQuota
+from jupyter_dw.domain.quota import QuotaTree
 from jupyter_dw.domain.workloads import workload_info
 from tests.unit.test_fit import cpu_mem, cq_obj
 

@@ -13,10 +13,9 @@ import yaml
 
 from jupyter_dw.domain.cluster_state import ClusterState
 from jupyter_dw.domain.fit import Verdict
+from jupyter_dw.domain.job_kind import JobState
 from jupyter_dw.domain.kueue_state import WorkloadState
 from jupyter_dw.domain.ray_jobs import JOB_STATES
-from jupyter_dw.domain.rayjob_state import RayJobState
-from jupyter_dw.domain.trainjob_state import TrainJobState
 from jupyter_dw.notebook.display import badge
 from jupyter_dw.notebook.tones import color_of, tone_of, tone_table
 
@@ -26,8 +25,7 @@ STATIC = Path(__file__).parents[2] / "jupyter_dw" / "notebook" / "static"
 DOMAIN_STATES = {
     *get_args(ClusterState),
     *get_args(WorkloadState),
-    *get_args(RayJobState),
-    *get_args(TrainJobState),
+    *get_args(JobState),
 }
 
 

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from jupyter_dw.domain.cluster_spec import SpecError
-from jupyter_dw.domain.trainjob_spec import (
+from jupyter_dw.domain.kinds.trainjob import (
     MAX_TRAINJOB_NAME_LENGTH,
     ValidatedTrainJob,
     runtime_pod_sets,
+    trainjob_info,
 )
-from jupyter_dw.domain.trainjob_state import trainjob_info
 
 GIB = Decimal(2**30)
 

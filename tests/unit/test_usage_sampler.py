@@ -11,12 +11,16 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, cast
 
-from jupyter_dw.core.usage import CLUSTER, TRAINJOB, UsageService
-from jupyter_dw.domain.usage import RayLoad
-from jupyter_dw.k8s.cache_set import TRAINJOB_PODS
+from jupyter_dw.core.usage import UsageService
+from jupyter_dw.domain.kinds.trainjob import TRAINJOB as TRAINJOB_KIND
+from jupyter_dw.domain.usage import CLUSTER, RayLoad
+from jupyter_dw.k8s.cache_set import pods_cache
 from jupyter_dw.k8s.metrics import MetricsRead
 from jupyter_dw.k8s.resources import TRAIN_JOB
 from jupyter_dw.k8s.session import KubeSession
+
+TRAINJOB = TRAINJOB_KIND.word  # a TrainJob's usage subject: its kind's word
+TRAINJOB_PODS = pods_cache(TRAINJOB_KIND)  # its pods' cache, made from its pod_label
 
 
 def raycluster(name: str, head_ready: bool = True) -> dict[str, Any]:
@@ -232,14 +236,14 @@ def test_a_trainjob_is_its_pods_summed_from_the_same_sample():
     usage.sample()
     assert session.reads == 1 and loads == ["a"]  # one read for clusters and jobs; no Ray
     assert (TRAINJOB, "t") in told[0]
-    job = usage.trainjob_usage("t", ask=False)
+    job = usage.usage("t", ask=False, kind=TRAINJOB)
     assert job.resources["cpu"].held == Decimal(2) and job.resources["cpu"].used == Decimal(1)
     assert job.ray is None and job.idle is False and job.idle_basis == "metrics"
     session.cpu["t-1"] = "1m"  # 250m + 1m of 2 CPU: t-0 still above 5 %, the figure moved
     clock.now += 15.0
     usage.sample()
     assert told[-1] == {(TRAINJOB, "t")}
-    assert usage.trainjob_usage("t", ask=False).resources["cpu"].used == Decimal("0.251")
+    assert usage.usage("t", ask=False, kind=TRAINJOB).resources["cpu"].used == Decimal("0.251")
     session.trainjobs = []  # gone: forgotten
     clock.now += 15.0
     usage.sample()

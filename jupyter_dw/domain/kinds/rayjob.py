@@ -1,21 +1,24 @@
-"""A RayJob request (KubeRay ``ray.io/v1`` RayJob: a Ray program that brings its own cluster
-and tears it down), validated, as the manifest we create and as the pod sets Kueue counts.
+"""The RayJob kind (KubeRay ``ray.io/v1``: a Ray program that brings its own cluster and tears
+it down): its request, validated, as the manifest we create and the pod sets Kueue counts; its
+state; and its description, :data:`RAYJOB`. Pure.
 
-Pure. The job's cluster is a :class:`~jupyter_dw.domain.cluster_spec.ValidatedSpec` made by the
-same parser as a RayCluster's (same fields, defaults, limits and messages); its own ``name``,
-``queue`` and ``priority`` are not used: the job's are. So the RayJob's metadata (queue label,
-priority class, owner) is exactly what a RayCluster of that name would carry.
-
-Checked against KubeRay v1.6.2 (``rayjob_types.go``, ``utils/validation.go``) and Kueue
-v0.19.2 / v0.14.8 (``pkg/controller/jobs/rayjob``):
+The job's cluster is a :class:`~jupyter_dw.domain.cluster_spec.ValidatedSpec` made by the same
+parser as a RayCluster's; its own ``name``, ``queue`` and ``priority`` are the job's, so the
+RayJob's metadata is exactly what a RayCluster of that name would carry. Checked against KubeRay
+v1.6.2 (``rayjob_types.go``, ``utils/validation.go``) and Kueue v0.19.2 / v0.14.8
+(``pkg/controller/jobs/rayjob``):
 
 - a Kueue-managed RayJob must delete its cluster when it finishes
   (``shutdownAfterJobFinishes``), may not select an existing cluster and may not autoscale;
-- KubeRay names the cluster ``<job>-<5 random characters>``, hence a job name of at most 47
-  characters (a DNS-1035 label);
-- what Kueue counts: the head and worker pod sets; in ``K8sJobMode`` a ``submitter`` pod set
-  (one pod, KubeRay's default submitter: 500m CPU / 200Mi); in ``SidecarMode`` Kueue 0.19 adds
-  the same submitter container to the head pod set, Kueue 0.14 does not count it.
+- KubeRay names the cluster ``<job>-<5 random characters>``: a job name of at most 47;
+- Kueue counts the head and worker pod sets and, in ``K8sJobMode``, a ``submitter`` pod set
+  (KubeRay's default submitter: 500m CPU / 200Mi); in ``SidecarMode`` Kueue 0.19 adds that
+  container to the head pod set, Kueue 0.14 does not count it.
+
+States, first match wins: ``deleting``; ``succeeded`` / ``stopped`` (``jobDeploymentStatus``
+``Complete``, by Ray's job status); ``failed`` (``Failed``, ``ValidationFailed``, with KubeRay's
+reason); the Workload's state while Kueue decides; ``running`` (``Running`` and Ray says
+``RUNNING``); ``admitted`` while suspended; ``starting`` in between.
 """
 
 from __future__ import annotations
@@ -25,13 +28,24 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from jupyter_dw.domain.cluster_spec import ValidatedSpec
 from jupyter_dw.domain.fit import PodSetRequest, pod_sets_for_spec
+from jupyter_dw.domain.job_kind import (
+    Environment,
+    Install,
+    JobInfo,
+    JobKind,
+    QueueChoices,
+    Reading,
+)
+from jupyter_dw.domain.lenient import mapping, text
 from jupyter_dw.domain.request_fields import RequestFields, SpecError, name_parser
+from jupyter_dw.domain.usage import CLUSTER, Subject
 from jupyter_dw.domain.validation import dns1035_label_error
-from jupyter_dw.names import RAY_GROUP, RAY_VERSION, RAYJOB_KIND
+from jupyter_dw.domain.workloads import WorkloadInfo
+from jupyter_dw.names import RAY_GROUP, RAY_VERSION, RAYCLUSTER_KIND, RAYJOB_KIND
 
 SubmissionMode = Literal["K8sJobMode", "SidecarMode"]
 SUBMISSION_MODES: tuple[SubmissionMode, ...] = ("K8sJobMode", "SidecarMode")
@@ -333,3 +347,127 @@ def _parse_ttl(raw: object) -> int:
     if raw < 0 or raw > 2**31 - 1:
         raise ValueError(f"must be between 0 and {2**31 - 1} seconds, got {raw}")
     return raw
+
+
+# -- its state -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RayJobInfo(JobInfo):
+    """One RayJob: Kueue's side (``workload``) and KubeRay's (``deployment_status``,
+    ``job_status``, the job's ``cluster`` and Ray's ``job_id``)."""
+
+    final_states: ClassVar[frozenset[str]] = frozenset({"succeeded", "stopped", "failed"})
+    """KubeRay's ``IsJobDeploymentTerminal``."""
+
+    submission_mode: str | None
+    entrypoint: str | None
+    deployment_status: str | None
+    job_status: str | None
+    job_id: str | None
+    cluster: str | None
+    start_time: str | None
+
+
+def owning_rayjob(obj: Mapping[str, Any]) -> str | None:
+    """The RayJob that controls ``obj`` (a RayCluster KubeRay made for a job), if any."""
+    for owner in mapping(obj.get("metadata")).get("ownerReferences") or []:
+        owner = mapping(owner)
+        if owner.get("kind") == RAYJOB_KIND and owner.get("controller") is True:
+            return text(owner.get("name"))
+    return None
+
+
+def rayjob_info(rayjob: Mapping[str, Any], workload: WorkloadInfo | None) -> RayJobInfo:
+    """The state of ``rayjob`` given its Workload's (:meth:`JobKind.info`)."""
+    return RAYJOB.info(rayjob, workload)
+
+
+# -- the description ---------------------------------------------------------------------------
+
+
+class RayJobKind(JobKind[ValidatedRayJob, RayJobInfo]):
+    """KubeRay's RayJob, admitted by Kueue's ``ray.io/rayjob`` integration."""
+
+    group = RAY_GROUP
+    version = RAY_VERSION
+    kind = RAYJOB_KIND
+    plural = "rayjobs"
+    install = Install(
+        "KubeRay's RayJob",
+        "Ask a cluster administrator to install KubeRay's RayJob CRD (ray.io_rayjobs.yaml) "
+        "with the KubeRay operator.",
+        "kuberay_not_installed",
+    )
+    watched_with = (RAYCLUSTER_KIND,)
+    word = "rayjob"
+    does = "run RayJobs (a job with its own cluster)"
+    name_rule = f"RayJob names are DNS-1035 labels of at most {MAX_RAYJOB_NAME_LENGTH} characters."
+    follows = "its cluster and Workload follow"
+    fields = RAYJOB_FIELDS
+    # The command asks no quota, so a form is judged before it has one.
+    fit_placeholders = MappingProxyType({"entrypoint": "fit-check"})
+
+    def name_error(self, name: str) -> str | None:
+        return rayjob_name_error(name)
+
+    def parse(
+        self, data: Mapping[str, Any], choices: QueueChoices, env: Environment
+    ) -> ValidatedRayJob:
+        return ValidatedRayJob.from_request(
+            data, env.parse_cluster, choices.queues, choices.default_queue, choices.priorities
+        )
+
+    def manifest(
+        self, job: ValidatedRayJob, namespace: str, owner: str | None, env: Environment
+    ) -> dict[str, Any]:
+        return job.to_rayjob(namespace, owner, auth_options_served=env.auth_options_served())
+
+    def pod_sets(self, job: ValidatedRayJob, env: Environment) -> tuple[PodSetRequest, ...]:
+        return job.pod_sets(sidecar_counted=env.sidecar_counted())
+
+    def workers(self, job: ValidatedRayJob) -> int | None:
+        return job.cluster.workers
+
+    def with_workers(self, job: ValidatedRayJob, workers: int) -> ValidatedRayJob:
+        return job.with_workers(workers)
+
+    def pods(self, info: RayJobInfo) -> Subject | None:
+        return CLUSTER, info.cluster or ""
+
+    def ended(self, obj: Mapping[str, Any]) -> Reading | None:
+        status = mapping(obj.get("status"))
+        deployment = text(status.get("jobDeploymentStatus"))
+        reason, message = text(status.get("reason")), text(status.get("message"))
+        if deployment == "Complete":
+            stopped = text(status.get("jobStatus")) == "STOPPED"
+            return ("stopped" if stopped else "succeeded"), reason, message
+        if deployment in ("Failed", "ValidationFailed"):
+            return "failed", reason or deployment, message
+        return None
+
+    def progress(self, obj: Mapping[str, Any], workload: WorkloadInfo) -> Reading:
+        status = mapping(obj.get("status"))
+        deployment = text(status.get("jobDeploymentStatus"))
+        if deployment == "Running" and text(status.get("jobStatus")) == "RUNNING":
+            return "running", None, None
+        if deployment in (None, "Suspended", "Suspending"):
+            return "admitted", workload.reason, workload.message
+        return "starting", None, text(status.get("message"))
+
+    def record(self, obj: Mapping[str, Any], **common: Any) -> RayJobInfo:
+        spec, status = mapping(obj.get("spec")), mapping(obj.get("status"))
+        return RayJobInfo(
+            **common,
+            submission_mode=text(spec.get("submissionMode")) or DEFAULT_SUBMISSION_MODE,
+            entrypoint=text(spec.get("entrypoint")),
+            deployment_status=text(status.get("jobDeploymentStatus")),
+            job_status=text(status.get("jobStatus")),
+            job_id=text(status.get("jobId")),
+            cluster=text(status.get("rayClusterName")),
+            start_time=text(status.get("startTime")),
+            end_time=text(status.get("endTime")),
+        )
+
+
+RAYJOB = RayJobKind()

@@ -1,18 +1,16 @@
-"""A TrainJob request (Kubeflow Trainer v2 ``trainer.kubeflow.org/v1alpha1``: a training run
-on a (Cluster)TrainingRuntime, run by Trainer as a JobSet), validated, as the manifest we
-create and as the pod sets Kueue counts.
+"""The TrainJob kind (Kubeflow Trainer v2 ``trainer.kubeflow.org/v1alpha1``: a training run on a
+(Cluster)TrainingRuntime, run by Trainer as a JobSet): its request, validated, as the manifest
+we create and the pod sets Kueue counts; its state; and its description, :data:`TRAINJOB`. Pure.
 
-Pure. Checked against Trainer v2.2.1 (``trainjob_types.go``; ``pkg/runtime/framework/plugins/
-jobset/builder.go`` and ``torch/torch.go``) and Kueue v0.19.2 (``pkg/controller/jobs/trainjob``):
+Checked against Trainer v2.2.1 (``trainjob_types.go``; ``pkg/runtime/framework/plugins/jobset/
+builder.go``, ``torch/torch.go``) and Kueue v0.19.2 (``pkg/controller/jobs/trainjob``): Kueue
+builds the pod sets by running Trainer's runtime code, one per replicated job of the runtime's
+JobSet template (:func:`runtime_pod_sets` does the same); JobSet names pods
+``<job>-<step>-<index>-<index>-xxxxx``, hence :data:`MAX_TRAINJOB_NAME_LENGTH`.
 
-- Kueue builds a TrainJob's pod sets by running Trainer's runtime code: the runtime's JobSet
-  template with the TrainJob's overrides, one pod set per replicated job (its name), ``count``
-  = replicas * parallelism; the trainer step's parallelism is ``trainer.numNodes`` (default:
-  the runtime's ``mlPolicy.numNodes``) and its ``node`` container's resources are
-  ``trainer.resourcesPerNode`` when given (:func:`runtime_pod_sets` does the same);
-- the TrainJob is created suspended with the queue label; Kueue unsuspends it on admission;
-- JobSet names its pods ``<job>-<replicated job>-<index>-<index>-xxxxx`` (63 characters at
-  most), hence a TrainJob name of at most :data:`MAX_TRAINJOB_NAME_LENGTH`.
+States, first match wins: ``deleting``; ``succeeded`` / ``failed`` (conditions ``Complete``,
+``Failed``, with Trainer's reason); the Workload's state while Kueue decides; ``admitted``
+while still suspended; ``running`` once a child Job is ready; ``starting`` in between.
 """
 
 from __future__ import annotations
@@ -30,15 +28,26 @@ from jupyter_dw.domain.cluster_fields import (
     parse_memory,
 )
 from jupyter_dw.domain.fit import PodSetRequest
+from jupyter_dw.domain.job_kind import (
+    Environment,
+    Install,
+    JobInfo,
+    JobKind,
+    MissingReference,
+    QueueChoices,
+    Reading,
+)
+from jupyter_dw.domain.lenient import conditions, is_true, mapping, text, words
 from jupyter_dw.domain.quantity import format_quantity
 from jupyter_dw.domain.raycluster_manifest import owner_label_value
 from jupyter_dw.domain.request_fields import RequestFields, name_parser
 from jupyter_dw.domain.scheduling import Toleration
 from jupyter_dw.domain.validation import dns1035_label_error, dns1123_subdomain_error
-from jupyter_dw.domain.workloads import pod_requests
+from jupyter_dw.domain.workloads import WorkloadInfo, pod_requests
 from jupyter_dw.names import (
     CLUSTER_TRAINING_RUNTIME_KIND,
     GPU_RESOURCE,
+    JOBSET_NAME_LABEL,
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
     OWNER_ANNOTATION,
@@ -215,20 +224,22 @@ def runtime_pod_sets(
     runtime's ``mlPolicy.numNodes``, else its own), its ``node`` container's resources
     ``resources_per_node`` when given. Per pod: the containers' requests (limits where a
     request is missing), at least the largest init container's (Kubernetes' rule)."""
-    spec = _map(runtime.get("spec"))
-    policy_nodes = _map(spec.get("mlPolicy")).get("numNodes")
-    replicated = _map(_map(_map(spec.get("template")).get("spec"))).get("replicatedJobs") or []
+    spec = mapping(runtime.get("spec"))
+    policy_nodes = mapping(spec.get("mlPolicy")).get("numNodes")
+    replicated = (
+        mapping(mapping(mapping(spec.get("template")).get("spec"))).get("replicatedJobs") or []
+    )
     pod_sets = []
     for job in replicated:
-        job = _map(job)
-        job_template = _map(job.get("template"))
+        job = mapping(job)
+        job_template = mapping(job.get("template"))
         is_trainer = (
-            _map(_map(job_template.get("metadata")).get("labels")).get(TRAINER_ANCESTOR_LABEL)
+            mapping(mapping(job_template.get("metadata")).get("labels")).get(TRAINER_ANCESTOR_LABEL)
             == TRAINER_ANCESTOR
         )
-        job_spec = _map(job_template.get("spec"))
-        pod = _map(job_spec.get("template"))
-        pod_spec = _map(pod.get("spec"))
+        job_spec = mapping(job_template.get("spec"))
+        pod = mapping(job_spec.get("template"))
+        pod_spec = mapping(pod.get("spec"))
         parallelism = int(job_spec.get("parallelism") or 1)
         if is_trainer:
             nodes = num_nodes if num_nodes is not None else policy_nodes
@@ -242,11 +253,11 @@ def runtime_pod_sets(
                 count,
                 per_pod,
                 tuple(
-                    Toleration.from_object(_map(t))
+                    Toleration.from_object(mapping(t))
                     for t in pod_spec.get("tolerations") or []
                     if isinstance(t, Mapping)
                 ),
-                {str(k): str(v) for k, v in _map(pod_spec.get("nodeSelector")).items()},
+                {str(k): str(v) for k, v in mapping(pod_spec.get("nodeSelector")).items()},
             )
         )
     return tuple(pod_sets)
@@ -261,16 +272,12 @@ def _pod_requests(
         return dict(pod_requests(pod_spec))
     amounts = {name: str(amount) for name, amount in trainer_resources.items()}
     containers = [
-        {**_map(c), "resources": {"requests": amounts}}
-        if _map(c).get("name") == TRAINER_CONTAINER
+        {**mapping(c), "resources": {"requests": amounts}}
+        if mapping(c).get("name") == TRAINER_CONTAINER
         else c
         for c in pod_spec.get("containers") or []
     ]
     return dict(pod_requests({**pod_spec, "containers": containers}))
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 _KEY_OF = {"cpu": "cpu", "memory": "memory", GPU_RESOURCE: "gpu"}
@@ -297,13 +304,11 @@ _parse_name = name_parser(
 )
 
 
-def _parse_runtime(raw: object) -> str:
-    if not isinstance(raw, str):
-        raise ValueError(f"must be a ClusterTrainingRuntime's name, got {raw!r:.80}")
-    problem = dns1123_subdomain_error(raw)
-    if problem is not None:
-        raise ValueError(f"{problem} (the name of a ClusterTrainingRuntime)")
-    return raw
+_parse_runtime = name_parser(
+    dns1123_subdomain_error,
+    "the name of a ClusterTrainingRuntime",
+    "a ClusterTrainingRuntime's name",
+)
 
 
 def _parse_nodes(raw: object) -> int:
@@ -353,3 +358,115 @@ def _parse_command(raw: object) -> tuple[str, ...]:
     if sum(len(word) for word in raw) > MAX_COMMAND_LENGTH:
         raise ValueError(f"is longer than {MAX_COMMAND_LENGTH} characters")
     return tuple(raw)
+
+
+# -- its state -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainJobInfo(JobInfo):
+    """One TrainJob: Kueue's side (``workload``) and Trainer's: ``jobs_ready``,
+    ``jobs_succeeded``, ``jobs_failed`` count the JobSet's child Jobs (Trainer's
+    ``jobsStatus``; a step of N nodes is one Job of N pods)."""
+
+    runtime: str | None
+    num_nodes: int | None
+    jobs_ready: int
+    jobs_succeeded: int
+    jobs_failed: int
+
+
+def trainjob_info(trainjob: Mapping[str, Any], workload: WorkloadInfo | None) -> TrainJobInfo:
+    """The state of ``trainjob`` given its Workload's (:meth:`JobKind.info`)."""
+    return TRAINJOB.info(trainjob, workload)
+
+
+def _jobs_count(obj: Mapping[str, Any], key: str) -> int:
+    """The sum of ``key`` over Trainer's ``jobsStatus`` (a value that is not a count: 0)."""
+    jobs = [mapping(j) for j in mapping(obj.get("status")).get("jobsStatus") or []]
+    return sum(n for j in jobs if isinstance(n := j.get(key), int) and not isinstance(n, bool))
+
+
+# -- the description ---------------------------------------------------------------------------
+
+
+class TrainJobKind(JobKind[ValidatedTrainJob, TrainJobInfo]):
+    """Kubeflow Trainer's TrainJob, admitted by Kueue's ``trainer.kubeflow.org/trainjob``
+    integration."""
+
+    group = TRAINER_GROUP
+    version = TRAINER_VERSION
+    kind = TRAINJOB_KIND
+    plural = "trainjobs"
+    install = Install(
+        "Kubeflow Trainer",
+        "Ask a cluster administrator to install Kubeflow Trainer v2 (its CRDs and controller, "
+        "with JobSet) and enable Kueue's trainer.kubeflow.org/trainjob integration.",
+        "trainer_not_installed",
+    )
+    references = ((TRAINER_GROUP, "clustertrainingruntimes"),)
+    pod_label = JOBSET_NAME_LABEL
+    word = "trainjob"
+    does = "run TrainJobs (Kubeflow Trainer)"
+    name_rule = (
+        f"TrainJob names are DNS-1035 labels of at most {MAX_TRAINJOB_NAME_LENGTH} characters."
+    )
+    follows = "its JobSet, pods and Workload follow"
+    fields = TRAINJOB_FIELDS
+
+    def name_error(self, name: str) -> str | None:
+        return trainjob_name_error(name)
+
+    def parse(
+        self, data: Mapping[str, Any], choices: QueueChoices, env: Environment
+    ) -> ValidatedTrainJob:
+        return ValidatedTrainJob.from_request(
+            data, choices.queues, choices.default_queue, choices.priorities, env.allowed_images
+        )
+
+    def manifest(
+        self, job: ValidatedTrainJob, namespace: str, owner: str | None, env: Environment
+    ) -> dict[str, Any]:
+        return job.to_trainjob(namespace, owner)
+
+    def pod_sets(self, job: ValidatedTrainJob, env: Environment) -> tuple[PodSetRequest, ...]:
+        runtime = env.referenced(CLUSTER_TRAINING_RUNTIME_KIND, job.runtime)
+        if runtime is None:
+            raise MissingReference(
+                f"No ClusterTrainingRuntime named {job.runtime!r}",
+                "a TrainJob runs on a runtime its administrator installed",
+                "Name one of the cluster's ClusterTrainingRuntimes "
+                "(kubectl get clustertrainingruntimes).",
+            )
+        return job.pod_sets(runtime)
+
+    def ended(self, obj: Mapping[str, Any]) -> Reading | None:
+        found = conditions(obj)
+        for condition, state in (("Complete", "succeeded"), ("Failed", "failed")):
+            if is_true(found.get(condition)):
+                return (state, *words(found.get(condition)))  # type: ignore[return-value]
+        return None
+
+    def progress(self, obj: Mapping[str, Any], workload: WorkloadInfo) -> Reading:
+        if mapping(obj.get("spec")).get("suspend") is True:
+            return "admitted", workload.reason, workload.message
+        if _jobs_count(obj, "ready") > 0:
+            return "running", None, None
+        return "starting", None, None
+
+    def record(self, obj: Mapping[str, Any], **common: Any) -> TrainJobInfo:
+        spec, found = mapping(obj.get("spec")), conditions(obj)
+        done = next((found[t] for t in ("Complete", "Failed") if is_true(found.get(t))), None)
+        nodes = mapping(spec.get("trainer")).get("numNodes")
+        return TrainJobInfo(
+            **common,
+            runtime=text(mapping(spec.get("runtimeRef")).get("name")),
+            num_nodes=nodes if isinstance(nodes, int) else None,
+            jobs_ready=_jobs_count(obj, "ready"),
+            jobs_succeeded=_jobs_count(obj, "succeeded"),
+            jobs_failed=_jobs_count(obj, "failed"),
+            end_time=text(done.get("lastTransitionTime")) if done else None,
+        )
+
+
+TRAINJOB = TrainJobKind()

@@ -1,24 +1,21 @@
-"""KubeRay RayJobs from a kernel: ``dw.RayJobSpec``, ``dw.fit(job)``, ``dw.submit(job)`` →
-a :class:`KubeRayJobHandle`, ``dw.rayjob(name)``, ``dw.rayjobs()``.
+"""The RayJob kind from a kernel: ``dw.RayJobSpec``, ``dw.fit(job)``, ``dw.submit(job)`` → a
+:class:`KubeRayJobHandle`, ``dw.rayjob(name)``, ``dw.rayjobs()``.
 
-A RayJob is a Ray program that brings its own cluster: Kueue queues it like a cluster, KubeRay
-starts the cluster once it is admitted, submits the entrypoint, and deletes the cluster when
-the job ends. Same core, same field names as ``POST dw/api/rayjobs``. Not to be confused with
-:class:`~jupyter_dw.notebook.jobs.RayJobHandle`: a Ray job submitted to a running cluster.
+A RayJob (KubeRay's resource) is a Ray program that brings its own cluster: Kueue queues it
+like a cluster, KubeRay starts the cluster once it is admitted, submits the entrypoint, and
+deletes the cluster when the job ends. Same core, same field names as ``POST dw/api/rayjobs``.
+Not :class:`~jupyter_dw.notebook.jobs.RayJobHandle`: a Ray job submitted to a running
+cluster's head.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
-from ..core.cluster_results import FitResult
-from ..core.kuberay_jobs import RayJobList
-from ..domain.rayjob_state import RayJobInfo
-from .job_waiting import JobEnded, JobHandle
-from .requests import create_with_key, request_body
-from .runtime import runtime
+from ...domain.kinds.rayjob import RAYJOB, RayJobInfo
+from ..job_waiting import JobEnded, JobHandle
+from ..kind_calls import KindCalls
 
 
 @dataclass
@@ -39,6 +36,8 @@ class RayJobSpec:
     ttl_seconds_after_finished: int | None = None
     cluster: Any = None
 
+    example: ClassVar[str] = "dw.RayJobSpec(name=..., entrypoint=..., cluster=dw.ClusterSpec(...))"
+
     def to_request(self) -> dict[str, Any]:
         """The REST request body: the fields that are set."""
         body = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -46,39 +45,6 @@ class RayJobSpec:
         if cluster is not None and hasattr(cluster, "to_request"):
             body["cluster"] = cluster.to_request()
         return {k: v for k, v in body.items() if v is not None}
-
-
-def rayjob_request(spec: RayJobSpec | Mapping[str, Any], overrides: Mapping[str, Any]) -> dict:
-    """``spec`` (a :class:`RayJobSpec` or a mapping) with ``overrides`` as a request body."""
-    example = "dw.RayJobSpec(name=..., entrypoint=..., cluster=dw.ClusterSpec(...))"
-    return request_body(spec, overrides, RayJobSpec, "RayJob", example)
-
-
-def fit_rayjob(spec: RayJobSpec | Mapping[str, Any], **fields: Any) -> FitResult:
-    """Would this RayJob fit its queue now? Counts what Kueue will hold for it (its head,
-    workers and submitter) on the running Kueue."""
-    return runtime().core.rayjobs.fit(rayjob_request(spec, fields))
-
-
-def submit_rayjob(
-    spec: RayJobSpec | Mapping[str, Any], *, idempotency_key: str | None = None, **fields: Any
-) -> KubeRayJobHandle:
-    """Create the RayJob through Kueue (suspended until admitted); return its handle.
-    Raises like ``dw.submit``."""
-    request = rayjob_request(spec, fields)
-    info = create_with_key(lambda key: runtime().core.rayjobs.create(request, key), idempotency_key)
-    return KubeRayJobHandle(info.name, _last=info)
-
-
-def rayjob(name: str) -> KubeRayJobHandle:
-    """The handle of an existing RayJob (``NotFound`` when there is none)."""
-    info = runtime().core.rayjobs.get(name)
-    return KubeRayJobHandle(info.name, _last=info)
-
-
-def rayjobs() -> RayJobList:
-    """Every RayJob of the namespace with its state (a sequence; index it by name)."""
-    return runtime().core.rayjobs.list()
 
 
 class RayJobEnded(JobEnded):
@@ -96,15 +62,15 @@ class KubeRayJobHandle(JobHandle):
     name: str
     _last: RayJobInfo | None = field(default=None, repr=False, compare=False)
 
-    kind = "RayJob"
-    service = "rayjobs"
+    kind = RAYJOB.kind
+    plural = RAYJOB.plural
     ended = RayJobEnded
     hint = "See the reason (KubeRay's words); dw.rayjob(name).logs() while the head runs."
 
     def logs(self) -> str:
         """The job's log so far, from its cluster's head (Ray's Jobs API, token added by
         jupyter_dw); only while KubeRay's cluster for it runs."""
-        from .jobs import RayJobHandle
+        from ..jobs import RayJobHandle
 
         info = self.status()
         if not info.cluster or not info.job_id:
@@ -115,3 +81,8 @@ class KubeRayJobHandle(JobHandle):
                 info.state,
             )
         return RayJobHandle(info.cluster, info.job_id).logs()
+
+
+CALLS = KindCalls(RAYJOB, RayJobSpec, KubeRayJobHandle)
+rayjob = CALLS.get
+rayjobs = CALLS.list
