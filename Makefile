@@ -12,13 +12,14 @@ NPM_ENV := PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PATH=$(CURDIR)/$(VENV)/bin:$$PATH
 LABEXT_DEV := $(VENV)/share/jupyter/labextensions/jupyter-dw
 
 .PHONY: help deps system-deps python-deps cluster-build cluster-up cluster-down cluster-status \
-        frontend lint test test-unit test-js test-legacy bench demo clean
+        frontend lint test test-unit test-js test-docs test-legacy bench demo docs clean
 
 help:
 	@echo "make test          install everything, build the test cluster, lint, run all tests"
 	@echo "make demo          local cluster + demo queues + JupyterLab with jupyter_dw"
+	@echo "make docs          the documentation site, offline, into docs/_build/html"
 	@echo "make cluster-up    start the local control plane (idempotent); cluster-down stops it"
-	@echo "make bench         every benchmark: benchmarks/results/*.json and the README's tables"
+	@echo "make bench         every benchmark: benchmarks/results/*.json and the docs' tables"
 	@echo "make test-legacy   the suite against Kueue $$(sed -n 's/^KUEUE_LEGACY_VERSION=//p' tests/cluster/versions.env) (v1beta1 only)"
 
 deps: system-deps python-deps
@@ -40,7 +41,7 @@ $(STAMP): pyproject.toml | $(NPM_STAMP)
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	@# The build hook (hatch-jupyter-builder) builds the sidebar with npm when it is stale.
-	$(NPM_ENV) $(PY) -m pip install -q -e ".[test,demo]"
+	$(NPM_ENV) $(PY) -m pip install -q -e ".[test,demo,docs]"
 	@# An editable install skips etc/jupyter: enable the server extension in the venv explicitly.
 	$(VENV)/bin/jupyter server extension enable --sys-prefix jupyter_dw >/dev/null
 	@# ... and copies the labextension: link it instead, so `make frontend` is seen on reload.
@@ -67,8 +68,8 @@ cluster-status: python-deps
 	$(CLUSTER) status
 
 lint: python-deps
-	$(VENV)/bin/ruff check jupyter_dw tests benchmarks
-	$(VENV)/bin/ruff format --check jupyter_dw tests benchmarks
+	$(VENV)/bin/ruff check jupyter_dw tests benchmarks docs
+	$(VENV)/bin/ruff format --check jupyter_dw tests benchmarks docs
 	@# The layers' import contract (pyproject.toml); its graph builds in well under a second.
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/mypy
@@ -81,12 +82,26 @@ test-unit: python-deps
 test-js: python-deps
 	cd labextension && $(NPM_ENV) npm run --silent test
 
+# The documentation (docs/): Sphinx with MyST, offline (no intersphinx, no CDN), every
+# cross-reference resolved and no warning (-n -W). autodoc imports the widgets, whose ESM
+# joins browser code the frontend build copies into the package: the frontend first.
+docs: frontend
+	$(VENV)/bin/sphinx-build -n -W --keep-going -q -b html docs docs/_build/html
+
+# The site checked: its generated pages match the code, its internal links and pictures
+# resolve (and the pages docs/check_links.py names are two clicks from the home page), the
+# OpenAPI description is valid.
+test-docs: docs
+	$(PY) docs/generate.py --check
+	$(PY) docs/check_links.py docs/_build/html
+	$(PY) -m openapi_spec_validator jupyter_dw/openapi.yaml
+
 # pytest runs last: CI reads its summary line.
-test: cluster-build lint frontend test-js
+test: cluster-build lint frontend test-js test-docs
 	$(VENV)/bin/pytest
 
-# Every benchmark with the README's arguments (long: tens of minutes); JSON into
-# benchmarks/results/ (git-ignored), then the tables between the README's bench markers.
+# Every benchmark with the arguments docs/explanation/benchmarks.md shows (long: tens of
+# minutes); JSON into benchmarks/results/ (git-ignored), then that page's bench tables.
 bench: cluster-build frontend
 	$(PY) -m benchmarks.run_all
 
@@ -109,4 +124,4 @@ demo: cluster-up frontend
 clean:
 	-$(CLUSTER) down
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache labextension/node_modules labextension/lib \
-	  jupyter_dw/labextension tests/ui/artifacts
+	  jupyter_dw/labextension tests/ui/artifacts docs/_build docs/jupyter_execute

@@ -1,6 +1,8 @@
-"""The README's benchmark tables, rendered from ``benchmarks/results/*.json`` (``make bench``).
+"""The benchmark tables of the docs' benchmarks page, rendered from ``benchmarks/results/*.json``
+(``make bench``).
 
-A table lives in README.md between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->``; its
+A table lives in :data:`PAGE` (``docs/explanation/benchmarks.md``) between
+``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->``; its
 rows come from ``results/bench_NAME.json`` (written by :mod:`benchmarks.run_all`). A marker
 pair without a result file is left as it is, so a partial run changes only what it measured.
 
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+PAGE = HERE.parent / "docs" / "explanation" / "benchmarks.md"
+"""The page whose tables the benchmarks' results render: each table beside its command."""
 
 Result = dict[str, Any]
 
@@ -151,14 +155,14 @@ def replace_between(text: str, name: str, table: str) -> str:
         rf"(<!-- bench:{name} -->\n).*?(\n<!-- /bench:{name} -->)", flags=re.DOTALL
     )
     if not pattern.search(text):
-        raise ValueError(f"README.md has no <!-- bench:{name} --> ... <!-- /bench:{name} -->")
+        raise ValueError(f"the page has no <!-- bench:{name} --> ... <!-- /bench:{name} -->")
     return pattern.sub(lambda m: m.group(1) + table + m.group(2), text, count=1)
 
 
-def render(results: Path, readme: Path) -> list[str]:
+def render(results: Path, page: Path = PAGE) -> list[str]:
     """Render every table whose result file exists and says the run succeeded; returns the
     names rendered."""
-    text = readme.read_text()
+    text = page.read_text()
     rendered = []
     for name, table in TABLES.items():
         path = results / f"bench_{name}.json"
@@ -169,9 +173,9 @@ def render(results: Path, readme: Path) -> list[str]:
             continue
         text = replace_between(text, name, table(result))
         rendered.append(name)
-    readme.write_text(text)
+    page.write_text(text)
     return rendered
 
 
 if __name__ == "__main__":
-    print("rendered:", ", ".join(render(HERE / "results", HERE.parent / "README.md")) or "none")
+    print("rendered:", ", ".join(render(HERE / "results")) or "none")

@@ -1,11 +1,12 @@
-"""``make bench``: run every benchmark, write its figures as JSON, render the README's tables.
+"""``make bench``: run every benchmark, write its figures as JSON, render the docs' tables.
 
-Each ``benchmarks/bench_*.py`` runs in its own process with the arguments below (the
-README's). One that takes ``--json`` writes its figures there; for the others the JSON holds
-what they printed. Every result file (``benchmarks/results/<name>.json``, git-ignored) also
-records the command, its seconds, its exit status and the machine's load average before and
-after (figures measured under load are noisy: the README says the load). Then
-:mod:`benchmarks.readme_tables` renders the tables it knows into README.md.
+Each ``benchmarks/bench_*.py`` runs in its own process with the arguments below (those the
+benchmarks page, ``docs/explanation/benchmarks.md``, shows). One that takes ``--json``
+writes its figures there; for the others the JSON holds what they printed. Every result
+file (``benchmarks/results/<name>.json``, git-ignored) also records the command, its
+seconds, its exit status and the machine's load average before and after (figures measured
+under load are noisy: the page says the load). Then :mod:`benchmarks.readme_tables`
+renders the tables it knows into the benchmarks page.
 
 Usage: ``.venv/bin/python -m benchmarks.run_all [--only NAME ...] [--smoke]``.
 """
@@ -40,7 +41,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_startup": ["--pairs", "10"],
     "bench_codeflare": [],
 }
-"""Each benchmark and the arguments the README's figures were measured with."""
+"""Each benchmark and the arguments the benchmarks page's figures were measured with."""
 TAKES_JSON = {"bench_load", "bench_usage", "bench_memory", "bench_startup", "bench_codeflare"}
 TAKES_SMOKE = {"bench_queues", *TAKES_JSON}
 
@@ -85,7 +86,7 @@ def main() -> None:
         names = [n for n in names if n in TAKES_SMOKE]
     failed = [n for n in names if run(n, BENCHMARKS[n], args.smoke)["returncode"]]
     if not args.smoke:
-        readme_tables.render(RESULTS, HERE.parent / "README.md")
+        readme_tables.render(RESULTS)
     if failed:
         sys.exit(f"failed: {', '.join(failed)}")
 

@@ -4,7 +4,8 @@
 #
 # The server extension reads the `JupyterDW` section; kernels read the same file (and the
 # JUPYTER_DW_* environment variables, which win over it), so notebooks get the same defaults
-# and limits. Every setting is described in the README's "Configuration reference".
+# and limits. Every setting is described in the docs' configuration
+# reference (docs/reference/configuration.md).
 # `jupyter dw doctor` shows what these settings let the workbench do on the cluster.
 
 c = get_config()  # noqa: F821 - provided by traitlets when it loads this file

@@ -105,8 +105,8 @@ class DWSettings(Configurable):
         help="""Serve the Ray dashboard of the namespace's RayClusters through the Jupyter
         server at ``{base_url}dw/ray/<name>/``. Proxied pages are sandboxed (an opaque origin:
         they can never use the Jupyter user's cookies or API) and their own requests are
-        authorized by a short-lived capability in the URL; see the README, "Ray dashboard
-        proxy: isolation". False: every ``dw/ray/`` route answers 404 with code
+        authorized by a short-lived capability in the URL; see the documentation, "Security
+        model and the proxy's isolation". False: every ``dw/ray/`` route answers 404 with code
         ``dashboard_proxy_disabled``, and clusters' ``dashboard_url`` is null (in the REST
         API, the events, the widgets and the Python API): reach a dashboard another way, e.g.
         ``kubectl port-forward svc/<name>-head-svc 8265``. Kernels read it too, so set it

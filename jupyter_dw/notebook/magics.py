@@ -10,112 +10,240 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import DWError, InvalidRequest
 from .formatters import register as register_html
 
-HELP = """%dw queues                      LocalQueues with quota and headroom
-%dw workloads [--queue Q] [--kind Kind.group]
-                                 every Workload in the queues (any job: Job.batch,
-                                 RayCluster.ray.io, ...): state, position, quota held
-%dw fit [--queue Q] --workers N --worker-cpu C --worker-memory M [--worker-gpu G]
-        [--min-workers N --max-workers N] [--head-cpu C] [--head-memory M]
-        [--toleration KEY[=VALUE][:EFFECT]]...
-        [--node-selector k=v[,k=v]] [--priority CLASS]
-                                 would it fit now? (and what would)
-%dw up NAME [same options] [--image I [--ray-version V]] [--wait] [--ephemeral]
-                                 submit a Ray cluster through Kueue
-%dw status [NAME]                one cluster's state, or every cluster's
-%dw watch NAME                   a live status widget
-%dw down NAME                    delete a cluster
-%dw scale NAME N|auto [--dry-run]
-                                 pin an elastic cluster at N workers (auto: the Ray
-                                 autoscaler decides again); a scale-up is fitted first
-%dw stop NAME                    stop a cluster, keeping it: its pods go, its quota is
-                                 freed, its spec stays
-%dw resume NAME                  queue a stopped cluster again, at the size it had
-%dw list                         the namespace's Ray clusters
-%dw job NAME [--working-dir DIR] -- COMMAND...
-                                 run COMMAND on cluster NAME as a Ray job; a live view
-%dw jobs NAME                    the Ray jobs of cluster NAME
-%dw rayjob fit|submit NAME [size options] [--mode K8sJobMode|SidecarMode] -- COMMAND...
-                                 a RayJob: COMMAND on a cluster of its own, through Kueue
-%dw rayjob status [NAME]         one RayJob's state (Kueue's, then KubeRay's), or all
-%dw rayjob delete NAME           delete a RayJob (its cluster follows)
-%dw trainjob fit|submit NAME --runtime R [--queue Q] [--priority P] [--nodes N]
-        [--cpu C] [--memory M] [--gpu G] [--image I] [-- COMMAND...]
-                                 a TrainJob (Kubeflow Trainer) on runtime R, through Kueue
-%dw trainjob status [NAME]       one TrainJob's state (Kueue's, then Trainer's), or all
-%dw trainjob delete NAME         delete a TrainJob (its JobSet and pods follow)
-%dw help                         this text"""
-
 
 class UsageError(Exception):
     """Arguments that do not parse; the message says which."""
 
 
+WIDTH = 80
+"""Help text width: the same in a kernel (no terminal) and on the documentation's page."""
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=WIDTH, max_help_position=32)
+
+
 class _Parser(argparse.ArgumentParser):
+    """No ``-h`` of argparse's (it would exit the kernel): :func:`run` answers ``--help``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("add_help", False)
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"usage: %dw {self.prog.split()[-1]} ...: {message}")
+        command = "" if self.prog == "%dw" else f" {self.prog.split()[-1]}"
+        raise UsageError(f"usage: %dw{command} ...: {message}")
 
     def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
         raise UsageError(message or "")
 
 
 def _size_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--queue")
-    parser.add_argument("--workers", type=int)
-    parser.add_argument("--min-workers", dest="min_workers", type=int)
-    parser.add_argument("--max-workers", dest="max_workers", type=int)
-    parser.add_argument("--worker-cpu", dest="worker_cpu")
-    parser.add_argument("--worker-memory", dest="worker_memory")
-    parser.add_argument("--worker-gpu", dest="worker_gpu", type=int)
-    parser.add_argument("--head-cpu", dest="head_cpu")
-    parser.add_argument("--head-memory", dest="head_memory")
-    parser.add_argument("--toleration", dest="tolerations", action="append")
-    parser.add_argument("--node-selector", dest="node_selector")
-    parser.add_argument("--priority")
+    parser.add_argument(
+        "--queue", metavar="Q", help="LocalQueue (default: the namespace's default queue)"
+    )
+    parser.add_argument("--workers", type=int, metavar="N", help="number of Ray workers")
+    parser.add_argument(
+        "--min-workers",
+        dest="min_workers",
+        type=int,
+        metavar="N",
+        help="with --max-workers: an elastic cluster the Ray autoscaler sizes in that range",
+    )
+    parser.add_argument(
+        "--max-workers", dest="max_workers", type=int, metavar="N", help="see --min-workers"
+    )
+    parser.add_argument(
+        "--worker-cpu", dest="worker_cpu", metavar="C", help="CPU per worker (500m, 2)"
+    )
+    parser.add_argument(
+        "--worker-memory", dest="worker_memory", metavar="M", help="memory per worker (8Gi)"
+    )
+    parser.add_argument(
+        "--worker-gpu", dest="worker_gpu", type=int, metavar="G", help="GPUs per worker"
+    )
+    parser.add_argument("--head-cpu", dest="head_cpu", metavar="C", help="CPU of the head")
+    parser.add_argument("--head-memory", dest="head_memory", metavar="M", help="memory of the head")
+    parser.add_argument(
+        "--toleration",
+        dest="tolerations",
+        action="append",
+        metavar="KEY[=VALUE][:EFFECT]",
+        help="a toleration of the head and workers (repeat for more)",
+    )
+    parser.add_argument(
+        "--node-selector",
+        dest="node_selector",
+        metavar="K=V[,K=V]",
+        help="node labels the head and workers need",
+    )
+    parser.add_argument(
+        "--priority", metavar="CLASS", help="a WorkloadPriorityClass (Kueue's priority)"
+    )
+
+
+def _command(
+    commands: Any, name: str, summary: str, description: str = ""
+) -> argparse.ArgumentParser:
+    sentence = f"{summary[0].upper()}{summary[1:]}."
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name, help=summary, description=f"{sentence} {description}".rstrip()
+    )
+    return parser
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="%dw", add_help=False)
-    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
-    commands.add_parser("queues", add_help=False)
-    workloads = commands.add_parser("workloads", add_help=False)
-    workloads.add_argument("--queue")
-    workloads.add_argument("--kind")
-    _size_options(commands.add_parser("fit", add_help=False))
-    up = commands.add_parser("up", add_help=False)
-    up.add_argument("name")
+    parser = _Parser(
+        prog="%dw",
+        description="jupyter_dw in one line: Kueue queues, Ray clusters, RayJobs and "
+        "TrainJobs. Each command returns its object (h = %dw up demo --workers 2); "
+        "`%dw COMMAND --help` shows one command's options.",
+    )
+    commands = parser.add_subparsers(
+        dest="command", parser_class=_Parser, metavar="COMMAND", title="commands"
+    )
+    _command(commands, "queues", "LocalQueues with quota and headroom")
+    workloads = _command(
+        commands,
+        "workloads",
+        "every Workload in the queues, whatever job owns it",
+        "Its state, Kueue's reason, its position while it waits and the quota it holds.",
+    )
+    workloads.add_argument("--queue", metavar="Q", help="only this LocalQueue's")
+    workloads.add_argument(
+        "--kind", metavar="KIND.GROUP", help="only this owner kind (Job.batch, RayCluster.ray.io)"
+    )
+    _size_options(
+        _command(
+            commands,
+            "fit",
+            "would a Ray cluster of this size fit now? (and what would)",
+            "The verdict Kueue's scheduler would reach: fits-now, must-wait or never-fits, "
+            "with the numbers and the largest size that would start now.",
+        )
+    )
+    up = _command(commands, "up", "submit a Ray cluster through Kueue")
+    up.add_argument("name", metavar="NAME", help="the cluster's name")
     _size_options(up)
-    up.add_argument("--image")
-    up.add_argument("--ray-version", dest="ray_version")
-    up.add_argument("--wait", action="store_true")
-    up.add_argument("--ephemeral", action="store_true")
-    commands.add_parser("status", add_help=False).add_argument("name", nargs="?")
-    commands.add_parser("watch", add_help=False).add_argument("name")
-    commands.add_parser("down", add_help=False).add_argument("name")
-    scale = commands.add_parser("scale", add_help=False)
-    scale.add_argument("name")
-    scale.add_argument("workers", help="a whole number, or 'auto' for the Ray autoscaler")
-    scale.add_argument("--dry-run", action="store_true")
-    commands.add_parser("stop", add_help=False).add_argument("name")
-    commands.add_parser("resume", add_help=False).add_argument("name")
-    commands.add_parser("list", add_help=False)
-    job = commands.add_parser("job", add_help=False)
-    job.add_argument("name")
-    job.add_argument("--working-dir", dest="working_dir")
-    job.add_argument("entrypoint", nargs=argparse.REMAINDER)
-    commands.add_parser("jobs", add_help=False).add_argument("name")
+    up.add_argument("--image", metavar="I", help="the Ray image of head and workers")
+    up.add_argument(
+        "--ray-version",
+        dest="ray_version",
+        metavar="V",
+        help="the image's Ray version, when its tag does not say it",
+    )
+    up.add_argument("--wait", action="store_true", help="print progress until it is ready")
+    up.add_argument(
+        "--ephemeral", action="store_true", help="delete it when this kernel shuts down"
+    )
+    _command(commands, "status", "one cluster's state, or every cluster's").add_argument(
+        "name", nargs="?", metavar="NAME", help="the cluster (default: all)"
+    )
+    _command(commands, "watch", "a live status widget of one cluster").add_argument(
+        "name", metavar="NAME", help="the cluster"
+    )
+    _command(commands, "down", "delete a cluster", "Its Workload and pods follow.").add_argument(
+        "name", metavar="NAME", help="the cluster"
+    )
+    scale = _command(
+        commands,
+        "scale",
+        "pin an elastic cluster at N workers",
+        "auto gives the size back to the Ray autoscaler; a scale-up is fitted first and "
+        "waits for quota as a Kueue workload slice.",
+    )
+    scale.add_argument("name", metavar="NAME", help="the cluster")
+    scale.add_argument("workers", metavar="N|auto", help="a whole number, or 'auto'")
+    scale.add_argument(
+        "--dry-run", action="store_true", help="only say whether the new size would fit"
+    )
+    _command(
+        commands,
+        "stop",
+        "stop a cluster, keeping it",
+        "Its Workload is deactivated: its pods go, its quota is freed, its spec stays.",
+    ).add_argument("name", metavar="NAME", help="the cluster")
+    _command(commands, "resume", "queue a stopped cluster again, at the size it had").add_argument(
+        "name", metavar="NAME", help="the cluster"
+    )
+    _command(commands, "list", "the namespace's Ray clusters")
+    job = _command(
+        commands,
+        "job",
+        "run COMMAND on a ready cluster as a Ray job",
+        "Shows a live view of the job and its log (dw.JobView).",
+    )
+    job.add_argument("name", metavar="NAME", help="the cluster")
+    job.add_argument(
+        "--working-dir", dest="working_dir", metavar="DIR", help="a local directory to upload"
+    )
+    job.add_argument(
+        "entrypoint", nargs=argparse.REMAINDER, metavar="-- COMMAND...", help="what to run"
+    )
+    _command(commands, "jobs", "the Ray jobs of a cluster").add_argument(
+        "name", metavar="NAME", help="the cluster"
+    )
     for word in _KIND_REQUESTS:  # %dw rayjob ..., %dw trainjob ...
-        kind = commands.add_parser(word, add_help=False)
+        summary, _ = _KIND_HELP[word]
+        kind = _command(
+            commands,
+            word,
+            summary,
+            "fit: would it fit now; submit: create it; status [NAME]: its state, or all; "
+            "delete NAME: delete it. The options below are fit's and submit's.",
+        )
         kind.add_argument("action", choices=("fit", "submit", "status", "delete"))
-        kind.add_argument("name", nargs="?")
-        kind.add_argument("rest", nargs=argparse.REMAINDER)
-    commands.add_parser("help", add_help=False)
+        kind.add_argument("name", nargs="?", metavar="NAME", help="the job's name")
+        kind.add_argument(
+            "rest",
+            nargs=argparse.REMAINDER,
+            metavar="OPTIONS [-- COMMAND...]",
+            help="fit's and submit's options (below), then -- and the command",
+        )
+    help_ = _command(commands, "help", "this text, or one command's (%dw COMMAND --help)")
+    help_.add_argument("topic", nargs="?", metavar="COMMAND")
     return parser
+
+
+def command_help(name: str | None = None) -> str:
+    """``%dw --help`` (every command) or ``%dw NAME --help`` (one command, its options)."""
+    parser = _parser()
+    commands = _subcommands(parser)
+    if name is None:
+        lines = [*textwrap.wrap(parser.description or "", WIDTH), ""]
+        for sub in commands.values():
+            usage = sub.format_usage().removeprefix("usage: ").rstrip()
+            lines.append(usage.replace("\n" + " " * len("usage: "), "\n"))
+            lines += textwrap.wrap(
+                sub.description or "", WIDTH, initial_indent="    ", subsequent_indent="    "
+            )
+            lines.append("")
+        return "\n".join(lines).rstrip() + "\n"
+    one = commands.get(name)
+    if one is None:
+        raise UsageError(f"usage: %dw help COMMAND: no command {name!r}")
+    text = one.format_help()
+    if name in _KIND_HELP:
+        more = _KIND_HELP[name][1]()
+        more.usage = argparse.SUPPRESS  # its options only
+        text = text.rstrip() + "\n\n" + more.format_help().strip("\n")
+    return text.rstrip() + "\n"
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
 SIZE_FIELDS = ("queue", "workers", "min_workers", "max_workers", "worker_cpu", "worker_memory",
@@ -124,26 +252,49 @@ SIZE_FIELDS = ("queue", "workers", "min_workers", "max_workers", "worker_cpu", "
 
 
 def run(line: str, out: Callable[[str], None] | None = None) -> Any:
-    """Run one ``%dw`` line; return what it shows (None after a printed error)."""
+    """Run one ``%dw`` line; return what it shows (None after a printed error or help)."""
     out = out or (lambda text: print(text, file=sys.stdout))
     try:
-        args = _parser().parse_args(shlex.split(line))
+        words = shlex.split(line)
+        asked = _help_asked(words)
+        if asked is not None:
+            out(command_help(asked or None))
+            return None
+        args = _parser().parse_args(words)
     except (UsageError, ValueError) as err:
-        out(f"{err}\n\n{HELP}")
+        out(f"{err}\n\n{_help_for(line)}")
         return None
-    if args.command in (None, "help"):
-        out(HELP)
+    if args.command is None:
+        out(command_help())
         return None
     try:
         return _COMMANDS[args.command](args, out)
     except UsageError as err:
-        out(f"{err}\n\n{HELP}")
+        out(f"{err}\n\n{command_help(args.command)}")
     except InvalidRequest as err:
         fields = "; ".join(f"{k}: {v}" for k, v in err.errors.items())
         out(f"{err.error}: {fields or err.reason}\n{err.hint or ''}".rstrip())
     except DWError as err:
         reason = f": {err.reason}" if err.reason else ""
         out(f"{err.error}{reason}\n{err.hint or ''}".rstrip())
+    return None
+
+
+def _help_for(line: str) -> str:
+    """The help of the command a line names, else the overview."""
+    word = line.split()[0] if line.split() else ""
+    return command_help(word if word in _subcommands(_parser()) else None)
+
+
+def _help_asked(words: list[str]) -> str | None:
+    """The command whose help the words ask for ("" for the overview), or None: ``help``,
+    ``help COMMAND``, ``--help``/``-h`` alone or anywhere before a ``--``."""
+    if words and words[0] == "help":
+        return words[1] if len(words) > 1 else ""
+    before = words[: words.index("--")] if "--" in words else words
+    if any(w in ("--help", "-h") for w in before):
+        first = before[0] if before and before[0] not in ("--help", "-h") else ""
+        return first
     return None
 
 
@@ -240,7 +391,7 @@ def _job(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
     words, working_dir = list(args.entrypoint), args.working_dir
     if "--" in words:  # options given after NAME are before "--": argparse left them here
         split = words.index("--")
-        options = _Parser(prog="%dw job", add_help=False)
+        options = _Parser(prog="%dw job")
         options.add_argument("--working-dir", dest="working_dir")
         working_dir = options.parse_args(words[:split]).working_dir or working_dir
         words = words[split + 1 :]
@@ -256,11 +407,21 @@ def _jobs(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
 
 
 def _rayjob_options() -> argparse.ArgumentParser:
-    options = _Parser(prog="%dw rayjob", add_help=False)
+    options = _Parser(prog="%dw rayjob")
     _size_options(options)
-    options.add_argument("--image")
-    options.add_argument("--ray-version", dest="ray_version")
-    options.add_argument("--mode", dest="submission_mode")
+    options.add_argument("--image", metavar="I", help="the Ray image of the job's cluster")
+    options.add_argument(
+        "--ray-version",
+        dest="ray_version",
+        metavar="V",
+        help="the image's Ray version, when its tag does not say it",
+    )
+    options.add_argument(
+        "--mode",
+        dest="submission_mode",
+        metavar="K8sJobMode|SidecarMode",
+        help="how KubeRay submits COMMAND (default K8sJobMode: a submitter pod)",
+    )
     return options
 
 
@@ -308,10 +469,20 @@ def _rayjob_request(name: str, rest: list[str]) -> dict[str, Any]:
 
 
 def _trainjob_options() -> argparse.ArgumentParser:
-    options = _Parser(prog="%dw trainjob", add_help=False)
-    for flag in ("--runtime", "--queue", "--priority", "--cpu", "--memory", "--gpu", "--image"):
-        options.add_argument(flag)
-    options.add_argument("--nodes", dest="num_nodes", type=int)
+    options = _Parser(prog="%dw trainjob")
+    for flag, metavar, text in (
+        ("--runtime", "R", "the ClusterTrainingRuntime (torch-distributed, ...)"),
+        ("--queue", "Q", "LocalQueue (default: the namespace's default queue)"),
+        ("--priority", "CLASS", "a WorkloadPriorityClass (Kueue's priority)"),
+        ("--cpu", "C", "CPU per node"),
+        ("--memory", "M", "memory per node"),
+        ("--gpu", "G", "GPUs per node"),
+        ("--image", "I", "the trainer's image (default: the runtime's)"),
+    ):
+        options.add_argument(flag, metavar=metavar, help=text)
+    options.add_argument(
+        "--nodes", dest="num_nodes", type=int, metavar="N", help="number of training nodes"
+    )
     return options
 
 
@@ -336,6 +507,14 @@ _KIND_REQUESTS: dict[str, Callable[[str, list[str]], dict[str, Any]]] = {
 }
 """Each workload kind's ``%dw <word>`` request, from NAME and what follows it (options, then
 ``--`` and a command)."""
+
+
+_KIND_HELP: dict[str, tuple[str, Callable[[], argparse.ArgumentParser]]] = {
+    "rayjob": ("a RayJob: COMMAND on a Ray cluster of its own, through Kueue", _rayjob_options),
+    "trainjob": ("a TrainJob (Kubeflow Trainer) on a runtime, through Kueue", _trainjob_options),
+}
+"""Each workload kind's ``%dw <word> --help``: what it is, and the parser of the options its
+``fit`` and ``submit`` take (the same parser its request reads)."""
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], Any]] = {

@@ -1,25 +1,20 @@
-"""The README's configuration reference, generated from the traitlets help of ``JupyterDW``,
-and its permissions table, generated from ``NEEDED_PERMISSIONS``.
+"""The configuration reference, generated from the traitlets help of ``JupyterDW``, and the
+permissions table, generated from ``NEEDED_PERMISSIONS``.
 
 Every setting a maintainer can set (:class:`~jupyter_dw.core.settings.DWSettings`' and the
-server extension's own) with its type, default, how to set it and its help text, between the
-README markers ``<!-- config-reference:start -->`` and ``<!-- config-reference:end -->``; every
-permission the code checks between ``<!-- permissions:start -->`` and ``<!-- permissions:end -->``::
+server extension's own) with its type, default, how to set it and its help text; every
+permission the code checks. ``docs/generate.py`` writes both into the documentation's
+reference pages (``docs/reference/configuration.md``, ``docs/reference/permissions.md``), and
+``make test`` checks that the pages are up to date::
 
     python -m jupyter_dw.server.config_reference            # print the reference
-    python -m jupyter_dw.server.config_reference --write    # update README.md in place
-    python -m jupyter_dw.server.config_reference --check    # exit 1 if README.md differs
-
-A unit test runs the check, so the README cannot drift from the code.
+    python docs/generate.py --write                          # update the docs' pages
 """
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import sys
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from traitlets import Bool, Float, Int, List, TraitType, Unicode
@@ -28,12 +23,7 @@ from ..core.errors import NEEDED_PERMISSIONS
 from ..core.settings import ENV_PREFIX, SECTION, DWSettings
 from .app import JupyterDW
 
-START = "<!-- config-reference:start -->"
-END = "<!-- config-reference:end -->"
-PERMISSIONS_START = "<!-- permissions:start -->"
-PERMISSIONS_END = "<!-- permissions:end -->"
-README = Path(__file__).resolve().parents[2] / "README.md"
-GENERATOR = "python -m jupyter_dw.server.config_reference --write"
+GENERATOR = "python docs/generate.py --write"
 
 _TYPES: dict[type[TraitType[Any, Any]], str] = {
     Unicode: "string",
@@ -52,13 +42,13 @@ def settings() -> list[tuple[str, TraitType[Any, Any], bool]]:
     return [(n, t, True) for n, t in shared.items()] + [(n, t, False) for n, t in own.items()]
 
 
-def config_reference() -> str:
-    """The reference as Markdown (without the markers)."""
+def config_reference(heading: str = "###") -> str:
+    """The reference as Markdown, one ``heading`` per setting, in alphabetical order."""
     lines = [
         f"<!-- generated from the traitlets help text by `{GENERATOR}`; do not edit -->",
         "",
     ]
-    for name, trait, from_env in settings():
+    for name, trait, from_env in sorted(settings(), key=lambda s: s[0]):
         kind = _TYPES.get(type(trait), type(trait).__name__)
         if trait.allow_none:
             kind += " or None"
@@ -67,7 +57,7 @@ def config_reference() -> str:
             ways.append(f"`{ENV_PREFIX}{name.upper()}`")
         help_text = inspect.cleandoc(trait.help or "").strip()
         lines += [
-            f"#### `{name}`",
+            f"{heading} `{name}`",
             "",
             f"{kind}, default `{_default(trait)}`; set with {', '.join(ways)}"
             + ("" if from_env else " (server only)"),
@@ -105,47 +95,5 @@ def permissions_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def update(text: str) -> str:
-    """``text`` (the README) with both generated parts between their markers replaced."""
-    text = _between(text, START, END, config_reference())
-    return _between(text, PERMISSIONS_START, PERMISSIONS_END, permissions_table())
-
-
-def _between(text: str, start: str, end: str, body: str) -> str:
-    if start not in text or end not in text:
-        raise ValueError(f"the README has no {start} ... {end} markers")
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    return f"{head}{start}\n{body}{end}{tail}"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m jupyter_dw.server.config_reference",
-        description="Print the configuration reference, or update/check it in the README.",
-    )
-    action = parser.add_mutually_exclusive_group()
-    action.add_argument("--write", action="store_true", help="update the README in place")
-    action.add_argument("--check", action="store_true", help="exit 1 if the README differs")
-    parser.add_argument("readme", nargs="?", type=Path, default=README, help="README path")
-    args = parser.parse_args(argv)
-    if not (args.write or args.check):
-        sys.stdout.write(config_reference())
-        return 0
-    try:
-        current = args.readme.read_text()
-        wanted = update(current)
-    except (OSError, ValueError) as err:
-        print(f"config_reference: {err}", file=sys.stderr)
-        return 1
-    if args.write:
-        args.readme.write_text(wanted)
-        return 0
-    if current != wanted:
-        print(f"{args.readme}: configuration reference out of date; run {GENERATOR}")
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.stdout.write(config_reference())

@@ -2,7 +2,10 @@
 kernel would: the pod's environment and service account, no server extension. Its job runs on
 real Ray: KWOK pods run none, so a local Ray head with token auth stands in for the cluster's
 (:mod:`tests.cluster.ray_standin`, the same stand-in ``make demo`` uses), reached through the
-``ray_dashboard_url`` template and authenticated with the token of the cluster's own Secret."""
+``ray_dashboard_url`` template and authenticated with the token of the cluster's own Secret.
+
+The run, with its outputs, is the documentation's quickstart tutorial
+(``docs/tutorials/quickstart.ipynb``, rendered as stored: the docs build executes nothing)."""
 
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ WORKBENCH_CLUSTER_RULES = CLUSTER_READ_RULES
 pytestmark = pytest.mark.cluster
 
 NOTEBOOK = Path(__file__).parents[2] / "examples" / "quickstart.ipynb"
+DOCS_RUN = Path(__file__).parents[2] / "docs" / "tutorials" / "quickstart.ipynb"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 CLUSTER = "quickstart"
 
 
@@ -80,5 +85,26 @@ def test_quickstart_runs_top_to_bottom(identity, kueue, kube, namespace, monkeyp
     assert "SUCCEEDED" in outputs[listed] and "python -c" in outputs[listed], outputs[listed]
     # The token is in neither the cells' outputs nor the widgets' saved state: not in the file.
     assert ray.token not in saved.read_text()
+    nbformat.write(for_docs(notebook, namespace), DOCS_RUN)
+    assert ray.token not in DOCS_RUN.read_text()
     left = rayclusters(kube, namespace)
     assert left == [] or all(rc["metadata"].get("deletionTimestamp") for rc in left)
+
+
+DOCS_NAMESPACE = "my-project"
+"""The namespace the docs' run shows, for the test's own (a fresh name each run)."""
+
+
+def for_docs(notebook: nbformat.NotebookNode, namespace: str) -> nbformat.NotebookNode:
+    """The run as the docs show it, offline: no widget state or views (they would need the
+    widgets' JavaScript from a CDN; each view keeps its text), no execution timings, and the
+    test's namespace named as a reader's would be."""
+    shown = nbformat.reads(
+        nbformat.writes(notebook).replace(namespace, DOCS_NAMESPACE), as_version=4
+    )
+    shown.metadata.pop("widgets", None)
+    for cell in shown.cells:
+        cell.metadata.pop("execution", None)
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop(WIDGET_VIEW, None)
+    return shown

@@ -2,13 +2,17 @@
 JupyterLab server running as a workbench service account on the local control plane.
 
 Any console error or uncaught exception in the page fails the test. Screenshots and the
-server log (token redacted) go to ``tests/ui/artifacts/`` (git-ignored).
+server log (token redacted) go to ``tests/ui/artifacts/`` (git-ignored); the pictures the
+documentation shows are taken with ``docs_picture`` and also written to ``docs/img/``, so a
+picture in the docs is always what the test last saw (``tests/unit/test_docs.py``
+fails on a page showing a picture no test makes).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +21,7 @@ import pytest
 from tests.ui.lab import CHROMIUM, LabServer, StandInDashboard, workbench_lab
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
+DOCS_IMG = Path(__file__).parents[2] / "docs" / "img"
 
 
 @pytest.fixture
@@ -24,6 +29,20 @@ def artifacts(request: pytest.FixtureRequest) -> Path:
     path = ARTIFACTS / request.node.name
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@pytest.fixture
+def docs_picture(artifacts: Path) -> Callable[[Any, str], None]:
+    """``docs_picture(page_or_locator, "name.png")``: a screenshot into the test's artifacts
+    and into ``docs/img/``, where the documentation's pages show it."""
+
+    def take(target: Any, name: str) -> None:
+        path = artifacts / name
+        target.screenshot(path=str(path))
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, DOCS_IMG / name)
+
+    return take
 
 
 @pytest.fixture

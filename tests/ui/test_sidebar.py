@@ -123,7 +123,13 @@ def run_js(page: Page, command: str, args: dict[str, Any]) -> None:
 
 
 def test_sidebar_end_to_end(
-    page: Page, lab: LabServer, kueue: KueueObjects, kube, namespace: str, artifacts: Path
+    page: Page,
+    lab: LabServer,
+    kueue: KueueObjects,
+    kube,
+    namespace: str,
+    artifacts: Path,
+    docs_picture,
 ) -> None:
     make_queues(kueue)
     sidebar = open_panel(page, lab)
@@ -233,6 +239,7 @@ def test_sidebar_end_to_end(
     assert waiting["reason"], waiting
     expect(second.locator(".jp-dw-reason")).to_have_text(waiting["reason"])
     sidebar.screenshot(path=str(artifacts / "sidebar-waiting-light.png"))
+    docs_picture(second, "waiting-card.png")
 
     # -- delete the first from its card (with confirmation); the second is admitted ---------
     first.get_by_role("button", name="Delete ui-first").click()

@@ -2,7 +2,7 @@
 idle rule's warning while a workload waits for its quota — in headless Chromium against
 JupyterLab running as a workbench service account on the local control plane, with real
 PodMetrics (metrics-server scraping KWOK) and a real Ray head standing in for the cluster's
-(the gateway ``make demo`` uses). The card's picture is the README's.
+(the gateway ``make demo`` uses). The card's picture is the docs' (docs/img/idle-card.png).
 
 The rule's timeout is an hour and its warning 3,599 s: the warning shows a second after the
 cluster is idle, and the rule never acts while the test looks. Every wait is Playwright's wait
@@ -26,7 +26,7 @@ from tests.integration.workbench_rbac import (
     namespace_rules,
 )
 from tests.ui.lab import LabServer, team_queue, workbench_lab
-from tests.ui.test_sidebar import card, open_panel
+from tests.ui.test_sidebar import card, open_panel, run_js
 
 pytestmark = pytest.mark.cluster
 
@@ -57,7 +57,7 @@ def lab(workbench, standin: RayStandIn, artifacts: Path, tmp_path: Path) -> Iter
 
 
 def test_an_idle_cluster_s_card_says_what_it_holds_and_when_the_rule_stops_it(
-    page: Page, lab: LabServer, kueue: KueueObjects, artifacts: Path
+    page: Page, lab: LabServer, kueue: KueueObjects, docs_picture
 ) -> None:
     team_queue(kueue, cpu="2")
     sidebar = open_panel(page, lab)
@@ -90,7 +90,14 @@ def test_an_idle_cluster_s_card_says_what_it_holds_and_when_the_rule_stops_it(
     cpu = box.locator('.jp-dw-usage-row[data-resource="cpu"]')
     expect(cpu.locator("[role=meter]")).to_have_count(1, timeout=METRICS_TIMEOUT)
     expect(cpu).to_contain_text(re.compile(r"^CPU [\d.]+m? of 2 used"))
-    box.screenshot(path=str(artifacts / "idle-card.png"))
+    docs_picture(box, "idle-card.png")
+    # The whole panel from its top (the queue first): a window tall enough to hold it.
+    page.set_viewport_size({"width": 1280, "height": 1500})
+    sidebar.evaluate("e => { for (const n of [e, ...e.querySelectorAll('*')]) n.scrollTop = 0 }")
+    docs_picture(sidebar, "sidebar.png")
+    run_js(page, "apputils:change-theme", {"theme": "JupyterLab Dark"})
+    expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "false")
+    docs_picture(sidebar, "sidebar-dark.png")
 
     # The REST answer is what the card shows: one verdict, the server's.
     usage = lab.api("GET", "clusters/notebook-ray")["usage"]

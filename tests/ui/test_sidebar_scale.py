@@ -12,7 +12,6 @@ condition in the page or the API.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,7 +84,7 @@ def expected_console_errors() -> list[str]:
 
 
 def test_card_shows_a_pending_scale_up_and_the_stepper_scales(
-    page: Page, lab: LabServer, kueue: KueueObjects, kube, namespace: str, artifacts: Path
+    page: Page, lab: LabServer, kueue: KueueObjects, kube, namespace: str, docs_picture
 ) -> None:
     elastic_queue(kueue)
     refusals: list[str] = []
@@ -131,7 +130,7 @@ def test_card_shows_a_pending_scale_up_and_the_stepper_scales(
     )
     expect(position).to_have_attribute("data-position", str(scale["position_in_local_queue"]))
     expect(workers.locator(".jp-dw-scale-pending")).to_have_text(kueue_words(scale))
-    box.screenshot(path=str(artifacts / "card-pending-scale-up.png"))
+    docs_picture(box, "elastic-card-pending-scale-up.png")
 
     # -- the stepper starts at what is asked; 7 must wait, and says what would start now -----
     target = box.locator(".jp-dw-scale-target")

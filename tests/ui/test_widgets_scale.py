@@ -57,6 +57,7 @@ def test_status_widget_shows_a_pending_scale_up_and_scales(
     kube,
     namespace: str,
     artifacts: Path,
+    docs_picture,
     frontend: str,
     path: str,
 ) -> None:
@@ -91,6 +92,8 @@ def test_status_widget_shows_a_pending_scale_up_and_scales(
     )
     expect(pending).to_have_text(kueue_words(scale))
     page.screenshot(path=str(artifacts / f"{frontend}-pending-scale-up.png"))
+    if frontend == "jupyterlab":
+        docs_picture(page, "elastic-widget-pending-scale-up.png")
 
     # -- the stepper: a dry run in the kernel, then the change on confirm --------------------
     target = output.locator(".jp-dw-scale-target")

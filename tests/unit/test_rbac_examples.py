@@ -47,7 +47,7 @@ OPTIONAL = [p for p in NEEDED_PERMISSIONS if not p.required]
 
 def test_required_permissions_are_the_namespaced_ones():
     # The Role holds the required ones, the optional ClusterRole the rest: the split the
-    # examples, the doctor and the README rely on.
+    # examples, the doctor and the docs rely on.
     assert all(p.namespaced for p in REQUIRED)
     assert not any(p.namespaced for p in OPTIONAL)
     assert len({p.name for p in NEEDED_PERMISSIONS}) == len(NEEDED_PERMISSIONS)

@@ -1,4 +1,5 @@
-"""`make bench` renders the README's tables from the results' JSON, between markers."""
+"""`make bench` renders the benchmarks page's tables (docs/explanation/benchmarks.md) from the
+results' JSON, between markers."""
 
 from __future__ import annotations
 
@@ -113,7 +114,8 @@ def test_a_readme_without_the_markers_is_refused_by_name(tmp_path: Path) -> None
     assert readme.read_text() == "no markers\n"
 
 
-def test_the_project_readme_has_every_marker_pair() -> None:
-    text = (REPO / "README.md").read_text()
+def test_the_benchmarks_page_has_every_marker_pair() -> None:
+    assert readme_tables.PAGE == REPO / "docs" / "explanation" / "benchmarks.md"
+    text = readme_tables.PAGE.read_text()
     for name in readme_tables.TABLES:
         assert f"<!-- bench:{name} -->" in text and f"<!-- /bench:{name} -->" in text, name
