@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import re
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -238,19 +239,18 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
     def stop(self) -> None:
         """Stop the cluster, keeping it (the view's Stop button calls this); a refusal (409,
         403 naming the permission) goes to ``error``, nothing changed."""
-        try:
-            info = runtime().core.clusters.stop(self.name)
-        except DWError as err:
-            self.error = err.to_json()
-            return
-        self.error = None
-        self.show(info)
+        self._act(runtime().core.clusters.stop)
 
     def resume(self) -> None:
         """Queue the stopped cluster again (the view's Resume button calls this); its
         position and Kueue's reason then arrive through the watches."""
+        self._act(runtime().core.clusters.resume)
+
+    def _act(self, action: Callable[[str], ClusterInfo]) -> None:
+        """Run ``action`` on this cluster: the cluster it answers is shown, a refusal goes to
+        ``error``."""
         try:
-            info = runtime().core.clusters.resume(self.name)
+            info = action(self.name)
         except DWError as err:
             self.error = err.to_json()
             return
