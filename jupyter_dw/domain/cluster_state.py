@@ -269,6 +269,40 @@ _RULES: tuple[Callable[[_Facts], Outcome | None], ...] = (
     _queued,
     _suspended,
 )
+"""State precedence, first match wins (later states are only reached when no earlier one
+applies, so a stale "ready" status never hides an eviction):
+
+1. ``deleting``: ``metadata.deletionTimestamp`` is set;
+2. ``failed``: RayCluster ``ReplicaFailure=True`` (or deprecated ``status.state: failed``);
+3. ``rejected``: an admission check is ``Rejected`` (e.g. the ProvisioningRequest turned
+   ``Failed`` with no retries left), or Kueue deactivated the Workload because of one
+   (``Evicted`` reason ``DeactivatedDueToAdmissionCheck``; Kueue then resets the check to
+   Pending, so the Evicted message is what names it); ``stopped``: Workload
+   ``spec.active: false`` (Kueue evicts it with reason ``Deactivated``, suspends the
+   RayCluster and never requeues it; ``stopped`` is the record of who stopped it and why,
+   from the RayCluster's annotations); ``queued`` once reactivated (Kueue keeps
+   ``Evicted=True``, reason ``Deactivated``, until it reserves quota again);
+   ``waiting-for-capacity``: evicted with reason ``AdmissionCheck`` (a check in ``Retry``:
+   Kueue requeues it after a backoff);
+4. ``preempted``: Workload ``Preempted=True`` or ``Evicted=True`` with reason
+   ``Preempted``; ``evicted``: ``Evicted=True`` with another reason (PodsReadyTimeout,
+   ClusterQueueStopped, LocalQueueStopped, AdmissionCheck, ...), until Kueue reserves
+   quota again;
+5. ``stalled``: KubeRay refused the spec (an ``InvalidRayClusterSpec`` or
+   ``InvalidRayClusterMetadata`` Warning event; it then makes no pods, no status and no
+   token Secret, while Kueue may still admit and hold quota) and no head was ever
+   started: reason and message are KubeRay's event's;
+   ``ready``: running, head ready and ``readyWorkerReplicas >= desiredWorkerReplicas``;
+6. ``stalled``: running, admitted (or not Kueue-managed), not ready, and a pod cannot be
+   scheduled, pull its image or stay up (the pod's reason and message);
+   ``starting``: running, admitted (or not Kueue-managed) and KubeRay has a head pod;
+7. ``admitted``: Workload ``Admitted=True`` but KubeRay has not started the head yet;
+8. ``waiting-for-capacity``: quota reserved, admission checks not all Ready (the first
+   one that is not, with its state and message); ``queued``: a Workload without
+   admission (reason/message from ``QuotaReserved``, or from ``Admitted`` while admission
+   checks are pending);
+9. ``suspended``: ``spec.suspend: true`` and no Workload yet.
+"""
 
 
 def _state(facts: _Facts) -> tuple[ClusterState, str | None, str | None]:
@@ -311,39 +345,7 @@ def cluster_snapshot(
     ``refusal`` is KubeRay's refusal event of this RayCluster
     (``ray_auth.kuberay_refusal``), if any.
 
-    State precedence, first match wins (later states are only reached when no earlier one
-    applies, so a stale "ready" status never hides an eviction):
-
-    1. ``deleting``: ``metadata.deletionTimestamp`` is set;
-    2. ``failed``: RayCluster ``ReplicaFailure=True`` (or deprecated ``status.state: failed``);
-    3. ``rejected``: an admission check is ``Rejected`` (e.g. the ProvisioningRequest turned
-       ``Failed`` with no retries left), or Kueue deactivated the Workload because of one
-       (``Evicted`` reason ``DeactivatedDueToAdmissionCheck``; Kueue then resets the check to
-       Pending, so the Evicted message is what names it); ``stopped``: Workload
-       ``spec.active: false`` (Kueue evicts it with reason ``Deactivated``, suspends the
-       RayCluster and never requeues it; ``stopped`` is the record of who stopped it and why,
-       from the RayCluster's annotations); ``queued`` once reactivated (Kueue keeps
-       ``Evicted=True``, reason ``Deactivated``, until it reserves quota again);
-       ``waiting-for-capacity``: evicted with reason ``AdmissionCheck`` (a check in ``Retry``:
-       Kueue requeues it after a backoff);
-    4. ``preempted``: Workload ``Preempted=True`` or ``Evicted=True`` with reason
-       ``Preempted``; ``evicted``: ``Evicted=True`` with another reason (PodsReadyTimeout,
-       ClusterQueueStopped, LocalQueueStopped, AdmissionCheck, ...), until Kueue reserves
-       quota again;
-    5. ``stalled``: KubeRay refused the spec (an ``InvalidRayClusterSpec`` or
-       ``InvalidRayClusterMetadata`` Warning event; it then makes no pods, no status and no
-       token Secret, while Kueue may still admit and hold quota) and no head was ever
-       started: reason and message are KubeRay's event's;
-       ``ready``: running, head ready and ``readyWorkerReplicas >= desiredWorkerReplicas``;
-    6. ``stalled``: running, admitted (or not Kueue-managed), not ready, and a pod cannot be
-       scheduled, pull its image or stay up (the pod's reason and message);
-       ``starting``: running, admitted (or not Kueue-managed) and KubeRay has a head pod;
-    7. ``admitted``: Workload ``Admitted=True`` but KubeRay has not started the head yet;
-    8. ``waiting-for-capacity``: quota reserved, admission checks not all Ready (the first
-       one that is not, with its state and message); ``queued``: a Workload without
-       admission (reason/message from ``QuotaReserved``, or from ``Admitted`` while admission
-       checks are pending);
-    9. ``suspended``: ``spec.suspend: true`` and no Workload yet.
+    ``state`` is the first of :data:`_RULES` that matches (see there).
     """
     raycluster = _map(raycluster)
     metadata = _map(raycluster.get("metadata"))
