@@ -45,7 +45,7 @@ from typing import Any
 from kubernetes import client, config, watch
 from playwright.sync_api import expect, sync_playwright
 
-from jupyter_dw.domain.cluster_spec import ValidatedSpec
+from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from tests.cluster.controlplane import LocalCluster
 from tests.cluster.fixtures import cluster_role_name, make_workbench, plain_workload
 from tests.cluster.scale import ScaleShape, scale_testbed
@@ -254,7 +254,7 @@ def measure(
     lab = None
 
     def raycluster(name: str) -> dict[str, Any]:
-        spec = ValidatedSpec.from_request(
+        spec = ValidatedClusterSpec.from_request(
             {
                 "name": name,
                 "queue": cluster_queue_name,

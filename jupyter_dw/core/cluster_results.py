@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from ..domain.cluster_spec import ValidatedSpec
+from ..domain.cluster_spec import ValidatedClusterSpec
 from ..domain.cluster_state import AdmissionCheckStatus, ClusterSnapshot, ClusterState, Dashboard
 from ..domain.fit import FitVerdict, Verdict
 from ..domain.fit_suggestion import Suggestion
@@ -285,7 +285,7 @@ class FitResult:
     that would start now (None when none would)."""
 
     assessment: FitVerdict
-    spec: ValidatedSpec | JobRequest
+    spec: ValidatedClusterSpec | JobRequest
     """What was judged: a Ray cluster's spec, or a job's request (a RayJob's, a TrainJob's)."""
     named: bool
     default_queue: str | None

@@ -1,8 +1,8 @@
 """Ray clusters as every surface shows them: validated, fitted, created, listed with their
 Kueue and KubeRay state and milestones, stopped and resumed, deleted.
 
-:class:`ClusterService` joins the pure domain (``ValidatedSpec``, ``assess_fit``,
-``suggest_workers``, ``cluster_status``, ``milestones``) with :class:`KubeSession` (caches,
+:class:`ClusterService` joins the pure domain (``ValidatedClusterSpec``, ``assess_fit``,
+``suggest_workers``, ``cluster_snapshot``, ``milestones``) with :class:`KubeSession` (caches,
 writes, visibility API). It holds no state of its own, returns typed objects
 (:mod:`.cluster_results`; JSON is made by the surfaces through their ``to_json``) and every
 method blocks: the server runs them on its thread pool, a kernel on a worker thread.
@@ -35,10 +35,10 @@ from ..domain.cluster_spec import (
     REQUEST_ERROR_KEY,
     SpecError,
     SpecPolicy,
-    ValidatedSpec,
+    ValidatedClusterSpec,
     ray_cluster_name_error,
 )
-from ..domain.cluster_state import ClusterSnapshot, cluster_status
+from ..domain.cluster_state import ClusterSnapshot, cluster_snapshot
 from ..domain.fit import FITS_NOW, FitVerdict, PodSetRequest, assess_fit, pod_sets_for_spec
 from ..domain.fit_suggestion import Suggestion, suggest_workers
 from ..domain.freshness import WatchHealth
@@ -82,7 +82,7 @@ from .settings import refuse_writes
 from .usage import UsageService
 
 Object = dict[str, Any]
-Found = tuple[Object, list[Object], ClusterSnapshot]
+Snapshot = tuple[Object, list[Object], ClusterSnapshot]
 """A RayCluster, its Workloads (slices) and its status."""
 
 CLUSTER_SOURCES = (RAY_CLUSTER.plural, WORKLOAD.plural, POD.plural)
@@ -279,7 +279,7 @@ class ClusterService:
             raise
         current = self.session.cached_ray_cluster(spec.name) or created
         # Just created: no positions to ask for yet.
-        [info] = self.infos([self._status_of(current)])
+        [info] = self.infos([self._snapshot_of(current)])
         return info
 
     def delete(self, name: str) -> Deleted:
@@ -335,7 +335,7 @@ class ClusterService:
 
     # -- the seam the scaling module shares (a cluster's status, what is ahead) ----------
 
-    def infos(self, statuses: Iterable[Found]) -> builtins.list[ClusterInfo]:
+    def infos(self, statuses: Iterable[Snapshot]) -> builtins.list[ClusterInfo]:
         """:class:`ClusterInfo` of each ``(raycluster, slices, status)``, the watches'
         health read once for all of them."""
         health = self.session.watch_health()
@@ -416,13 +416,13 @@ class ClusterService:
         queues: Mapping[str, LocalQueueInfo] | None,
         default_queue: str | None,
         priorities: Iterable[str] | None = None,
-    ) -> ValidatedSpec:
+    ) -> ValidatedClusterSpec:
         """``data`` validated with this server's policy (``InvalidSpec`` listing every bad
         field); ``queues``/``priorities`` None: not checked against what exists."""
         known = frozenset(priorities) if priorities is not None else None
         policy = replace(self.policy, elastic_jobs=self.elastic.allows_autoscaling())
         try:
-            return ValidatedSpec.from_request(data, policy, queues, default_queue, known)
+            return ValidatedClusterSpec.from_request(data, policy, queues, default_queue, known)
         except SpecError as err:
             details = "; ".join(f"{field}: {message}" for field, message in err.errors.items())
             raise InvalidSpec(
@@ -432,13 +432,13 @@ class ClusterService:
                 err.errors,
             ) from err
 
-    def _status_of(self, raycluster: Object, pending: Object | None = None) -> Found:
+    def _snapshot_of(self, raycluster: Object, pending: Object | None = None) -> Snapshot:
         """The RayCluster with its Workloads (slices) and its status from the caches;
         ``pending`` is the visibility API's entry of whichever of them waits (positions)."""
         slices = slices_of(self.session, raycluster)
         pods = ray_pods(self.session, str((raycluster.get("metadata") or {}).get("name")))
         refusal = self._refusal(raycluster)
-        status = cluster_status(
+        status = cluster_snapshot(
             raycluster, pending=pending, pods=pods, slices=slices, refusal=refusal
         )
         return raycluster, slices, status
@@ -447,16 +447,18 @@ class ClusterService:
         """KubeRay's refusal of ``raycluster``'s spec, from the cached Warning events."""
         return kuberay_refusal(kuberay_warnings(self.session, raycluster), raycluster)
 
-    def snapshots(self, rayclusters: Iterable[Object], fresh: bool = False) -> builtins.list[Found]:
+    def snapshots(
+        self, rayclusters: Iterable[Object], fresh: bool = False
+    ) -> builtins.list[Snapshot]:
         """Each RayCluster with its Workloads and status; the ones whose Workload waits for
         quota (or whose scale-up's slice does) get their positions: asked of the visibility
         API once per LocalQueue involved (``fresh``), else only for the LocalQueues a change
         marked since the board's last answer."""
-        found = [self._status_of(raycluster) for raycluster in rayclusters]
+        found = [self._snapshot_of(raycluster) for raycluster in rayclusters]
         waiting = [status.queue for _, _, status in found if _waiting_workload(status)]
         entries = self.positions.entries(waiting, fresh)
         return [
-            self._status_of(rc, entry)
+            self._snapshot_of(rc, entry)
             if (entry := entries.get(_waiting_workload(status) or "")) is not None
             else (rc, slices, status)
             for rc, slices, status in found
@@ -581,7 +583,7 @@ def _waiting_workload(status: ClusterSnapshot) -> str | None:
     return None
 
 
-def _sidecar_note(spec: ValidatedSpec, counted: bool) -> str:
+def _sidecar_note(spec: ValidatedClusterSpec, counted: bool) -> str:
     amounts = f"{format_amount('cpu', spec.autoscaler_cpu)} CPU, " + format_amount(
         "memory", spec.autoscaler_memory
     )

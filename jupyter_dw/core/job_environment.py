@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
-from ..domain.cluster_spec import SpecError, ValidatedSpec
+from ..domain.cluster_spec import SpecError, ValidatedClusterSpec
 from ..k8s.errors import KubeApiError
 from ..k8s.resources import by_kind
 from ..k8s.session import KubeSession
@@ -27,7 +27,7 @@ class CoreEnvironment:
     def allowed_images(self) -> tuple[str, ...]:
         return self.clusters.policy.allowed_images
 
-    def parse_cluster(self, request: Mapping[str, Any]) -> ValidatedSpec:
+    def parse_cluster(self, request: Mapping[str, Any]) -> ValidatedClusterSpec:
         # The clusters' own parser and policy; the job's parser reports its errors.
         try:
             return self.clusters.validate_spec(request, None, None, None)

@@ -1,7 +1,7 @@
 """A Ray cluster request parsed: the request's fields read with the shared request parser
 (:class:`~jupyter_dw.domain.request_fields.RequestFields`), every default and limit of a
 :class:`~jupyter_dw.domain.spec_policy.SpecPolicy` applied, and every bad field reported in one
-``SpecError``. ``ValidatedSpec.from_request`` is the way in. Pure.
+``SpecError``. ``ValidatedClusterSpec.from_request`` is the way in. Pure.
 
 Upstream rules followed here (KubeRay and Kueue at the versions in
 ``tests/cluster/versions.env``):
@@ -83,8 +83,8 @@ def parse_cluster_request(
     default_queue: str | None,
     known_priorities: Collection[str] | None,
 ) -> dict[str, Any]:
-    """The fields of a ``ValidatedSpec`` for request ``data`` (see
-    ``ValidatedSpec.from_request``); raises ``SpecError`` listing every bad field."""
+    """The fields of a ``ValidatedClusterSpec`` for request ``data`` (see
+    ``ValidatedClusterSpec.from_request``); raises ``SpecError`` listing every bad field."""
     return _ClusterRequest(data, policy, known_queues, default_queue, known_priorities).parse()
 
 

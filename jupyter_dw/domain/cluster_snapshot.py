@@ -1,5 +1,5 @@
 """What a user needs to know about one Ray cluster at one moment: the record
-:func:`jupyter_dw.domain.cluster_state.cluster_status` makes from KubeRay's RayCluster and
+:func:`jupyter_dw.domain.cluster_state.cluster_snapshot` makes from KubeRay's RayCluster and
 Kueue's Workload, and the JSON the REST API and the events stream share. Pure.
 """
 
@@ -49,7 +49,7 @@ class ClusterSnapshot:
     """What a user needs to know about one Ray cluster now, from Kueue and KubeRay together:
     one observation (the notebook's ``dw.ClusterStatus`` widget shows them as they change).
 
-    ``state`` follows a fixed precedence (first match wins) — see ``cluster_status``.
+    ``state`` follows a fixed precedence (first match wins) — see ``cluster_snapshot``.
     ``reason``/``message`` are the controllers' own words for that state (Kueue's for
     queued/admitted/evicted/preempted/stopped, KubeRay's for
     starting/failed); None when they gave none. ``quota_reserved``/``admitted`` are the

@@ -1,9 +1,9 @@
 """A validated Ray cluster: what a user asked for, every default and limit applied.
 
-``ValidatedSpec.from_request`` turns a request (REST JSON, Python keyword arguments, a
-``dw.ClusterSpec`` or ``%dw`` options: the field names are the same everywhere) into a
-``ValidatedSpec``; ``ValidatedSpec.to_raycluster`` builds the RayCluster it becomes. The work
-is in modules of one job each:
+``ValidatedClusterSpec.from_request`` turns a request (REST JSON, Python keyword arguments,
+a ``dw.ClusterSpec`` or ``%dw`` options: the field names are the same everywhere) into a
+``ValidatedClusterSpec``; ``ValidatedClusterSpec.to_raycluster`` builds the RayCluster it
+becomes. The work is in modules of one job each:
 
 - ``request_fields``: the request parser every kind of job shares, and ``SpecError``;
 - ``cluster_fields``: each field's value (amounts, image, env, labels, tolerations, ...);
@@ -57,7 +57,7 @@ from jupyter_dw.names import (
 
 
 @dataclass(frozen=True, kw_only=True)
-class ValidatedSpec:
+class ValidatedClusterSpec:
     """A validated request for a Ray cluster: one head and one group of identical workers,
     every default applied (unlike the notebook's ``dw.ClusterSpec``, the user's request,
     whose None means "the default").
@@ -109,7 +109,7 @@ class ValidatedSpec:
         known_queues: Collection[str] | None = None,
         default_queue: str | None = None,
         known_priorities: Collection[str] | None = None,
-    ) -> ValidatedSpec:
+    ) -> ValidatedClusterSpec:
         """Parse, default and validate a request; raise ``SpecError`` listing every bad field.
 
         ``data`` uses the names in ``FIELDS``; a ``None`` value counts as omitted. Quantities
@@ -130,7 +130,7 @@ class ValidatedSpec:
         """Whether the Ray autoscaler may change the worker count (needs Kueue elastic jobs)."""
         return self.min_workers != self.max_workers
 
-    def with_workers(self, workers: int) -> ValidatedSpec:
+    def with_workers(self, workers: int) -> ValidatedClusterSpec:
         """The same cluster started with ``workers`` workers (fewer, for a fit suggestion): a
         fixed size stays fixed; an autoscaling range keeps its maximum and lowers its minimum
         to ``workers`` when needed."""
@@ -215,7 +215,7 @@ __all__ = [
     "WORKER_GROUP_NAME",
     "SpecError",
     "SpecPolicy",
-    "ValidatedSpec",
+    "ValidatedClusterSpec",
     "owner_label_value",
     "ray_cluster_name_error",
 ]

@@ -60,7 +60,7 @@ __all__ = [
     "ClusterSnapshot",
     "ClusterState",
     "Dashboard",
-    "cluster_status",
+    "cluster_snapshot",
     "live_worker_pods",
     "transition",
     "workload_selector",
@@ -292,7 +292,7 @@ def _dashboard(name: str, raycluster: Mapping[str, Any]) -> Dashboard:
     return Dashboard(service=service, port=port or DASHBOARD_PORT)
 
 
-def cluster_status(
+def cluster_snapshot(
     raycluster: Mapping[str, Any],
     workload: Mapping[str, Any] | None = None,
     pending: Mapping[str, Any] | None = None,

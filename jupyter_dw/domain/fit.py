@@ -170,7 +170,7 @@ def assess_fit(
 
     ``requests``: per-PodSet requests (``pod_sets_for_spec``; exact, as Kueue counts PodSets
     one by one and may give head and workers different flavors) or a mapping of totals such as
-    ``ValidatedSpec.total_requests()`` (treated as one PodSet). ``cluster_queue``: the
+    ``ValidatedClusterSpec.total_requests()`` (treated as one PodSet). ``cluster_queue``: the
     LocalQueue's ClusterQueue, None when it does not exist or cannot be read. ``tree``: every
     readable ClusterQueue and Cohort; None means quota is hidden from this identity.
     ``ahead``: pending workloads ahead (an :class:`Ahead`, or an exact count), None if

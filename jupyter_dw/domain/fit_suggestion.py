@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from jupyter_dw.domain import fit_words as words
-from jupyter_dw.domain.cluster_spec import ValidatedSpec
+from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.fit import FITS_NOW, FitVerdict, assess_fit
 from jupyter_dw.domain.flavor_assigner import PodSetRequest, pod_sets_for_spec
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota, LocalQueueInfo
@@ -54,7 +54,7 @@ def largest_fitting(low: int, high: int, fits: Callable[[int], bool]) -> int:
 
 
 def suggest(
-    spec: ValidatedSpec,
+    spec: ValidatedClusterSpec,
     cluster_queue: ClusterQueueQuota | None,
     tree: QuotaTree | None,
     ahead: int | Ahead | None = None,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from jupyter_dw.domain.cluster_spec import ValidatedSpec
+from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.kueue_model import FlavorResource, ResourceGroup
 from jupyter_dw.domain.quota import kueue_amount
 from jupyter_dw.domain.raycluster_manifest import WORKER_GROUP_NAME
@@ -49,11 +49,12 @@ class PodSetRequest:
 
 
 def pod_sets_for_spec(
-    spec: ValidatedSpec, *, at_max: bool = False, sidecar_counted: bool = True
+    spec: ValidatedClusterSpec, *, at_max: bool = False, sidecar_counted: bool = True
 ) -> tuple[PodSetRequest, ...]:
     """The PodSets Kueue builds from ``spec.to_raycluster()``: ``head`` and the worker group.
 
-    ``at_max`` counts ``max_workers`` instead of ``workers`` (see ``ValidatedSpec.total_requests``).
+    ``at_max`` counts ``max_workers`` instead of ``workers`` (see
+    ``ValidatedClusterSpec.total_requests``).
     An autoscaling cluster's head pod set includes the Ray autoscaler sidecar when
     ``sidecar_counted`` (Kueue 0.19 adds KubeRay's ``autoscaler`` container to it; 0.14 does
     not, though the head pod still needs those resources on its node).

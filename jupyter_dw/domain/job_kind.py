@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
-from jupyter_dw.domain.cluster_spec import ValidatedSpec
+from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.fit import PodSetRequest
 from jupyter_dw.domain.lenient import mapping, text
 from jupyter_dw.domain.usage import ClusterUsage, Subject, usage_json
@@ -117,7 +117,7 @@ class Environment(Protocol):
         """The images the policy allows (empty: any)."""
         ...
 
-    def parse_cluster(self, request: Mapping[str, Any]) -> ValidatedSpec:
+    def parse_cluster(self, request: Mapping[str, Any]) -> ValidatedClusterSpec:
         """A Ray cluster request parsed by the clusters' own parser and policy (``SpecError``)."""
         ...
 

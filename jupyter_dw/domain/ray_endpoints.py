@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..names import CLIENT_PORT, DASHBOARD_PORT
-from .cluster_state import cluster_status
+from .cluster_state import cluster_snapshot
 from .validation import dns1035_label_error
 
 KUBERAY_DASHBOARD_URL = "http://{service}.{namespace}.svc:{port}"
@@ -29,7 +29,7 @@ class NoAddress(ValueError):
 
 
 def _head_service(name: str, raycluster: Mapping[str, Any]) -> str:
-    service = cluster_status(raycluster).dashboard.service
+    service = cluster_snapshot(raycluster).dashboard.service
     # The status is written by KubeRay, but a name that is not a Service name must not become
     # a host.
     if dns1035_label_error(service) is not None:

@@ -42,7 +42,7 @@ from jupyter_dw.names import (
 )
 
 if TYPE_CHECKING:  # only for annotations: the spec module imports this one
-    from jupyter_dw.domain.cluster_spec import ValidatedSpec
+    from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 
 WORKER_GROUP_NAME = "workers"  # Kueue reserves "head" for the head group's PodSet.
 HEAD_CONTAINER_NAME = "ray-head"
@@ -68,9 +68,9 @@ def owner_label_value(identity: str) -> str:
 
 
 def raycluster(
-    spec: ValidatedSpec, namespace: str, owner: str | None, *, auth_options_served: bool
+    spec: ValidatedClusterSpec, namespace: str, owner: str | None, *, auth_options_served: bool
 ) -> dict[str, Any]:
-    """The RayCluster of ``spec`` in ``namespace``; see ``ValidatedSpec.to_raycluster``."""
+    """The RayCluster of ``spec`` in ``namespace``; see ``ValidatedClusterSpec.to_raycluster``."""
     if not isinstance(namespace, str):
         raise ValueError(f"invalid namespace: must be a string, got {show(namespace)}")
     problem = dns1123_label_error(namespace)
@@ -107,7 +107,7 @@ def raycluster(
     }
 
 
-def _metadata(spec: ValidatedSpec, namespace: str, owner: str | None) -> dict[str, Any]:
+def _metadata(spec: ValidatedClusterSpec, namespace: str, owner: str | None) -> dict[str, Any]:
     labels = dict(spec.labels)
     labels[QUEUE_LABEL] = spec.queue
     labels[MANAGED_BY_LABEL] = MANAGED_BY_VALUE
@@ -125,7 +125,7 @@ def _metadata(spec: ValidatedSpec, namespace: str, owner: str | None) -> dict[st
     return metadata
 
 
-def _head_group(spec: ValidatedSpec) -> dict[str, Any]:
+def _head_group(spec: ValidatedClusterSpec) -> dict[str, Any]:
     container = _container(spec, HEAD_CONTAINER_NAME, spec.head_cpu, spec.head_memory, 0)
     container["ports"] = [{"name": name, "containerPort": port} for name, port in HEAD_PORTS]
     return {
@@ -135,7 +135,7 @@ def _head_group(spec: ValidatedSpec) -> dict[str, Any]:
     }
 
 
-def _worker_group(spec: ValidatedSpec) -> dict[str, Any]:
+def _worker_group(spec: ValidatedClusterSpec) -> dict[str, Any]:
     container = _container(
         spec, WORKER_CONTAINER_NAME, spec.worker_cpu, spec.worker_memory, spec.worker_gpu
     )
@@ -149,7 +149,7 @@ def _worker_group(spec: ValidatedSpec) -> dict[str, Any]:
     }
 
 
-def _pod_spec(spec: ValidatedSpec, container: dict[str, Any]) -> dict[str, Any]:
+def _pod_spec(spec: ValidatedClusterSpec, container: dict[str, Any]) -> dict[str, Any]:
     # Head and workers share the placement: Kueue checks each pod set against the flavors.
     pod: dict[str, Any] = {"containers": [container]}
     if spec.tolerations:
@@ -160,7 +160,7 @@ def _pod_spec(spec: ValidatedSpec, container: dict[str, Any]) -> dict[str, Any]:
 
 
 def _container(
-    spec: ValidatedSpec, name: str, cpu: Decimal, memory: Decimal, gpu: int
+    spec: ValidatedClusterSpec, name: str, cpu: Decimal, memory: Decimal, gpu: int
 ) -> dict[str, Any]:
     amounts = {"cpu": cpu_text(cpu), "memory": memory_text(memory)}
     if gpu > 0:

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..domain.cluster_spec import SpecPolicy, ValidatedSpec
+from ..domain.cluster_spec import SpecPolicy, ValidatedClusterSpec
 from ..names import ELASTIC_JOB_SCHEDULING_GATE
 from .errors import KubeError, KubeForbidden, KubeRejected
 from .kuberay import DRY_RUN
@@ -51,7 +51,7 @@ NOT_PROBED = ElasticJobs(None, "unknown", "not asked yet")
 
 
 def _probe_object(namespace: str, queue: str) -> dict[str, Any]:
-    spec = ValidatedSpec.from_request(
+    spec = ValidatedClusterSpec.from_request(
         {
             "name": f"jupyter-dw-elastic-probe-{uuid.uuid4().hex[:8]}",
             "queue": queue,

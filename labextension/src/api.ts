@@ -20,7 +20,7 @@ export type ClusterState = Schemas['ClusterState'];
 export type Milestone = Schemas['Milestone'];
 export type ClusterUsage = Schemas['ClusterUsage'];
 export type QueueHolding = Schemas['QueueHolding'];
-export type ClusterSpecRequest = Schemas['ClusterSpecRequest'];
+export type ClusterSpec = Schemas['ClusterSpec'];
 export type Fit = Schemas['Fit'];
 export type Suggestion = Schemas['Suggestion'];
 export type Deleted = Schemas['Deleted'];
@@ -108,9 +108,9 @@ export interface IDWApi {
   context(): Promise<Context>;
   queues(): Promise<Queues>;
   clusters(): Promise<ClusterList>;
-  fit(spec: ClusterSpecRequest, signal?: AbortSignal): Promise<Fit>;
+  fit(spec: ClusterSpec, signal?: AbortSignal): Promise<Fit>;
   /** `idempotencyKey`: one per user action, the same on its retries (`Idempotency-Key`). */
-  create(spec: ClusterSpecRequest, idempotencyKey?: string): Promise<Cluster>;
+  create(spec: ClusterSpec, idempotencyKey?: string): Promise<Cluster>;
   remove(name: string): Promise<Deleted>;
   /** `POST clusters/{name}/scale`: pin at `workers` (null: back to the Ray autoscaler). */
   scale(name: string, workers: number | null, dryRun?: boolean): Promise<ScaleResult>;
@@ -155,11 +155,11 @@ export class DWApi implements IDWApi {
     return this.request<ClusterList>('GET', 'clusters');
   }
 
-  fit(spec: ClusterSpecRequest, signal?: AbortSignal): Promise<Fit> {
+  fit(spec: ClusterSpec, signal?: AbortSignal): Promise<Fit> {
     return this.request<Fit>('POST', 'clusters/fit', spec, signal);
   }
 
-  create(spec: ClusterSpecRequest, idempotencyKey?: string): Promise<Cluster> {
+  create(spec: ClusterSpec, idempotencyKey?: string): Promise<Cluster> {
     return this.request<Cluster>('POST', 'clusters', spec, undefined, keyHeader(idempotencyKey));
   }
 

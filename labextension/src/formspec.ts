@@ -10,7 +10,7 @@
  * will get as its placeholder and its limit beside it, and only what a user typed is sent, so
  * an administrator's `default_worker_cpu` applies to what the form creates.
  */
-import type { ClusterPolicy, ClusterSpecRequest, KubeRayJobRequest, Queue } from './api';
+import type { ClusterPolicy, ClusterSpec, KubeRayJobRequest, Queue } from './api';
 
 export type FormKind = 'cluster' | 'rayjob';
 
@@ -181,8 +181,8 @@ function collect(fields: FormFields, names: readonly FieldName[]): Record<string
 }
 
 /** The `POST clusters` body: empty fields left out (server defaults), integers as numbers. */
-export function clusterRequest(fields: FormFields): ClusterSpecRequest {
-  return collect(fields, CLUSTER_FIELDS) as ClusterSpecRequest;
+export function clusterRequest(fields: FormFields): ClusterSpec {
+  return collect(fields, CLUSTER_FIELDS) as ClusterSpec;
 }
 
 /** The `POST rayjobs` body: the job's own fields, and the cluster's under `cluster`. */
@@ -193,10 +193,7 @@ export function rayJobRequest(fields: FormFields): KubeRayJobRequest {
   return request as KubeRayJobRequest;
 }
 
-export function requestOf(
-  kind: FormKind,
-  fields: FormFields
-): ClusterSpecRequest | KubeRayJobRequest {
+export function requestOf(kind: FormKind, fields: FormFields): ClusterSpec | KubeRayJobRequest {
   return kind === 'cluster' ? clusterRequest(fields) : rayJobRequest(fields);
 }
 

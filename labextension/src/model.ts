@@ -9,7 +9,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 import {
   Cluster,
   ClusterPolicy,
-  ClusterSpecRequest,
+  ClusterSpec,
   DWRequestError,
   ErrorBody,
   EventMessage,
@@ -472,7 +472,7 @@ export class DWModel {
    * Create a cluster; rejects with `DWRequestError` (see `fieldErrors`). Each call sends an
    * idempotency key, the same for a repeat of the last failed one (see `RetryKey`).
    */
-  async create(spec: ClusterSpecRequest): Promise<Cluster> {
+  async create(spec: ClusterSpec): Promise<Cluster> {
     const cluster = await this.api.create(spec, this._clusterKey.keyFor(spec));
     this._clusterKey.succeeded();
     // The socket brings it too; showing it now makes the form's result visible at once.
@@ -682,7 +682,7 @@ export type FitState =
 
 /** What a fit check judges: a Ray cluster's spec or a RayJob's (`POST rayjobs/fit`). */
 export type FitRequest =
-  { kind: 'cluster'; spec: ClusterSpecRequest } | { kind: 'rayjob'; spec: KubeRayJobRequest };
+  { kind: 'cluster'; spec: ClusterSpec } | { kind: 'rayjob'; spec: KubeRayJobRequest };
 
 export class FitChecker {
   constructor(
@@ -708,12 +708,9 @@ export class FitChecker {
    * Check `spec` (a cluster's, or a RayJob's with `kind` `rayjob`) after `delay` ms unless
    * another spec comes first; an answer to an earlier one is dropped.
    */
-  request(spec: ClusterSpecRequest, kind?: 'cluster'): void;
+  request(spec: ClusterSpec, kind?: 'cluster'): void;
   request(spec: KubeRayJobRequest, kind: 'rayjob'): void;
-  request(
-    spec: ClusterSpecRequest | KubeRayJobRequest,
-    kind: FitRequest['kind'] = 'cluster'
-  ): void {
+  request(spec: ClusterSpec | KubeRayJobRequest, kind: FitRequest['kind'] = 'cluster'): void {
     const fit = { kind, spec } as FitRequest;
     if (this._timer !== null) {
       this.clock.clearTimeout(this._timer);

@@ -960,7 +960,7 @@ export interface components {
       deleted: true;
     };
     /** @description A cluster request. Omitted fields take the server's defaults; `queue` omitted is the namespace's default queue. Quantities may also be numbers. Other fields are refused (400 `invalid_spec`): the namespace, metadata and the like are never taken from a request. */
-    ClusterSpecRequest: {
+    ClusterSpec: {
       /** @description Required to create; optional for a fit check. A DNS-1035 label of at most 53 characters. */
       name?: string | null;
       /** @description A LocalQueue name; omitted or null is the namespace's default queue. */
@@ -993,7 +993,7 @@ export interface components {
       ray_version?: string | null;
     };
     /** @description A cluster request to create, which must name the cluster. */
-    ClusterCreateRequest: components['schemas']['ClusterSpecRequest'] & {
+    ClusterCreateRequest: components['schemas']['ClusterSpec'] & {
       name: string;
     };
     /** @description A Kubernetes quantity more than zero, as a string ("500m", "16Gi", "1e3") or a number. The server's limits (`max_worker_cpu` and the like) may refuse a larger one. */
@@ -1001,7 +1001,7 @@ export interface components {
     /** @description A Kubernetes object name (DNS-1123 subdomain). */
     ObjectName: string;
     /** @description A request after defaults, as the server will create it. */
-    ClusterSpec: {
+    ValidatedClusterSpec: {
       priority?: string | null;
       tolerations?: components['schemas']['Toleration'][];
       node_selector?: {
@@ -1083,7 +1083,7 @@ export interface components {
       admission_checks: string[];
       /** @description What was judged (a cluster's spec, a RayJob's for `rayjobs/fit`, a TrainJob's for `trainjobs/fit`). */
       spec:
-        | components['schemas']['ClusterSpec']
+        | components['schemas']['ValidatedClusterSpec']
         | components['schemas']['KubeRayJobSpec']
         | components['schemas']['TrainJobSpec'];
       /** @description Why this queue, when the request named none. */
@@ -1104,7 +1104,7 @@ export interface components {
       /** @description Must be true (Kueue requires it); the default. */
       shutdown_after_finish?: boolean | null;
       ttl_seconds_after_finished?: number | null;
-      cluster?: null | components['schemas']['ClusterSpecRequest'];
+      cluster?: null | components['schemas']['ClusterSpec'];
     };
     KubeRayJobCreateRequest: components['schemas']['KubeRayJobRequest'] & {
       name: string;
@@ -1833,7 +1833,7 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/json': components['schemas']['ClusterSpecRequest'];
+        'application/json': components['schemas']['ClusterSpec'];
       };
     };
     responses: {

@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type {
   Cluster,
   ClusterPolicy,
-  ClusterSpecRequest,
+  ClusterSpec,
   EventMessage,
   Fit,
   IDWApi,
@@ -85,7 +85,7 @@ function fakeApi(overrides: Partial<IDWApi> = {}) {
     queues: async () => QUEUES,
     clusters: async () => ({ namespace: 'ns', positions_visible: true, clusters: [] }),
     fit: async () => ({}) as Fit,
-    create: async (spec: ClusterSpecRequest) => cluster(String(spec.name)),
+    create: async (spec: ClusterSpec) => cluster(String(spec.name)),
     remove: async (name: string) => ({ name, namespace: 'ns', deleted: true as const }),
     scale: async (name: string, workers: number | null, dryRun = false) => ({
       cluster: cluster(name, { pinned_workers: workers }),
@@ -347,7 +347,7 @@ describe('FitChecker', () => {
     const clock = new FakeClock();
     const answers: ((fit: Fit) => void)[] = [];
     const fit = vi.fn(
-      (spec: ClusterSpecRequest) =>
+      (spec: ClusterSpec) =>
         new Promise<Fit>(resolve => answers.push(f => resolve({ ...f, spec } as never)))
     );
     const { api } = fakeApi({ fit });
@@ -446,7 +446,7 @@ describe('idempotency keys on create', () => {
     const keys: (string | undefined)[] = [];
     let fail = true;
     const { model } = await started({
-      create: async (spec: ClusterSpecRequest, key?: string) => {
+      create: async (spec: ClusterSpec, key?: string) => {
         keys.push(key);
         if (fail) {
           throw new DWRequestError(503, {
@@ -459,7 +459,7 @@ describe('idempotency keys on create', () => {
         return cluster(String(spec.name));
       }
     });
-    const spec = { name: 'a', workers: 1 } as ClusterSpecRequest;
+    const spec = { name: 'a', workers: 1 } as ClusterSpec;
 
     await expect(model.create(spec)).rejects.toBeInstanceOf(DWRequestError);
     fail = false;
@@ -475,7 +475,7 @@ describe('idempotency keys on create', () => {
   it('starts over with a new key when the spec changed after a failure', async () => {
     const keys: (string | undefined)[] = [];
     const { model } = await started({
-      create: async (_spec: ClusterSpecRequest, key?: string) => {
+      create: async (_spec: ClusterSpec, key?: string) => {
         keys.push(key);
         throw new DWRequestError(504, { error: 'timeout', reason: null, hint: null });
       }
@@ -610,7 +610,7 @@ describe('RayJobs', () => {
     // A cluster's create keeps its own key: another kind, another action.
     const clusterKeys: (string | undefined)[] = [];
     const other = await started({
-      create: async (s: ClusterSpecRequest, key?: string) => {
+      create: async (s: ClusterSpec, key?: string) => {
         clusterKeys.push(key);
         return cluster(String(s.name));
       }

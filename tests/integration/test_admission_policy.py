@@ -20,7 +20,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from jupyter_dw.domain.cluster_spec import ValidatedSpec
+from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 
 pytestmark = pytest.mark.cluster
 
@@ -51,7 +51,7 @@ def documents(name: str) -> list[dict[str, Any]]:
 
 def good_raycluster(name: str = "good") -> dict[str, Any]:
     """What jupyter_dw itself creates, within the limits."""
-    spec = ValidatedSpec.from_request(
+    spec = ValidatedClusterSpec.from_request(
         {
             "name": name,
             "queue": "team-a",

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from jupyter_dw.domain.cluster_spec import ValidatedSpec
+from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from tests.cluster.ray_standin import RayStandIn, ray_standin
 from tests.integration.clusters_support import (
     call,
@@ -93,7 +93,7 @@ def extension(jp_serverapp) -> Any:
 
 def theirs(namespace: str, name: str, queue: str) -> dict[str, Any]:
     """A cluster another user of the namespace made through jupyter_dw (their owner)."""
-    spec = ValidatedSpec.from_request(small_cluster(name, workers=0, queue=queue))
+    spec = ValidatedClusterSpec.from_request(small_cluster(name, workers=0, queue=queue))
     return spec.to_raycluster(namespace, owner="someone-else")
 
 

@@ -20,7 +20,7 @@ import pytest
 from kubernetes import client
 
 import jupyter_dw as dw
-from jupyter_dw.domain.cluster_spec import ValidatedSpec
+from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.kinds.rayjob import ValidatedRayJob
 from tests.cluster.manifests import (
     POD_COMPLETE_DELAY_ANNOTATION,
@@ -74,7 +74,7 @@ def rayjob_body(name: str, namespace: str, owner: str, queue: str) -> dict[str, 
             "queue": queue,
             "cluster": {**cluster, "worker_memory": "1Gi"},
         },
-        lambda request: ValidatedSpec.from_request(request),
+        lambda request: ValidatedClusterSpec.from_request(request),
     )
     body = job.to_rayjob(namespace, owner=owner)
     spec = body["spec"]

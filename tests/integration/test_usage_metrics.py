@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from jupyter_dw.domain.cluster_spec import ValidatedSpec
+from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.quantity import parse_quantity
 from tests.cluster.manifests import USAGE_CPU_ANNOTATION, USAGE_MEMORY_ANNOTATION
 from tests.integration.clusters_support import call, make_queue, open_events, small_cluster
@@ -66,7 +66,9 @@ async def test_used_against_held_from_the_metrics_api_and_its_changes_live(
 ):
     queue = make_queue(kueue, cpu="4", memory="8Gi")
     events, _ = await open_events(jp_ws_fetch)
-    spec = ValidatedSpec.from_request(small_cluster("used", workers=1, queue=queue.local_queue))
+    spec = ValidatedClusterSpec.from_request(
+        small_cluster("used", workers=1, queue=queue.local_queue)
+    )
     body = spec.to_raycluster(namespace, owner=identity.username)
     annotated(body["spec"]["headGroupSpec"], "250m", "300Mi")
     annotated(body["spec"]["workerGroupSpecs"][0], "750m", "512Mi")

@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 from playwright.sync_api import Page, expect
 
-from jupyter_dw.domain.cluster_spec import ValidatedSpec
+from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from tests.cluster.fixtures import KueueObjects
 from tests.integration.clusters_support import make_queue, small_cluster
 from tests.integration.test_usage_metrics import annotated, use
@@ -52,7 +52,9 @@ def test_status_and_queue_board_show_what_the_pods_use_live(
 ) -> None:
     queue = make_queue(kueue)
     me = lab.api("GET", "context")["identity"]["username"]
-    spec = ValidatedSpec.from_request(small_cluster(WIDGET, workers=1, queue=queue.local_queue))
+    spec = ValidatedClusterSpec.from_request(
+        small_cluster(WIDGET, workers=1, queue=queue.local_queue)
+    )
     body = spec.to_raycluster(namespace, owner=me)  # this workbench's owner's: "Your cluster"
     annotated(body["spec"]["headGroupSpec"], "250m", "300Mi")
     annotated(body["spec"]["workerGroupSpecs"][0], "750m", "512Mi")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jupyter_dw.domain.cluster_state import cluster_status, transition
+from jupyter_dw.domain.cluster_state import cluster_snapshot, transition
 from jupyter_dw.domain.milestones import milestones
 from tests.unit.test_cluster_state import (
     ADMITTED,
@@ -39,7 +39,7 @@ def with_checks(wl: dict[str, Any], *checks: tuple[str, str, str]) -> dict[str, 
 
 def test_quota_reserved_with_a_pending_check_waits_for_capacity() -> None:
     wl = with_checks(workload(RESERVED, admission=True), (CHECK, "Pending", "ETA 2 minutes"))
-    status = cluster_status(raycluster(), wl)
+    status = cluster_snapshot(raycluster(), wl)
     assert status.state == "waiting-for-capacity"
     assert status.message == f"admission check {CHECK} is Pending: ETA 2 minutes"
     assert [c.to_json() for c in status.admission_checks] == [
@@ -53,7 +53,7 @@ def test_the_first_check_not_ready_is_the_one_named() -> None:
     wl = with_checks(
         workload(RESERVED, admission=True), ("a", "Ready", "done"), ("b", "Pending", "")
     )
-    status = cluster_status(raycluster(), wl)
+    status = cluster_snapshot(raycluster(), wl)
     assert (status.state, status.message) == (
         "waiting-for-capacity",
         "admission check b is Pending",
@@ -65,7 +65,7 @@ def test_a_retry_eviction_is_still_waiting_for_capacity() -> None:
     wl = with_checks(
         workload(cond("Evicted", "True", "AdmissionCheck", message)), (CHECK, "Retry", "x")
     )
-    status = cluster_status(raycluster(), wl)
+    status = cluster_snapshot(raycluster(), wl)
     assert (status.state, status.reason, status.message) == (
         "waiting-for-capacity",
         "AdmissionCheck",
@@ -83,7 +83,7 @@ def test_a_rejected_check_deactivates_and_shows_kueues_words() -> None:
         ),
         (CHECK, "Pending", "Reset to Pending after eviction. Previously: Rejected"),
     )
-    status = cluster_status(raycluster(), wl)
+    status = cluster_snapshot(raycluster(), wl)
     assert (status.state, status.reason, status.message) == (
         "rejected",
         "DeactivatedDueToAdmissionCheck",
@@ -93,7 +93,7 @@ def test_a_rejected_check_deactivates_and_shows_kueues_words() -> None:
 
 def test_a_check_seen_rejected_before_the_eviction_names_itself() -> None:
     wl = with_checks(workload(RESERVED, admission=True), (CHECK, "Rejected", "no capacity"))
-    status = cluster_status(raycluster(), wl)
+    status = cluster_snapshot(raycluster(), wl)
     assert (status.state, status.reason) == ("rejected", "Rejected")
     assert status.message == f"admission check {CHECK} rejected the workload: no capacity"
 
@@ -102,7 +102,7 @@ def test_deactivated_by_hand_is_stopped_not_rejected() -> None:
     wl = workload(
         cond("Evicted", "True", "Deactivated", "The workload is deactivated"), active=False
     )
-    assert cluster_status(raycluster(), wl).state == "stopped"
+    assert cluster_snapshot(raycluster(), wl).state == "stopped"
 
 
 def test_provisioned_then_admitted_then_ready_with_milestones_in_order() -> None:
@@ -111,9 +111,9 @@ def test_provisioned_then_admitted_then_ready_with_milestones_in_order() -> None
         workload(RESERVED, ADMITTED, admission=True), (CHECK, "Ready", "nodes are ready")
     )
     ready_rc = running(raycluster(**kuberay_status(head="ready", ready_workers=2)))
-    waiting = cluster_status(raycluster(), reserved)
-    admitted = cluster_status(running(raycluster()), provisioned)
-    ready = cluster_status(ready_rc, provisioned)
+    waiting = cluster_snapshot(raycluster(), reserved)
+    admitted = cluster_snapshot(running(raycluster()), provisioned)
+    ready = cluster_snapshot(ready_rc, provisioned)
     assert (waiting.state, admitted.state, ready.state) == (
         "waiting-for-capacity",
         "admitted",
@@ -132,7 +132,7 @@ def test_provisioned_then_admitted_then_ready_with_milestones_in_order() -> None
 
 def test_without_checks_there_is_no_capacity_milestone() -> None:
     wl = workload(RESERVED, ADMITTED, admission=True)
-    status = cluster_status(running(raycluster()), wl)
+    status = cluster_snapshot(running(raycluster()), wl)
     assert status.admission_checks == () and not status.capacity_provisioned
     assert "CapacityProvisioned" not in [m.name for m in milestones(status, raycluster(), wl)]
     assert "CapacityProvisioned" not in transition(None, status)
@@ -143,7 +143,7 @@ def test_the_notebook_html_lists_each_check_escaped() -> None:
     from jupyter_dw.notebook.display import cluster_html
 
     wl = with_checks(workload(RESERVED, admission=True), (CHECK, "Pending", "ETA <2 minutes>"))
-    status = cluster_status(raycluster(), wl)
+    status = cluster_snapshot(raycluster(), wl)
     html = cluster_html(ClusterInfo(status, "/dw/ray/demo/", None, (), ()))
     assert "waiting-for-capacity" in html
     assert f"admission check <b>{CHECK}</b>: Pending — ETA &lt;2 minutes&gt;" in html
@@ -151,7 +151,7 @@ def test_the_notebook_html_lists_each_check_escaped() -> None:
 
 def test_a_decided_deactivation_by_a_check_is_already_rejected() -> None:
     target = cond("DeactivationTarget", "True", "AdmissionCheck", "check capacity rejected")
-    status = cluster_status(raycluster(), workload(RESERVED, target, admission=True))
+    status = cluster_snapshot(raycluster(), workload(RESERVED, target, admission=True))
     assert (status.state, status.reason, status.message) == (
         "rejected",
         "AdmissionCheck",
@@ -167,5 +167,5 @@ def test_kueue_014s_deactivation_message_is_shown_as_it_is() -> None:
         version="v1beta1",
         active=False,
     )
-    status = cluster_status(raycluster(), wl)
+    status = cluster_snapshot(raycluster(), wl)
     assert (status.state, status.message) == ("rejected", message)

@@ -12,8 +12,8 @@ from decimal import Decimal
 import pytest
 
 from jupyter_dw.core.cluster_results import ClusterInfo, FitResult
-from jupyter_dw.domain.cluster_spec import ValidatedSpec
-from jupyter_dw.domain.cluster_state import ClusterSnapshot, cluster_status
+from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
+from jupyter_dw.domain.cluster_state import ClusterSnapshot, cluster_snapshot
 from jupyter_dw.domain.fit import FitVerdict, assess_fit
 
 RAYCLUSTER = {
@@ -23,11 +23,11 @@ RAYCLUSTER = {
 
 
 def cluster_info() -> ClusterInfo:
-    return ClusterInfo(cluster_status(RAYCLUSTER), "/dw/ray/rc/", "alice", (), ())
+    return ClusterInfo(cluster_snapshot(RAYCLUSTER), "/dw/ray/rc/", "alice", (), ())
 
 
 def fit_result() -> FitResult:
-    spec = ValidatedSpec.from_request({"name": "rc", "queue": "q", "workers": 2})
+    spec = ValidatedClusterSpec.from_request({"name": "rc", "queue": "q", "workers": 2})
     verdict = assess_fit({"cpu": Decimal(3)}, None, None)  # quota hidden: "unknown"
     return FitResult(verdict, spec, True, None, None)
 

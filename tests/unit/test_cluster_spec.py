@@ -20,7 +20,7 @@ from jupyter_dw.domain.cluster_spec import (
     REQUEST_ERROR_KEY,
     SpecError,
     SpecPolicy,
-    ValidatedSpec,
+    ValidatedClusterSpec,
     owner_label_value,
 )
 from jupyter_dw.domain.validation import env_name_error, label_key_error, label_value_error
@@ -40,7 +40,7 @@ def build(data: dict[str, Any] | None = None, policy: SpecPolicy | None = None, 
     """from_request with a valid base request (name + known queue) and ``data`` on top."""
     request = {"name": "demo", "queue": "user-queue", **(data or {})}
     kw.setdefault("known_queues", QUEUES)
-    return ValidatedSpec.from_request(request, policy or SpecPolicy(), **kw)
+    return ValidatedClusterSpec.from_request(request, policy or SpecPolicy(), **kw)
 
 
 def errors_of(data: dict[str, Any], policy: SpecPolicy | None = None, **kw: Any) -> dict:
@@ -335,7 +335,7 @@ CUSTOM_POLICY = SpecPolicy(
 
 
 def test_defaults_come_from_the_policy():
-    spec = ValidatedSpec.from_request({"name": "demo"}, CUSTOM_POLICY, QUEUES, "team-a")
+    spec = ValidatedClusterSpec.from_request({"name": "demo"}, CUSTOM_POLICY, QUEUES, "team-a")
     assert spec.queue == "team-a"
     assert spec.image == "quay.io/team/ray:2.60.0"
     assert (spec.head_cpu, spec.head_memory) == (Decimal(2), Decimal(6 * GI))
@@ -584,7 +584,7 @@ def test_all_errors_are_collected():
 
 def test_non_mapping_request():
     with pytest.raises(SpecError) as info:
-        ValidatedSpec.from_request(["name", "demo"], SpecPolicy())  # type: ignore[arg-type]
+        ValidatedClusterSpec.from_request(["name", "demo"], SpecPolicy())  # type: ignore[arg-type]
     assert list(info.value.errors) == [REQUEST_ERROR_KEY]
 
 
@@ -654,7 +654,7 @@ def test_to_json_round_trips_through_from_request():
     spec = build(
         {"max_workers": 3, "worker_gpu": 1, "env": {"A": "b"}, "labels": {"t": "x"}}, policy
     )
-    again = ValidatedSpec.from_request(spec.to_json(), policy, QUEUES)
+    again = ValidatedClusterSpec.from_request(spec.to_json(), policy, QUEUES)
     assert again == spec
 
 

@@ -1,6 +1,6 @@
 """Cluster state from KubeRay's RayCluster and Kueue's Workload together, and its milestones.
 
-Objects are shaped like the controllers write them: the RayCluster is ValidatedSpec's own
+Objects are shaped like the controllers write them: the RayCluster is ValidatedClusterSpec's own
 (``spec.suspend: true``, queue label), its status as KubeRay v1.7 reports it (zero counts
 omitted), the Workload as Kueue v0.19 writes it in both API versions.
 """
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from jupyter_dw.domain.cluster_spec import ValidatedSpec
+from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.cluster_state import (
     ClusterSnapshot,
-    cluster_status,
+    cluster_snapshot,
     transition,
     workload_selector,
 )
@@ -43,7 +43,9 @@ def cond(kind: str, status: str, reason: str, message: str = "", at: str = CREAT
 
 def raycluster(workers: int = 2, **status: Any) -> dict[str, Any]:
     """The RayCluster jupyter_dw creates, as stored after creation (uid, timestamps)."""
-    spec = ValidatedSpec.from_request({"name": "demo", "queue": "team-a", "workers": workers})
+    spec = ValidatedClusterSpec.from_request(
+        {"name": "demo", "queue": "team-a", "workers": workers}
+    )
     obj = spec.to_raycluster("ns", owner="alice")
     obj["metadata"].update({"uid": UID, "creationTimestamp": CREATED, "generation": 1})
     if status:
@@ -161,7 +163,7 @@ def pending_entry(local: int = 1, cluster: int = 3, name: str = WL_NAME) -> dict
 
 
 def test_fresh_suspended_cluster_without_workload_is_suspended() -> None:
-    status = cluster_status(raycluster())
+    status = cluster_snapshot(raycluster())
     assert status.state == "suspended"
     assert status.workload is None
     assert status.queue == "team-a"
@@ -172,7 +174,7 @@ def test_fresh_suspended_cluster_without_workload_is_suspended() -> None:
 
 
 def test_workload_without_status_is_queued_without_invented_words() -> None:
-    status = cluster_status(raycluster(), workload())
+    status = cluster_snapshot(raycluster(), workload())
     assert status.state == "queued"
     assert status.workload == WL_NAME
     assert (status.reason, status.message) == (None, None)
@@ -182,7 +184,7 @@ def test_workload_without_status_is_queued_without_invented_words() -> None:
     ("version", "pending"), [("v1beta1", PENDING_V1BETA1), ("v1beta2", PENDING_V1BETA2)]
 )
 def test_queued_shows_kueues_reason_and_positions(version: str, pending: dict) -> None:
-    status = cluster_status(raycluster(), workload(pending, version=version), pending_entry())
+    status = cluster_snapshot(raycluster(), workload(pending, version=version), pending_entry())
     assert status.state == "queued"
     assert status.reason == pending["reason"]
     assert status.message is not None and "2 more needed" in status.message
@@ -192,14 +194,14 @@ def test_queued_shows_kueues_reason_and_positions(version: str, pending: dict) -
 
 
 def test_pending_entry_of_another_workload_is_ignored() -> None:
-    status = cluster_status(raycluster(), workload(PENDING_V1BETA2), pending_entry(name="other"))
+    status = cluster_snapshot(raycluster(), workload(PENDING_V1BETA2), pending_entry(name="other"))
     assert status.position_in_local_queue is None
     assert status.position_in_cluster_queue is None
 
 
 def test_quota_reserved_but_waiting_for_admission_checks_is_queued() -> None:
     checks = cond("Admitted", "False", "NoChecks", "The workload has pending admission checks")
-    status = cluster_status(raycluster(), workload(RESERVED, checks, admission=True))
+    status = cluster_snapshot(raycluster(), workload(RESERVED, checks, admission=True))
     assert status.state == "queued"
     assert status.quota_reserved is True
     assert status.admitted is False
@@ -207,7 +209,7 @@ def test_quota_reserved_but_waiting_for_admission_checks_is_queued() -> None:
 
 
 def test_admitted_before_kueue_unsuspends() -> None:
-    status = cluster_status(raycluster(), admitted_workload(), pending_entry())
+    status = cluster_snapshot(raycluster(), admitted_workload(), pending_entry())
     assert status.state == "admitted"
     assert status.admitted_at == ADMITTED_AT
     assert status.cluster_queue == "cq-a"
@@ -219,14 +221,14 @@ def test_admitted_before_kueue_unsuspends() -> None:
 
 def test_admitted_while_kuberay_has_no_head_pod_yet() -> None:
     obj = running(raycluster(**kuberay_status(head="none")))
-    status = cluster_status(obj, admitted_workload())
+    status = cluster_snapshot(obj, admitted_workload())
     assert status.state == "admitted"
     assert status.reason == "Admitted"
 
 
 def test_starting_with_head_pod_not_ready() -> None:
     obj = running(raycluster(**kuberay_status(head="pending")))
-    status = cluster_status(obj, admitted_workload())
+    status = cluster_snapshot(obj, admitted_workload())
     assert status.state == "starting"
     assert status.head_ready is False
     assert (status.reason, status.message) == ("ContainersNotReady", "not ready")
@@ -234,7 +236,7 @@ def test_starting_with_head_pod_not_ready() -> None:
 
 def test_starting_with_some_workers_ready() -> None:
     obj = running(raycluster(**kuberay_status(head="ready", ready_workers=1)))
-    status = cluster_status(obj, admitted_workload())
+    status = cluster_snapshot(obj, admitted_workload())
     assert status.state == "starting"
     assert (status.head_ready, status.workers_ready, status.workers_desired) == (True, 1, 2)
     assert status.reason == "RayClusterPodsProvisioning"
@@ -242,7 +244,7 @@ def test_starting_with_some_workers_ready() -> None:
 
 def test_ready_when_head_and_all_workers_are_ready() -> None:
     obj = running(raycluster(**kuberay_status(head="ready", ready_workers=2)))
-    status = cluster_status(obj, admitted_workload())
+    status = cluster_snapshot(obj, admitted_workload())
     assert status.state == "ready"
     data = status.to_json()
     assert data["dashboard"] == {"service": "demo-head-svc", "port": 8265}
@@ -252,7 +254,7 @@ def test_ready_when_head_and_all_workers_are_ready() -> None:
 
 def test_ready_with_zero_workers_needs_only_the_head() -> None:
     obj = running(raycluster(workers=0, **kuberay_status(head="ready", desired=0)))
-    assert cluster_status(obj, admitted_workload()).state == "ready"
+    assert cluster_snapshot(obj, admitted_workload()).state == "ready"
 
 
 # -- eviction, preemption, deactivation -----------------------------------------------------
@@ -275,7 +277,7 @@ def test_preempted_wins_over_a_stale_ready_status() -> None:
     # Kueue marks the Workload evicted before it suspends the RayCluster, and KubeRay's status
     # lags further: a still-running, still-"ready" cluster must show the preemption.
     ready = running(raycluster(**kuberay_status(head="ready", ready_workers=2)))
-    status = cluster_status(ready, wl, pending_entry(0, 0))
+    status = cluster_snapshot(ready, wl, pending_entry(0, 0))
     assert status.state == "preempted"
     assert status.reason == "InClusterQueue"
     assert status.message == PREEMPT_MSG
@@ -283,14 +285,14 @@ def test_preempted_wins_over_a_stale_ready_status() -> None:
 
 
 def test_evicted_with_reason_preempted_is_preempted_without_the_detail_condition() -> None:
-    status = cluster_status(raycluster(), evicted_workload("Preempted", PREEMPT_MSG))
+    status = cluster_snapshot(raycluster(), evicted_workload("Preempted", PREEMPT_MSG))
     assert (status.state, status.reason) == ("preempted", "Preempted")
 
 
 @pytest.mark.parametrize("reason", ["ClusterQueueStopped", "LocalQueueStopped", "PodsReadyTimeout"])
 def test_evicted_shows_kueues_reason(reason: str) -> None:
     message = f"The workload is evicted: {reason}"
-    status = cluster_status(raycluster(), evicted_workload(reason, message))
+    status = cluster_snapshot(raycluster(), evicted_workload(reason, message))
     assert (status.state, status.reason, status.message) == ("evicted", reason, message)
 
 
@@ -303,20 +305,20 @@ def test_readmitted_after_eviction_is_no_longer_evicted() -> None:
         cond("Preempted", "False", "QuotaReserved", "Previously: " + PREEMPT_MSG),
         admission=True,
     )
-    assert cluster_status(raycluster(), wl).state == "admitted"
+    assert cluster_snapshot(raycluster(), wl).state == "admitted"
 
 
 def test_deactivated_workload_is_stopped_not_evicted() -> None:
     wl = evicted_workload("Deactivated", "The workload is deactivated")
     wl["spec"]["active"] = False
-    status = cluster_status(raycluster(), wl)
+    status = cluster_snapshot(raycluster(), wl)
     assert (status.state, status.reason) == ("stopped", "Deactivated")
     assert status.message == "The workload is deactivated"
     assert status.stopped is None  # deactivated by other means: no record
 
 
 def test_deactivated_before_kueue_evicts_it() -> None:
-    status = cluster_status(raycluster(), workload(PENDING_V1BETA2, active=False))
+    status = cluster_snapshot(raycluster(), workload(PENDING_V1BETA2, active=False))
     assert (status.state, status.reason) == ("stopped", "Deactivated")
 
 
@@ -326,7 +328,7 @@ def test_a_stopped_cluster_carries_its_record_and_only_while_stopped() -> None:
     rc["metadata"]["annotations"] = record.annotations()
     wl = evicted_workload("Deactivated", "The workload is deactivated")
     wl["spec"]["active"] = False
-    status = cluster_status(rc, wl)
+    status = cluster_snapshot(rc, wl)
     assert status.state == "stopped" and status.stopped == record
     assert status.to_json()["stopped"] == {
         "by": "system:serviceaccount:ns:wb",
@@ -336,7 +338,7 @@ def test_a_stopped_cluster_carries_its_record_and_only_while_stopped() -> None:
     assert transition(None, status)[-1] == "Stopped"
     # Reactivated: the record left behind is not shown.
     wl["spec"]["active"] = True
-    assert cluster_status(rc, wl).stopped is None
+    assert cluster_snapshot(rc, wl).stopped is None
 
 
 def test_a_rules_figures_are_kept_in_the_record() -> None:
@@ -358,18 +360,18 @@ def test_reactivated_waits_in_the_queue_not_evicted() -> None:
     evicted = cond("Evicted", "True", "Deactivated", off)
     requeued = cond("Requeued", "True", "Reactivated", "The workload was reactivated")
     wl = workload(evicted, cond("QuotaReserved", "False", "Pending", off), requeued)
-    status = cluster_status(raycluster(), wl)
+    status = cluster_snapshot(raycluster(), wl)
     assert (status.state, status.reason) == ("queued", "Reactivated")
     assert status.message == "The workload was reactivated"
     assert kueue_state(wl).state == "queued"
     # Resumed between Kueue's two eviction writes (the reservation not yet released).
     wl = workload(evicted, RESERVED, requeued)
-    status = cluster_status(raycluster(), wl)
+    status = cluster_snapshot(raycluster(), wl)
     assert (status.state, status.reason) == ("queued", "Reactivated")
     # Judged: the scheduler's own words (why it waits).
     short = "couldn't assign flavors to pod set head: insufficient unused quota"
     wl = workload(evicted, cond("QuotaReserved", "False", "Pending", short), requeued)
-    assert cluster_status(raycluster(), wl).message == short
+    assert cluster_snapshot(raycluster(), wl).message == short
 
 
 # -- failed, deleting -----------------------------------------------------------------------
@@ -380,7 +382,7 @@ def test_replica_failure_is_failed_even_when_otherwise_ready() -> None:
     status_fields["conditions"].append(
         cond("ReplicaFailure", "True", "FailedCreateWorkerPod", 'pods "w" is forbidden')
     )
-    status = cluster_status(running(raycluster(**status_fields)), admitted_workload())
+    status = cluster_snapshot(running(raycluster(**status_fields)), admitted_workload())
     assert status.state == "failed"
     assert status.reason == "FailedCreateWorkerPod"
     assert status.message == 'pods "w" is forbidden'
@@ -388,8 +390,8 @@ def test_replica_failure_is_failed_even_when_otherwise_ready() -> None:
 
 def test_deprecated_failed_state_is_failed() -> None:
     obj = running(raycluster(state="failed", reason="head pod crashed"))
-    assert cluster_status(obj).state == "failed"
-    assert cluster_status(obj).reason == "head pod crashed"
+    assert cluster_snapshot(obj).state == "failed"
+    assert cluster_snapshot(obj).reason == "head pod crashed"
 
 
 def test_deleting_wins_over_everything() -> None:
@@ -397,7 +399,7 @@ def test_deleting_wins_over_everything() -> None:
     obj["metadata"]["deletionTimestamp"] = "2026-08-01T11:00:00Z"
     obj["status"]["conditions"].append(cond("ReplicaFailure", "True", "FailedDeleteWorkerPod"))
     wl = evicted_workload("Preempted", PREEMPT_MSG)
-    assert cluster_status(obj, wl).state == "deleting"
+    assert cluster_snapshot(obj, wl).state == "deleting"
 
 
 # -- without Kueue, and partial or odd objects ----------------------------------------------
@@ -405,14 +407,14 @@ def test_deleting_wins_over_everything() -> None:
 
 def test_cluster_not_managed_by_kueue_starts_when_running() -> None:
     obj = running(raycluster())
-    assert cluster_status(obj).state == "starting"
+    assert cluster_snapshot(obj).state == "starting"
     ready = running(raycluster(**kuberay_status(head="ready", ready_workers=2)))
-    assert cluster_status(ready).state == "ready"
+    assert cluster_snapshot(ready).state == "ready"
 
 
 def test_old_kuberay_without_conditions_uses_state_ready() -> None:
     obj = running(raycluster(state="ready", readyWorkerReplicas=2, desiredWorkerReplicas=2))
-    status = cluster_status(obj, admitted_workload())
+    status = cluster_snapshot(obj, admitted_workload())
     assert status.head_ready is True
     assert status.state == "ready"
 
@@ -430,14 +432,14 @@ def test_malformed_objects_never_crash(broken: dict) -> None:
     obj = raycluster()
     obj.update(broken)
     bad_workload = {"metadata": {"name": 5}, "status": {"admission": {"podSetAssignments": 3}}}
-    status = cluster_status(obj, bad_workload, {"positionInLocalQueue": "x"})
+    status = cluster_snapshot(obj, bad_workload, {"positionInLocalQueue": "x"})
     assert status.state in {"queued", "suspended"}
     assert status.workers_ready == 0
     assert status.to_json()["flavors"] == []
 
 
 def test_empty_dict_is_a_nameless_running_cluster() -> None:
-    status = cluster_status({})
+    status = cluster_snapshot({})
     assert (status.name, status.state, status.queue) == ("", "starting", None)
     assert status.dashboard.service == "-head-svc"
 
@@ -448,23 +450,23 @@ def test_desired_workers_from_spec_until_kuberay_reports() -> None:
     group["numOfHosts"] = 2
     extra = copy.deepcopy(group) | {"groupName": "paused", "suspend": True}
     obj["spec"]["workerGroupSpecs"].append(extra)
-    assert cluster_status(obj).workers_desired == 6  # 3 replicas x 2 hosts; paused group: 0
+    assert cluster_snapshot(obj).workers_desired == 6  # 3 replicas x 2 hosts; paused group: 0
     obj["status"] = {"desiredWorkerReplicas": 4}
-    assert cluster_status(obj).workers_desired == 4
+    assert cluster_snapshot(obj).workers_desired == 4
 
 
 def test_dashboard_address_from_status_and_spec() -> None:
     obj = raycluster(head={"serviceName": "custom-svc"}, endpoints={"dashboard": "18265"})
-    assert cluster_status(obj).dashboard.to_json() == {"service": "custom-svc", "port": 18265}
+    assert cluster_snapshot(obj).dashboard.to_json() == {"service": "custom-svc", "port": 18265}
     obj = raycluster()
     obj["spec"]["headGroupSpec"]["headService"] = {"metadata": {"name": "mine"}}
-    assert cluster_status(obj).dashboard.service == "mine"
+    assert cluster_snapshot(obj).dashboard.service == "mine"
 
 
 def test_queue_falls_back_to_the_workload() -> None:
     obj = raycluster()
     del obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
-    assert cluster_status(obj, workload()).queue == "team-a"
+    assert cluster_snapshot(obj, workload()).queue == "team-a"
 
 
 def test_workload_selector_uses_the_job_uid_label() -> None:
@@ -480,15 +482,19 @@ def lifecycle() -> list[ClusterSnapshot]:
     created = raycluster()
     starting = kuberay_status(head="pending")
     return [
-        cluster_status(created),
-        cluster_status(created, workload(PENDING_V1BETA2), pending_entry()),
-        cluster_status(created, workload(RESERVED, admission=True)),
-        cluster_status(created, admitted_workload()),
-        cluster_status(running(raycluster(**kuberay_status(head="none"))), admitted_workload()),
-        cluster_status(running(raycluster(**starting)), admitted_workload()),
-        cluster_status(running(raycluster(**kuberay_status())), admitted_workload()),
-        cluster_status(running(raycluster(**kuberay_status(ready_workers=1))), admitted_workload()),
-        cluster_status(running(raycluster(**kuberay_status(ready_workers=2))), admitted_workload()),
+        cluster_snapshot(created),
+        cluster_snapshot(created, workload(PENDING_V1BETA2), pending_entry()),
+        cluster_snapshot(created, workload(RESERVED, admission=True)),
+        cluster_snapshot(created, admitted_workload()),
+        cluster_snapshot(running(raycluster(**kuberay_status(head="none"))), admitted_workload()),
+        cluster_snapshot(running(raycluster(**starting)), admitted_workload()),
+        cluster_snapshot(running(raycluster(**kuberay_status())), admitted_workload()),
+        cluster_snapshot(
+            running(raycluster(**kuberay_status(ready_workers=1))), admitted_workload()
+        ),
+        cluster_snapshot(
+            running(raycluster(**kuberay_status(ready_workers=2))), admitted_workload()
+        ),
     ]
 
 
@@ -538,9 +544,9 @@ def test_preemption_then_readmission() -> None:
     wl = evicted_workload(
         "Preempted", PREEMPT_MSG, cond("Preempted", "True", "InClusterQueue", PREEMPT_MSG)
     )
-    preempted = cluster_status(raycluster(), wl, pending_entry(0, 0))
+    preempted = cluster_snapshot(raycluster(), wl, pending_entry(0, 0))
     assert transition(ready, preempted) == ["Preempted", "QuotaReleased"]
-    readmitted = cluster_status(raycluster(), admitted_workload())
+    readmitted = cluster_snapshot(raycluster(), admitted_workload())
     assert transition(preempted, readmitted) == ["QuotaReserved", "Admitted"]
     assert transition(preempted, preempted) == []
 
@@ -556,8 +562,8 @@ def test_entering_failed_and_deleting() -> None:
     ready = lifecycle()[-1]
     fields = kuberay_status(ready_workers=2)
     fields["conditions"].append(cond("ReplicaFailure", "True", "FailedCreateWorkerPod"))
-    failed = cluster_status(running(raycluster(**fields)), admitted_workload())
+    failed = cluster_snapshot(running(raycluster(**fields)), admitted_workload())
     assert transition(ready, failed) == ["Failed"]
     gone = raycluster()
     gone["metadata"]["deletionTimestamp"] = "2026-08-01T11:00:00Z"
-    assert transition(failed, cluster_status(gone)) == ["Deleting", "QuotaReleased"]
+    assert transition(failed, cluster_snapshot(gone)) == ["Deleting", "QuotaReleased"]

@@ -40,14 +40,14 @@ def test_without_a_base_there_is_no_url():
 @pytest.mark.parametrize("url", ["/dw/ray/my-ray/", None])
 def test_the_notebook_view_says_where_the_dashboard_is(url):
     from jupyter_dw.core.cluster_results import ClusterInfo
-    from jupyter_dw.domain.cluster_state import cluster_status
+    from jupyter_dw.domain.cluster_state import cluster_snapshot
     from jupyter_dw.notebook.display import cluster_html
 
     raycluster = {
         "metadata": {"name": "my-ray", "namespace": "team-a"},
         "spec": {"suspend": True, "headGroupSpec": {}},
     }
-    info = ClusterInfo(cluster_status(raycluster), url, None, (), ())
+    info = ClusterInfo(cluster_snapshot(raycluster), url, None, (), ())
     html = cluster_html(info)
     if url is not None:
         assert f"<code>{url}</code>" in html

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_dw.domain.cluster_spec import ValidatedSpec
+from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.fit import (
     FITS_NOW,
     MUST_WAIT,
@@ -148,7 +148,7 @@ def assess(
 
 
 def test_pod_sets_for_spec_match_kueue_raycluster_pod_sets() -> None:
-    spec = ValidatedSpec.from_request(
+    spec = ValidatedClusterSpec.from_request(
         {"name": "demo", "queue": "team-a", "workers": 3, "worker_cpu": "2", "worker_gpu": 1}
     )
     head, workers = pod_sets_for_spec(spec)
@@ -156,7 +156,7 @@ def test_pod_sets_for_spec_match_kueue_raycluster_pod_sets() -> None:
     assert (workers.name, workers.count) == ("workers", 3)
     assert workers.per_pod["nvidia.com/gpu"] == 1
     assert "nvidia.com/gpu" not in head.per_pod
-    # The totals agree with ValidatedSpec.total_requests (head + workers).
+    # The totals agree with ValidatedClusterSpec.total_requests (head + workers).
     verdict = assess_fit(list(pod_sets_for_spec(spec)), None, None)
     assert dict(verdict.requests) == spec.total_requests()
 
@@ -511,8 +511,8 @@ def test_no_requests_fit() -> None:
 # -- what would fit now ---------------------------------------------------------------------
 
 
-def _spec(workers: int) -> ValidatedSpec:
-    return ValidatedSpec.from_request(
+def _spec(workers: int) -> ValidatedClusterSpec:
+    return ValidatedClusterSpec.from_request(
         {
             "name": "big",
             "queue": "team-a",

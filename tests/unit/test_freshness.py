@@ -54,11 +54,11 @@ def test_json_has_state_reason_and_an_rfc3339_since():
 
 def test_the_notebook_display_says_when_a_state_is_not_current():
     from jupyter_dw.core.cluster_results import ClusterInfo
-    from jupyter_dw.domain.cluster_state import cluster_status
+    from jupyter_dw.domain.cluster_state import cluster_snapshot
     from jupyter_dw.notebook.display import cluster_html
 
     raycluster = {"metadata": {"name": "rc", "namespace": "ns"}, "spec": {}}
-    status = cluster_status(raycluster)
+    status = cluster_snapshot(raycluster)
     fresh = ClusterInfo(status, "/dw/ray/rc/", None, (), ())
     away = Freshness("reconnecting", "Cannot reach the Kubernetes API server", 0.0)
     assert "last known state" not in cluster_html(fresh)

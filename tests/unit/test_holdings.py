@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from jupyter_dw.core.cluster_results import ClusterInfo
 from jupyter_dw.core.holdings import holding, holdings
-from jupyter_dw.domain.cluster_state import cluster_status
+from jupyter_dw.domain.cluster_state import cluster_snapshot
 from jupyter_dw.domain.usage import ClusterUsage, ResourceUse
 
 
@@ -22,7 +22,7 @@ def info(name: str, queue: str | None, owner: str | None, cpu: str, used: str | 
         {"cpu": ResourceUse(Decimal(cpu), Decimal(used) if used is not None else None)},
         metrics_reason=None if used is not None else "no metrics API",
     )
-    return ClusterInfo(cluster_status(raycluster), None, owner, (), (), usage=usage)
+    return ClusterInfo(cluster_snapshot(raycluster), None, owner, (), (), usage=usage)
 
 
 def test_only_my_clusters_in_the_queue_are_summed():
@@ -48,7 +48,7 @@ def test_only_my_clusters_in_the_queue_are_summed():
 
 def test_a_cluster_without_usage_adds_nothing():
     bare = ClusterInfo(
-        cluster_status(
+        cluster_snapshot(
             {
                 "metadata": {
                     "name": "x",

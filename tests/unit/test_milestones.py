@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jupyter_dw.domain.cluster_state import cluster_status
+from jupyter_dw.domain.cluster_state import cluster_snapshot
 from jupyter_dw.domain.milestones import milestones
 from tests.unit.test_cluster_state import (
     ADMITTED,
@@ -32,7 +32,7 @@ def pod(role: str, name: str, ready_at: str | None) -> dict[str, Any]:
 
 
 def timeline(rc: dict, wl: dict | None, pods: list[dict] = ()) -> list[tuple[str, str | None]]:
-    status = cluster_status(rc, wl)
+    status = cluster_snapshot(rc, wl)
     return [(m.name, m.time) for m in milestones(status, rc, wl, pods)]
 
 

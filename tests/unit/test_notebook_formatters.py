@@ -22,12 +22,12 @@ import json
 from jupyter_dw.core.cluster_results import ClusterInfo, ClusterList
 from jupyter_dw.core.queues import QueueList
 from jupyter_dw.core.workloads import WorkloadList
-from jupyter_dw.domain.cluster_state import cluster_status
+from jupyter_dw.domain.cluster_state import cluster_snapshot
 from jupyter_dw.domain.ray_jobs import JobList
 from jupyter_dw.notebook import display, job_display
 
 info = ClusterInfo(
-    cluster_status({{"metadata": {{"name": "rc", "namespace": "ns"}}, "spec": {{}}}}),
+    cluster_snapshot({{"metadata": {{"name": "rc", "namespace": "ns"}}, "spec": {{}}}}),
     "/dw/ray/rc/", None, (), (),
 )
 shown = {{}}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_dw.domain.cluster_state import cluster_status
+from jupyter_dw.domain.cluster_state import cluster_snapshot
 from jupyter_dw.domain.pod_problems import first_problem, pod_problem
 from tests.unit.test_cluster_state import admitted_workload, kuberay_status, raycluster, running
 
@@ -43,7 +43,7 @@ def test_the_heads_problem_comes_first():
 
 def test_an_admitted_cluster_with_an_unschedulable_pod_is_stalled():
     rc = running(raycluster(**kuberay_status("pending", ready_workers=0, desired=2)))
-    status = cluster_status(rc, admitted_workload(), pods=[unschedulable("demo-head", "head")])
+    status = cluster_snapshot(rc, admitted_workload(), pods=[unschedulable("demo-head", "head")])
     assert status.state == "stalled"
     assert status.reason == "Unschedulable"
     assert status.message == f"pod demo-head: {UNSCHEDULABLE}"
@@ -51,6 +51,6 @@ def test_an_admitted_cluster_with_an_unschedulable_pod_is_stalled():
 
 def test_ready_wins_and_queued_clusters_have_no_pods_to_blame():
     rc = running(raycluster(**kuberay_status("ready", ready_workers=2, desired=2)))
-    assert cluster_status(rc, admitted_workload(), pods=[unschedulable("x")]).state == "ready"
+    assert cluster_snapshot(rc, admitted_workload(), pods=[unschedulable("x")]).state == "ready"
     queued = raycluster()
-    assert cluster_status(queued, None, pods=[unschedulable("x")]).state != "stalled"
+    assert cluster_snapshot(queued, None, pods=[unschedulable("x")]).state != "stalled"

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from jupyter_dw.domain.cluster_state import cluster_status
+from jupyter_dw.domain.cluster_state import cluster_snapshot
 from jupyter_dw.domain.fit import assess_fit
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota, KueueObjectError
 from jupyter_dw.domain.priorities import (
@@ -168,7 +168,7 @@ def test_a_preempted_cluster_names_its_preemptor():
             ]
         },
     }  # fmt: skip
-    status = cluster_status(raycluster, workload)
+    status = cluster_snapshot(raycluster, workload)
     assert status.state == "preempted" and status.reason == "InClusterQueue"
     assert status.to_json()["preempted_by"] == {
         "workload_uid": "5d1c-wl",
@@ -191,4 +191,4 @@ def test_only_a_preempted_cluster_has_a_preemptor():
             ]
         },
     }  # fmt: skip
-    assert cluster_status(raycluster, workload).preempted_by is None
+    assert cluster_snapshot(raycluster, workload).preempted_by is None

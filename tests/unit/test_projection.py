@@ -13,7 +13,7 @@ import pytest
 
 from jupyter_dw.core.clusters import _pod_info
 from jupyter_dw.domain.cluster_state import (
-    cluster_status,
+    cluster_snapshot,
     live_worker_pods,
 )
 from jupyter_dw.domain.kueue_state import admission_checks, kueue_state
@@ -146,8 +146,8 @@ def test_pod_readers_answer_the_same_on_projected_pods(case: str) -> None:
     rc = running(raycluster(**kuberay_status("ready", ready_workers=1)))
     wl = admitted_workload()
     for rc_seen in (rc, slim(with_managed_fields(rc))):
-        status = cluster_status(rc, wl, pods=full)
-        assert cluster_status(rc_seen, slim(wl), pods=projected) == status
+        status = cluster_snapshot(rc, wl, pods=full)
+        assert cluster_snapshot(rc_seen, slim(wl), pods=projected) == status
         assert milestones(status, rc_seen, slim(wl), projected) == milestones(status, rc, wl, full)
     assert first_problem(projected) == first_problem(full)
     assert [pod_problem(p) for p in projected] == [pod_problem(p) for p in full]

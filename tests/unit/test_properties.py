@@ -21,7 +21,7 @@ from jupyter_dw.domain.cluster_spec import (
     MAX_NAME_LENGTH,
     SpecError,
     SpecPolicy,
-    ValidatedSpec,
+    ValidatedClusterSpec,
     ray_cluster_name_error,
 )
 from jupyter_dw.domain.quantity import (
@@ -199,10 +199,10 @@ ARGUMENTS = st.fixed_dictionaries(
 )
 
 
-def parse(request: Any, arguments: dict[str, Any]) -> ValidatedSpec | None:
+def parse(request: Any, arguments: dict[str, Any]) -> ValidatedClusterSpec | None:
     """The spec, or None when refused; anything but :class:`SpecError` fails the test."""
     try:
-        return ValidatedSpec.from_request(request, **arguments)
+        return ValidatedClusterSpec.from_request(request, **arguments)
     except SpecError as err:
         assert err.errors and all(isinstance(m, str) and m for m in err.errors.values())
         return None
@@ -221,7 +221,7 @@ def test_a_valid_spec_round_trips_and_stays_in_bounds(request, arguments):
     if spec is None:
         return
     policy: SpecPolicy = arguments["policy"]
-    assert ValidatedSpec.from_request(spec.to_json(), **arguments) == spec
+    assert ValidatedClusterSpec.from_request(spec.to_json(), **arguments) == spec
     assert set(spec.to_json()) == set(FIELDS)
     # Nothing outside the fields was taken: unknown keys are refused, never ignored.
     assert set(request) <= set(FIELDS)

@@ -10,7 +10,7 @@ import pytest
 from tornado import httputil
 
 from jupyter_dw.core.doctor import _ray_auth_check
-from jupyter_dw.domain.cluster_state import cluster_status
+from jupyter_dw.domain.cluster_state import cluster_snapshot
 from jupyter_dw.domain.ray_auth import (
     RayToken,
     RayVersionError,
@@ -193,17 +193,17 @@ def _admitted_workload() -> dict[str, Any]:
 def test_a_refused_cluster_is_stalled_with_kuberays_words_even_when_kueue_admits_it():
     rc = raycluster(suspend=False, authOptions={"mode": "token"}, rayVersion="2.50.0")
     refusal = kuberay_refusal([refusal_event()], rc)
-    status = cluster_status(rc, _admitted_workload(), refusal=refusal)
+    status = cluster_snapshot(rc, _admitted_workload(), refusal=refusal)
     assert status.state == "stalled"
     assert status.reason == "InvalidRayClusterSpec"
     assert status.message == "The RayCluster spec is invalid ns/demo: InvalidRayClusterSpec details"
-    assert cluster_status(rc, _admitted_workload()).state == "admitted"  # without the event
+    assert cluster_snapshot(rc, _admitted_workload()).state == "admitted"  # without the event
 
 
 def test_a_refusal_from_before_a_head_started_is_history():
     rc = raycluster(suspend=False)
     rc["status"] = {"head": {"podName": "demo-head-x"}}
-    status = cluster_status(
+    status = cluster_snapshot(
         rc, _admitted_workload(), refusal=kuberay_refusal([refusal_event()], rc)
     )
     assert status.state == "starting"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_dw.domain.cluster_spec import SpecError, ValidatedSpec
+from jupyter_dw.domain.cluster_spec import SpecError, ValidatedClusterSpec
 from jupyter_dw.domain.fit import FITS_NOW, MUST_WAIT, assess_fit
 from jupyter_dw.domain.fit_suggestion import suggest, suggest_workers
 from jupyter_dw.domain.kinds.rayjob import (
@@ -33,7 +33,7 @@ GiB = Decimal(2**30)
 def parse(data: dict[str, Any], priorities: list[str] | None = None) -> ValidatedRayJob:
     return ValidatedRayJob.from_request(
         data,
-        lambda request: ValidatedSpec.from_request(request, known_queues=QUEUES),
+        lambda request: ValidatedClusterSpec.from_request(request, known_queues=QUEUES),
         QUEUES,
         "team",
         priorities,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_dw.domain.cluster_spec import SpecError, ValidatedSpec
+from jupyter_dw.domain.cluster_spec import SpecError, ValidatedClusterSpec
 from jupyter_dw.domain.fit import FITS_NOW, NEVER_FITS, assess_fit, pod_sets_for_spec
 from jupyter_dw.domain.fit_suggestion import suggest
 from jupyter_dw.domain.quota import QuotaTree
@@ -49,7 +49,7 @@ def test_node_selector_only_counts_keys_the_flavor_labels():
 
 
 def spec(**extra):
-    return ValidatedSpec.from_request(
+    return ValidatedClusterSpec.from_request(
         {
             "name": "x",
             "queue": "q",

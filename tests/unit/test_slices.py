@@ -13,8 +13,8 @@ import copy
 from decimal import Decimal
 from typing import Any
 
-from jupyter_dw.domain.cluster_spec import SpecPolicy, ValidatedSpec
-from jupyter_dw.domain.cluster_state import cluster_status, transition
+from jupyter_dw.domain.cluster_spec import SpecPolicy, ValidatedClusterSpec
+from jupyter_dw.domain.cluster_state import cluster_snapshot, transition
 from jupyter_dw.domain.fit import FITS_NOW, MUST_WAIT, NEVER_FITS, pod_sets_for_spec
 from jupyter_dw.domain.milestones import milestones
 from jupyter_dw.domain.quota import QuotaTree
@@ -38,7 +38,7 @@ def cond(kind: str, status: str = "True", reason: str = "", message: str = "", a
 
 
 def elastic_cluster(replicas: int, *, pinned_min: int | None = None) -> dict[str, Any]:
-    spec = ValidatedSpec.from_request(
+    spec = ValidatedClusterSpec.from_request(
         {"name": "grow", "queue": "team-a", "workers": 1, "min_workers": 1, "max_workers": 8},
         SpecPolicy(elastic_jobs=True),
     )
@@ -140,7 +140,7 @@ def test_an_admitted_replacement_takes_over_and_the_replaced_slice_is_not_curren
 
 def test_a_waiting_scale_up_keeps_the_cluster_ready_and_says_why_it_waits():
     pods = [worker_pod(f"w{i}") for i in range(4)] + [worker_pod("w4", gated=True)] * 2
-    status = cluster_status(
+    status = cluster_snapshot(
         ready(elastic_cluster(6), 4), pending=POSITION, pods=pods, slices=[FIRST, WAITING]
     )
     assert status.state == "ready" and status.workload == "grow-a"
@@ -156,7 +156,7 @@ def test_a_waiting_scale_up_keeps_the_cluster_ready_and_says_why_it_waits():
 
 
 def test_a_person_pinned_size_is_reported_as_the_user_s_request():
-    status = cluster_status(
+    status = cluster_snapshot(
         ready(elastic_cluster(6, pinned_min=1), 4), slices=[FIRST, WAITING], pods=[]
     )
     assert status.pinned_workers == 6 and status.min_workers == 1
@@ -165,15 +165,15 @@ def test_a_person_pinned_size_is_reported_as_the_user_s_request():
 
 def test_scale_milestones_on_the_events_and_the_timeline():
     cluster = elastic_cluster(6)
-    waiting = cluster_status(ready(cluster, 4), slices=[FIRST, WAITING], pods=[])
-    before = cluster_status(ready(elastic_cluster(4), 4), slices=[FIRST], pods=[])
+    waiting = cluster_snapshot(ready(cluster, 4), slices=[FIRST, WAITING], pods=[])
+    before = cluster_snapshot(ready(elastic_cluster(4), 4), slices=[FIRST], pods=[])
     assert transition(before, waiting) == ["ScaleRequested:6"]
     replaced = workload("grow-a", 4, reserved=True, finished=True)
     taken = workload("grow-b", 6, reserved=True, at=T2, replaces="grow-a")
-    starting = cluster_status(ready(cluster, 4), slices=[replaced, taken], pods=[])
+    starting = cluster_snapshot(ready(cluster, 4), slices=[replaced, taken], pods=[])
     assert starting.scale.state == "admitted" and starting.state == "starting"
     assert transition(waiting, starting) == ["ScaleAdmitted:6"]
-    done = cluster_status(ready(cluster, 6), slices=[replaced, taken], pods=[])
+    done = cluster_snapshot(ready(cluster, 6), slices=[replaced, taken], pods=[])
     assert done.scale is None and done.state == "ready"
     assert transition(starting, done)[-1] == "ScaledTo:6"
     steps = milestones(done, ready(cluster, 6), None, [], slices=[replaced, taken])
@@ -185,19 +185,19 @@ def test_scale_milestones_on_the_events_and_the_timeline():
 def test_a_scale_down_is_in_flight_until_the_extra_pods_are_gone():
     shrunk = workload("grow-a", 2, reserved=True)  # Kueue rewrote the count in place
     pods = [worker_pod(f"w{i}") for i in range(6)]
-    status = cluster_status(ready(elastic_cluster(2), 6), slices=[shrunk], pods=pods)
+    status = cluster_snapshot(ready(elastic_cluster(2), 6), slices=[shrunk], pods=pods)
     assert status.workers_admitted == 2
     assert status.scale.state == "scaling-down"
     assert (status.scale.from_workers, status.scale.to_workers) == (6, 2)
-    gone = cluster_status(ready(elastic_cluster(2), 2), slices=[shrunk], pods=pods[:2])
+    gone = cluster_snapshot(ready(elastic_cluster(2), 2), slices=[shrunk], pods=pods[:2])
     assert gone.scale is None and gone.state == "ready"
 
 
 def test_a_fixed_size_cluster_has_no_scale():
-    spec = ValidatedSpec.from_request({"name": "fixed", "queue": "team-a", "workers": 2})
+    spec = ValidatedClusterSpec.from_request({"name": "fixed", "queue": "team-a", "workers": 2})
     obj = spec.to_raycluster("ns")
     obj["metadata"]["uid"] = UID
-    status = cluster_status(obj, slices=[workload("fixed-a", 2, reserved=True)])
+    status = cluster_snapshot(obj, slices=[workload("fixed-a", 2, reserved=True)])
     assert not status.elastic and status.scale is None and status.workers_admitted == 2
 
 
@@ -213,7 +213,7 @@ def test_whether_kueue_counts_the_autoscaler_is_read_from_a_workload():
 
 
 def test_the_head_pod_set_counts_the_sidecar_set_in_the_spec():
-    spec = ValidatedSpec.from_request(
+    spec = ValidatedClusterSpec.from_request(
         {"name": "g", "queue": "q", "workers": 1, "min_workers": 1, "max_workers": 4},
         SpecPolicy(elastic_jobs=True, autoscaler_cpu="250m", autoscaler_memory="256Mi"),
     )
@@ -269,14 +269,14 @@ def test_a_slice_finished_as_replaced_speaks_for_the_quota_until_its_replacement
     # Kueue 0.14 writes Finished on the old slice before the new one's reservation.
     replaced = workload("grow-a", 4, reserved=True, finished=True)
     arriving = workload("grow-b", 6, reserved=False, at=T1, replaces="grow-a")
-    status = cluster_status(ready(elastic_cluster(6), 4), slices=[replaced, arriving], pods=[])
+    status = cluster_snapshot(ready(elastic_cluster(6), 4), slices=[replaced, arriving], pods=[])
     assert status.state == "ready" and status.quota_reserved and status.workers_admitted == 4
     assert status.scale.state == "queued" and status.scale.to_workers == 6
 
 
 def test_a_waiting_slice_asked_back_to_the_held_size_is_no_change():
     back = workload("grow-b", 4, reserved=False, at=T1, replaces="grow-a")
-    status = cluster_status(ready(elastic_cluster(4), 4), slices=[FIRST, back], pods=[])
+    status = cluster_snapshot(ready(elastic_cluster(4), 4), slices=[FIRST, back], pods=[])
     assert status.scale is None and status.workers_admitted == 4
 
 
@@ -285,6 +285,6 @@ def test_a_pin_the_autoscaler_grew_past_keeps_the_cluster_s_own_range():
     (1 to 8), the pin still 5 — a later scale to 2 is within the cluster's range."""
     grown = elastic_cluster(5, pinned_min=1)
     grown["spec"]["workerGroupSpecs"][0]["replicas"] = 7
-    status = cluster_status(ready(grown, 5), slices=[FIRST], pods=[])
+    status = cluster_snapshot(ready(grown, 5), slices=[FIRST], pods=[])
     assert (status.min_workers, status.max_workers) == (1, 8)
     assert status.pinned_workers == 5 and status.workers_desired == 7

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from jupyter_dw.core.cluster_results import ClusterInfo
-from jupyter_dw.domain.cluster_state import cluster_status
+from jupyter_dw.domain.cluster_state import cluster_snapshot
 from jupyter_dw.domain.usage import ClusterUsage, RayLoad, ResourceUse
 from jupyter_dw.notebook import widgets
 from jupyter_dw.notebook.display import cluster_html, usage_html
@@ -18,7 +18,7 @@ NO_METRICS = "the metrics API (metrics.k8s.io/v1beta1) is not served here"
 
 
 def info(usage: ClusterUsage | None, idle_since: str | None = None) -> ClusterInfo:
-    status = cluster_status({"metadata": {"name": "rc", "namespace": "ns"}, "spec": {}})
+    status = cluster_snapshot({"metadata": {"name": "rc", "namespace": "ns"}, "spec": {}})
     return ClusterInfo(status, None, "me", (), (), usage=usage, idle_since=idle_since)
 
 

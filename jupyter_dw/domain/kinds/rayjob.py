@@ -2,8 +2,8 @@
 it down): its request, validated, as the manifest we create and the pod sets Kueue counts; its
 state; and its description, :data:`RAYJOB`. Pure.
 
-The job's cluster is a :class:`~jupyter_dw.domain.cluster_spec.ValidatedSpec` made by the same
-parser as a RayCluster's; its own ``name``, ``queue`` and ``priority`` are the job's, so the
+The job's cluster is a :class:`~jupyter_dw.domain.cluster_spec.ValidatedClusterSpec` made by the
+same parser as a RayCluster's; its own ``name``, ``queue`` and ``priority`` are the job's, so the
 RayJob's metadata is exactly what a RayCluster of that name would carry. Checked against KubeRay
 v1.6.2 (``rayjob_types.go``, ``utils/validation.go``) and Kueue v0.19.2 / v0.14.8
 (``pkg/controller/jobs/rayjob``):
@@ -30,7 +30,7 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
-from jupyter_dw.domain.cluster_spec import ValidatedSpec
+from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.fit import PodSetRequest, pod_sets_for_spec
 from jupyter_dw.domain.job_kind import (
     Environment,
@@ -81,7 +81,7 @@ RAYJOB_FIELDS: tuple[str, ...] = (
 CLUSTER_FIELDS_NOT_USED = ("name", "queue", "priority")
 """Fields of the inner cluster that the job's own fields replace."""
 
-ClusterParser = Callable[[Mapping[str, Any]], ValidatedSpec]
+ClusterParser = Callable[[Mapping[str, Any]], ValidatedClusterSpec]
 """Parses the inner cluster request (the same parser and policy as ``POST clusters``); raises
 ``SpecError``."""
 
@@ -99,7 +99,7 @@ class ValidatedRayJob:
     submission_mode: SubmissionMode
     shutdown_after_finish: bool
     ttl_seconds_after_finished: int | None
-    cluster: ValidatedSpec
+    cluster: ValidatedClusterSpec
 
     def __post_init__(self) -> None:
         if self.runtime_env is not None:
@@ -252,7 +252,7 @@ class _RayJobParser:
 
     def _cluster(
         self, name: str | None, queue: str | None, priority: str | None
-    ) -> ValidatedSpec | None:
+    ) -> ValidatedClusterSpec | None:
         raw = self.values.get("cluster", {})
         if not isinstance(raw, Mapping):
             self.errors["cluster"] = (

@@ -87,9 +87,9 @@ class DashboardProxy:
             return url.rstrip("/")
         # Imported here, as the core is (see server/core_loader.py): the cluster models are
         # not needed before a dashboard is opened, and would weigh on the server's start.
-        from ...domain.cluster_state import cluster_status
+        from ...domain.cluster_state import cluster_snapshot
 
-        dashboard = cluster_status(raycluster).dashboard
+        dashboard = cluster_snapshot(raycluster).dashboard
         # The status is written by KubeRay, but a name that is not a Service name, or a port
         # that is not a port, must not become a host or a URL.
         if dns1035_label_error(dashboard.service) is not None or not 0 < dashboard.port < 65536:
