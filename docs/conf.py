@@ -43,7 +43,10 @@ nitpick_ignore_regex = [
     # Docstrings of the documented classes name internal modules, classes and helpers (where a
     # behaviour lives, for readers of the source); the public names and every class the
     # public API returns are documented (reference/python-api.md), so those resolve.
-    ("py:(class|mod|data|func|meth|attr|obj)", r"jupyter_dw\.(core|k8s|domain|ray|server)\..*"),
+    (
+        "py:(class|mod|data|func|meth|attr|obj)",
+        r"jupyter_dw\.(core|k8s|domain|ray_head|server)\..*",
+    ),
     ("py:(class|func|meth|obj)", r"_?[A-Za-z]\w*"),  # a name without its module
 ]
 

@@ -158,6 +158,9 @@ def _reachable_classes(public: list[object]) -> list[type]:
         found: list[type] = []
         if inspect.isclass(t) and t.__module__.startswith("jupyter_dw"):
             found.append(t)
+        origin = typing.get_origin(t)  # JobList[Any]: JobList
+        if inspect.isclass(origin) and origin.__module__.startswith("jupyter_dw"):
+            found.append(origin)
         for arg in typing.get_args(t):
             found += own(arg)
         return found
