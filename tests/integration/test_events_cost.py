@@ -124,16 +124,7 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
     # visibility call.
     sockets = [(await open_events(jp_ws_fetch))[0] for _ in range(4)]
     before = board.calls
-    patch = {"metadata": {"annotations": {"example.com/note": "hello"}}}
-    await asyncio.to_thread(
-        custom.patch_namespaced_custom_object,
-        KUEUE,
-        kueue.api_version,
-        namespace,
-        "workloads",
-        "waiting-3",
-        patch,
-    )
+    await asyncio.to_thread(annotate, custom, kueue.api_version, namespace, "waiting-3")
     for events in sockets:
         await events.until(
             lambda m: m["type"] == "workload" and m["name"] == "waiting-3", "the annotated one"
@@ -221,22 +212,19 @@ async def test_a_change_in_a_queue_where_nothing_waits_asks_no_positions(
     events, _ = await open_events(jp_ws_fetch)
     await eventually(lambda: board.settled, "the snapshot's positions read")
     before = board.calls
-    patch = {"metadata": {"annotations": {"example.com/note": "hello"}}}
-    await asyncio.to_thread(
-        custom.patch_namespaced_custom_object,
-        KUEUE,
-        kueue.api_version,
-        namespace,
-        "workloads",
-        "alone",
-        patch,
-    )
+    await asyncio.to_thread(annotate, custom, kueue.api_version, namespace, "alone")
     await events.until(lambda m: m["type"] == "workload" and m["name"] == "alone", "its change")
     # A read the change scheduled would be under way or done by now (it is scheduled before
     # the message is sent): wait for none to be left, then count.
     await eventually(lambda: board.settled, "no visibility call left")
     assert board.calls == before, "a change in a queue where nothing waits asked for positions"
     events.close()
+
+
+def annotate(custom: client.CustomObjectsApi, version: str, namespace: str, name: str) -> None:
+    """A change of Workload ``name`` that moves no position: an annotation."""
+    patch = {"metadata": {"annotations": {"example.com/note": "hello"}}}
+    custom.patch_namespaced_custom_object(KUEUE, version, namespace, "workloads", name, patch)
 
 
 def admitted(workload: dict[str, Any] | None) -> bool:

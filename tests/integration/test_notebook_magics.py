@@ -75,7 +75,7 @@ def test_queues_fit_up_status_list_down(shell, kueue, kube, namespace, capsys):
         ("help", "%dw fit"),
         ("bogus", "invalid choice"),
         ("fit --workers many", "invalid int value"),
-        ("up", "the following arguments are required: name"),
+        ("up", "the following arguments are required: NAME"),
         ("fit --workers 2 --worker-memory lots", "worker_memory"),
         ("fit --workers 2 --queue nope", "queue"),
         ("status no-such-cluster", "No RayCluster named 'no-such-cluster'"),
