@@ -177,6 +177,12 @@ class CacheSet:
         self._idle_timeout = idle_timeout
         self._lazy = lazy
         self._listeners: list[_Registration] = []
+        # What each stopped cache held, by plural, until a cache of it is made again: the
+        # listeners saw those objects, so the new cache's first list must tell them what
+        # went away meanwhile (a permission revoked and granted back; after an API server
+        # restart its authorizer refuses everything for a moment). Kept across :meth:`reset`: a
+        # session started again keeps its listeners.
+        self._inherited: dict[str, dict[tuple[str, str], Object]] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -202,6 +208,7 @@ class CacheSet:
         for plural in [p for p in self.caches if self._specs.get(p) != wanted.get(p)]:
             cache = self.caches.pop(plural)
             stopped.append(cache)
+            self._inherited[plural] = cache.objects()
             resource, _ = self._specs.pop(plural)
             if plural not in wanted and cache.started and is_served(resource):
                 # Still served, no longer allowed: what the UI showed of it is now old.
@@ -226,6 +233,7 @@ class CacheSet:
                 indexes=_INDEXES.get(plural),
                 on_health=lambda _health: self._on_health(),
                 projection=_PROJECTIONS.get(plural, slim),
+                inherited=self._inherited.pop(plural, None),
             )
             for registration in self._listeners:
                 registration.removers.append(
@@ -302,8 +310,9 @@ class CacheSet:
         return remove
 
     def stop_all(self) -> None:
-        for cache in self.caches.values():
+        for plural, cache in self.caches.items():
             cache.stop()
+            self._inherited[plural] = cache.objects()
 
 
 def _revocation_reason(resource: Resource, access: Mapping[Permission, AccessResult]) -> str:

@@ -164,6 +164,9 @@ class WatchCache:
     ``indexes`` name functions whose values :meth:`by_index` looks objects up by (a label
     value, the UID): answers in memory instead of scanning or listing per request.
     ``projection`` is what is kept of each object (:mod:`.projection`; default: all of it).
+    ``inherited`` is what an earlier cache of the same resource held when it was stopped:
+    the first list is then told against it (what went away meanwhile comes as DELETED, what
+    is unchanged as nothing), not against an empty cache.
     """
 
     def __init__(
@@ -176,6 +179,7 @@ class WatchCache:
         indexes: Mapping[str, IndexFunc] | None = None,
         on_health: HealthListener | None = None,
         projection: Projection | None = None,
+        inherited: Mapping[tuple[str, str], Object] | None = None,
     ) -> None:
         self.name = name or list_watch.description
         # What is kept of each object listed or watched (see .projection), before any
@@ -188,6 +192,8 @@ class WatchCache:
         self._min_watch_seconds = min_watch_seconds
         self._lock = threading.Condition()
         self._objects: dict[tuple[str, str], Object] = {}
+        # Read by the first list only (not served before it: it may be long out of date).
+        self._inherited: dict[tuple[str, str], Object] = dict(inherited or {})
         self._index_funcs: dict[str, IndexFunc] = dict(indexes or {})
         # index name -> value -> keys of the objects with that value; kept under _lock.
         self._indexes: dict[str, dict[str, set[tuple[str, str]]]] = {
@@ -295,6 +301,12 @@ class WatchCache:
     def listener_count(self) -> int:
         """How many listeners are registered (for diagnostics: one per open events socket)."""
         return len(self._listeners)
+
+    def objects(self) -> dict[tuple[str, str], Object]:
+        """What the cache holds, by (namespace, name): what a cache made after this one is
+        stopped inherits (see ``inherited``)."""
+        with self._lock:
+            return dict(self._objects) if self.relists else dict(self._inherited)
 
     def snapshot(self) -> list[Object]:
         """The current objects, sorted by namespace and name."""
@@ -414,7 +426,8 @@ class WatchCache:
         fresh = {object_key(obj): obj for obj in items}
         events: list[tuple[str, Object]] = []
         with self._lock:
-            old = self._objects
+            old = self._objects if self.relists else self._inherited
+            self._inherited = {}
             for key, obj in old.items():
                 if key not in fresh:
                     events.append((DELETED, obj))

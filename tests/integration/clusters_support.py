@@ -111,6 +111,20 @@ class Events:
             if predicate(message):
                 return message
 
+    async def since(
+        self,
+        index: int,
+        predicate: Callable[[dict[str, Any]], bool],
+        what: str,
+        timeout: float = WAIT_TIMEOUT,
+    ) -> dict[str, Any]:
+        """The first message from the ``index``-th on that satisfies ``predicate``: one
+        already read, else the next one that comes."""
+        for message in self.seen[index:]:
+            if predicate(message):
+                return message
+        return await self.until(predicate, what, timeout)
+
     async def cluster_state(
         self, name: str, predicate: Callable[[dict[str, Any] | None], bool], what: str
     ) -> dict[str, Any] | None:

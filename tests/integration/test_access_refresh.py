@@ -9,9 +9,17 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
+from kubernetes import client
 
 from tests.cluster.fixtures import WorkbenchIdentity
-from tests.integration.clusters_support import call, make_queue, open_events, small_cluster
+from tests.integration.clusters_support import (
+    call,
+    create_suspended_raycluster,
+    make_queue,
+    open_events,
+    small_cluster,
+    wait_gone,
+)
 from tests.integration.rbac_examples import (
     CLUSTER_ROLE_FILE,
     ROLE_FILE,
@@ -112,3 +120,42 @@ async def test_a_revoked_role_is_seen_at_once_after_its_403(
         "list rayclusters.ray.io",
         "watch rayclusters.ray.io",
     )
+
+
+@pytest.mark.parametrize("dw_config", [{"access_refresh_interval": 1.0}], indirect=True)
+async def test_a_deletion_made_while_access_was_revoked_is_told_once_access_is_back(
+    kube, kueue, admin, identity, namespace, jp_fetch, jp_ws_fetch
+):
+    """A cache dropped (its permission revoked) and made again (granted back) lists afresh:
+    what went away meanwhile must still come as a deletion, not be shown for ever. (After an
+    API server restart, its authorizer denies everything for a moment: the same path.)"""
+    make_queue(kueue)
+    create_suspended_raycluster(kube, namespace, "doomed")
+    create_suspended_raycluster(kube, namespace, "kept")
+    events, snapshot = await open_events(jp_ws_fetch)
+    assert {c["name"] for c in snapshot["clusters"]} == {"doomed", "kept"}
+
+    binding = next(
+        o
+        for o in example_objects(ROLE_FILE, namespace, identity.name)
+        if o["kind"] == "RoleBinding"
+    )
+    admin.delete(binding)
+    wait_allowed(identity, "list", "ray.io", "rayclusters", expected=False)
+    await wait_verdict(jp_fetch, "list rayclusters.ray.io", False, timeout=15)
+    custom = client.CustomObjectsApi(kube)
+    custom.delete_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", "doomed")
+    assert wait_gone(kube, namespace, "doomed")
+    since = len(events.seen)
+
+    admin.apply(binding)
+    wait_allowed(identity, "list", "ray.io", "rayclusters")
+    await wait_verdict(jp_fetch, "list rayclusters.ray.io", True, timeout=15)
+    await events.since(
+        since,
+        lambda m: m["type"] == "cluster" and m["name"] == "doomed" and m["state"] is None,
+        "the deletion made while access was revoked",
+    )
+    code, listing = await call(jp_fetch, "GET", "clusters")
+    assert code == 200, listing
+    assert [c["name"] for c in listing["clusters"]] == ["kept"]

@@ -94,10 +94,7 @@ def waiting(workload: dict[str, Any]) -> bool:
 
 
 async def seen_or_next(events: Events, since: int, predicate: Any, what: str) -> dict[str, Any]:
-    """A message read since the ``since``-th that satisfies ``predicate``, else the next one
-    that does."""
-    found = [m for m in events.seen[since:] if predicate(m)]
-    return found[0] if found else await events.until(predicate, what)
+    return await events.since(since, predicate, what)
 
 
 def by_owner(listing: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -75,12 +75,8 @@ def cluster_freshness(name: str, state: str) -> Callable[[Message], bool]:
 async def seen_or_next(
     events: Events, since: int, predicate: Callable[[Message], bool], what: str
 ) -> Message:
-    """The first message from index ``since`` on that satisfies ``predicate``: one already
-    read, else the next one that comes."""
-    for message in events.seen[since:]:
-        if predicate(message):
-            return message
-    return await events.until(predicate, what, timeout=RECOVERY_BOUND)
+    """:meth:`Events.since`, waiting as long as a recovery may take."""
+    return await events.since(since, predicate, what, timeout=RECOVERY_BOUND)
 
 
 async def watch_open(cache: WatchCache) -> None:
