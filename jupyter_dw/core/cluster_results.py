@@ -23,6 +23,7 @@ from ..domain.priorities import PreemptedBy
 from ..domain.ray_auth import RayAuth
 from ..domain.slices import ScaleChange
 from ..domain.stop_record import StopRecord
+from ..domain.timeline import Timeline, cluster_timeline, milestone_words
 from ..domain.usage import ClusterUsage, usage_json
 from ..names import CLIENT_PORT
 from .listing import ByName
@@ -229,16 +230,25 @@ class ClusterInfo:
         service = self.status.dashboard.service
         return f"ray://{service}.{self.status.namespace}.svc:{CLIENT_PORT}"
 
+    @property
+    def timeline(self) -> Timeline:
+        """Its milestones as the spans a timeline bar draws (``domain/timeline.py``)."""
+        return cluster_timeline(self.milestones, self.status.state, self.status.workers_desired)
+
     def to_json(self) -> dict[str, Any]:
         """``ClusterSnapshot.to_json()`` plus ``dashboard_url``, ``ray_address``, ``owner``,
-        ``pods``, ``milestones`` (``[{"name", "time"}]``) and ``freshness``."""
+        ``pods``, ``milestones`` (``[{"name", "time", "words"}]``), ``timeline`` and
+        ``freshness``."""
         return {
             **self.status.to_json(),
             "dashboard_url": self.dashboard_url,
             "ray_address": self.ray_address,
             "owner": self.owner,
             "pods": [pod.to_json() for pod in self.pods],
-            "milestones": [m.to_json() for m in self.milestones],
+            "milestones": [
+                {**m.to_json(), "words": milestone_words(m.name)} for m in self.milestones
+            ],
+            "timeline": self.timeline.to_json(),
             "freshness": self.freshness.to_json(),
             "ray_auth": self.ray_auth.to_json() if self.ray_auth is not None else None,
             "usage": self.usage_json(),

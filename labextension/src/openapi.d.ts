@@ -667,6 +667,35 @@ export interface components {
       /** @description `Submitted`, `QuotaReserved`, `CapacityProvisioned` (every admission check Ready; only when the ClusterQueue requires checks), `Admitted`, `HeadReady`, `WorkerReady:<n>`, `Ready`, and possibly `Evicted`, `Preempted`, `Stopped`, `Deleting`. An elastic cluster's changes of size add `ScaleRequested:<n>` (a new slice asks for n workers), `ScaleAdmitted:<n>` (Kueue admitted it) and `ScaledTo:<n>` (n workers ready after a change); `QuotaReserved` and `Admitted` stay the first admission's. */
       name: string;
       time: components['schemas']['NullableTime'];
+      /** @description The name in words, to show people: `worker 3 ready` for `WorkerReady:3`, `resize to 6 workers asked` for `ScaleRequested:6`. */
+      words?: string;
+    };
+    /** @description The cluster's life as a few spans, what a timeline bar draws: `queue` (waiting in the queue), `capacity` (waiting for the admission checks), `head`, `workers` (every worker of the first size folded into one span, `detail` `4/4 workers`), and per resize `resize-queue:<n>` then `resize-workers:<n>`; made from `milestones`. */
+    Timeline: {
+      spans: components['schemas']['TimelineSpan'][];
+      /** @description What ended the cluster's run (evicted, preempted, stopped, being deleted). */
+      ending: null | {
+        name: string;
+        words: string;
+        time: components['schemas']['NullableTime'];
+      };
+    };
+    TimelineSpan: {
+      /** @description `queue`, `capacity`, `head`, `workers`, `resize-queue:<n>`, `resize-workers:<n>`. */
+      step: string;
+      /** @description What the span was, in words (`waiting in the queue`). */
+      words: string;
+      start: components['schemas']['NullableTime'];
+      /** @description When it ended; null while under way, or when the time went unrecorded. A span the run's ending cut short ends at the ending's time, not `done`. */
+      end: components['schemas']['NullableTime'];
+      /** @description How long it took, when both ends are known. */
+      seconds: number | null;
+      /** @description Whether it reached its own end (the milestone that closes it). */
+      done: boolean;
+      /** @description The span under way now (at most one; none once the cluster is ready with no resize waiting, or its run ended): its time counts up from `start`. */
+      current: boolean;
+      /** @description `workers`: how many of the first size are ready (`2/4 workers`). */
+      detail: string | null;
     };
     /** @description An RFC 3339 time, or null. */
     NullableTime: string | null;
@@ -735,6 +764,7 @@ export interface components {
       pods: components['schemas']['Pod'][];
       /** @description The milestones reached so far, in order, with their times. */
       milestones?: components['schemas']['Milestone'][];
+      timeline?: components['schemas']['Timeline'];
       /** @description Whether this state is current: not `live` while a watch it is read from (RayClusters, Workloads, pods) is reconnecting or stale, or, for a cluster Kueue manages, while Kueue's controller does not answer. The other fields are then the last known state. */
       freshness: components['schemas']['Freshness'];
       ray_auth: components['schemas']['RayAuth'];

@@ -98,6 +98,18 @@ async def test_fits_now_then_admitted_and_scaled_out_in_order(
     )
     assert cluster["position_in_local_queue"] is None
     assert cluster["dashboard_url"] == f"{jp_base_url}dw/ray/fits/"
+    # The timeline bar's spans are the milestones' own times, the workers folded into one.
+    times = {m["name"]: m["time"] for m in cluster["milestones"]}
+    spans = {s["step"]: s for s in cluster["timeline"]["spans"]}
+    assert list(spans) == ["queue", "head", "workers"]
+    assert (spans["queue"]["start"], spans["queue"]["end"]) == (
+        times["Submitted"],
+        times["QuotaReserved"],
+    )
+    assert (spans["head"]["start"], spans["head"]["end"]) == (times["Admitted"], times["HeadReady"])
+    assert (spans["workers"]["end"], spans["workers"]["detail"]) == (times["Ready"], "2/2 workers")
+    assert not any(s["current"] for s in spans.values())
+    assert [m["words"] for m in cluster["milestones"]][-1] == "ready"
     # The head's addresses as the server read them: the sidebar spells no Service or port.
     assert cluster["dashboard"] == {"service": "fits-head-svc", "port": 8265}
     assert cluster["ray_address"] == f"ray://fits-head-svc.{namespace}.svc:10001"

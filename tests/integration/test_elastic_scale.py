@@ -169,20 +169,6 @@ async def test_scale_up_waits_for_quota_then_is_admitted_and_scale_down_frees_it
         "4 workers ready",
     )
     assert at_four["workers_admitted"] == 4 and at_four["scale"] is None
-    print(
-        "DEBUG",
-        [
-            (
-                m["state"]["workers_desired"],
-                m["state"]["workers_admitted"],
-                m["state"]["workers_ready"],
-                (m["state"]["scale"] or {}).get("state"),
-                m["milestones"],
-            )
-            for m in events.seen
-            if m["type"] == "cluster" and m["name"] == "grow" and m["state"]
-        ],
-    )
     assert {"ScaleAdmitted:4", "ScaledTo:4"} <= set(events.milestones("grow"))
 
     # Kueue's ClusterQueue status counts the new slice (it updates it after admitting).

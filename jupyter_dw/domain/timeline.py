@@ -1,0 +1,223 @@
+"""A cluster's life as a few spans in words, each with its start and end: what every surface
+draws as one bar (waiting, head, workers, each resize), made from the milestones' times."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from jupyter_dw.domain.milestones import Milestone
+
+LIVE_STATES = frozenset(
+    {"queued", "waiting-for-capacity", "admitted", "starting", "stalled", "ready"}
+)
+"""States in which a span still open is the one under way (the others ended it)."""
+
+_WORDS = {
+    "Submitted": "submitted",
+    "QuotaReserved": "quota reserved",
+    "CapacityProvisioned": "capacity provisioned",
+    "Admitted": "admitted",
+    "HeadReady": "head ready",
+    "Ready": "ready",
+    "Evicted": "evicted",
+    "Preempted": "preempted",
+    "Stopped": "stopped",
+    "Deleting": "being deleted",
+}
+_COUNTED_WORDS = {
+    "WorkerReady": "worker {n} ready",
+    "ScaleRequested": "resize to {n} workers asked",
+    "ScaleAdmitted": "resize to {n} workers admitted",
+    "ScaledTo": "{n} workers ready",
+}
+_ENDINGS = ("Evicted", "Preempted", "Stopped", "Deleting")
+
+
+def milestone_words(name: str) -> str:
+    """A milestone's name in words: ``WorkerReady:3`` is ``worker 3 ready``; a name not
+    known here is itself."""
+    kind, _, count = name.partition(":")
+    if count and kind in _COUNTED_WORDS:
+        return _COUNTED_WORDS[kind].format(n=count)
+    return _WORDS.get(name, name)
+
+
+@dataclass(frozen=True)
+class Span:
+    """One part of the bar: ``step`` names it for code (``queue``, ``capacity``, ``head``,
+    ``workers``, ``resize-queue:<n>``, ``resize-workers:<n>``), ``words`` for people."""
+
+    step: str
+    words: str
+    start: str | None
+    end: str | None
+    """When it ended (RFC 3339); None while under way, or when the time is unrecorded."""
+    done: bool
+    current: bool = False
+    """The span under way now (at most one): the bar animates it and counts its time."""
+    detail: str | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        """How long it took, when both ends are known."""
+        start, end = _time(self.start), _time(self.end)
+        return max(0.0, (end - start).total_seconds()) if start and end else None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"step", "words", "start", "end", "seconds", "done", "current", "detail"}``."""
+        return {
+            "step": self.step,
+            "words": self.words,
+            "start": self.start,
+            "end": self.end,
+            "seconds": self.seconds,
+            "done": self.done,
+            "current": self.current,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The spans in order, and the milestone that ended the cluster's run (evicted,
+    preempted, stopped, being deleted), if one did."""
+
+    spans: tuple[Span, ...]
+    ending: Milestone | None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"spans": [...], "ending": {"name", "words", "time"} | null}``."""
+        ending = self.ending
+        return {
+            "spans": [s.to_json() for s in self.spans],
+            "ending": (
+                {"name": ending.name, "words": milestone_words(ending.name), "time": ending.time}
+                if ending
+                else None
+            ),
+        }
+
+
+def cluster_timeline(steps: Sequence[Milestone], state: str, workers_desired: int) -> Timeline:
+    """The spans ``steps`` (a cluster's milestones, in order) make, for a cluster in
+    ``state`` wanting ``workers_desired`` workers.
+
+    Worker milestones fold into one ``workers`` span (``4/4 workers``): the first size's,
+    those ready by ``Ready``; later ones belong to the resizes that asked for them."""
+    at = {m.name: m.time for m in steps}
+    ending = next((m for m in reversed(steps) if m.name in _ENDINGS), None)
+    spans: list[_Open] = []
+    admission = "QuotaReserved" if "QuotaReserved" in at else "Admitted"
+    spans.append(_Open("queue", "waiting in the queue", at.get("Submitted"), admission, at))
+    if "CapacityProvisioned" in at or state == "waiting-for-capacity":
+        spans.append(
+            _Open("capacity", "waiting for capacity", at.get("QuotaReserved"), "Admitted", at)
+        )
+    if "Admitted" in at:
+        spans.append(_Open("head", "starting the head", at.get("Admitted"), "HeadReady", at))
+        first_size = _first_size(steps, at, workers_desired)
+        # Workers start once the head is up (they wait for its GCS): a span only from then.
+        if first_size and ("HeadReady" in at or any(n.startswith("WorkerReady:") for n in at)):
+            spans.append(_workers_span(steps, at, first_size))
+    spans += _resize_spans(steps, at)
+    live = state in LIVE_STATES and ending is None
+    open_spans = [s for s in spans if not s.done]
+    current = open_spans[0] if live and open_spans else None
+    return Timeline(
+        tuple(
+            s.closed(
+                current=s is current,
+                end=s.end if s.done or live or ending is None else ending.time,
+            )
+            for s in spans
+        ),
+        ending,
+    )
+
+
+@dataclass
+class _Open:
+    """A span being built: it is done once ``until`` (a milestone's name) is reached."""
+
+    step: str
+    words: str
+    start: str | None
+    until: str
+    at: dict[str, str | None]
+    detail: str | None = None
+    reached: bool | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.until in self.at if self.reached is None else self.reached
+
+    @property
+    def end(self) -> str | None:
+        return self.at.get(self.until) if self.done else None
+
+    def closed(self, current: bool, end: str | None) -> Span:
+        return Span(self.step, self.words, self.start, end, self.done, current, self.detail)
+
+
+def _first_size(steps: Sequence[Milestone], at: dict[str, str | None], desired: int) -> int:
+    """How many workers the first admission started: those ready by ``Ready`` once it is
+    reached (an elastic cluster resized since wants another count), else the desired."""
+    if "Ready" not in at:
+        return desired
+    ready_at = next(i for i, m in enumerate(steps) if m.name == "Ready")
+    ready_time = at["Ready"]
+    workers = [
+        m
+        for m in steps[:ready_at]
+        if m.name.startswith("WorkerReady:")
+        and (ready_time is None or m.time is None or m.time <= ready_time)
+    ]
+    return len(workers)
+
+
+def _workers_span(steps: Sequence[Milestone], at: dict[str, str | None], size: int) -> _Open:
+    ready = [m for m in steps if m.name.startswith("WorkerReady:")][:size]
+    start = at.get("HeadReady") or at.get("Admitted")
+    span = _Open("workers", "starting the workers", start, "Ready", at)
+    span.detail = f"{len(ready)}/{size} workers"
+    if "Ready" not in at and len(ready) >= size:
+        span.until, span.reached = ready[-1].name, True
+    return span
+
+
+def _resize_spans(steps: Sequence[Milestone], at: dict[str, str | None]) -> list[_Open]:
+    """A resize's wait for quota, then its workers' start, per ``ScaleRequested:<n>``."""
+    spans: list[_Open] = []
+    for milestone in steps:
+        kind, _, count = milestone.name.partition(":")
+        if kind != "ScaleRequested":
+            continue
+        admitted = f"ScaleAdmitted:{count}"
+        spans.append(
+            _Open(
+                f"resize-queue:{count}", f"resize to {count}: waiting", milestone.time, admitted, at
+            )
+        )
+        if admitted in at:
+            spans.append(
+                _Open(
+                    f"resize-workers:{count}",
+                    f"resize to {count}: taking effect",
+                    at[admitted],
+                    f"ScaledTo:{count}",
+                    at,
+                )
+            )
+    return spans
+
+
+def _time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
