@@ -222,6 +222,11 @@ class ClusterInfo:
         """Every admission check is Ready (False when there are none)."""
         return self.status.capacity_provisioned
 
+    @property
+    def summary(self) -> str | None:
+        """Kueue's waiting ``message`` in one short line, or None when it says nothing known."""
+        return self.status.summary
+
     # -- derived ------------------------------------------------------------------------
 
     @property

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from jupyter_dw.domain.kueue_state import CHECK_READY, AdmissionCheckStatus
+from jupyter_dw.domain.kueue_words import short_reason
 from jupyter_dw.domain.priorities import PreemptedBy
 from jupyter_dw.domain.slices import ScaleChange
 from jupyter_dw.domain.stop_record import StopRecord
@@ -111,6 +112,11 @@ class ClusterSnapshot:
             c.state == CHECK_READY for c in self.admission_checks
         )
 
+    @property
+    def summary(self) -> str | None:
+        """Kueue's waiting ``message`` in one short line (:func:`.kueue_words.short_reason`)."""
+        return short_reason(self.message)
+
     def to_json(self) -> dict[str, Any]:
         """The JSON shape the REST API and the events stream share."""
         return {
@@ -120,6 +126,7 @@ class ClusterSnapshot:
             "state": self.state,
             "reason": self.reason,
             "message": self.message,
+            "summary": self.summary,
             "created": self.created,
             "workload": self.workload,
             "cluster_queue": self.cluster_queue,

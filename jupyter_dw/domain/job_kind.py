@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.fit import PodSetRequest
+from jupyter_dw.domain.kueue_words import short_reason
 from jupyter_dw.domain.lenient import mapping, text
 from jupyter_dw.domain.usage import ClusterUsage, Subject, usage_json
 from jupyter_dw.domain.workloads import WorkloadInfo, created_by, held_by_kueue, workload_fields
@@ -81,6 +82,11 @@ class JobInfo:
         """Kueue's 0-based position while the job waits for quota."""
         return self.workload.position_in_local_queue if self.workload else None
 
+    @property
+    def summary(self) -> str | None:
+        """Kueue's waiting ``message`` in one short line (:func:`.kueue_words.short_reason`)."""
+        return short_reason(self.message)
+
     def to_json(self) -> dict[str, Any]:
         """The JSON shape the REST API, the events socket and the kernel share: every field,
         ``final``, the Workload's part and ``usage`` (with ``idle_since``)."""
@@ -88,6 +94,7 @@ class JobInfo:
         return {
             **shown,
             "final": self.final,
+            "summary": self.summary,
             **workload_fields(self.workload),
             "usage": usage_json(self.usage, self.idle_since),
         }

@@ -37,6 +37,7 @@ from decimal import Decimal
 from typing import Any
 
 from jupyter_dw.domain.kueue_state import WorkloadState, kueue_state, pending_positions
+from jupyter_dw.domain.kueue_words import short_reason
 from jupyter_dw.domain.lenient import mapping as _map
 from jupyter_dw.domain.lenient import text as _text
 from jupyter_dw.domain.priorities import PreemptedBy
@@ -335,6 +336,11 @@ class WorkloadInfo:
         has a position for it."""
         return _in_queue(self.state, self.quota_reserved)
 
+    @property
+    def summary(self) -> str | None:
+        """Kueue's waiting ``message`` in one short line (:func:`.kueue_words.short_reason`)."""
+        return short_reason(self.message)
+
     def to_json(self) -> dict[str, Any]:
         """The JSON shape the REST API and the events socket share."""
         return {
@@ -347,6 +353,7 @@ class WorkloadInfo:
             "state": self.state,
             "reason": self.reason,
             "message": self.message,
+            "summary": self.summary,
             "quota_reserved": self.quota_reserved,
             "admitted": self.admitted,
             "created": self.created,

@@ -715,6 +715,8 @@ export interface components {
       /** @description Kueue's or KubeRay's own reason for the state. */
       reason: string | null;
       message: string | null;
+      /** @description Kueue's waiting message in one short line (`needs 1.5 CPU more in flavor gpu-a`), or null when it says nothing known; `message` keeps the whole text. */
+      summary?: string | null;
       created: components['schemas']['NullableTime'];
       workload: string | null;
       cluster_queue: string | null;
@@ -952,6 +954,8 @@ export interface components {
       reason: string | null;
       /** @description Kueue's own message for the state. */
       message: string | null;
+      /** @description Kueue's waiting message in one short line (`needs 1.5 CPU more in flavor gpu-a`), or null when it says nothing known; `message` keeps the whole text. */
+      summary?: string | null;
       quota_reserved: boolean;
       admitted: boolean;
       created: components['schemas']['NullableTime'];
@@ -1181,6 +1185,8 @@ export interface components {
         | 'deleting';
       reason: string | null;
       message: string | null;
+      /** @description Kueue's waiting message in one short line (`needs 1.5 CPU more in flavor gpu-a`), or null when it says nothing known; `message` keeps the whole text. */
+      summary?: string | null;
       final: boolean;
       /** @description KubeRay's `jobDeploymentStatus`. */
       deployment_status: string | null;
@@ -1269,6 +1275,8 @@ export interface components {
         | 'deleting';
       reason: string | null;
       message: string | null;
+      /** @description Kueue's waiting message in one short line (`needs 1.5 CPU more in flavor gpu-a`), or null when it says nothing known; `message` keeps the whole text. */
+      summary?: string | null;
       final: boolean;
       /** @description The JobSet's child Jobs that are ready (Trainer's `jobsStatus`; a step of N nodes is one Job of N pods); likewise `jobs_succeeded` and `jobs_failed`. */
       jobs_ready: number;

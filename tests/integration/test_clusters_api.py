@@ -188,6 +188,8 @@ async def test_must_wait_shows_reason_and_position_then_admitted(
     assert "insufficient unused quota for cpu" in waiting["message"]
     # Kueue and the fit check agree on what is missing (3 CPU asked, 1 free).
     assert "2 more needed" in waiting["message"] and "waits for 2 CPU" in fit_message
+    # Kueue's words in one line for a card, its full message kept beside them.
+    assert waiting["summary"].startswith(f"needs 2 CPU more in flavor {queue.flavor}")
     assert (waiting["position_in_local_queue"], waiting["position_in_cluster_queue"]) == (0, 0)
     assert waiting["admitted"] is False and waiting["pods"] == []
 

@@ -78,6 +78,7 @@ def test_an_admitted_job_holds_its_pod_sets_usage_in_its_flavor(version):
         "state": "admitted",
         "reason": "Admitted",
         "message": "The workload is admitted",
+        "summary": None,
         "quota_reserved": True,
         "admitted": True,
         "created": workload["metadata"]["creationTimestamp"],

@@ -7,3 +7,11 @@ export function clockTime(iso) {
   const at = iso instanceof Date ? iso : new Date(iso);
   return Number.isNaN(at.getTime()) ? "—" : at.toLocaleTimeString(undefined, CLOCK);
 }
+
+/** A length of time, short: `42s`, `3m 5s`, `2h 10m` (display.py's `duration` writes the same). */
+export function durationText(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+}

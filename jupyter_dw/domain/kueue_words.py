@@ -1,0 +1,86 @@
+"""Kueue's long waiting messages in one short line ("needs 1.5 CPU more in flavor gpu-a"),
+for a card or a cell; the full message stays beside it. The patterns are the scheduler's
+(kueue pkg/scheduler/flavorassigner and scheduler.go, the same in 0.14 and 0.19)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from jupyter_dw.domain.fit_words import human
+from jupyter_dw.domain.quantity import parse_quantity
+
+_Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+
+
+def _amount(resource: str, quantity: str) -> str:
+    """``1.5 CPU`` (cores, as people count them; not ``1500m``), ``4Gi memory``."""
+    try:
+        value = parse_quantity(quantity)
+    except ValueError:
+        return f"{quantity} {_noun(resource)}"
+    if resource == "cpu":
+        return f"{value.normalize():f} CPU"
+    return human(resource, value)
+
+
+def _noun(resource: str) -> str:
+    return "CPU" if resource == "cpu" else resource
+
+
+_RULES: tuple[_Rule, ...] = (
+    (
+        re.compile(r"insufficient unused quota for (\S+) in flavor (\S+), (\S+) more needed"),
+        lambda m: f"needs {_amount(m[1], m[3])} more in flavor {m[2]}",
+    ),
+    (
+        re.compile(r"insufficient quota for (\S+) in flavor (\S+),.*?> maximum capacity \((\S+)\)"),
+        lambda m: f"more {_noun(m[1])} than flavor {m[2]} has at all ({_amount(m[1], m[3])})",
+    ),
+    (
+        re.compile(r"untolerated taint (.+?) in flavor (\S+?)(?:,|;|$)"),
+        lambda m: f"flavor {m[2]} has a taint it does not tolerate",
+    ),
+    (
+        re.compile(r"flavor (\S+) doesn't match node affinity"),
+        lambda m: f"flavor {m[1]} does not match its node affinity",
+    ),
+    (
+        re.compile(r"Workload no longer fits after processing another workload"),
+        lambda m: "another workload took the quota first; Kueue tries again",
+    ),
+    (
+        re.compile(r"overlapping preemption targets with another workload"),
+        lambda m: "waits for another workload's preemptions",
+    ),
+    (
+        re.compile(r"The workload has failed admission checks"),
+        lambda m: "an admission check failed",
+    ),
+    (re.compile(r"ClusterQueue (\S+) is inactive"), lambda m: f"ClusterQueue {m[1]} is inactive"),
+    (re.compile(r"ClusterQueue (\S+) not found"), lambda m: f"ClusterQueue {m[1]} does not exist"),
+    (
+        re.compile(r"Pending the preemption of (\d+) workload"),
+        lambda m: f"preempting {m[1]} workload{'' if m[1] == '1' else 's'}",
+    ),
+)
+
+MAX_PARTS = 2
+"""Reasons shown before ``and N more`` (the full message has them all)."""
+
+
+def short_reason(message: str | None) -> str | None:
+    """Kueue's waiting ``message`` in one short line, or None when no known pattern is in it
+    (a surface then shows the message itself)."""
+    if not message:
+        return None
+    found: list[tuple[int, str]] = []
+    for pattern, words in _RULES:
+        for match in pattern.finditer(message):
+            found.append((match.start(), words(match)))
+    parts = list(dict.fromkeys(text for _, text in sorted(found)))  # in order, once each
+    if not parts:
+        return None
+    more = len(parts) - MAX_PARTS
+    line = "; ".join(parts[:MAX_PARTS])
+    return f"{line}; and {more} more" if more > 0 else line
