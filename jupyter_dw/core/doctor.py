@@ -1,15 +1,6 @@
-"""``jupyter dw doctor``: what this workbench can do on this cluster, and the RBAC that fixes
-what it cannot.
-
-From the identity jupyter_dw itself would use (the pod's service account, else the
-kubeconfig) and the same settings (:func:`jupyter_dw.core.settings.load_settings`), it checks
-that the API server answers, which Kueue and KubeRay API versions are served, that Kueue's
-visibility API answers, which LocalQueues the namespace has and which is the default, and
-every permission of :data:`~jupyter_dw.k8s.access.NEEDED_PERMISSIONS` (one
-SelfSubjectAccessReview each). For what is missing it renders the Role or ClusterRole and
-binding that grant it to this identity in this namespace.
-
-No tornado or jupyter_server here: the CLI is a thin surface over this module.
+"""``jupyter dw doctor``: what this workbench can do on this cluster, and the RBAC that fixes it.
+Checked as jupyter_dw itself would: API server, Kueue and KubeRay APIs, LocalQueues, every
+needed permission. No tornado or jupyter_server (docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """When a Ray cluster passed each step, from the controllers' own timestamps.
-
-Every surface draws the same timeline from this one list: ``Submitted`` (the RayCluster's
-``creationTimestamp``), ``QuotaReserved`` (the Workload's condition), ``CapacityProvisioned``
-(every admission check Ready, e.g. the cluster autoscaler provisioned the nodes a
-ProvisioningRequest asked for; only when the ClusterQueue requires checks), ``Admitted``,
-``HeadReady`` (KubeRay's ``HeadPodReady`` condition, else the head pod's ``Ready``),
-``WorkerReady:<n>`` (the n-th worker pod to turn ``Ready``, by its condition's time), ``Ready``
-(when the last of those happened, once the cluster is ready), then ``Evicted``/``Preempted``,
-``Stopped`` and ``Deleting`` when they apply. Times are the RFC 3339 strings the API server wrote; a
-milestone reached with no time recorded has ``time`` None. Names are the ones
-:func:`transition` (below) reports on the events socket.
-
-Pure: the inputs are API objects as dicts; nothing here raises on a malformed one.
+The one timeline every surface draws, and the steps a change crosses (:func:`transition`). Pure;
+nothing raises on a malformed object. Each milestone's source:
+docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
-"""An elastic Ray cluster as Kueue sees it: a chain of Workload slices, and the change of size
-in flight.
-
-With Kueue's ``ElasticJobsViaWorkloadSlices`` (beta, on by default since 0.18) a RayCluster
-annotated ``kueue.x-k8s.io/elastic-job: "true"`` may change its worker count after admission.
-Kueue then keeps one *chain* of Workloads for it (``pkg/workloadslicing`` in Kueue v0.19.2):
-
-- a **scale-up** of a slice that holds quota makes a new slice, annotated
-  ``kueue.x-k8s.io/workload-slice-replacement-for: <ns>/<old>``, queued like any Workload and
-  asking only for the difference in the old slice's flavor; once admitted it replaces the old
-  slice, which gets ``Finished`` (reason ``WorkloadSliceReplaced``);
-- a **scale-down**, or any change while the newest slice still waits, rewrites that slice's
-  ``spec.podSets[].count`` in place (quota is freed at once).
-
-So a cluster has at most one *admitted* slice (what quota is held now) and one *pending*
-slice that replaces it (a scale-up waiting for quota). This module picks them out of all the
-Workloads of one job the way Kueue's ``normalizeActiveSlices`` does, and describes the change
-in flight as a :class:`ScaleChange`. Pure: Workloads are API dicts; nothing raises on a
-malformed one.
+"""An elastic Ray cluster as Kueue sees it: a chain of Workload slices, and the change in flight.
+The admitted slice, the pending one replacing it and the :class:`ScaleChange`, picked out as
+Kueue's ``normalizeActiveSlices`` does. Pure. Kueue's slices: docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations
