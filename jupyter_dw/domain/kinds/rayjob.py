@@ -1,7 +1,7 @@
 """The RayJob kind (KubeRay ``ray.io/v1``) and its description, :data:`RAYJOB`. Pure.
-Its request validated into the manifest we create and the pod sets Kueue counts, and its state.
-KubeRay's and Kueue's rules it follows, and the order of its states:
-docs/explanation/kueue-mapping.md.
+Its request validated into the manifest we create and the pod sets Kueue counts (its cluster
+parsed as a RayCluster's, with the job's own name, queue and priority), and its state. The rules
+it follows, and the order of its states: docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations
