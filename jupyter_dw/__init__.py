@@ -2,8 +2,7 @@
 
 ``import jupyter_dw as dw`` gives the notebook API (``dw.queues()``, ``dw.workloads()``,
 ``dw.fit(...)``, ``dw.submit(...)``, ``dw.cluster(name)``, the widgets). Everything is imported
-on first use: importing the package, or ``%load_ext jupyter_dw``, contacts nothing and stays
-light.
+on first use: importing the package, or ``%load_ext jupyter_dw``, contacts nothing.
 """
 
 from __future__ import annotations

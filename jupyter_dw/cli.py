@@ -1,14 +1,6 @@
-"""``jupyter dw``: commands for workbench image maintainers (also ``python -m jupyter_dw``).
-
-- ``jupyter dw doctor [--json] [--namespace NS] [--context CTX]``: checks what jupyter_dw
-  needs from the cluster, from the identity it would use (the pod's service account, else the
-  kubeconfig) and its settings (config files, ``JUPYTER_DW_*``); prints a table and the RBAC
-  that grants what is missing. Exit 0 when every required check passes, 1 otherwise.
-- ``jupyter dw rbac [--namespace NS] [--service-account SA] [--required-only]``: the
-  least-privilege Role (and the optional ClusterRole) with their bindings, as YAML.
-
-A thin surface over :mod:`jupyter_dw.core.doctor` (and the RBAC it renders): no tornado
-or jupyter_server import, so it runs wherever the package is installed.
+"""``jupyter dw`` (also ``python -m jupyter_dw``): ``doctor`` and ``rbac``.
+For workbench image maintainers; a surface over :mod:`jupyter_dw.core.doctor` with no tornado or
+jupyter_server import, so it runs wherever the package is installed.
 """
 
 from __future__ import annotations

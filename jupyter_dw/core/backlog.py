@@ -1,15 +1,6 @@
 """The changes one viewer has not taken yet, at most one per object.
-
-A viewer that reads slowly (a browser tab in the background, a slow network) must not make the
-server hold every change meanwhile. A :class:`ChangeFeed` reads the caches' current state for
-each change anyway, so only the latest change of each object matters: a change of an object
-that is already waiting replaces it in place (its event merged: ``ADDED`` then ``MODIFIED``
-stays ``ADDED``, anything then ``DELETED`` is ``DELETED``). The backlog so holds at most one
-entry per object the caches hold, each a reference to the cache's own object; past ``limit``
-entries it stops taking changes and says so (:attr:`ChangeBacklog.overflowed`), and the
-surface ends the viewer's stream with a reason.
-
-Thread-safe: caches put on their threads, the viewer takes on its own.
+A later change replaces a waiting one (events merged), so a slow viewer never makes the server
+hold more than the caches do. Thread-safe. See docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""How a Ray cluster's objects relate: its Workloads (an elastic cluster's chain of slices),
-its pods, KubeRay's warnings about it, and a RayCluster found by UID (a preemptor named by
-Kueue); and a job's own pods (a TrainJob's). Queries over the session's cache indexes, so they
-live in the core: the session (``jupyter_dw.k8s``) keeps the indexes (``cache_set``'s ``BY_*``)
-and answers one generic read, ``KubeSession.indexed``; this module knows which index relates
-what. No waiting, no I/O: each answers from the caches as they are now, empty when a kind is
-not readable.
+"""How a Ray cluster's objects relate: its Workloads, pods, KubeRay's warnings, a RayCluster by UID.
+Queries over the session's cache indexes, answered from the caches as they are now
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
-"""Ray clusters as every surface shows them: validated, fitted, created, listed with their
-Kueue and KubeRay state and milestones, stopped and resumed, deleted.
-
-:class:`ClusterService` joins the pure domain (``ValidatedClusterSpec``, ``assess_fit``,
-``suggest_workers``, ``cluster_snapshot``, ``milestones``) with :class:`KubeSession` (caches,
-writes, visibility API). It holds no state of its own, returns typed objects
-(:mod:`.cluster_results`; JSON is made by the surfaces through their ``to_json``) and every
-method blocks: the server runs them on its thread pool, a kernel on a worker thread.
-
-Per-request cost: listing reads only the watch caches (RayClusters, their Workloads by the
-``kueue.x-k8s.io/job-uid`` index, their pods by ``ray.io/cluster``), plus one visibility API
-call per LocalQueue that has a waiting cluster, for positions.
-
-Why ~540 lines in one module: one service for one resource's whole life (validate, fit,
-create, list, describe, delete), whose methods share the same reads of the caches; its
-records and its scaling already live apart (:mod:`.cluster_results`, :mod:`.scaling`).
+"""Ray clusters as every surface shows them: validated, fitted, created, listed, stopped, deleted.
+:class:`ClusterService` joins the domain with the session: no state of its own, typed results,
+every method blocks. What a request costs: docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

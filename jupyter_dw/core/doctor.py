@@ -1,15 +1,6 @@
-"""``jupyter dw doctor``: what this workbench can do on this cluster, and the RBAC that fixes
-what it cannot.
-
-From the identity jupyter_dw itself would use (the pod's service account, else the
-kubeconfig) and the same settings (:func:`jupyter_dw.core.settings.load_settings`), it checks
-that the API server answers, which Kueue and KubeRay API versions are served, that Kueue's
-visibility API answers, which LocalQueues the namespace has and which is the default, and
-every permission of :data:`~jupyter_dw.k8s.access.NEEDED_PERMISSIONS` (one
-SelfSubjectAccessReview each). For what is missing it renders the Role or ClusterRole and
-binding that grant it to this identity in this namespace.
-
-No tornado or jupyter_server here: the CLI is a thin surface over this module.
+"""``jupyter dw doctor``: what this workbench can do on this cluster, and the RBAC that fixes it.
+Checked as jupyter_dw itself would: API server, Kueue and KubeRay APIs, LocalQueues, every
+needed permission. No tornado or jupyter_server (docs/explanation/architecture.md).
 """
 
 from __future__ import annotations
@@ -23,7 +14,14 @@ from traitlets import TraitError
 from ..domain.kueue_model import KueueObjectError, LocalQueueInfo, default_local_queue
 from ..domain.ray_auth import DEFAULT_RAY_AUTH
 from ..domain.validation import dns1123_label_error
-from ..k8s.access import NEEDED_PERMISSIONS, Identity, check_access, who_am_i
+from ..k8s.access import (
+    NEEDED_PERMISSIONS,
+    AccessResult,
+    Identity,
+    Permission,
+    check_access,
+    who_am_i,
+)
 from ..k8s.auth import Credentials, load_credentials
 from ..k8s.client import KubeApi
 from ..k8s.discovery import Discovery, discover
@@ -186,12 +184,33 @@ class _Doctor:
         self.checks: list[Check] = []
 
     def run(self) -> DoctorReport:
+        """Every check, in the table's order; a step that fails stops the ones that need it."""
+        if not self._api_server_answers():
+            return self._report(None, None)
+        identity = self._identity()
+        if identity is None:
+            return self._report(None, None)
+        discovery = self._discovery()
+        if discovery is None:
+            return self._report(identity, None)
+        self._apis(discovery)
+        access = self._access()
+        if access is None:
+            return self._report(identity, discovery)
+        allowed = {p.name: r.allowed for p, r in access.items()}
+        queues, default = self._local_queues(discovery, allowed)
+        self._visibility(discovery, allowed, default or (queues[0] if queues else None))
+        self._elastic_jobs(discovery, allowed, default or (queues[0] if queues else None))
+        missing = self._permissions(access)
+        return self._report(identity, discovery, queues, default, self._fix(missing, identity))
+
+    def _api_server_answers(self) -> bool:
         self.say(f"contacting the API server at {self.api.host}")
         try:
             version = self.api.get("/version")
         except DWError as err:
             self.checks.append(_failed("connection", "API server", err, "everything"))
-            return self._report(None, None)
+            return False
         self.checks.append(
             Check(
                 "connection",
@@ -201,12 +220,15 @@ class _Doctor:
                 "everything",
             )
         )
+        return True
+
+    def _identity(self) -> Identity | None:
         self.say("asking who this identity is")
         try:
             identity = who_am_i(self.api)
         except DWError as err:
             self.checks.append(_failed("connection", "identity", err, "everything"))
-            return self._report(None, None)
+            return None
         self.checks.append(
             Check(
                 "connection",
@@ -217,23 +239,26 @@ class _Doctor:
                 "everything",
             )
         )
+        return identity
+
+    def _discovery(self) -> Discovery | None:
         self.say("discovering the Kueue, visibility and KubeRay APIs")
         try:
-            discovery = discover(self.api)
+            return discover(self.api)
         except DWError as err:
             self.checks.append(_failed("api", "API discovery", err, "everything"))
-            return self._report(identity, None)
-        self._apis(discovery)
+            return None
+
+    def _access(self) -> dict[Permission, AccessResult] | None:
         self.say(f"asking the API server about {len(NEEDED_PERMISSIONS)} permissions")
         try:
-            access = check_access(self.api, self.namespace)
+            return check_access(self.api, self.namespace)
         except DWError as err:
             self.checks.append(_failed("permission", "access reviews", err, "everything"))
-            return self._report(identity, discovery)
-        allowed = {p.name: r.allowed for p, r in access.items()}
-        queues, default = self._local_queues(discovery, allowed)
-        self._visibility(discovery, allowed, default or (queues[0] if queues else None))
-        self._elastic_jobs(discovery, allowed, default or (queues[0] if queues else None))
+            return None
+
+    def _permissions(self, access: dict[Permission, AccessResult]) -> list[Permission]:
+        """A check per permission; the ones not allowed."""
         missing = []
         for permission, result in access.items():
             if result.allowed:
@@ -252,7 +277,11 @@ class _Doctor:
                     "namespace" if permission.namespaced else "cluster",
                 )
             )
-        fix = render_rbac(
+        return missing
+
+    def _fix(self, missing: list[Permission], identity: Identity) -> str:
+        """The RBAC that grants ``missing`` to this identity in this namespace."""
+        return render_rbac(
             missing,
             self.namespace,
             Subject.of(identity, self.namespace),
@@ -261,7 +290,6 @@ class _Doctor:
                 f"{self.namespace}.\n# Apply as a cluster administrator: kubectl apply -f FILE\n"
             ),
         )
-        return self._report(identity, discovery, queues, default, fix)
 
     def _apis(self, discovery: Discovery) -> None:
         if discovery.kueue_installed:

@@ -1,29 +1,7 @@
 """One change feed for every live surface: the events socket and the kernel's widgets.
-
-Why ~550 lines in one module: the messages (:class:`Snapshot`, :class:`QueuesChanged`,
-:class:`ClusterChanged`, :class:`WorkloadChanged`, :class:`JobChanged`,
-:class:`HealthChanged`) are the feed's vocabulary and :class:`ChangeFeed` the one place that
-decides which of them a change makes; each message's JSON is next to the rule that sends it.
-
-The session's watch caches report raw changes (``(plural, event, object)``) on their threads.
-A :class:`ChangeFeed` turns each into what a viewer needs to know: the namespace's queues
-changed (with the new :class:`QueueList`), a Ray cluster changed (with its new
-:class:`ClusterInfo` and the milestones crossed since this feed last reported it), or a
-Workload changed (with its new :class:`WorkloadInfo`, whatever job owns it; a RayCluster's
-Workload also makes a cluster message). A waiting cluster or Workload whose queue position moved
-because a queue changed (a workload ahead admitted or gone, maybe in another namespace), or
-because a Workload of its queue changed, is reported too.
-
-One feed per viewer (a socket, a kernel): it remembers what it last reported about each
-cluster and Workload. Its methods block (caches, the visibility API) and must be called one
-at a time, in the order the changes happened; the surface decides on which thread and how to
-deliver.
-
-Watch health travels the same way: when a cache or Kueue's controller becomes reconnecting,
-stale or live again, the listener gets the change ``(HEALTH, "MODIFIED", {})``, and the feed
-answers with a :class:`HealthChanged` (the whole :class:`WatchHealth`, sent only when it
-differs from what this viewer was last told) and a :class:`ClusterChanged` for every cluster
-whose ``freshness`` changed with it, so no surface keeps showing old data as fresh.
+It turns the caches' raw changes into the messages a viewer needs, remembering what it last told
+that viewer; each message lives beside the rule that sends it. How:
+docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""What this workbench's clusters hold and use in each LocalQueue: one line per queue on every
-surface ("your clusters hold 12 CPU, 2 GPU of team-a; they use 1.4 CPU, 0 GPU now").
-
-Summed from :class:`ClusterInfo` records already made (their ``usage``), never from a read of
-its own: the change feed keeps the records it last sent and sums one queue again when one of
-its clusters changes (see :meth:`jupyter_dw.core.feed.ChangeFeed.holding`).
-
-"Mine" is the sidebar's rule and :meth:`WorkloadService.made_by_me`'s: created through
-jupyter_dw by this identity (``owner``); without a known username, any cluster created
-through jupyter_dw.
+"""What this workbench's clusters hold and use in each LocalQueue, one line per queue.
+Summed from the cluster records the change feed already made, never from a read of its own;
+"mine" means created through jupyter_dw by this identity (docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The idle rule at work (the server runs one; a kernel only shows its verdicts): every
-``usage_interval`` it judges the clusters this workbench's owner made
-(:func:`jupyter_dw.domain.idle_rule.judge`) and stops or deletes those whose time came.
-
-What it did goes where the user will look: the stop record on the RayCluster (who, when, the
-figures: :mod:`.stopping`), a Kubernetes Event on the RayCluster, and the log. It follows the
-usage sampler for the owner's clusters only, so Ray is asked for no other cluster on its
-account. Blocking; runs on a daemon thread of its own.
+"""The idle rule at work: it judges the owner's clusters and stops or deletes those whose time came.
+It writes what it did where the user will look. Blocking; a daemon thread of its own
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

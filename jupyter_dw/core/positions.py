@@ -1,33 +1,7 @@
-"""Kueue's queue positions of waiting Workloads, from the visibility API: one board per
-session, whoever asks (the cluster list, the workload list, every events socket and widget).
-
-The visibility API answers one LocalQueue at a time (one call, served by Kueue's process
-through the API server). A position moves only when the pending list of its ClusterQueue
-changes: a Workload of the namespace starts or stops waiting (or is requeued), or the
-ClusterQueue's status changes (a Workload of another namespace came, left or was admitted).
-The board listens to the session's caches for exactly those changes and marks the LocalQueues
-they touch; a reader that may use what the board holds (the change feeds) asks the visibility
-API again only for a marked LocalQueue, and readers asking at once share one call. So N
-changes of one LocalQueue's pending set cost at most one call per read that follows them, and
-N open sockets cost what one does. Readers that must be fresh (a REST answer) always ask; their
-answer is kept too.
-
-Kueue's answer can lag its own count: a Workload gone from the LocalQueue's
-``status.pendingWorkloads`` may still be listed for a moment (a new one not yet listed), and no
-later change may come to ask again. So a count that moves past the answer held marks the queue,
-and when an answer lists more Workloads than Kueue counts, the board checks again
-by itself a few times (:data:`RECHECK_DELAYS`, each only while the two still disagree) and
-tells its listeners (:meth:`PositionBoard.add_listener`) when the list it holds changed: a
-known disagreement is settled, nothing is polled.
-
-A live view never waits for the visibility API (under load one call can take seconds, and a
-socket's messages go out in order): its reads run inside :meth:`PositionBoard.held_only`, which
-answers with what the board holds and asks again for a marked LocalQueue in the background;
-any read that changes a list held (a REST answer's too) tells the listeners, and the view
-reports who moved. REST answers and the notebook API still wait for an answer as new as the
-marks.
-
-:attr:`PositionBoard.calls` counts the visibility calls made (for benchmarks and tests).
+"""Kueue's queue positions of waiting Workloads, from the visibility API: one board per session.
+Shared by every reader, it asks again only for a LocalQueue a change marked and never makes a
+live view wait. What a position costs and how a lagging answer is settled:
+docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations
@@ -74,7 +48,7 @@ class _Held:
 
 class PositionBoard:
     """The visibility API's pending Workloads per LocalQueue, asked again only after a change
-    that can move them (see the module docstring). Thread-safe; its reads block."""
+    that can move them (docs/explanation/kueue-mapping.md). Thread-safe; its reads block."""
 
     def __init__(self, session: KubeSession, schedule: Schedule | None = None) -> None:
         self.session = session
@@ -116,8 +90,7 @@ class PositionBoard:
     def held_only(self) -> Iterator[None]:
         """Reads on this thread, inside the block, answer with what the board holds and never
         wait for the visibility API: a LocalQueue marked since its answer is asked again in the
-        background, and the listeners are told when its list changed (see the module
-        docstring)."""
+        background, and the listeners are told when its list changed."""
         before = getattr(self._held_only, "on", False)
         self._held_only.on = True
         try:

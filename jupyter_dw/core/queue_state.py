@@ -1,11 +1,6 @@
-"""The namespace's queues as one immutable answer: :class:`QueueState` (LocalQueues and, when
-readable, ClusterQueues, Cohorts, ResourceFlavors and WorkloadPriorityClasses), parsed from the
-session's watch caches once per change and shared by every caller until a cache changes
-(:func:`queue_state`).
-
-A query, so it lives in the core: the session (``jupyter_dw.k8s``) holds the connection and
-the caches and makes the raw calls (a synced cache, one ``get``, waiting for a watch event);
-this module relates the cached Kueue objects into the domain's records and keeps the memo.
+"""The namespace's queues as one immutable answer, parsed from the caches once per change.
+A query over the session's caches, memoized until a cache changes
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

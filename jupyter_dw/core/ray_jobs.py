@@ -1,11 +1,6 @@
 """Ray jobs on the namespace's clusters, for every surface: list, read, submit, stop, stream.
-
-Where a cluster's head answers comes from the settings (``ray_dashboard_url``,
-``ray_client_url``) or KubeRay's status (:mod:`jupyter_dw.domain.ray_endpoints`); its token from
-the Secret KubeRay made for it, used only when that Secret's controller is this cluster
-(:mod:`.ray_token`), held in memory a few seconds, and sent only in request headers to the
-head (:mod:`jupyter_dw.ray_head`). No surface ever sees it: answers carry Ray's job fields, never
-the token or the job's ``runtime_env``.
+The head's address and token are found here; no surface ever sees the token
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Records derived once per object version, for every reader of a session.
-
-Ten sockets open on one server see the same change, and each feed describes the same
-Workloads for it: the same cached object (one ``resourceVersion``) with the same position
-gives the same record, so it is derived once and shared (records are immutable). The key is
-the object's ``uid`` and ``resourceVersion`` (the API server changes the version with every
-change) plus what the record takes from outside the object (its position); an object without
-them is derived every time.
+Keyed by ``uid``, ``resourceVersion`` and the position, so ten sockets derive a record once
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

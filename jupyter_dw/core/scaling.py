@@ -1,16 +1,6 @@
 """Changing an elastic Ray cluster's size: checked, fitted, then one JSON patch.
-
-A person's scale pins the worker group at N (``replicas`` and ``minReplicas`` set to N, the
-group's own ``minReplicas`` kept in the annotation ``jupyter-dw/autoscaling-min-workers``) so
-the Ray autoscaler, which owns ``replicas`` on an autoscaling cluster, cannot shrink it back;
-releasing the pin gives ``minReplicas`` back and leaves the size to the autoscaler. Kueue does
-the rest: a scale-up becomes a new Workload slice that waits for the difference in quota, a
-scale-down frees quota at once. KubeRay removes pods of an autoscaling cluster only when they
-are named in ``scaleStrategy.workersToDelete``, so a scale-down names them (gated pods first,
-then pods not ready, then the newest), and exactly N workers remain.
-
-Blocking, like the rest of ``core/``: the server runs it on its thread pool, a kernel on a
-worker thread.
+The patch pins the worker group (so the autoscaler cannot undo it) and names the pods a
+scale-down removes. Blocking. How Kueue and KubeRay take it: docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

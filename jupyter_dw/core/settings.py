@@ -1,15 +1,7 @@
 """jupyter_dw's settings, read the same way by the server extension and by a kernel.
-
-The traits live on :class:`DWSettings`; the server extension (``JupyterDW``) inherits them, so
-``c.JupyterDW.namespace = "team-a"`` in a Jupyter config file sets both. A kernel cannot see
-the server's command line, so :func:`load_settings` reads what it can see: the
-``JupyterDW`` section of the ``jupyter_server_config`` files on the Jupyter config path
-(``jupyter --paths``: ``.json``, ``.py`` and ``jupyter_server_config.d/*.json``), then
-``JUPYTER_DW_<SETTING>`` environment variables (``JUPYTER_DW_NAMESPACE=team-a``,
-``JUPYTER_DW_MAX_WORKERS=8``, ``JUPYTER_DW_ALLOWED_IMAGES=quay.io/team/,docker.io/rayproject/``),
-which override the files. The server applies the same variables, below its command-line flags.
-
-No jupyter_server or tornado import here: kernels use this module.
+The traits of :class:`DWSettings`, then the ``JupyterDW`` section of the Jupyter config files
+and ``JUPYTER_DW_*`` variables, which a kernel can see. No jupyter_server import
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The Workload records one viewer (a socket, a kernel's feed) was last told, with the waiting
-ones indexed by LocalQueue.
-
-A change of one Workload or one queue moves positions only in that queue's pending list, so
-the feed asks "which waiting Workloads does this viewer show in queue Q?" on every change. At
-thousands of Workloads a scan of every record per change and per viewer was most of the
-server's time (profiled at 200 LocalQueues / 5,000 Workloads with 10 sockets: 45 %); the index
-makes it the size of that queue.
+"""The Workload records one viewer was last told, the waiting ones indexed by LocalQueue.
+The index keeps a change's cost the size of its queue, not of the namespace
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
-"""Stopping a Ray cluster and resuming it, keeping the RayCluster: its Workload deactivated
-(``spec.active: false``, as ``kueuectl stop workload`` does) and reactivated.
-
-A stop deactivates every live Workload of the cluster (an elastic cluster's admitted slice
-and a scale-up's slice waiting beside it): Kueue evicts them (reason ``Deactivated``),
-suspends the RayCluster, KubeRay deletes its pods, and the quota is free; the RayCluster and
-its spec stay. Who stopped it, when and why is written on the RayCluster
-(:mod:`jupyter_dw.domain.stop_record`). A resume reactivates them: Kueue requeues the cluster
-like a new one (``queued`` with its position and reason, then admitted, then ready), at the
-size it had.
-
-Not the RayCluster's own ``spec.suspend``: Kueue owns that field for a job it manages, and
-its job reconciler un-suspends an admitted job ("Job admitted, unsuspending"), so the pods
-come back and the quota stays held.
-
-Order of the writes, so that a refusal changes nothing: the Workload patch is tried first as
-a dry run (a missing ``patch workloads`` is a 403 before anything is written), then the
-record goes on the RayCluster, then the Workloads are deactivated (the first events message
-of the stopped cluster already says who stopped it). The record is read only while the
-Workload is inactive, so a leftover after a failed write never shows.
-
-Blocking, like the rest of ``core/``.
+"""Stopping a Ray cluster and resuming it, keeping the RayCluster.
+Its Workloads are deactivated (``spec.active: false``, as ``kueuectl stop workload`` does) and
+reactivated; never KubeRay's ``spec.suspend``, which Kueue owns. Blocking. Why, and the order of
+the writes: docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

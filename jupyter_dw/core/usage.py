@@ -1,22 +1,7 @@
-"""Sampling what the namespace's Ray clusters (a RayJob's own included) and the jobs whose pods
-are their own (a TrainJob's: every kind whose description says their label, see
-:attr:`~jupyter_dw.domain.job_kind.JobKind.pod_label`) use, for every surface and for the idle
-rule.
-
-The metrics API has no watch: metrics-server keeps one sample per pod per resolution. So the
-service reads it at most once per ``period`` (one call for the whole namespace, whoever
-asks), and only while someone follows (an events socket, a widget) or a reader asks: with
-nothing open and no rule set it makes no request at all. Ray is asked (three cheap calls) only
-for clusters whose head is ready and that a follower named or a reader asked about.
-
-Each sample is kept with its time; a cluster's or a job's :class:`ClusterUsage` is
-computed from the held sample and the pods the caches hold now (pure,
-:mod:`jupyter_dw.domain.usage`), and ``idle_since`` is the first sample that found it idle
-since it was last busy. Followers hear whose usage changed after each sample: changed as a
-reader sees it (:meth:`ClusterUsage.shown`), so a CPU rate that moves within the rounding
-sends nothing.
-
-Blocking, like the rest of ``core/``; the sampling runs on a daemon thread of its own.
+"""Sampling what the namespace's Ray clusters and jobs use, for every surface and the idle rule.
+The metrics API at most once per ``period``, Ray only for clusters someone follows, nothing
+while nobody looks. Blocking; it samples on a daemon thread. Costs:
+docs/explanation/architecture.md.
 """
 
 from __future__ import annotations
@@ -76,7 +61,7 @@ class _Sample:
 
 
 class UsageService:
-    """See the module docstring. Thread-safe."""
+    """Samples usage for every surface and the idle rule (see the module docstring). Thread-safe."""
 
     def __init__(
         self,

@@ -1,12 +1,6 @@
 """Every Kueue Workload of the namespace, whatever job owns it, as every surface shows it.
-
-:class:`WorkloadService` joins the pure records (:mod:`jupyter_dw.domain.workloads`) with the
-session's Workload watch cache and the visibility API's positions. Per request: the cache,
-plus one visibility call per LocalQueue that has a waiting Workload. No permission beyond
-listing and watching Workloads: owners are named from the Workloads' own owner references,
-never read, except the kinds jupyter_dw itself creates (RayCluster, RayJob, TrainJob), whose
-watches say which ones this identity made (:meth:`WorkloadService.made_by_me`). Every method
-blocks (the server runs them on its thread pool, a kernel on a worker thread).
+:class:`WorkloadService` joins the domain's records with the cache and the positions; every
+method blocks. Costs and permissions: docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

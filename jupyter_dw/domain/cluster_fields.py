@@ -1,10 +1,6 @@
-"""The values of a Ray cluster request's fields: one parser per kind of value (a CPU amount,
-an image, labels, tolerations, ...), each returning the value or raising ``FieldError`` with
-the words the user sees, and the canonical text of CPU and memory amounts. Pure.
-
-TrainJob requests share the amount and image parsers, so both kinds of job speak the same
-words. The rules follow KubeRay and Kueue as the tests run them (versions in
-``tests/cluster/versions.env``).
+"""The values of a Ray cluster request's fields: one parser per kind of value. Pure.
+Each returns the value or raises ``FieldError`` with the user's words; TrainJob requests share
+them (docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""A Ray cluster request parsed: the request's fields read with the shared request parser
-(:class:`~jupyter_dw.domain.request_fields.RequestFields`), every default and limit of a
-:class:`~jupyter_dw.domain.spec_policy.SpecPolicy` applied, and every bad field reported in one
-``SpecError``. ``ValidatedClusterSpec.from_request`` is the way in. Pure.
-
-Upstream rules followed here (KubeRay and Kueue at the versions in
-``tests/cluster/versions.env``):
-
-- KubeRay rejects a RayCluster whose name is not a DNS-1035 label of at most 53 characters
-  (``MaxRayClusterNameLength``: 63 minus the longest Service suffix, ``-serve-svc``).
-- Kueue rejects ``enableInTreeAutoscaling`` unless the RayCluster is an elastic job (the
-  ``ElasticJobsViaWorkloadSlices`` feature gate on).
-- Kueue takes the queue from the ``kueue.x-k8s.io/queue-name`` label (a DNS-1123 subdomain).
+"""A Ray cluster request parsed: every default and limit applied, every bad field reported.
+Read with the shared request parser, checked against a
+:class:`~jupyter_dw.domain.spec_policy.SpecPolicy`, one ``SpecError``. Pure. KubeRay's and
+Kueue's rules it applies: docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

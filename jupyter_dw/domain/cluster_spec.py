@@ -1,17 +1,6 @@
 """A validated Ray cluster: what a user asked for, every default and limit applied.
-
-``ValidatedClusterSpec.from_request`` turns a request (REST JSON, Python keyword arguments,
-a ``dw.ClusterSpec`` or ``%dw`` options: the field names are the same everywhere) into a
-``ValidatedClusterSpec``; ``ValidatedClusterSpec.to_raycluster`` builds the RayCluster it
-becomes. The work is in modules of one job each:
-
-- ``request_fields``: the request parser every kind of job shares, and ``SpecError``;
-- ``cluster_fields``: each field's value (amounts, image, env, labels, tolerations, ...);
-- ``spec_policy``: the server's defaults and limits, and ``SIZES``, the one table of sizes;
-- ``cluster_request``: a cluster request parsed (the checks spanning fields);
-- ``raycluster_manifest``: the ``ray.io/v1`` RayCluster, suspended and labelled for Kueue.
-
-The names callers use are importable from here too (``__all__``).
+``ValidatedClusterSpec``, and the names callers use from the modules that make it (one job each,
+listed in docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

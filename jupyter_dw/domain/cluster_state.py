@@ -1,20 +1,6 @@
 """One state for a Ray cluster, read from KubeRay's RayCluster and Kueue's Workload together.
-
-Inputs are the JSON dicts the API server returns: the ``ray.io/v1`` RayCluster, its Workload
-(label ``kueue.x-k8s.io/job-uid=<RayCluster uid>``; ``kueue.x-k8s.io/v1beta1`` or ``v1beta2``,
-whose status fields used here are the same) and optionally its entry from the visibility API's
-``pendingworkloads``. Any status field may be missing — a fresh object has no status, KubeRay
-omits zero counts, a queued cluster has no head — so every read has a default and nothing here
-raises on a malformed object.
-
-The Workload's part is :mod:`jupyter_dw.domain.kueue_state` (its rules, in the same
-precedence, are also any Workload's state); the milestones a change crosses are
-:func:`jupyter_dw.domain.milestones.transition`. Field names checked against the KubeRay CRD
-of the version the tests run (``tests/cluster/versions.env``):
-
-- RayCluster: ``spec.suspend``; ``status.readyWorkerReplicas``, ``desiredWorkerReplicas``,
-  ``head{podName, serviceName}``, ``endpoints``, ``state`` (deprecated) and conditions
-  ``HeadPodReady``, ``RayClusterProvisioned``, ``ReplicaFailure``.
+The Workload's part is :mod:`.kueue_state`. Every read has a default: nothing here raises on a
+malformed object. The fields read, per version: docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

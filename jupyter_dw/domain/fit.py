@@ -1,39 +1,7 @@
-"""Will a Ray cluster fit its queue? The fit verdict, decided the way Kueue assigns flavors.
-
-Kueue (``pkg/scheduler/flavorassigner/flavorassigner.go``, at the version in
-``tests/cluster/versions.env``) admits a workload like this,
-and ``assess_fit`` follows it step by step:
-
-- Requests are counted per PodSet (a RayCluster has PodSet ``head``, count 1, and one PodSet per
-  worker group, count ``replicas``), in Kueue's integer units (``quota.kueue_amount``).
-- ``pods`` is added to a PodSet's requests (= its count) only when the ClusterQueue covers it.
-- A zero request of a resource no resource group covers is skipped (``#8079``); a non-zero one
-  makes the workload inadmissible ("resource X unavailable in ClusterQueue", reason
-  ``NoMatchingFlavor``).
-- PodSets are assigned one after the other; each sees the quota earlier PodSets of the same
-  workload took (``assumedUsage``). For each resource group the PodSet touches, the group's
-  flavors are tried in order; a flavor fits when *every* requested resource of the group fits.
-- A request above ``PotentialAvailable`` (``QuotaTree.max_obtainable``) in a flavor can never
-  fit there (``ExceedsMaxQuota``); at most ``Available`` (``QuotaTree.headroom``) it fits now.
-- ``flavorFungibility``: with the default (``whenCanBorrow: MayStopSearch`` — ``Borrow`` in
-  v1beta1 —, ``whenCanPreempt: TryNextFlavor``) the first flavor that fits, borrowing or not,
-  is taken. With ``whenCanBorrow: TryNextFlavor`` the search goes on past a flavor that fits
-  only by borrowing: the first flavor that fits within the ClusterQueue's own quota wins, else
-  the one borrowing least (``QuotaTree.borrowing_level``, Kueue's borrowing height). A flavor
-  that does not fit now is skipped whatever ``whenCanPreempt`` says: whether preemption could
-  make room depends on the priorities of admitted workloads, which the verdict does not know
-  (Kueue behaves the same when it finds no preemption candidates). With ``whenCanPreempt:
-  MayStopSearch`` on a ClusterQueue that preempts, a fits-now message says so when a flavor
-  ahead of the assigned one was skipped (Kueue may stop there to preempt instead).
-- Admission checks (``spec.admissionChecksStrategy``): fitting the quota only reserves it; the
-  workload is admitted when every check that applies to its flavors is Ready. The verdict
-  names them (``admission_checks``) and a fitting workload's message says it then waits for
-  capacity from them (the verdict stays ``fits-now``: quota is what the verdict judges).
-
-This module decides (a verdict, a reason and the numbers behind them); the flavor
-assignment itself is :mod:`jupyter_dw.domain.flavor_assigner` (the port to read beside
-Kueue's Go), and every sentence is :mod:`jupyter_dw.domain.fit_words`. Headroom itself is
-never computed here: ``QuotaTree`` owns that arithmetic.
+"""Will a Ray cluster fit its queue? The verdict, decided the way Kueue assigns flavors.
+A verdict is a reason and its numbers; the assignment is :mod:`.flavor_assigner`, the sentences
+:mod:`.fit_words`, headroom ``QuotaTree``'s. Kueue's steps, one by one:
+docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""Kueue's flavor assigner, ported: which ResourceFlavor each PodSet of a workload gets, or
-where it gets stuck. It decides and says nothing: :mod:`jupyter_dw.domain.fit` turns the
-placement into a verdict and :mod:`jupyter_dw.domain.fit_words` into sentences. Pure.
-
-Read it beside Kueue's ``pkg/scheduler/flavorassigner/flavorassigner.go`` (the version in
-``tests/cluster/versions.env``): :func:`demands` is how Kueue totals a PodSet's requests
-(``pods`` only when the ClusterQueue covers it), :func:`steps` its loop over PodSets and the
-resource groups they touch, :func:`fits` its ``assumedUsage + request <= available`` check, and
-:func:`place` its first-fit over each group's flavors (``findFlavorForPodSets``), with
-``flavorFungibility.whenCanBorrow: TryNextFlavor`` as :func:`by_fungibility`.
+"""Kueue's flavor assigner, ported: which ResourceFlavor each PodSet gets, or where it sticks.
+It decides and says nothing (:mod:`.fit`, :mod:`.fit_words`). Pure. Which function is which part
+of Kueue's Go: docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Whether what a watch cache holds can be trusted as the cluster's state now.
-
-Every watch cache (and Kueue itself, which keeps the Workloads' state current) is in one of
-three states:
-
-- ``live``: following the API server; what the cache holds is the state now.
-- ``reconnecting``: the watch broke (API server unreachable, connection dropped) and is being
-  re-opened; the cache holds the state as of ``since`` and will catch up by itself.
-- ``stale``: the cache cannot follow the resource and will not recover by retrying (the
-  identity may no longer list/watch it, Kueue is not answering); what it holds is old.
-
-``reason`` says why (None when live), ``since`` when the state began (seconds since the epoch).
-Several of them combine into the worst one (:func:`worst`): stale over reconnecting over live.
+``live``, ``reconnecting`` or ``stale``, with why and since when, and the worst of several:
+docs/explanation/watch-health.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The idle rule's decision, for administrators who want idle Ray clusters to give quota back.
-
-A cluster this workbench's owner made, idle for ``timeout`` seconds (see
-:mod:`jupyter_dw.domain.usage` for idle), is stopped (or deleted) — by default only while a
-Workload waits in its ClusterQueue or anywhere in its cohort tree, since quota nobody wants
-costs nothing. The user is warned ``warning`` seconds before. Pure: the server's rule acts on
-the verdict, every surface shows it (the same settings give the same verdict everywhere).
+"""The idle rule's decision: which idle clusters give their quota back, and when. Pure.
+The same settings give the same verdict on every surface; the rule:
+docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

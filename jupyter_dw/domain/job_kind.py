@@ -1,10 +1,6 @@
-"""A workload kind jupyter_dw creates for Kueue to admit (a RayJob, a TrainJob), as one
-description the shared machinery serves: its API, its request (fields, parser, manifest, the
-pod sets Kueue builds), how its state is read, and its surfaces' words. Pure.
-
-A kind is one :class:`JobKind` instance in a module of :mod:`jupyter_dw.domain.kinds`, listed
-in its ``KINDS``; the core, the REST routes, the change feed, discovery, the watches and the
-permission checks are made from that list.
+"""A workload kind jupyter_dw creates (a RayJob, a TrainJob) as one description. Pure.
+The shared machinery (core, routes, feed, watches, permissions) is made from ``KINDS``
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

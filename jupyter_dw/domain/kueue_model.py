@@ -1,19 +1,7 @@
-"""Kueue queue objects as plain, immutable Python values.
-
-One module of ~600 lines on purpose: one parser per Kueue kind, each next to the version
-renames it absorbs, so that a reader checks the whole v1beta1/v1beta2 mapping in one place.
-
-Each ``from_object`` takes the JSON dict the Kubernetes API returns for a ``LocalQueue``,
-``ClusterQueue`` or ``Cohort`` of API version ``kueue.x-k8s.io/v1beta1`` or ``v1beta2`` and
-returns the same model for both. The renames between the versions (checked against the Kueue
-v0.19.2 CRDs and ``apis/kueue/v1beta1/*_conversion.go``):
-
-- ClusterQueue ``spec.cohort`` (v1beta1) became ``spec.cohortName`` (v1beta2);
-- LocalQueue ``status.flavorUsage`` (v1beta1) became ``status.flavorsUsage`` (v1beta2);
-- Cohort ``spec.parent`` (early v1beta1 / v1alpha1) became ``spec.parentName``.
-
-Objects Kueue has not reconciled yet have no ``status``; every status field then reads as zero
-or empty instead of failing. Quantities are exact ``Decimal`` values (see ``quantity.py``).
+"""Kueue queue objects as plain, immutable Python values, the same for v1beta1 and v1beta2.
+One module on purpose: each parser (LocalQueue, ClusterQueue, Cohort) beside the renames it
+absorbs, so the version mapping is checked in one place; the renames:
+docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""A Kueue Workload's own state, whatever its job: the rules that read only the Workload
-(its conditions, ``spec.active`` and admission checks), in the precedence a Ray cluster's
-state uses too (:mod:`jupyter_dw.domain.cluster_state` adds KubeRay's part). Pure.
-
-Field names checked against the Workload CRD of the Kueue versions the tests run
-(``tests/cluster/versions.env``; ``kueue.x-k8s.io/v1beta1`` or ``v1beta2``, whose status fields
-used here are the same): ``status.conditions`` of type ``QuotaReserved``, ``Admitted``,
-``Evicted``, ``Preempted``, ``Finished``, ``DeactivationTarget``;
-``status.admission{clusterQueue, podSetAssignments[{name, flavors}]}``;
-``status.admissionChecks``; ``spec.active``. Kueue resets ``Evicted``/``Preempted`` to False
-(reason ``QuotaReserved``) when it reserves quota again (``workload.SetQuotaReservation``), so
-``Evicted=True`` means "evicted and not re-admitted yet".
+"""A Kueue Workload's own state, whatever its job: the rules that read only the Workload.
+In the precedence a Ray cluster's state uses too (:mod:`.cluster_state` adds KubeRay's part).
+Pure. The fields read: docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """When a Ray cluster passed each step, from the controllers' own timestamps.
-
-Every surface draws the same timeline from this one list: ``Submitted`` (the RayCluster's
-``creationTimestamp``), ``QuotaReserved`` (the Workload's condition), ``CapacityProvisioned``
-(every admission check Ready, e.g. the cluster autoscaler provisioned the nodes a
-ProvisioningRequest asked for; only when the ClusterQueue requires checks), ``Admitted``,
-``HeadReady`` (KubeRay's ``HeadPodReady`` condition, else the head pod's ``Ready``),
-``WorkerReady:<n>`` (the n-th worker pod to turn ``Ready``, by its condition's time), ``Ready``
-(when the last of those happened, once the cluster is ready), then ``Evicted``/``Preempted``,
-``Stopped`` and ``Deleting`` when they apply. Times are the RFC 3339 strings the API server wrote; a
-milestone reached with no time recorded has ``time`` None. Names are the ones
-:func:`transition` (below) reports on the events socket.
-
-Pure: the inputs are API objects as dicts; nothing here raises on a malformed one.
+The one timeline every surface draws, and the steps a change crosses (:func:`transition`). Pure;
+nothing raises on a malformed object. Each milestone's source:
+docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations
@@ -81,7 +71,28 @@ def milestones(
     chain = slice_chain(slices) if slices is not None else None
     first = chain.first if chain is not None else workload
     workload = chain.current if chain is not None else workload
-    steps = [Milestone("Submitted", status.created)]
+    steps = [Milestone("Submitted", status.created), *_admission(status, chain, first)]
+    head_times = _head_ready_times(status, raycluster, pods)
+    if head_times:
+        steps.append(Milestone("HeadReady", head_times[0]))
+    worker_times = _worker_ready_times(status, pods)
+    steps += [Milestone(f"WorkerReady:{n}", t) for n, t in enumerate(worker_times, 1)]
+    if status.state == "ready":
+        steps.append(_ready(status, chain, head_times, worker_times))
+    if chain is not None and status.elastic:
+        steps += _scale_steps(chain, status, worker_times)
+    end = _end(status, raycluster, workload)
+    if end is not None:
+        steps.append(end)
+    return tuple(steps)
+
+
+def _admission(
+    status: ClusterSnapshot, chain: SliceChain | None, first: Mapping[str, Any] | None
+) -> list[Milestone]:
+    """Kueue's steps: ``QuotaReserved``, ``CapacityProvisioned`` (with admission checks),
+    ``Admitted``."""
+    steps = []
     reserved, reserved_at = _first_true(chain, first, "QuotaReserved")
     if reserved:
         steps.append(Milestone("QuotaReserved", reserved_at))
@@ -95,40 +106,63 @@ def milestones(
         )
     if admitted:
         steps.append(Milestone("Admitted", admitted_at))
-    head_times: list[str | None] = []
-    if status.head_ready:
-        reached, since = _true_since(raycluster, "HeadPodReady")
-        head_times = [since] if reached and since else _ready_times(pods, "head")[:1] or [None]
-        steps.append(Milestone("HeadReady", head_times[0]))
+    return steps
+
+
+def _head_ready_times(
+    status: ClusterSnapshot, raycluster: Mapping[str, Any], pods: list[Mapping[str, Any]]
+) -> list[str | None]:
+    """When the head became ready (one time, maybe None); empty while it is not ready."""
+    if not status.head_ready:
+        return []
+    reached, since = _true_since(raycluster, "HeadPodReady")
+    return [since] if reached and since else _ready_times(pods, "head")[:1] or [None]
+
+
+def _worker_ready_times(status: ClusterSnapshot, pods: list[Mapping[str, Any]]) -> list[str | None]:
+    """When each ready worker became ready, in order: as many as KubeRay counts ready."""
     worker_times = _ready_times(pods, "worker")
     # KubeRay's count decides how many are ready; pod times say when (the cache may lag).
     worker_times += [None] * (status.workers_ready - len(worker_times))
-    worker_times = worker_times[: status.workers_ready]
-    steps += [Milestone(f"WorkerReady:{n}", t) for n, t in enumerate(worker_times, 1)]
-    if status.state == "ready":
-        first_size = worker_times
-        if chain is not None and status.elastic and chain.first is not None:
-            # Ready is when the first admission's size was reached: later workers came with
-            # scale-ups, whose own milestones follow.
-            first_size = worker_times[: worker_count(chain.first) or 0]
-        known = [t for t in [*head_times, *first_size] if t]
-        steps.append(Milestone("Ready", max(known) if known else None))
-    if chain is not None and status.elastic:
-        steps += _scale_steps(chain, status, worker_times)
+    return worker_times[: status.workers_ready]
+
+
+def _ready(
+    status: ClusterSnapshot,
+    chain: SliceChain | None,
+    head_times: list[str | None],
+    worker_times: list[str | None],
+) -> Milestone:
+    """``Ready``: when the last pod of the cluster's first size became ready."""
+    first_size = worker_times
+    if chain is not None and status.elastic and chain.first is not None:
+        # Ready is when the first admission's size was reached: later workers came with
+        # scale-ups, whose own milestones follow.
+        first_size = worker_times[: worker_count(chain.first) or 0]
+    known = [t for t in [*head_times, *first_size] if t]
+    return Milestone("Ready", max(known) if known else None)
+
+
+def _end(
+    status: ClusterSnapshot, raycluster: Mapping[str, Any], workload: Mapping[str, Any] | None
+) -> Milestone | None:
+    """The step that ends the cluster's run, if it has one: ``Evicted``/``Preempted``,
+    ``Stopped`` or ``Deleting``."""
     if status.state in ("evicted", "preempted"):
         # Kueue may mark a preemption on Evicted alone (reason Preempted).
         reached, since = _true_since(workload, "Preempted")
         if status.state == "evicted" or not reached:
             since = _true_since(workload, "Evicted")[1]
-        steps.append(Milestone(status.state.capitalize(), since))
+        return Milestone(status.state.capitalize(), since)
     if status.state == "stopped":
         # Kueue's eviction time, else (not evicted yet) the time our record says.
         since = _true_since(workload, "Evicted")[1]
-        steps.append(Milestone("Stopped", since or (status.stopped.at if status.stopped else None)))
+        return Milestone("Stopped", since or (status.stopped.at if status.stopped else None))
     if status.state == "deleting":
-        deleted = _text(_map(raycluster.get("metadata")).get("deletionTimestamp"))
-        steps.append(Milestone("Deleting", deleted))
-    return tuple(steps)
+        return Milestone(
+            "Deleting", _text(_map(raycluster.get("metadata")).get("deletionTimestamp"))
+        )
+    return None
 
 
 def _first_true(

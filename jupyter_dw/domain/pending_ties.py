@@ -1,12 +1,6 @@
 """One order for Workloads Kueue cannot tell apart: a pending list's ties kept as first seen.
-
-Kueue orders a ClusterQueue's pending Workloads by priority, then by the time they were queued.
-From v0.15 it breaks a tie by UID; Kueue 0.14 breaks none, and its visibility API sorts a
-copy of the queue (heap and a Go map) with an unstable sort on every call, so two Workloads of
-one priority made in the same second swap places from one answer to the next with nothing
-changed. Users would see rows jump. So a new answer keeps, inside each run of such ties, the
-order the previous answer had; a Kueue that breaks ties itself answers the same order every
-time and nothing here moves. Pure.
+Kueue 0.14 re-sorts ties at random on every answer, so rows would jump. Pure. Why:
+docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""What keeps an admitted Ray cluster's pods from running, in the kubelet's and the
-scheduler's own words.
-
-After Kueue admits a cluster, KubeRay creates its pods; they may then never become ready: no
-node fits them (``PodScheduled=False``, reason ``Unschedulable``), the image cannot be pulled
-(``ErrImagePull``/``ImagePullBackOff``), or the container keeps crashing
-(``CrashLoopBackOff``). Such a cluster is shown as ``stalled`` with the pod's reason and
-message rather than as one still starting. Pure: pods are API dicts.
+"""What keeps an admitted Ray cluster's pods from running, in the kubelet's and scheduler's words.
+Such a cluster is ``stalled`` with the pod's reason, not still starting. Pure
+(docs/explanation/kueue-mapping.md).
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
-"""Priorities as Kueue applies them: WorkloadPriorityClasses, the order of pending workloads
-(who is ahead of a new one) and what preempted a workload.
-
-Pure: inputs are the JSON dicts the API server and Kueue's visibility API return. Checked
-against Kueue v0.19.2 and v0.14.8:
-
-- A ClusterQueue's pending workloads are ordered by priority (higher first), then by the
-  queue-order timestamp (creation, or the last eviction when requeued), then by UID
-  (``baseCompareFunc`` in ``pkg/cache/queue/cluster_queue.go``). Both queueing strategies use
-  this order; under ``BestEffortFIFO`` a workload that does not fit is skipped for a later one,
-  under ``StrictFIFO`` it blocks those behind it. A new workload is the newest, so every
-  pending one of equal or higher priority is ahead of it.
-- A workload without a priority class gets the default Kubernetes PriorityClass's value, or
-  0; with the ``WorkloadPriorityClassDefaulting`` gate (alpha, Kueue 0.18+) the
-  WorkloadPriorityClass named ``default`` is applied to jobs that name none.
-- A preempted workload's ``Preempted``/``Evicted`` condition message names the preemptor:
-  ``Preempted to accommodate a workload (UID: <uid>, JobUID: <job uid>) due to <reason>``
-  (0.19 appends ``; preemptor path: ...; preemptee path: ...``); an unknown UID is spelled
-  ``UNKNOWN``.
+"""Priorities as Kueue applies them: classes, who is ahead of a new workload, who preempted.
+Pure. Kueue's order and preemption messages, checked against v0.19.2 and v0.14.8:
+docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Kubernetes resource quantities: strict parsing to Decimal and canonical formatting.
-
-The grammar is Kubernetes' own (``k8s.io/apimachinery/pkg/api/resource``): a signed decimal
-number followed by a binary-SI suffix (``Ki`` .. ``Ei``), a decimal-SI suffix (``n`` .. ``E``)
-or a decimal exponent (``e3``, ``E-2``). Values are exact ``Decimal`` so quota arithmetic never
-rounds, and they are Kubernetes' values: an amount finer than ``1n`` is rounded up to the next
-nano (away from zero), as ``resource.ParseQuantity`` does. tests/unit/test_quantity_oracle.py
-checks both directions against ``resource.ParseQuantity`` itself.
-
-Kubernetes accepts a few spellings that are refused here, on purpose:
-
-- an amount larger than ``2**63 - 1``: Kubernetes caps a binary-suffixed one to that
-  (``9Ei``) and keeps a decimal one whole (``1e30``), beyond what its int64 readings
-  (``Quantity.Value``, ``MilliValue``) can hold. So every parsed value has at most 19
-  integer and 9 decimal digits: it fits ``Decimal``'s default context, and arithmetic on it
-  never overflows however the number was written;
-- a number without digits (``"."``, ``"+"``, ``"M"``, ``"e5"``), which Kubernetes reads as 0;
-- an exponent of ten digits or more: Kubernetes wraps it to 32 bits (``1e-4294967296`` is 1
-  for it) or overflows its scale near ``-2**31``. Nine digits are plenty (``1e-999999999``
-  is ``1n``, ``1e999999999`` too large) and parse at once, where Kubernetes takes hours.
+Kubernetes' grammar and values, checked against ``resource.ParseQuantity``; the spellings it
+accepts that are refused here, and why: docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

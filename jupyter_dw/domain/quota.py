@@ -1,38 +1,6 @@
 """Kueue quota arithmetic: headroom per ClusterQueue, flavor and resource, and queue summaries.
-
-One module of ~600 lines on purpose: it is the port of one part of Kueue (the quota tree of
-its scheduler cache) and reads best beside it in one piece; the summaries are the tree's
-numbers per queue, nothing else.
-
-The arithmetic mirrors Kueue v0.19's scheduler cache (``pkg/cache/scheduler/resource_node.go``:
-``localQuota``/``guaranteedQuota``, ``accumulateFromChild``, ``available``,
-``potentialAvailable``; ``clusterqueue_snapshot.go``: ``Available``/``PotentialAvailable``;
-``pkg/scheduler/flavorassigner``: ``fitsResourceQuota``). Every ClusterQueue and Cohort is a
-node of a tree:
-
-- ``SubtreeQuota(cq) = nominal``; ``Usage(cq) = reserved`` (``status.flavorsReservation``).
-- ``localQuota(n) = max(0, SubtreeQuota(n) - lendingLimit(n))`` if ``n`` has a lending limit,
-  else 0: the part of ``n``'s quota its parent never sees.
-- ``SubtreeQuota(cohort) = own nominal + sum(SubtreeQuota(child) - localQuota(child))``;
-  ``Usage(cohort) = sum(max(0, Usage(child) - localQuota(child)))``.
-- ``available(root) = SubtreeQuota - Usage``. Below the root::
-
-      parent = available(parent(n))
-      if borrowingLimit(n) is set:
-          storedInParent = SubtreeQuota(n) - localQuota(n)
-          usedInParent = max(0, Usage(n) - localQuota(n))
-          parent = min(parent, storedInParent - usedInParent + borrowingLimit(n))
-      available(n) = max(0, localQuota(n) - Usage(n)) + parent
-
-- ``headroom(cq) = max(0, available(cq))``: Kueue fits a request ``r`` without preemption
-  iff ``r <= headroom``.
-- ``potentialAvailable(root) = SubtreeQuota``; below it
-  ``min(localQuota(n) + potentialAvailable(parent), SubtreeQuota(n) + borrowingLimit(n))``
-  (no min without a borrowing limit). A request above it can never be admitted.
-
-Kueue counts in integers: milli-units for ``cpu`` and whole units for everything else, both
-rounded up from the quantity (``resources.ResourceValue``). Quotas are rounded the same way
-here before any arithmetic, so the numbers are Kueue's own.
+One module on purpose: the port of Kueue's quota tree (its scheduler cache) reads best beside it
+in one piece. The formulas, with Kueue's names: docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

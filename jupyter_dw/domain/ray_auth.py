@@ -1,26 +1,7 @@
-"""Ray's own authentication on the clusters jupyter_dw creates: modes, the rayVersion rule, the
-manifest parts, how a RayCluster is authenticated, and the token Secret it may be used from.
-
-Read from KubeRay v1.6.2 (``apis/ray/v1/raycluster_types.go`` ``AuthOptions``,
-``controllers/ray/utils/validation.go``, ``controllers/ray/common/pod.go``,
-``controllers/ray/raycluster_controller.go`` ``reconcileAuthSecret``):
-
-- ``spec.authOptions: {mode: token}``: KubeRay creates a Secret named after the cluster
-  (``utils.CheckName(name)``), labelled ``ray.io/cluster: <name>``, with a controller owner
-  reference to the RayCluster and the key ``auth_token``, and sets ``RAY_AUTH_MODE=token`` and
-  ``RAY_AUTH_TOKEN`` (a ``secretKeyRef`` to that Secret) in the Ray containers. It **reuses** a
-  Secret of that name that already exists, whoever made it: so the token is only used when
-  the Secret's controller owner is this very RayCluster (its UID).
-- ``enableK8sTokenAuth: true`` (with ``mode: token``): Ray asks the Kubernetes API server
-  about the caller's own token instead (the ``ray:write`` verb); no Secret.
-- KubeRay refuses token mode unless ``spec.rayVersion`` is at least 2.52.0 (2.55.0 with
-  ``enableK8sTokenAuth``), and it refuses **silently**: a Warning event
-  ``InvalidRayClusterSpec`` on the RayCluster, no status, no pods, no Secret.
-- KubeRay only adds ``RAY_AUTH_MODE``/``RAY_AUTH_TOKEN`` to a container that does not set them
-  already, so a user's ``env`` must never set them (it could switch auth off, or pick the
-  token).
-- Ray 2.60 turns token authentication on by itself when it finds a token (in its environment or
-  a token file), so ``disabled`` is said explicitly: ``RAY_AUTH_MODE=disabled``.
+"""Ray's own authentication on the clusters jupyter_dw creates.
+The modes, the rayVersion rule, the manifest parts, how a RayCluster is authenticated and the
+Secret its token may come from. What KubeRay v1.6.2 does with each:
+docs/explanation/security.md.
 """
 
 from __future__ import annotations

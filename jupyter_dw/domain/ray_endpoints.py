@@ -1,12 +1,5 @@
-"""Where a RayCluster's head answers: its dashboard / Jobs API (``http://``) and its Ray Client
-port (``ray://``), from a configured template or from what KubeRay reports. Pure: no I/O.
-
-A template (``ray_dashboard_url``, ``ray_client_url``) holds only the placeholders ``{name}``
-(the RayCluster's name, required), ``{namespace}`` and ``{port}``; no format spec, conversion,
-query string or fragment, since a path is appended to it. Without a template the head Service
-KubeRay reports (``status.head.serviceName``) is used by its cluster DNS name,
-``<service>.<namespace>.svc``, on the port KubeRay reports (``status.endpoints``), else Ray's
-default port.
+"""Where a RayCluster's head answers: dashboard / Jobs API and Ray Client addresses. Pure.
+From a configured template, else from what KubeRay reports (docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

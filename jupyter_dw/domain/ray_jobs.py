@@ -1,10 +1,6 @@
 """Ray jobs as every surface shows them, read from Ray's Jobs REST API answers. Pure.
-
-Field names and states are Ray's (``ray/dashboard/modules/job/pydantic_models.py``
-``JobDetails`` and ``common.py`` ``JobStatus``, Ray 2.60): ``submission_id``, ``entrypoint``,
-``status`` (``PENDING``, ``RUNNING``, ``STOPPED``, ``SUCCEEDED``, ``FAILED``), ``message``,
-``error_type``, ``start_time``/``end_time`` (ms since the epoch), ``metadata``,
-``driver_exit_code``. ``runtime_env`` is never copied: it may hold secrets of the user's.
+Ray's own field names and states; ``runtime_env`` is never copied
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

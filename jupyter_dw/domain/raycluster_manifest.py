@@ -1,15 +1,6 @@
-"""The ``ray.io/v1`` RayCluster a validated spec becomes: created suspended and labelled for
-Kueue, so nothing runs before Kueue admits it. Pure.
-
-Upstream rules followed here (KubeRay and Kueue at the versions in
-``tests/cluster/versions.env``):
-
-- Kueue reserves quota for each worker group's ``replicas`` (times ``numOfHosts``), not for
-  ``maxReplicas``; it rejects ``enableInTreeAutoscaling`` unless the RayCluster is an elastic
-  job (annotation ``kueue.x-k8s.io/elastic-job: "true"``), and it reserves the worker group
-  name ``head``.
-- Kueue takes the queue from the ``kueue.x-k8s.io/queue-name`` label and owns
-  ``spec.suspend``: it sets it to false on admission.
+"""The ``ray.io/v1`` RayCluster a validated spec becomes. Pure.
+Created suspended and labelled for Kueue, so nothing runs before Kueue admits it; the rules it
+follows: docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Whether a list of RBAC rules (a SelfSubjectRulesReview's ``resourceRules``) allows one request.
-
-The same matching Kubernetes' RBAC authorizer does (``rbac/v1`` ``VerbMatches``,
-``APIGroupMatches``, ``ResourceMatches``, ``ResourceNameMatches``): a rule allows a request
-when its verbs, API groups, resources and resource names all match; ``*`` matches any verb,
-group or resource, ``*/<subresource>`` any resource's subresource, and a rule naming
-``resourceNames`` only a request for one of those names (never a list or a create, which
-carry no name). Rules only ever allow: no rule denies.
+"""Whether a list of RBAC rules (a SelfSubjectRulesReview's) allows one request. Pure.
+The matching Kubernetes' RBAC authorizer does (docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""What every request parser shares (Ray cluster, RayJob, TrainJob): known fields, unknown ones
-named with a close match, one message per bad field, the queue and priority rules, and the
-one ``SpecError`` carrying them all. Pure.
-
-A request is a mapping of fields; ``None`` counts as omitted. Each field is parsed by a
-function that returns the value or raises ``ValueError`` with the words the user sees.
+"""What every request parser shares (Ray cluster, RayJob, TrainJob), and ``SpecError``. Pure.
+Known fields, close matches for unknown ones, one message per bad field
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Will a scale-up of an elastic Ray cluster be admitted now? And which sizes may be asked for.
-
-Kueue admits a scale-up as a new Workload slice that needs only the *difference* in quota,
-in the flavor the admitted slice already holds (``pkg/workloadslicing``; a slice keeps its
-flavor, and there is no partial admission). So the fit of ``from → to`` workers is the fit of
-one pod set of ``to - from`` workers restricted to that flavor, decided by the same
-:func:`~jupyter_dw.domain.fit.assess_fit` as a new cluster's. Pure.
+The fit of the difference, in the flavor the admitted slice holds, as Kueue does. Pure
+(docs/explanation/kueue-mapping.md).
 """
 
 from __future__ import annotations

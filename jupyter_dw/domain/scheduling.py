@@ -1,16 +1,6 @@
 """Which ResourceFlavors a pod set may use, decided as Kueue's flavor assigner does.
-
-Kueue (``flavorassigner.checkFlavorForPodSets``) skips a flavor for a pod set when
-
-- one of the flavor's ``nodeTaints`` with effect ``NoSchedule`` or ``NoExecute`` is not
-  tolerated by the pod's tolerations plus the flavor's own ``tolerations``
-  ("untolerated taint ... in flavor X"), or
-- the pod's ``nodeSelector``, restricted to the keys of the flavor's ``nodeLabels``, does not
-  match those labels ("flavor X doesn't match node affinity").
-
-Toleration matching is Kubernetes' (``Toleration.ToleratesTaint``): an empty effect matches
-every effect, an empty key with ``Exists`` matches every key, ``Equal`` compares values.
-Pure: inputs are API dicts or these dataclasses.
+Taints it tolerates, node labels its selector matches, with Kueue's words. Pure. The rules:
+docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
-"""An elastic Ray cluster as Kueue sees it: a chain of Workload slices, and the change of size
-in flight.
-
-With Kueue's ``ElasticJobsViaWorkloadSlices`` (beta, on by default since 0.18) a RayCluster
-annotated ``kueue.x-k8s.io/elastic-job: "true"`` may change its worker count after admission.
-Kueue then keeps one *chain* of Workloads for it (``pkg/workloadslicing`` in Kueue v0.19.2):
-
-- a **scale-up** of a slice that holds quota makes a new slice, annotated
-  ``kueue.x-k8s.io/workload-slice-replacement-for: <ns>/<old>``, queued like any Workload and
-  asking only for the difference in the old slice's flavor; once admitted it replaces the old
-  slice, which gets ``Finished`` (reason ``WorkloadSliceReplaced``);
-- a **scale-down**, or any change while the newest slice still waits, rewrites that slice's
-  ``spec.podSets[].count`` in place (quota is freed at once).
-
-So a cluster has at most one *admitted* slice (what quota is held now) and one *pending*
-slice that replaces it (a scale-up waiting for quota). This module picks them out of all the
-Workloads of one job the way Kueue's ``normalizeActiveSlices`` does, and describes the change
-in flight as a :class:`ScaleChange`. Pure: Workloads are API dicts; nothing raises on a
-malformed one.
+"""An elastic Ray cluster as Kueue sees it: a chain of Workload slices, and the change in flight.
+The admitted slice, the pending one replacing it and the :class:`ScaleChange`, picked out as
+Kueue's ``normalizeActiveSlices`` does. Pure. Kueue's slices: docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations
@@ -278,61 +262,95 @@ def scale_change(
     held = chain.workers_admitted
     if admitted is None or held is None:
         return None
-    pending = chain.pending
-
-    def by(target: int) -> RequestedBy:
-        return "user" if pinned_workers is not None and pinned_workers == target else "autoscaler"
-
-    if pending is not None and (worker_count(pending) or 0) <= held:
-        # Asked back down to what is held while the slice waited (Kueue 0.14 keeps such a
-        # slice pending until its queue changes): nothing more is asked for.
-        pending = None
+    pending = _asking_for_more(chain.pending, held)
     if pending is not None or workers_desired > held:
-        target = worker_count(pending) if pending is not None else workers_desired
-        target = workers_desired if target is None else target
-        reason, message = words(pending, "QuotaReserved") if pending is not None else (None, None)
-        entry = _map(pending_entry)
-        entry_name = _text(_map(entry.get("metadata")).get("name"))
-        matches = pending is not None and entry_name == name_of(pending)
-        return ScaleChange(
-            "queued",
-            held,
-            target,
-            by(target),
-            reason,
-            message,
-            _int(entry.get("positionInLocalQueue")) if matches else None,
-            _int(entry.get("positionInClusterQueue")) if matches else None,
-            _text(_map(_map(pending).get("metadata")).get("creationTimestamp")),
-            name_of(pending),
-        )
+        return _waiting_scale_up(pending, pending_entry, held, workers_desired, pinned_workers)
     if replaces(admitted) and workers_ready < held and workers_desired >= held:
-        before = worker_count(chain.find(replaces(admitted)))
-        reason, message = words(admitted, "Admitted")
-        return ScaleChange(
-            "admitted",
-            before if before is not None else workers_ready,
-            held,
-            by(held),
-            reason,
-            message,
-            since=true_since(admitted, "Admitted"),
-            workload=name_of(admitted),
-        )
+        return _admitted_scale_up(chain, admitted, held, workers_ready, pinned_workers)
     # KubeRay's ready count lags the pods' deletion: the change is over when both agree.
     running = max(workers_running, workers_ready)
     if running > workers_desired:
-        return ScaleChange(
-            "scaling-down",
-            running,
-            workers_desired,
-            by(workers_desired),
-            "ScalingDown",
-            f"removing {running - workers_desired} of {running} worker pods; "
-            f"the quota of {held} workers is held",
-            workload=name_of(admitted),
-        )
+        return _scale_down(admitted, held, running, workers_desired, pinned_workers)
     return None
+
+
+def _requested_by(pinned_workers: int | None, target: int) -> RequestedBy:
+    """A person asked for ``target`` when the worker group is pinned there, else Ray's
+    autoscaler did."""
+    return "user" if pinned_workers is not None and pinned_workers == target else "autoscaler"
+
+
+def _asking_for_more(pending: Object | None, held: int) -> Object | None:
+    """The pending slice, unless it asks for no more workers than the admitted one holds."""
+    if pending is not None and (worker_count(pending) or 0) <= held:
+        # Asked back down to what is held while the slice waited (Kueue 0.14 keeps such a
+        # slice pending until its queue changes): nothing more is asked for.
+        return None
+    return pending
+
+
+def _waiting_scale_up(
+    pending: Object | None,
+    pending_entry: Mapping[str, Any] | None,
+    held: int,
+    workers_desired: int,
+    pinned_workers: int | None,
+) -> ScaleChange:
+    """``queued``: the scale-up's slice waits for quota (with Kueue's words and its positions),
+    or Kueue has not made it yet."""
+    target = worker_count(pending) if pending is not None else workers_desired
+    target = workers_desired if target is None else target
+    reason, message = words(pending, "QuotaReserved") if pending is not None else (None, None)
+    entry = _map(pending_entry)
+    entry_name = _text(_map(entry.get("metadata")).get("name"))
+    matches = pending is not None and entry_name == name_of(pending)
+    return ScaleChange(
+        "queued",
+        held,
+        target,
+        _requested_by(pinned_workers, target),
+        reason,
+        message,
+        _int(entry.get("positionInLocalQueue")) if matches else None,
+        _int(entry.get("positionInClusterQueue")) if matches else None,
+        _text(_map(_map(pending).get("metadata")).get("creationTimestamp")),
+        name_of(pending),
+    )
+
+
+def _admitted_scale_up(
+    chain: SliceChain, admitted: Object, held: int, workers_ready: int, pinned_workers: int | None
+) -> ScaleChange:
+    """``admitted``: the scale-up's slice holds its quota, its new workers are not all ready."""
+    before = worker_count(chain.find(replaces(admitted)))
+    reason, message = words(admitted, "Admitted")
+    return ScaleChange(
+        "admitted",
+        before if before is not None else workers_ready,
+        held,
+        _requested_by(pinned_workers, held),
+        reason,
+        message,
+        since=true_since(admitted, "Admitted"),
+        workload=name_of(admitted),
+    )
+
+
+def _scale_down(
+    admitted: Object, held: int, running: int, workers_desired: int, pinned_workers: int | None
+) -> ScaleChange:
+    """``scaling-down``: KubeRay removes the worker pods beyond what is asked for (Kueue already
+    freed their quota)."""
+    return ScaleChange(
+        "scaling-down",
+        running,
+        workers_desired,
+        _requested_by(pinned_workers, workers_desired),
+        "ScalingDown",
+        f"removing {running - workers_desired} of {running} worker pods; "
+        f"the quota of {held} workers is held",
+        workload=name_of(admitted),
+    )
 
 
 def counts_autoscaler(workload: Object, raycluster: Object | None) -> bool | None:

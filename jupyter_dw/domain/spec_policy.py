@@ -1,11 +1,6 @@
-"""The defaults and limits of the clusters users create: one table of sized fields
-(:data:`SIZES`), and the :class:`SpecPolicy` a server's configuration gives. Pure.
-
-:data:`SIZES` is the one table of a cluster's sizes: each row is a request field
-(``workers``, ``worker_cpu``, ...) with how its value is parsed and shown, its built-in default
-and the words after a shown limit. From it come :class:`SpecPolicy`'s ``default_<field>`` and
-``max_<field>`` fields and the limit checks of a request; the settings of those names are
-declared with their help in ``core/settings.py`` and checked against it by a unit test.
+"""The defaults and limits of the clusters users create: :data:`SIZES` and :class:`SpecPolicy`.
+Pure. ``SIZES`` is the one table the policy, the settings and the limit checks come from
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

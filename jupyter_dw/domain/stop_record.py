@@ -1,14 +1,6 @@
-"""Who stopped a Ray cluster, when and why: the record kept on the RayCluster while it is
-stopped (its Workload deactivated), as three annotations. Pure.
-
-``jupyter-dw/stopped-by`` is the identity that stopped it, ``jupyter-dw/stopped-at`` the time
-(RFC 3339) and ``jupyter-dw/stop-reason`` a JSON object whose ``by`` says what decided:
-``person`` (someone pressed Stop), or a rule with its figures (an idle rule writes
-``{"by": "idle-rule", "idle_seconds": 1800, "waiting": 2}``). Every other key of the reason is
-kept as written, so a rule's figures reach every surface without a change here.
-
-The record is read only while the Workload is inactive (:mod:`.cluster_state`): a leftover
-from a stop whose Workload write failed, or a resume whose clean-up failed, never shows.
+"""Who stopped a Ray cluster, when and why: the record kept on the RayCluster. Pure.
+Three annotations, read only while the Workload is deactivated; their format:
+docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

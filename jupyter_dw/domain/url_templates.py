@@ -1,10 +1,6 @@
-"""URL templates for a Ray head's addresses (``ray_dashboard_url``, ``ray_client_url``): their
-rules, apart from the addresses they make (:mod:`.ray_endpoints`), so configuration can check
-a template without importing the cluster models. Pure: no I/O.
-
-A template holds only the placeholders ``{name}`` (the RayCluster's name, required),
-``{namespace}`` and ``{port}``; no format spec, conversion, query string or fragment, since a
-path is appended to it.
+"""URL templates for a Ray head's addresses: their rules, apart from the addresses they make.
+So configuration can check a template without importing the cluster models. Pure
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

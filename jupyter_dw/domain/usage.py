@@ -1,22 +1,6 @@
 """What a cluster's pods use against what they hold, and whether the cluster is idle. Pure.
-
-Two sources, each may be missing (then its part is None with the reason, never a zero):
-
-- the metrics API (``metrics.k8s.io/v1beta1`` PodMetrics: ``containers[].usage.cpu`` and
-  ``.memory``, averaged by metrics-server over its window), summed per cluster over the pods
-  KubeRay labels ``ray.io/cluster=<name>``, against those pods' requests
-  (:func:`jupyter_dw.domain.workloads.pod_requests`, Kubernetes' rule);
-- Ray itself (the dashboard's ``GET /api/cluster_status``: logical resources in use of the
-  total, ``loadMetricsReport.usage`` = ``{resource: [used, total]}``; the Jobs API for running
-  and pending jobs; live actors).
-
-A cluster is idle when Ray says nothing is in use, no job runs or waits and no actor lives;
-where Ray cannot be asked, when every pod the metrics API reports uses less than
-``idle_cpu_fraction`` of its CPU request.
-
-A GPU's use is Ray's: the GPUs its tasks and actors hold (``GPU`` in its logical
-resources), when Ray answered and the cluster holds one kind of GPU. What a workbench's
-clusters hold and use in one LocalQueue is :func:`queue_holding` of their usages.
+The two sources (the metrics API, Ray) may each be missing; they and the idle rule:
+docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""Kubernetes name rules as small pure checks.
-
-Each ``*_error`` function returns ``None`` when the value is valid and otherwise a short,
-human message saying what is wrong and what is allowed. They mirror the checks of
-``k8s.io/apimachinery/pkg/util/validation`` (``IsDNS1035Label``, ``IsDNS1123Label``,
-``IsDNS1123Subdomain``, ``IsQualifiedName``, ``IsValidLabelValue``) so that a request rejected
-here would also have been rejected by the API server, only later and less clearly.
-
-All patterns use ``fullmatch``: a ``$`` anchor would accept a trailing newline.
+"""Kubernetes name rules as small pure checks, returning the user's words or None.
+They mirror ``k8s.io/apimachinery/pkg/util/validation``, so the API server would refuse the same
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Which of a LocalQueue's Workloads a queue view shows before "Show all".
-
-A namespace on a shared cluster can hold thousands of Workloads. A view that draws and syncs a
-row for each re-sends and re-lays out all of them on every change (a kernel's ``QueueBoard``
-sent the whole list over the widget's comm per change). Both queue views, the sidebar's "In my
-queues" (``labextension/src/workloadrows.ts``) and the kernel's ``QueueBoard``, show the first
-:data:`WORKLOADS_SHOWN` in Kueue's order (those holding quota, then by position) and every one
-of this identity's, until the user asks for the whole queue.
+The first :data:`WORKLOADS_SHOWN` in Kueue's order and every one of this identity's
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

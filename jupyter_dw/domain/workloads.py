@@ -1,31 +1,6 @@
-"""Every Kueue Workload of a namespace, whatever job owns it: a batch Job, a RayCluster, a
-RayJob, a TrainJob, a JobSet, an AppWrapper, a workbench.
-
-Pure: a Workload (``kueue.x-k8s.io`` ``v1beta1`` or ``v1beta2``, as the API server returns it)
-and optionally its visibility API ``pendingworkloads`` item → a :class:`WorkloadInfo`. The
-state comes from the cluster state machine's Kueue rules
-(:func:`jupyter_dw.domain.cluster_state.kueue_state`): the same words for the same states.
-
-Fields read (checked against Kueue v0.19.2's and v0.14.8's ``workload_types.go``):
-
-- ``metadata.ownerReferences[]`` (the one with ``controller: true``: the job); ``spec.queueName``;
-  ``spec.priority`` and the class, ``spec.priorityClassRef{group, kind, name}`` (v1beta2) or
-  ``spec.priorityClassName`` with ``spec.priorityClassSource`` (v1beta1);
-- ``spec.podSets[{name, count, template}]``; ``status.admission{clusterQueue,
-  podSetAssignments[{name, flavors{resource: flavor}, resourceUsage{resource: quantity},
-  count}]}``;
-- conditions ``QuotaReserved``, ``Admitted``, ``Evicted``, ``Preempted``, ``Finished``.
-
-What a Workload holds is counted as Kueue counts it: while it holds quota (quota reserved, not
-finished), each pod set's ``resourceUsage`` in the flavor assigned to each resource (the pod
-set's per-pod requests x its admitted count where Kueue wrote no usage). What it asks for is
-the spec's pod sets: per-pod requests (Kubernetes' rule: containers summed, sidecar init
-containers added, the largest other init container if larger, plus the pod overhead; a
-container's limit stands for a missing request, as Kueue's webhook defaults it) rounded as Kueue
-rounds them (``quota.kueue_amount``), x ``count``.
-
-An elastic job's slice replaced by a newer one (``Finished``, reason
-``WorkloadSliceReplaced``) is history, not a workload: :func:`workload_info` returns None.
+"""Every Kueue Workload of a namespace, whatever job owns it, as one :class:`WorkloadInfo`.
+Its owner, queue, priority, state (the clusters' words), and what it holds and asks for, counted
+as Kueue counts. Pure. The fields read, per Kueue version: docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Who am I, and what may I do: SelfSubjectReview, SelfSubjectRulesReview and
-SelfSubjectAccessReviews, 403 wording.
-
-A workbench service account usually may read its namespace's LocalQueues and Workloads but
-not the cluster-scoped ClusterQueues; the session asks before it starts a cache, so a missing
-permission degrades one feature instead of failing every request.
+"""Who am I, and what may I do: SelfSubjectReview, SelfSubjectRulesReview and AccessReviews.
+Asked before a cache starts, so a missing permission degrades one feature only
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Credentials for the API server: the pod's service account, else a kubeconfig like kubectl.
-
-In a workbench pod the kubelet mounts a projected service-account token that it rotates (about
-hourly) by swapping a symlink. The token is therefore re-read whenever the file changes (one
-``stat`` per request) and, after a 401, once more unconditionally (:meth:`Credentials.reload`).
-Tokens are never logged or put into error messages.
+The rotated token is re-read when its file changes and after a 401; never logged
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """A small JSON-over-REST client on top of ``kubernetes.client.ApiClient``.
-
-Every call in jupyter_dw goes through :class:`KubeApi`, which adds what the generated client
-lacks: raw JSON for any resource path (custom resources and core alike), one retry after a
-401 with a freshly read token, errors translated into :mod:`jupyter_dw.k8s.errors`, and one
-log line per failed call (method, path, status and the API server's or Kueue's message, with
-any token removed), also handed to an ``on_failure`` listener (the session re-checks its
-permissions after a 403). All methods block: call them from a worker thread, never from the
-tornado IO loop.
-
-Each call waits at most ``timeout`` seconds for the API server to connect, then as long for
-each read (passed as a pair: the generated client silently ignores a float timeout):
-urllib3's retries are kept for connections that fail before a request is sent, or a GET on a
-pooled connection the server had closed, but never after a timeout, so a slow API server
-costs one ``timeout``, not four, and answers :class:`~jupyter_dw.k8s.errors.KubeTimeout`
-(504).
+Raw JSON for any path, one retry after a 401 with a fresh token, errors translated, one log line
+per failed call, one ``timeout`` per call. Blocking: never on the IO loop. Why:
+docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Does this Kueue admit elastic (autoscaling) RayClusters? Asked of Kueue itself.
-
-A namespace user cannot read Kueue's configuration (its feature gates), but can ask the API
-server to *dry-run* the create of an elastic RayCluster: the request goes through Kueue's
-webhooks and nothing is stored. With ``ElasticJobsViaWorkloadSlices`` on, Kueue's mutating
-webhook puts the scheduling gate ``kueue.x-k8s.io/elastic-job`` on the pod templates; with it
-off, Kueue's validating webhook refuses a queued RayCluster that autoscales ("can use
-autoscaling only as an elastic job"). Blocking, like the rest of ``k8s/``.
+By a dry-run create through Kueue's webhooks, since a user cannot read its feature gates.
+Blocking (docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

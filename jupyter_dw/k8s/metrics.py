@@ -1,10 +1,6 @@
-"""The metrics API (``metrics.k8s.io/v1beta1``, served by metrics-server through the API
-server's aggregation layer): every pod's CPU and memory use in a namespace, one call.
-
-It has no watch: metrics-server keeps one sample per pod per resolution (15 s by default), so
-a reader asks at most once per resolution (:mod:`jupyter_dw.core.usage` does). What cannot
-be read is an answer too: :class:`MetricsRead` carries the reason, never an empty list that a
-reader would take for "no use".
+"""The metrics API: every pod's CPU and memory use in a namespace, one call.
+No watch, so a reader asks at most once per resolution; what cannot be read says why
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """What a watch cache keeps of each object: the fields jupyter_dw reads, stored compactly.
-
-A cache of 5,000 Workloads and 5,000 Ray pods held as the API server sends them took 196 MiB
-of a process's memory (benchmarks/bench_memory.py), half of it ``metadata.managedFields``
-(server-side apply's bookkeeping, which nothing here reads) and most of a pod's rest its spec
-(containers, probes, volumes, env), which nothing here reads either: the cluster state, the
-milestones and the pod problems read a pod's metadata and status; usage and scaling read its
-node, scheduling gates and requests, all that is kept of its spec. Every object is also rebuilt
-with its keys and short strings interned, so the thousands of ``"type"``, ``"status"``,
-``"True"``, ``"cpu"`` strings are one object each instead of one per occurrence (the JSON
-decoder shares keys only within one list page).
-
-A projection is a function of the object alone (client-go's ``SetTransform``), applied to every
-object a cache lists or receives by watch, before anything else sees it. Which fields the code
-reads is checked by tests/unit/test_projection.py: the domain's and core's readers give the
-same answers on projected objects as on full ones.
+Applied to every object before anything sees it (tests/unit/test_projection.py checks the
+fields); why, in numbers: docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

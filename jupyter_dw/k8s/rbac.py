@@ -1,13 +1,6 @@
 """RBAC that grants :data:`~jupyter_dw.k8s.access.NEEDED_PERMISSIONS`, as YAML to apply.
-
-One renderer serves ``examples/rbac/`` (every permission, placeholders for the namespace and
-service account), ``jupyter dw rbac`` and the fix ``jupyter dw doctor`` prints (only what is
-missing, for this namespace and identity). Namespaced permissions go into a Role and a
-RoleBinding in the namespace; cluster-scoped ones into a ClusterRole and a
-ClusterRoleBinding. Each rule carries a comment naming what it unlocks.
-
-The YAML is written by hand rather than dumped so that it can carry those comments; strings are
-JSON-quoted, which YAML reads as they are.
+One renderer, with a comment per rule naming what it unlocks, for ``examples/rbac/``, ``jupyter
+dw rbac`` and the doctor's fix (docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

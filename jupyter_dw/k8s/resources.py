@@ -1,9 +1,6 @@
 """Every Kubernetes API group, version, plural and kind jupyter_dw uses, named once.
-
-The rest of the package imports these objects instead of spelling strings, so supporting a
-new API version (Kueue ``v1beta1`` → ``v1beta2``) is a change here plus discovery, nowhere
-else. Kueue versions are never fixed: :mod:`jupyter_dw.k8s.discovery` picks one that the API
-server serves and :meth:`ResourceKind.at` binds a kind to it.
+A new API version is a change here plus discovery; Kueue's version is discovered
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

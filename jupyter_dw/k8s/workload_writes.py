@@ -1,12 +1,6 @@
-"""Writes to Kueue Workloads: deactivate and reactivate one (``spec.active``), as
-``kueuectl stop workload`` and ``kueuectl resume workload`` do (a JSON merge patch).
-
-``spec.active: false`` makes Kueue evict the Workload (``Evicted``, reason ``Deactivated``),
-suspend its job (a RayCluster: KubeRay then deletes its pods) and free its quota; it is never
-requeued until ``spec.active: true``, when Kueue requeues it (``Requeued``, reason
-``Reactivated``) like any new Workload. Kueue's shipped batch-user role grants only
-get/list/watch on Workloads: ``patch workloads`` needs a Role of its own
-(``examples/rbac/role.yaml``). Blocking.
+"""Writes to Kueue Workloads: deactivate and reactivate one (``spec.active``), as kueuectl does.
+A JSON merge patch; ``patch workloads`` needs a Role of its own. Blocking
+(docs/explanation/kueue-mapping.md).
 """
 
 from __future__ import annotations

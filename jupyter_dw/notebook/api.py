@@ -1,9 +1,6 @@
-"""The Python API (``import jupyter_dw as dw``): queues, fit, submit, follow and delete Ray
-clusters from a kernel, with the same field names as the REST API.
-
-Everything goes through the kernel's one core (:func:`jupyter_dw.notebook.runtime.runtime`):
-the same validation, fit verdict, suggestion and state as the server extension, computed in
-the kernel from its own watch caches. Waiting is driven by those watches, never by polling.
+"""The Python API (``import jupyter_dw as dw``): Kueue queues and Ray clusters from a kernel.
+The same fields as the REST API, through the kernel's one core; waiting follows watches
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

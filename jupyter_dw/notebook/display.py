@@ -1,9 +1,6 @@
 """Rich HTML for the API's results in a notebook: headroom bars, state badges, timelines.
-
-Pure functions of the core's typed results, which know no HTML: :mod:`.formatters` registers
-these with IPython's formatter registry (the core never imports a surface). Plain
-HTML with inline styles on JupyterLab's CSS variables (with fallbacks), so it reads in light
-and dark themes, in Notebook 7 and in VS Code. Everything shown is escaped.
+Pure functions of the core's results, registered by :mod:`.formatters`; escaped, themed
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The core's results as HTML in IPython, registered with IPython's formatter registry.
-
-The core's types know no HTML (the core sits below the surfaces and imports none of them): this
-table tells IPython which function of the notebook layer draws each one. The types are named by
-module and class (``for_type_by_name``), and the drawing module is imported on the first
-display, so registering imports neither the core nor the display code: ``import jupyter_dw``
-stays light.
+Types named by module and class, so registering imports neither the core nor the display
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""``dw.JobView(job)``: one Ray job, live (anywidget, one ESM file): a state badge, its run
-time, Ray's message (and, when it failed, the last lines of its log) and the log streaming in
-as it is written, with Stop.
-
-The log comes from Ray's log stream (:meth:`RayJobHandle.tail`), read by a task on the kernel's
-own event loop: the kernel stays free, and traits change on its loop, never from a thread.
-Ray has no stream of a job's state, so the state is read when the first log line arrives,
-when the stream ends (the job has), and every :data:`STATUS_SECONDS` meanwhile. The cluster's
-token is never in the widget's state.
+"""``dw.JobView(job)``: one Ray job, live: its state, run time, message and log, with Stop.
+The log streams on the kernel's own loop; the token is never in the widget's state
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

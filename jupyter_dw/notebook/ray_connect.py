@@ -1,14 +1,6 @@
-"""Ray itself in the kernel, for those who have it (``pip install 'jupyter-dw[ray]'``): Ray
-Client (``ray.init("ray://...")``) and Ray's ``JobSubmissionClient``, both authenticated with
-the cluster's token. Ray is imported here only, lazily: nothing else in jupyter_dw needs it.
-
-**The token model of Ray Client.** ``ray.init`` takes no token: Ray Client reads
-``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN`` from the process environment when it builds its
-channel, and keeps the token for the whole process. So :func:`ray_init` sets both in this
-kernel's environment (only there, only then): one cluster's token per kernel, visible to
-``!`` subprocesses and ``%env`` of this kernel. Connecting to another cluster replaces it
-(after ``ray.shutdown()``). :func:`job_submission_client` instead passes the token as a header
-of that one client and leaves the environment alone.
+"""Ray itself in the kernel, for those who have it: Ray Client and ``JobSubmissionClient``.
+Both authenticated with the cluster's token; Ray is imported here only, lazily. Why Ray Client's
+token goes into this kernel's environment: docs/explanation/security.md.
 """
 
 from __future__ import annotations
@@ -65,7 +57,7 @@ def ray_init(cluster: str, image: str | None, problems: list[str], **kwargs: Any
     token = jobs.token(raycluster)
     if token is not None:
         # Ray Client reads these when it builds its channel, and caches the token for the
-        # process: one cluster's token per kernel (see this module's docstring).
+        # process: one cluster's token per kernel (docs/explanation/security.md).
         os.environ[RAY_AUTH_MODE_ENV] = "token"
         os.environ[RAY_AUTH_TOKEN_ENV] = token.reveal()
     else:

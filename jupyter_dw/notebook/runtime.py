@@ -1,16 +1,6 @@
-"""The kernel's one core: started on first use, shared by every API call, widget and magic,
-stopped when the kernel shuts down.
-
-Nothing here runs at import: ``import jupyter_dw`` and ``%load_ext jupyter_dw`` never contact
-the API server. The first call that needs Kubernetes builds the core from the settings a
-kernel can see (:func:`jupyter_dw.core.settings.load_settings`) and starts its session with
-lazy watches, so only what is used gets watched (a queue board never opens the pod watch).
-
-Live views subscribe with :meth:`KernelRuntime.subscribe`: one :class:`ChangeFeed` for the
-kernel turns the session's raw changes into messages on one worker thread (its calls block),
-and each message is handed to the subscribers on the kernel's own asyncio loop
-(``call_soon_threadsafe``), never from a watch thread, so widgets update between cells and
-while a cell ``await``s.
+"""The kernel's one core: started on first use, shared by every API call, widget and magic.
+Never started at import, stopped with the kernel. Live views get the change feed's messages on
+the kernel's own loop, never from a watch thread (docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Live notebook widgets: :class:`ClusterBuilder`, :class:`ClusterStatus`, :class:`QueueBoard`.
-
-Standard ipywidgets for the form; anywidget (one ESM file each, rendered by anywidget's own
-prebuilt frontend in JupyterLab, Notebook 7 and VS Code) for the status and queue views.
-Their traits follow the cluster through the kernel's change feed, delivered on the kernel's
-event loop (:meth:`KernelRuntime.subscribe`), so they stay live between cells and while a
-cell ``await``s. Errors are shown in the widget (``error`` trait), never as a traceback.
+ipywidgets for the form, anywidget for the live views, fed on the kernel's loop
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

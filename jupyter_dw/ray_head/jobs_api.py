@@ -1,18 +1,6 @@
-"""A client of Ray's Jobs REST API (``ray/dashboard/modules/job/job_head.py``, Ray 2.60), with
-the standard library only, so it works in a kernel without Ray:
-
-- ``POST /api/jobs/`` ``{"entrypoint", "submission_id"?, "runtime_env"?, "metadata"?}`` →
-  ``{"submission_id", "job_id"}``
-- ``GET /api/jobs/`` → ``[JobDetails]``; ``GET /api/jobs/{id}`` → ``JobDetails`` (404 text)
-- ``GET /api/jobs/{id}/logs`` → ``{"logs"}``
-- ``POST /api/jobs/{id}/stop`` → ``{"stopped"}``
-- ``GET``/``PUT /api/packages/gcs/{name}``: a ``working_dir`` uploaded as Ray's SDK does
-- ``GET /api/jobs/{id}/logs/tail``: a WebSocket, see :mod:`.log_tail`
-- ``GET /api/cluster_status`` (logical load) and ``GET /api/v0/actors`` (live actors, counted)
-
-Blocking: surfaces call it off their event loop. With token authentication every request
-carries ``Authorization: Bearer <token>`` (Ray answers 401 without it, 403 with a wrong one);
-the token is in no URL, no error and no log line.
+"""A client of Ray's Jobs REST API (Ray 2.60), with the standard library only.
+So it works in a kernel without Ray. Blocking; the token is in no URL, error or log line. The
+endpoints it calls: docs/explanation/security.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """A Ray job's log as it is written: Ray's ``GET /api/jobs/{id}/logs/tail`` WebSocket.
-
-Ray's head sends the whole log so far, then each new chunk of lines as its job agent reads
-them, and closes the socket once the job has ended and the log is read to its end (a job that
-ended before its driver started closes it at once). The same stream Ray's own
-``JobSubmissionClient.tail_job_logs`` reads (with aiohttp); here with tornado, which every
-Jupyter kernel and server has, so Ray need not be installed.
+With tornado, which every Jupyter kernel and server has, so Ray need not be installed
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

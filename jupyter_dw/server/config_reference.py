@@ -1,14 +1,6 @@
-"""The configuration reference, generated from the traitlets help of ``JupyterDW``, and the
-permissions table, generated from ``NEEDED_PERMISSIONS``.
-
-Every setting a maintainer can set (:class:`~jupyter_dw.core.settings.DWSettings`' and the
-server extension's own) with its type, default, how to set it and its help text; every
-permission the code checks. ``docs/generate.py`` writes both into the documentation's
-reference pages (``docs/reference/configuration.md``, ``docs/reference/permissions.md``), and
-``make test`` checks that the pages are up to date::
-
-    python -m jupyter_dw.server.config_reference            # print the reference
-    python docs/generate.py --write                          # update the docs' pages
+"""The configuration reference and the permissions table, generated for the docs.
+From ``JupyterDW``'s traitlets help and ``NEEDED_PERMISSIONS``; ``docs/generate.py`` writes them
+into the reference pages.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """The extension's core, made off the server's start: once the IO loop runs, on a thread.
-
-Making the core imports most of jupyter_dw (about a hundred modules of services, Kubernetes
-and Kueue models) and starts the session's watches; done while jupyter_server starts, it
-delayed every start by about a third of a second, whether or not anyone opened the panel
-(``benchmarks/bench_startup.py``). So :meth:`CoreLoader.start` is called when the IO loop
-starts: the server answers first, and the core is made meanwhile. Every handler waits for it in
-``prepare`` (:meth:`CoreLoader.ready`), so a request that comes first is answered once it is
-there, never with an error.
+The server answers first; a request that comes early waits for the core, never errs
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

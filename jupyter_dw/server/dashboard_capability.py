@@ -1,26 +1,7 @@
 """Capabilities of the Ray dashboard proxy: short-lived grants carried in the URL path.
-
-Proxied dashboard pages run sandboxed, with an opaque origin (see
-:mod:`jupyter_dw.server.dashboard_proxy`), so their own requests carry no Jupyter cookie and
-could not be authenticated the usual way. Instead, the first navigation to
-``{base_url}dw/ray/<name>/`` (authenticated and authorized by jupyter_server) obtains a
-capability and is redirected to ``{base_url}dw/ray/<name>/~cap/<capability>/``; relative URLs
-of the dashboard then resolve under that path, and the capability authorizes them.
-
-A capability is ``<payload>.<mac>`` (both base64url, unpadded): the payload holds the user's
-name, the actions jupyter_server's authorizer allowed at issue (``read``, ``write``,
-``execute``), the issue time and the uid of the RayCluster; the MAC is an HMAC-SHA256, with a
-secret drawn when the server starts, over the payload *and* the cluster's name and namespace.
-Those are not in the token: they come from the route and the session, so a capability presented
-for another cluster fails its MAC, which is checked before anything else (no Kubernetes call for
-a forged one); the caller then compares the uid with the cluster's, so a cluster deleted and
-created again under the same name is not opened by an old capability.
-
-A capability is valid for :data:`IDLE_TTL` after its last use (a dashboard polls every few
-seconds, so an open dashboard keeps it alive; a copied URL dies once the tab is closed) and never
-longer than :data:`MAX_LIFETIME` after issue; a restart of the server ends every capability.
-
-Pure logic, no I/O: the clock is a parameter.
+They authorize a sandboxed dashboard page's own requests, which carry no Jupyter cookie: an HMAC
+over the user, the allowed actions and the cluster. Pure (the clock is a parameter);
+docs/explanation/security.md.
 """
 
 from __future__ import annotations

@@ -1,68 +1,7 @@
-"""``GET {base_url}dw/api/events``: a WebSocket of changes to the namespace's queues, Ray
-clusters, Workloads, RayJobs and TrainJobs, so pages never poll.
-
-Every tab shares the server's one :class:`KubeSession` and its watch caches: a socket only
-registers a listener on them (removed when it closes), so N tabs cost N listeners, not N
-watches. Listeners run on the caches' threads; they put each change in the socket's
-:class:`jupyter_dw.core.backlog.ChangeBacklog` (at most one waiting change per object: a slow
-browser never makes the server hold more than the caches do) and wake the socket's task on its
-IO loop, which hands the changes, in the order their objects changed, to its
-:class:`jupyter_dw.core.feed.ChangeFeed` (the same feed the notebook widgets use), on the
-extension's thread pool, awaited one at a time so the order holds. Awaiting each write makes
-a slow browser slow its own socket down; when more than ``DEFAULT_LIMIT`` objects wait, the
-server closes the socket (code 1013, "Try Again Later", with the reason) and the page opens a
-new one, which starts with a snapshot. A stopping server closes each socket with 1001.
-
-Messages are JSON text frames from the server. The browser sends only ``watch_jobs`` (the
-Ray jobs and the one job log it shows, see :mod:`.job_stream`); anything else it sends is
-ignored. A cluster is the object ``GET clusters`` lists (``ClusterSnapshot`` JSON plus
-``dashboard_url``, ``owner``, ``pods``); ``queues`` is the ``GET queues`` answer.
-
-- ``{"type": "snapshot", "namespace", "queues", "queues_error", "clusters",
-  "clusters_error", "workloads", "workloads_error", "positions_visible", "health"}``: the
-  first message (``health``: the watch health, see ``health`` below; ``workloads``: the
-  ``GET workloads`` list). ``queues``/``clusters``/``workloads`` are
-  null when they cannot be read, and the matching ``*_error`` is the error JSON
-  (``{"error", "reason", "hint", "code"}``) instead.
-- ``{"type": "queues", "event", "kind", "name", "queues", "queues_error"}``: a LocalQueue,
-  ClusterQueue, Cohort or ResourceFlavor changed (``event``: ``ADDED``/``MODIFIED``/
-  ``DELETED``; ``kind``/``name``: the object that changed) and with it the ``GET queues``
-  answer, which ``queues`` is (or null with ``queues_error``). A ClusterQueue counts when a
-  LocalQueue of the namespace points to it or it shares a cohort tree with one (its usage
-  changes what may be borrowed); changes of other ClusterQueues send nothing.
-- ``{"type": "cluster", "event", "name", "cause": {"kind", "name", "event"}, "state",
-  "milestones"}``: RayCluster ``name`` changed, or its Workload or one of its pods did
-  (``cause`` says which; ``event`` is the RayCluster's own event for a RayCluster change,
-  ``MODIFIED`` otherwise). ``state`` is the cluster now, null once the RayCluster is gone.
-  Positions are read when the cluster is waiting for quota; a waiting cluster whose position
-  moved because a queue changed (a workload ahead admitted or gone, maybe in another
-  namespace) gets a message with that queue as ``cause`` right after the ``queues`` one.
-  ``state``'s own ``milestones`` are the whole timeline with times; the message's
-  ``milestones`` are :func:`jupyter_dw.domain.milestones.transition` names crossed since
-  the previous message about this cluster on this socket (or since the snapshot), in order:
-  ``Queued``, ``QuotaReserved``, ``Admitted``, ``HeadReady``, ``WorkerReady:<n>``, ``Ready``,
-  then ``Evicted``/``Preempted``/``Failed``/``Suspended``/``Deleting``, ``QuotaReleased``.
-- ``{"type": "workload", "event", "name", "queue", "cause", "workload"}``: a Workload of the
-  namespace changed, whatever job owns it (a RayCluster's also gets its ``cluster`` message);
-  ``workload`` is the record ``GET workloads`` lists, null with ``event`` ``DELETED`` once it
-  is gone or no longer listed (an elastic job's replaced slice). A waiting Workload whose
-  position moved, because a Workload of its queue changed or a queue did, gets a message with
-  that object as ``cause``.
-- ``{"type": "rayjob", "event", "name", "cause", "rayjob"}`` and ``{"type": "trainjob",
-  "event", "name", "cause", "trainjob"}``: a RayJob or TrainJob changed, or its Workload did
-  (one path for every pod-set job kind, :class:`jupyter_dw.core.feed.JobChanged`); the record
-  is the one ``GET rayjobs``/``GET trainjobs`` lists, null with ``event`` ``DELETED`` once it
-  is gone. The snapshot lists them as ``rayjobs``/``trainjobs`` (null where the kind's CRD is
-  not served, or with ``*_error``).
-- ``{"type": "health", "freshness", "caches", "kueue_controller"}``: a watch cache or Kueue's
-  controller became ``reconnecting``, ``stale`` or ``live`` again (each a ``{"state",
-  "reason", "since"}``; ``freshness`` the worst). Then a ``cluster`` message, ``cause.kind``
-  ``WatchHealth``, for every cluster whose ``freshness`` changed with it.
-- ``{"type": "jobs", "cluster", "jobs", "error"}`` and ``{"type": "job_logs", "cluster",
-  "job", "text", "reset", "end", "error"}``: the Ray jobs the browser asked to follow
-  (:mod:`.job_stream`).
-- ``{"type": "error", "error", "reason", "hint", "code"}``: the socket cannot go on (sent
-  before the server closes it).
+"""``GET {base_url}dw/api/events``: a WebSocket of the namespace's changes, so pages never poll.
+Every tab shares the session's watch caches; each socket has its own backlog and change feed.
+Messages: ``openapi.yaml`` (``EventMessage``); the protocol and its limits:
+docs/explanation/architecture.md.
 """
 
 from __future__ import annotations
@@ -117,7 +56,7 @@ def handshake_problem(headers: Any) -> str | None:
 class EventsHandler(
     ExtensionObjectsMixin, ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler
 ):
-    """``GET events``: the WebSocket described in this module's docstring.
+    """``GET events``: the WebSocket of changes (docs/explanation/architecture.md).
 
     Like jupyter_server's own sockets: authenticated before the upgrade (no login redirect),
     authorized on the ``jupyter_dw`` resource, origin checked by ``WebSocketMixin`` (which

@@ -1,13 +1,7 @@
-"""REST handlers under ``{base_url}dw/api/``: thin wrappers around the core's services.
-
-Each handler authenticates (``@web.authenticated``) and authorizes (``@authorized`` on the
-``jupyter_dw`` resource) through jupyter_server, runs the blocking core call on the
-extension's thread pool, writes its answer's ``to_json()``, and maps :class:`DWError` to
-JSON with the error's HTTP status. The full description is ``jupyter_dw/openapi.yaml``.
-
-The routes, their bodies, answers and statuses are described once, in
-``jupyter_dw/openapi.yaml`` (the sidebar's TypeScript types are generated from it, and the
-tests check every answer against it); this module only wires them to the core.
+"""REST handlers under ``{base_url}dw/api/``, as ``jupyter_dw/openapi.yaml`` describes them.
+Each authenticates and authorizes through jupyter_server, decodes the JSON body, runs one
+blocking core call (the core checks the request) on the extension's thread pool and writes the
+answer, or the error, as JSON.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """Ray jobs on the events socket: what one socket asked to follow, and the messages about it.
-
-The browser says what it shows with one message, which replaces the previous one:
-
-``{"type": "watch_jobs", "clusters": [name, ...], "logs": {"cluster", "job"} | null}``
-
-- for each cluster (at most :data:`MAX_CLUSTERS` per socket; more are refused in a ``jobs``
-  message with code ``too_many_clusters``), a ``{"type": "jobs", "cluster", "jobs", "error"}``
-  message whenever its job list (Ray's ``GET /api/jobs/``, read every :data:`POLL_SECONDS`:
-  Ray has no stream of its jobs) or the error reading it changes;
-- for ``logs`` (one job per socket), ``{"type": "job_logs", "cluster", "job", "text", "reset",
-  "end", "error"}`` messages: the log so far (``reset``: replace what is shown), then each
-  chunk as Ray's log stream delivers it, then ``end`` once the job has ended.
-
-Per socket that is bounded: at most :data:`MAX_CLUSTERS` list reads per :data:`POLL_SECONDS`
-on the extension's thread pool and one upstream WebSocket. Everything stops when the socket
-closes. The token is added upstream by the core; no message carries it.
+``watch_jobs`` in, ``jobs`` and ``job_logs`` out, bounded per socket. The protocol:
+docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""REST handlers of a cluster's Ray jobs, under ``{base_url}dw/api/clusters/{name}/jobs``: thin
-wrappers around :class:`jupyter_dw.core.ray_jobs.RayJobService`.
-
-Ray's own API answers 405 to a browser's writes and needs the cluster's token, which must
-never reach the browser: the sidebar asks the server extension, which adds the token upstream
-(read server-side from the cluster's Secret). Each handler is authenticated and authorized by
-jupyter_server like every other route; ``POST`` is XSRF-checked by ``APIHandler``.
+"""REST handlers of a cluster's Ray jobs, under ``{base_url}dw/api/clusters/{name}/jobs``.
+The server adds the cluster's token upstream, so it never reaches the browser
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ _EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)")
 def refused_on_purpose(text: str, theirs: Decimal) -> str | None:
     """Why we may refuse ``text``, which Kubernetes reads as ``theirs``; None if we may not.
 
-    The reasons are the module docstring's, each told from Kubernetes' answer, not ours."""
+    The reasons are quantity.py's (docs/explanation/architecture.md, "Quantities"), each told
+    from Kubernetes' answer, not ours."""
     if theirs.copy_abs() >= MAX_QUANTITY:
         return "too large"  # capped to 2**63-1 (binary suffixes) or kept whole (1e30)
     mantissa = _MANTISSA.match(text)

@@ -1,24 +1,7 @@
-"""The RayJob kind (KubeRay ``ray.io/v1``: a Ray program that brings its own cluster and tears
-it down): its request, validated, as the manifest we create and the pod sets Kueue counts; its
-state; and its description, :data:`RAYJOB`. Pure.
-
-The job's cluster is a :class:`~jupyter_dw.domain.cluster_spec.ValidatedClusterSpec` made by the
-same parser as a RayCluster's; its own ``name``, ``queue`` and ``priority`` are the job's, so the
-RayJob's metadata is exactly what a RayCluster of that name would carry. Checked against KubeRay
-v1.6.2 (``rayjob_types.go``, ``utils/validation.go``) and Kueue v0.19.2 / v0.14.8
-(``pkg/controller/jobs/rayjob``):
-
-- a Kueue-managed RayJob must delete its cluster when it finishes
-  (``shutdownAfterJobFinishes``), may not select an existing cluster and may not autoscale;
-- KubeRay names the cluster ``<job>-<5 random characters>``: a job name of at most 47;
-- Kueue counts the head and worker pod sets and, in ``K8sJobMode``, a ``submitter`` pod set
-  (KubeRay's default submitter: 500m CPU / 200Mi); in ``SidecarMode`` Kueue 0.19 adds that
-  container to the head pod set, Kueue 0.14 does not count it.
-
-States, first match wins: ``deleting``; ``succeeded`` / ``stopped`` (``jobDeploymentStatus``
-``Complete``, by Ray's job status); ``failed`` (``Failed``, ``ValidationFailed``, with KubeRay's
-reason); the Workload's state while Kueue decides; ``running`` (``Running`` and Ray says
-``RUNNING``); ``admitted`` while suspended; ``starting`` in between.
+"""The RayJob kind (KubeRay ``ray.io/v1``) and its description, :data:`RAYJOB`. Pure.
+Its request validated into the manifest we create and the pod sets Kueue counts (its cluster
+parsed as a RayCluster's, with the job's own name, queue and priority), and its state. The rules
+it follows, and the order of its states: docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

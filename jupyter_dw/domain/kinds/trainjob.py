@@ -1,16 +1,7 @@
-"""The TrainJob kind (Kubeflow Trainer v2 ``trainer.kubeflow.org/v1alpha1``: a training run on a
-(Cluster)TrainingRuntime, run by Trainer as a JobSet): its request, validated, as the manifest
-we create and the pod sets Kueue counts; its state; and its description, :data:`TRAINJOB`. Pure.
-
-Checked against Trainer v2.2.1 (``trainjob_types.go``; ``pkg/runtime/framework/plugins/jobset/
-builder.go``, ``torch/torch.go``) and Kueue v0.19.2 (``pkg/controller/jobs/trainjob``): Kueue
-builds the pod sets by running Trainer's runtime code, one per replicated job of the runtime's
-JobSet template (:func:`runtime_pod_sets` does the same); JobSet names pods
-``<job>-<step>-<index>-<index>-xxxxx``, hence :data:`MAX_TRAINJOB_NAME_LENGTH`.
-
-States, first match wins: ``deleting``; ``succeeded`` / ``failed`` (conditions ``Complete``,
-``Failed``, with Trainer's reason); the Workload's state while Kueue decides; ``admitted``
-while still suspended; ``running`` once a child Job is ready; ``starting`` in between.
+"""The TrainJob kind (Kubeflow Trainer v2) and its description, :data:`TRAINJOB`. Pure.
+Its request validated into the manifest we create and the pod sets Kueue counts (from the
+runtime's JobSet, as Kueue builds them), and its state. The upstream rules:
+docs/explanation/kueue-mapping.md.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The RayJob kind from a kernel: ``dw.RayJobSpec``, ``dw.fit(job)``, ``dw.submit(job)`` → a
-:class:`KubeRayJobHandle`, ``dw.rayjob(name)``, ``dw.rayjobs()``.
-
-A RayJob (KubeRay's resource) is a Ray program that brings its own cluster: Kueue queues it
-like a cluster, KubeRay starts the cluster once it is admitted, submits the entrypoint, and
-deletes the cluster when the job ends. Same core, same field names as ``POST dw/api/rayjobs``.
-Not :class:`~jupyter_dw.notebook.jobs.RayJobHandle`: a Ray job submitted to a running
-cluster's head.
+"""The RayJob kind from a kernel: ``dw.RayJobSpec``, ``dw.rayjob(name)``, ``dw.rayjobs()``, ...
+A KubeRay RayJob, which brings its own cluster; not
+:class:`~jupyter_dw.notebook.jobs.RayJobHandle` (docs/explanation/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""``dw/ray/<name>/~cap/<capability>/<path>``: HTTP and WebSocket relayed to the dashboard,
-authorized by the capability alone.
-
-Why this module is over 500 lines: it is one tornado handler, and tornado routes a path to one
-class. The dashboard opens its WebSockets on the same paths as its pages, so the capability
-check, the HTTP relay and the WebSocket relay are one class; the rules they apply are pure
-functions elsewhere (:mod:`.rules`, :mod:`.errors`, :mod:`.locate`).
+"""``dw/ray/<name>/~cap/<capability>/<path>``: HTTP and WebSocket relayed to the dashboard.
+Authorized by the capability alone; one handler, as tornado routes a path to one class
+(docs/explanation/architecture.md).
 """
 
 from __future__ import annotations
