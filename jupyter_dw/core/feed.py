@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from ..domain.cluster_state import ClusterSnapshot, transition
 from ..domain.freshness import FRESH, Freshness, WatchHealth
+from ..domain.job_kind import JobKind
 from ..domain.kinds.rayjob import owning_rayjob
 from ..domain.usage import CLUSTER, QueueHolding, Subject
 from ..domain.workloads import Owner, WorkloadInfo, owner_of
@@ -80,6 +81,13 @@ class Cause:
         return {"kind": self.kind, "name": self.name, "event": self.event}
 
 
+def kind_json(kind: JobKind[Any, Any]) -> dict[str, str]:
+    """What a surface needs of a workload kind to show its jobs: its records are the snapshot's
+    ``<plural>`` and the ``<word>`` messages' ``<word>``, its REST collection ``<plural>``, and
+    a Workload it owns names its ``kind`` and ``group``."""
+    return {"plural": kind.plural, "word": kind.word, "kind": kind.kind, "group": kind.group}
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """Everything at once: the first thing a viewer gets. A part that cannot be read is
@@ -96,7 +104,10 @@ class Snapshot:
     workloads_error: DWError | None = None
     jobs: Mapping[str, tuple[Sequence[Any] | None, DWError | None]] = field(default_factory=dict)
     """Each workload kind's records (None when not served, or with its error), by the kind's
-    word (``rayjob``, ``trainjob``): listed as ``rayjobs``, ``rayjobs_error``, ..."""
+    plural (``rayjobs``, ``trainjobs``): listed as ``rayjobs``, ``rayjobs_error``, ..."""
+    kinds: Sequence[JobKind[Any, Any]] = ()
+    """The workload kinds of ``jobs``, in the surfaces' order, listed as ``kinds``: what the
+    sidebar lists, shows, deletes and follows a kind's jobs by (:func:`kind_json`)."""
     holdings: Mapping[str, QueueHolding] | None = None
     """What this identity's clusters hold and use, by LocalQueue (:mod:`.holdings`); None
     when the clusters cannot be read."""
@@ -115,12 +126,13 @@ class Snapshot:
                 [w.to_json() for w in self.workloads] if self.workloads is not None else None
             ),
             "workloads_error": _error(self.workloads_error),
+            "kinds": [kind_json(kind) for kind in self.kinds],
             **{
                 key: value
-                for word, (records, error) in self.jobs.items()
+                for plural, (records, error) in self.jobs.items()
                 for key, value in (
-                    (f"{word}s", [j.to_json() for j in records] if records is not None else None),
-                    (f"{word}s_error", _error(error)),
+                    (plural, [j.to_json() for j in records] if records is not None else None),
+                    (f"{plural}_error", _error(error)),
                 )
             },
             "positions_visible": self.positions_visible,
@@ -325,7 +337,7 @@ class ChangeFeed:
             self._positions_seen = positions_seen
             self._seeded = True
         jobs = {
-            service.kind.word: _answer(service.records) if service.served() else (None, None)
+            service.kind.plural: _answer(service.records) if service.served() else (None, None)
             for service in self.jobs
         }
         self._health = self.session.watch_health() if self.session.ready else None
@@ -340,6 +352,7 @@ class ChangeFeed:
             workloads=tuple(workloads) if workloads is not None else None,
             workloads_error=workloads_error,
             jobs=jobs,
+            kinds=tuple(service.kind for service in self.jobs),
             holdings=(holdings(clusters, self._username()) if clusters is not None else None),
         )
 

@@ -55,7 +55,8 @@ export type KubeRayJobCreateRequest = Schemas['KubeRayJobCreateRequest'];
 export type KubeRayJobMessage = Schemas['KubeRayJobMessage'];
 /** A Kubeflow Trainer TrainJob. */
 export type TrainJob = Schemas['TrainJob'];
-export type TrainJobMessage = Schemas['TrainJobMessage'];
+/** A workload kind as the snapshot's `kinds` lists it: what the sidebar serves it by. */
+export type WorkloadKind = Schemas['WorkloadKind'];
 
 export const API_PATH = 'dw/api';
 /** `POST clusters` and `POST rayjobs`: the header that makes a create safe to retry. */
@@ -124,10 +125,9 @@ export interface IDWApi {
   fitRayJob(spec: KubeRayJobRequest, signal?: AbortSignal): Promise<Fit>;
   /** `POST rayjobs`, with an `Idempotency-Key` as for `create`. */
   createRayJob(spec: KubeRayJobCreateRequest, idempotencyKey?: string): Promise<KubeRayJob>;
-  /** `DELETE rayjobs/{name}`: its cluster, submitter and Workload follow. */
-  removeRayJob(name: string): Promise<Deleted>;
-  /** `DELETE trainjobs/{name}`: its JobSet, pods and Workload follow. */
-  removeTrainJob(name: string): Promise<Deleted>;
+  /** `DELETE <plural>/{name}` of a workload kind (`rayjobs`: its cluster, submitter and
+   * Workload follow). */
+  removeJob(plural: string, name: string): Promise<Deleted>;
   openEvents(): ISocket;
 }
 
@@ -172,12 +172,9 @@ export class DWApi implements IDWApi {
     return this.request<KubeRayJob>('POST', 'rayjobs', spec, undefined, headers);
   }
 
-  removeRayJob(name: string): Promise<Deleted> {
-    return this.request<Deleted>('DELETE', `rayjobs/${encodeURIComponent(name)}`);
-  }
-
-  removeTrainJob(name: string): Promise<Deleted> {
-    return this.request<Deleted>('DELETE', `trainjobs/${encodeURIComponent(name)}`);
+  removeJob(plural: string, name: string): Promise<Deleted> {
+    const path = `${encodeURIComponent(plural)}/${encodeURIComponent(name)}`;
+    return this.request<Deleted>('DELETE', path);
   }
 
   remove(name: string): Promise<Deleted> {

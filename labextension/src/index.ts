@@ -14,7 +14,8 @@ import {
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
-import { Cluster, DWApi, KubeRayJob, TrainJob } from './api';
+import { Cluster, DWApi, WorkloadKind } from './api';
+import { viewOf } from './components/jobkinds';
 import {
   DEFAULT_SETTINGS,
   DWSidebar,
@@ -24,6 +25,7 @@ import {
   dwIcon
 } from './components/sidebar';
 import { DWModel, connectionCode, dashboardOffHint } from './model';
+import { IKindJob } from './podjobs';
 
 const PLUGIN_ID = 'jupyter-dw:plugin';
 
@@ -110,19 +112,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
           } are removed. Work running on it is lost.`,
           () => model.remove(cluster.name)
         ),
-      removeRayJob: (job: KubeRayJob) =>
-        confirmedDelete(
-          job.name,
-          `The RayJob ${job.name}, its cluster${job.cluster ? ` ${job.cluster}` : ''}, its ` +
-            `submitter and its place in queue ${job.queue ?? ''} are removed. A running job is lost.`,
-          () => model.removeRayJob(job.name)
-        ),
-      removeTrainJob: (job: TrainJob) =>
-        confirmedDelete(
-          job.name,
-          `The TrainJob ${job.name}, its JobSet, its pods and its place in queue ` +
-            `${job.queue ?? ''} are removed. A running training is lost.`,
-          () => model.removeTrainJob(job.name)
+      removeJob: (kind: WorkloadKind, job: IKindJob) =>
+        confirmedDelete(job.name, viewOf(kind).removes(job), () =>
+          model.removeJob(kind.plural, job.name)
         )
     };
 

@@ -1,8 +1,8 @@
 /**
- * The sidebar's state: the version handshake, then queues, clusters, RayJobs, TrainJobs and
- * Workloads from the `events` socket (a snapshot, then one message per change), with
- * reconnection (backoff, then a fresh snapshot). Views listen to `changed` and read; they
- * never fetch on their own.
+ * The sidebar's state: the version handshake, then queues, clusters, the jobs of every workload
+ * kind the server lists (RayJobs, TrainJobs, ...) and Workloads from the `events` socket (a
+ * snapshot, then one message per change), with reconnection (backoff, then a fresh snapshot).
+ * Views listen to `changed` and read; they never fetch on their own.
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
@@ -23,13 +23,14 @@ import {
   QueueHolding,
   Queues,
   ScaleResult,
-  TrainJob,
+  SnapshotMessage,
   WatchHealth,
-  Workload
+  Workload,
+  WorkloadKind
 } from './api';
 import { idleWarning } from './idlewarning';
 import { JobsState } from './jobs';
-import { PodSetJobs } from './podjobs';
+import { IKindJob, PodSetJobs } from './podjobs';
 import { keepEqual } from './sharing';
 
 /** How the frontend and the server extension agree. */
@@ -63,6 +64,9 @@ export interface IBackoff {
 }
 
 export const DEFAULT_BACKOFF: IBackoff = { initial: 500, max: 10000 };
+
+/** The RayJob's plural: the one workload kind the sidebar's form creates. */
+export const RAYJOBS = 'rayjobs';
 
 /** A new queues answer keeping the previous answer's equal queues (see `sharing.ts`). */
 function shareQueues(previous: Queues | null, fresh: Queues | null | undefined): Queues | null {
@@ -226,20 +230,19 @@ export class DWModel {
     return this._byQueue;
   }
 
-  /** Whether `workload` is one of this identity's Ray clusters, RayJobs or TrainJobs. */
+  /** Whether `workload` is one of this identity's Ray clusters or jobs (of any kind). */
   isMine(workload: Workload): boolean {
     const owner = workload.owner;
     if (owner === null) {
       return false;
     }
+    const kind = this._kinds.find(k => k.group === owner.api_group && k.kind === owner.kind);
     const made =
       owner.api_group === 'ray.io' && owner.kind === 'RayCluster'
         ? this._clusters.get(owner.name)
-        : owner.api_group === 'ray.io' && owner.kind === 'RayJob'
-          ? this.rayjobJobs.get(owner.name)
-          : owner.api_group === 'trainer.kubeflow.org' && owner.kind === 'TrainJob'
-            ? this.trainjobJobs.get(owner.name)
-            : undefined;
+        : kind
+          ? this.jobsOf(kind.plural).get(owner.name)
+          : undefined;
     return made !== undefined && (this._username === null || made.owner === this._username);
   }
 
@@ -256,6 +259,33 @@ export class DWModel {
    * snapshot's `holdings`, then each `cluster` message's `holding`); undefined: none. */
   holding(queue: string): QueueHolding | undefined {
     return this._holdings.get(queue);
+  }
+
+  /**
+   * The workload kinds the server serves jobs of (the snapshot's `kinds`), in the order the
+   * sidebar lists them; empty before the first snapshot.
+   */
+  get kinds(): readonly WorkloadKind[] {
+    return this._kinds;
+  }
+
+  /**
+   * The jobs of the kind whose plural is `plural` (the snapshot's `<plural>`, then its
+   * `<word>` messages); not served until a snapshot lists the kind. `T`: the kind's record.
+   */
+  jobsOf<T extends IKindJob = IKindJob>(plural: string): PodSetJobs<T> {
+    let jobs = this._jobs.get(plural);
+    if (jobs === undefined) {
+      jobs = new PodSetJobs();
+      this._jobs.set(plural, jobs);
+    }
+    // The records under a kind's plural are that kind's (the server's contract).
+    return jobs as unknown as PodSetJobs<T>;
+  }
+
+  /** The RayJobs, which the form also creates. */
+  get rayjobJobs(): PodSetJobs<KubeRayJob> {
+    return this.jobsOf<KubeRayJob>(RAYJOBS);
   }
 
   /**
@@ -279,20 +309,8 @@ export class DWModel {
     return this.rayjobJobs.error;
   }
 
-  /**
-   * Every Kubeflow Trainer TrainJob of the namespace (the snapshot's `trainjobs`, then
-   * `trainjob` messages); not served where Trainer's CRDs are absent.
-   */
-  get trainjobs(): TrainJob[] {
-    return this.trainjobJobs.all;
-  }
-
-  trainjob(name: string): TrainJob | undefined {
-    return this.trainjobJobs.get(name);
-  }
-
-  /** RayJobs, then TrainJobs, to show: all, or those this identity created. */
-  visibleJobs<T extends KubeRayJob | TrainJob>(jobs: PodSetJobs<T>, scope: 'mine' | 'all'): T[] {
+  /** The jobs of one kind to show: all, or those this identity created. */
+  visibleJobs<T extends IKindJob>(jobs: PodSetJobs<T>, scope: 'mine' | 'all'): T[] {
     return jobs.visible(scope, this._username);
   }
 
@@ -397,8 +415,7 @@ export class DWModel {
         this._workloads = new Map((message.workloads ?? []).map(w => [w.name, w]));
         this._byQueue = null;
         this._workloadsError = message.workloads_error;
-        this.rayjobJobs.snapshot(message.rayjobs, message.rayjobs_error);
-        this.trainjobJobs.snapshot(message.trainjobs, message.trainjobs_error);
+        this._snapshotKinds(message);
         this._positionsVisible = message.positions_visible;
         this._health = message.health ?? null;
         this._watchJobs(true);
@@ -436,12 +453,6 @@ export class DWModel {
       case 'job_logs':
         this.jobs.apply(message);
         break;
-      case 'rayjob':
-        this.rayjobJobs.change(message.name, message.rayjob);
-        break;
-      case 'trainjob':
-        this.trainjobJobs.change(message.name, message.trainjob);
-        break;
       case 'workload':
         this._byQueue = null;
         if (message.workload === null) {
@@ -458,9 +469,35 @@ export class DWModel {
           code: message.code
         };
         break;
+      default:
+        // A job of a workload kind changed: the message's type is the kind's word.
+        this._kindMessage(message);
     }
     this._lastMessageAt = this.clock.now();
     this._emit();
+  }
+
+  /** The snapshot's kinds and each one's jobs (a kind it does not list: not served). */
+  private _snapshotKinds(message: SnapshotMessage): void {
+    const fields = message as unknown as Record<string, unknown>;
+    this._kinds = message.kinds ?? [];
+    this._byWord = new Map(this._kinds.map(k => [k.word, k.plural]));
+    for (const plural of new Set([...this._jobs.keys(), ...this._kinds.map(k => k.plural)])) {
+      const listed = this._kinds.some(k => k.plural === plural);
+      this.jobsOf(plural).snapshot(
+        listed ? (fields[plural] as IKindJob[] | null | undefined) : null,
+        listed ? (fields[`${plural}_error`] as ErrorBody | null | undefined) : null
+      );
+    }
+  }
+
+  /** A `<word>` message: the job's record now (under `<word>`), or null once it is gone. */
+  private _kindMessage(message: { type: string; name: string }): void {
+    const plural = this._byWord.get(message.type);
+    if (plural !== undefined) {
+      const job = (message as unknown as Record<string, IKindJob | null | undefined>)[message.type];
+      this.jobsOf(plural).change(message.name, job ?? null);
+    }
   }
 
   /** When the last message arrived (clock ms), 0 if none. */
@@ -500,14 +537,12 @@ export class DWModel {
     return job;
   }
 
-  /** Delete a RayJob; its card goes with the `rayjob` message that says it is gone. */
-  async removeRayJob(name: string): Promise<void> {
-    await this.api.removeRayJob(name);
-  }
-
-  /** Delete a TrainJob; its card goes with the `trainjob` message that says it is gone. */
-  async removeTrainJob(name: string): Promise<void> {
-    await this.api.removeTrainJob(name);
+  /**
+   * Delete job `name` of the kind whose plural is `plural`; its card goes with the kind's
+   * message that says it is gone.
+   */
+  async removeJob(plural: string, name: string): Promise<void> {
+    await this.api.removeJob(plural, name);
   }
 
   /**
@@ -620,9 +655,10 @@ export class DWModel {
   private _workloads = new Map<string, Workload>();
   private _byQueue: Map<string, Workload[]> | null = null;
   private _workloadsError: ErrorBody | null = null;
-  /** The namespace's RayJobs and TrainJobs: one holder per pod-set job kind. */
-  readonly rayjobJobs = new PodSetJobs<KubeRayJob>();
-  readonly trainjobJobs = new PodSetJobs<TrainJob>();
+  /** The workload kinds, and one holder of jobs per kind (by plural; see `jobsOf`). */
+  private _kinds: WorkloadKind[] = [];
+  private _byWord = new Map<string, string>();
+  private _jobs = new Map<string, PodSetJobs>();
   private _positionsVisible = false;
   private _socketError: ErrorBody | null = null;
   private _socket: ISocket | null = null;

@@ -1439,6 +1439,17 @@ export interface components {
       | components['schemas']['JobsMessage']
       | components['schemas']['JobLogsMessage']
       | components['schemas']['ErrorMessage'];
+    /** @description A workload kind (a RayJob, a TrainJob) as a client lists, shows, deletes and follows its jobs without knowing it: every kind's record has the fields every job has (`name`, `owner`, `queue`, `state`, `reason`, `message`, `final`, the positions, `usage`). */
+    WorkloadKind: {
+      /** @description Its REST collection (`GET`/`DELETE <plural>/{name}`) and its key in the snapshot (`rayjobs`, `trainjobs`). */
+      plural: string;
+      /** @description The type of its change messages and their record's key (`rayjob`, `trainjob`). */
+      word: string;
+      /** @description Its Kubernetes kind (`RayJob`, `TrainJob`), as a Workload's `owner.kind` names it. */
+      kind: string;
+      /** @description Its API group, as a Workload's `owner.api_group` names it. */
+      group: string;
+    };
     NullableError: null | components['schemas']['Error'];
     /** @enum {unknown} */
     ChangeEvent: 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -1449,6 +1460,8 @@ export interface components {
        * @enum {string}
        */
       type: 'snapshot';
+      /** @description The workload kinds the server serves jobs of (besides Ray clusters), in the order the sidebar lists them: each kind's jobs are this message's `<plural>` (and `<plural>_error`), then its `<word>` messages. */
+      kinds: components['schemas']['WorkloadKind'][];
       /** @description The watch health now (null before the session has started). */
       health: null | components['schemas']['WatchHealth'];
       namespace: string | null;

@@ -1,17 +1,29 @@
 /**
- * One kind of job made of pod sets besides clusters (RayJobs, TrainJobs) as the sidebar holds
- * it: the snapshot's list (null when the server does not serve the kind), then the kind's
- * change messages. One holder for every kind, so a new kind is a new instance, not new code.
+ * The jobs of one workload kind besides clusters (a RayJob, a TrainJob, any kind the server
+ * lists in the snapshot's `kinds`) as the sidebar holds them: the snapshot's `<plural>` (null
+ * when the server does not serve the kind), then the kind's `<word>` messages. One holder for
+ * every kind, so a new kind is a new instance, not new code.
  */
-import type { ErrorBody } from './api';
+import type { ClusterUsage, ErrorBody } from './api';
 
-/** What every pod-set job record has (the REST objects share these field names). */
-export interface IPodSetJob {
+/**
+ * What every kind's record has (the server's `JobInfo`, the same field names in every kind's
+ * REST object): what a card shows of a job whatever its kind.
+ */
+export interface IKindJob {
   name: string;
   owner: string | null;
+  queue: string | null;
+  state: string;
+  reason: string | null;
+  message: string | null;
+  final: boolean;
+  position_in_local_queue: number | null;
+  position_in_cluster_queue: number | null;
+  usage: ClusterUsage | null;
 }
 
-export class PodSetJobs<T extends IPodSetJob> {
+export class PodSetJobs<T extends IKindJob = IKindJob> {
   /** Every job of the kind, by name. */
   get all(): T[] {
     return [...this._jobs.values()].sort((a, b) => a.name.localeCompare(b.name));
@@ -30,7 +42,7 @@ export class PodSetJobs<T extends IPodSetJob> {
     return this._error;
   }
 
-  /** The snapshot's `<kind>s` and `<kind>s_error`. */
+  /** The snapshot's `<plural>` and `<plural>_error`. */
   snapshot(jobs: T[] | null | undefined, error: ErrorBody | null | undefined): void {
     this._jobs = new Map((jobs ?? []).map(j => [j.name, j]));
     this._error = error ?? null;

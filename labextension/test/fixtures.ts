@@ -1,5 +1,13 @@
 /** Stand-ins shared by the sidebar's unit tests: a socket, a clock and a cluster. */
-import type { Cluster, EventMessage, ISocket, KubeRayJob, TrainJob, Workload } from '../src/api';
+import type {
+  Cluster,
+  EventMessage,
+  ISocket,
+  KubeRayJob,
+  TrainJob,
+  Workload,
+  WorkloadKind
+} from '../src/api';
 import type { IClock } from '../src/model';
 
 export class FakeSocket implements ISocket {
@@ -115,6 +123,12 @@ export function workload(name: string, extra: Partial<Workload> = {}): Workload 
     ...extra
   };
 }
+
+/** The snapshot's `kinds`, as today's server lists them. */
+export const KINDS: WorkloadKind[] = [
+  { plural: 'rayjobs', word: 'rayjob', kind: 'RayJob', group: 'ray.io' },
+  { plural: 'trainjobs', word: 'trainjob', kind: 'TrainJob', group: 'trainer.kubeflow.org' }
+];
 
 export function rayjob(name: string, extra: Partial<KubeRayJob> = {}): KubeRayJob {
   return {

@@ -27,7 +27,16 @@ import {
   timeline
 } from '../src/model';
 import { parseQuantity } from '../src/shared/resources.js';
-import { FakeClock, FakeSocket, LIVE, cluster, rayjob, trainjob, workload } from './fixtures';
+import {
+  FakeClock,
+  FakeSocket,
+  KINDS,
+  LIVE,
+  cluster,
+  rayjob,
+  trainjob,
+  workload
+} from './fixtures';
 
 const QUEUES: Queues = {
   namespace: 'ns',
@@ -44,6 +53,7 @@ function snapshot(
   trainjobs: TrainJob[] | null = null
 ): EventMessage {
   return {
+    kinds: KINDS,
     rayjobs,
     rayjobs_error: null,
     trainjobs,
@@ -95,8 +105,11 @@ function fakeApi(overrides: Partial<IDWApi> = {}) {
     }),
     fitRayJob: async () => ({}) as Fit,
     createRayJob: async (spec: KubeRayJobCreateRequest) => rayjob(spec.name),
-    removeRayJob: async (name: string) => ({ name, namespace: 'ns', deleted: true as const }),
-    removeTrainJob: async (name: string) => ({ name, namespace: 'ns', deleted: true as const }),
+    removeJob: async (_plural: string, name: string) => ({
+      name,
+      namespace: 'ns',
+      deleted: true as const
+    }),
     stopJob: async (name: string, job: string) => ({
       cluster: name,
       submission_id: job,
@@ -526,18 +539,19 @@ describe('RayJobs', () => {
   it("lists the snapshot's TrainJobs, follows trainjob messages, and filters by who made them", async () => {
     const removed: string[] = [];
     const { model, sockets } = await started({
-      removeTrainJob: async (name: string) => {
+      removeJob: async (plural: string, name: string) => {
+        expect(plural).toBe('trainjobs');
         removed.push(name);
         return { name, namespace: 'ns', deleted: true as const };
       }
     });
     const theirs = trainjob('theirs', { owner: 'someone-else', position_in_local_queue: 1 });
     sockets[0].deliver(snapshot([], QUEUES, [rayjob('r')], [trainjob('tj'), theirs]));
-    expect(model.trainjobJobs.served).toBe(true);
-    expect(model.trainjobs.map(j => j.name)).toEqual(['theirs', 'tj']);
+    expect(model.jobsOf('trainjobs').served).toBe(true);
+    expect(model.jobsOf('trainjobs').all.map(j => j.name)).toEqual(['theirs', 'tj']);
     // "mine" is the owner the server recorded, as for clusters; RayJobs alike.
-    expect(model.visibleJobs(model.trainjobJobs, 'mine').map(j => j.name)).toEqual(['tj']);
-    expect(model.visibleJobs(model.trainjobJobs, 'all')).toHaveLength(2);
+    expect(model.visibleJobs(model.jobsOf('trainjobs'), 'mine').map(j => j.name)).toEqual(['tj']);
+    expect(model.visibleJobs(model.jobsOf('trainjobs'), 'all')).toHaveLength(2);
     expect(model.visibleJobs(model.rayjobJobs, 'mine').map(j => j.name)).toEqual(['r']);
     const running = trainjob('tj', {
       state: 'running',
@@ -553,7 +567,7 @@ describe('RayJobs', () => {
       cause: { kind: 'Workload', name: 'trainjob-tj-abcde', event: 'MODIFIED' },
       trainjob: running
     });
-    expect(model.trainjob('tj')).toEqual(running);
+    expect(model.jobsOf('trainjobs').get('tj')).toEqual(running);
     // The Workloads of my TrainJob and RayJob are mine; another's TrainJob's is not.
     const owned = (kind: string, api_group: string, name: string) =>
       workload(`w-${name}`, { owner: { kind, api_group, name } });
@@ -561,7 +575,7 @@ describe('RayJobs', () => {
     expect(model.isMine(owned('TrainJob', 'trainer.kubeflow.org', 'theirs'))).toBe(false);
     expect(model.isMine(owned('RayJob', 'ray.io', 'r'))).toBe(true);
     expect(model.isMine(owned('Job', 'batch', 'tj'))).toBe(false);
-    await model.removeTrainJob('tj');
+    await model.removeJob('trainjobs', 'tj');
     expect(removed).toEqual(['tj']);
     sockets[0].deliver({
       type: 'trainjob',
@@ -570,14 +584,14 @@ describe('RayJobs', () => {
       cause: { kind: 'TrainJob', name: 'tj', event: 'DELETED' },
       trainjob: null
     });
-    expect(model.trainjobs.map(j => j.name)).toEqual(['theirs']);
+    expect(model.jobsOf('trainjobs').all.map(j => j.name)).toEqual(['theirs']);
   });
 
   it('knows when the server does not serve TrainJobs (no Kubeflow Trainer)', async () => {
     const { model, sockets } = await started();
     sockets[0].deliver(snapshot([], QUEUES, [], null));
-    expect(model.trainjobJobs.served).toBe(false);
-    expect(model.trainjobs).toEqual([]);
+    expect(model.jobsOf('trainjobs').served).toBe(false);
+    expect(model.jobsOf('trainjobs').all).toEqual([]);
     expect(model.rayjobsServed).toBe(true);
   });
 
@@ -586,6 +600,61 @@ describe('RayJobs', () => {
     sockets[0].deliver(snapshot([], QUEUES, null));
     expect(model.rayjobsServed).toBe(false);
     expect(model.rayjobs).toEqual([]);
+  });
+
+  it("serves a kind it has no code for from the snapshot's kinds alone", async () => {
+    const removed: string[] = [];
+    const { model, sockets } = await started({
+      removeJob: async (plural: string, name: string) => {
+        removed.push(`${plural}/${name}`);
+        return { name, namespace: 'ns', deleted: true as const };
+      }
+    });
+    const pytorchjobs = {
+      plural: 'pytorchjobs',
+      word: 'pytorchjob',
+      kind: 'PyTorchJob',
+      group: 'kubeflow.org'
+    };
+    const job = { ...trainjob('pt'), runtime: undefined, num_nodes: undefined };
+    sockets[0].deliver({
+      ...snapshot([], QUEUES, [rayjob('r')]),
+      kinds: [...KINDS, pytorchjobs],
+      pytorchjobs: [job],
+      pytorchjobs_error: null
+    } as EventMessage);
+    expect(model.kinds.map(k => k.plural)).toEqual(['rayjobs', 'trainjobs', 'pytorchjobs']);
+    const jobs = model.jobsOf('pytorchjobs');
+    expect(jobs.served).toBe(true);
+    expect(jobs.all.map(j => j.name)).toEqual(['pt']);
+    expect(
+      model.isMine(
+        workload('w-pt', { owner: { kind: 'PyTorchJob', api_group: 'kubeflow.org', name: 'pt' } })
+      )
+    ).toBe(true);
+    const running = { ...job, state: 'running' };
+    sockets[0].deliver({
+      type: 'pytorchjob',
+      event: 'MODIFIED',
+      name: 'pt',
+      cause: { kind: 'PyTorchJob', name: 'pt', event: 'MODIFIED' },
+      pytorchjob: running
+    } as unknown as EventMessage);
+    expect(jobs.get('pt')?.state).toBe('running');
+    await model.removeJob('pytorchjobs', 'pt');
+    expect(removed).toEqual(['pytorchjobs/pt']);
+    sockets[0].deliver({
+      type: 'pytorchjob',
+      event: 'DELETED',
+      name: 'pt',
+      cause: { kind: 'PyTorchJob', name: 'pt', event: 'DELETED' },
+      pytorchjob: null
+    } as unknown as EventMessage);
+    expect(jobs.all).toEqual([]);
+    // A later snapshot without the kind: not served any more (no section).
+    sockets[0].deliver(snapshot([], QUEUES, [rayjob('r')]));
+    expect(model.jobsOf('pytorchjobs').served).toBe(false);
+    expect(model.rayjobsServed).toBe(true);
   });
 
   it('shows a submitted RayJob at once and retries with the same key', async () => {

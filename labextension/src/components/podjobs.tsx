@@ -1,46 +1,48 @@
 /**
- * The sidebar's cards for jobs made of pod sets besides clusters (RayJobs, TrainJobs): one card
- * and one section for every kind, a kind being what its card adds (`IJobKindView`). Kueue's
- * state, reason and position while it decides, then the job's own controller's words; who made
- * it; what its pods use of what they hold (as a cluster's card words it); delete.
+ * The sidebar's cards for the jobs of every workload kind the server lists besides clusters
+ * (RayJobs, TrainJobs, ...): one card and one section for every kind, made from the kind's
+ * description (`WorkloadKind`) and what its view adds (`IJobKindView`, see `jobkinds.tsx`).
+ * Kueue's state, reason and position while it decides, then the job's own controller's words;
+ * who made it; what its pods use of what they hold (as a cluster's card words it); delete.
  */
 import * as React from 'react';
 
-import type { KubeRayJob, TrainJob } from '../api';
+import type { WorkloadKind } from '../api';
 import { DWModel } from '../model';
-import { PodSetJobs } from '../podjobs';
+import { IKindJob, PodSetJobs } from '../podjobs';
 import { CardHead, CardReason, DeleteButton, QueuePosition } from './card';
 import { ErrorNote } from './status';
 import { UsageView } from './usage';
 
-type PodSetJob = KubeRayJob | TrainJob;
-
 /** What a kind's cards show besides what every job card shows. */
-export interface IJobKindView<T extends PodSetJob> {
-  /** The message word (`rayjob`, `trainjob`): the cards' `data-<kind>` and the ids. */
-  kind: 'rayjob' | 'trainjob';
+export interface IJobKindView<T extends IKindJob = IKindJob> {
+  /** The section's title (`RayJobs`). */
   title: string;
+  /** What the section says while it has no job. */
   empty: string;
   /** After the queue on the card's queue line (the submission mode, the runtime). */
   detail(job: T): React.ReactNode;
   /** Lines under the position (the entrypoint, the job's cluster, its nodes). */
   body(job: T): React.ReactNode;
+  /** What the delete dialog says: the job and what goes with it. */
+  removes(job: T): string;
 }
 
-function JobCard<T extends PodSetJob>(props: {
-  job: T;
-  view: IJobKindView<T>;
+function JobCard(props: {
+  job: IKindJob;
+  kind: WorkloadKind;
+  view: IJobKindView;
   me: string | null;
-  onDelete: (job: T) => void;
+  onDelete: (job: IKindJob) => void;
 }): JSX.Element {
-  const { job: j, view } = props;
-  const titleId = `jp-dw-${view.kind}-${j.name}`;
+  const { job: j, kind, view } = props;
+  const titleId = `jp-dw-${kind.word}-${j.name}`;
   const queued = j.state === 'queued';
   const detail = view.detail(j);
   return (
     <li
       className="jp-dw-card"
-      {...{ [`data-${view.kind}`]: j.name }}
+      {...{ [`data-${kind.word}`]: j.name }}
       data-state={j.state}
       aria-labelledby={titleId}
     >
@@ -71,29 +73,37 @@ function JobCard<T extends PodSetJob>(props: {
 }
 
 /** Every job of one kind (all, or those this identity made), live from the events socket. */
-export function JobsSection<T extends PodSetJob>(props: {
+export function JobsSection(props: {
   model: DWModel;
-  jobs: PodSetJobs<T>;
-  view: IJobKindView<T>;
+  kind: WorkloadKind;
+  jobs: PodSetJobs;
+  view: IJobKindView;
   scope: 'mine' | 'all';
-  onDelete: (job: T) => void;
+  onDelete: (job: IKindJob) => void;
 }): JSX.Element | null {
-  const { model, jobs: kind, view } = props;
-  if (!kind.served) {
+  const { model, kind, jobs: holder, view } = props;
+  if (!holder.served) {
     return null;
   }
-  const jobs = model.visibleJobs(kind, props.scope);
-  const titleId = `jp-dw-${view.kind}s-title`;
+  const jobs = model.visibleJobs(holder, props.scope);
+  const titleId = `jp-dw-${kind.plural}-title`;
   return (
     <section className="jp-dw-section" aria-labelledby={titleId}>
       <h3 id={titleId} className="jp-dw-section-title">
         {view.title}
       </h3>
-      {kind.error ? <ErrorNote error={kind.error} /> : null}
-      {jobs.length === 0 && !kind.error ? <p className="jp-dw-muted">{view.empty}</p> : null}
+      {holder.error ? <ErrorNote error={holder.error} /> : null}
+      {jobs.length === 0 && !holder.error ? <p className="jp-dw-muted">{view.empty}</p> : null}
       <ul className="jp-dw-cards" aria-label={view.title}>
         {jobs.map(j => (
-          <JobCard key={j.name} job={j} view={view} me={model.username} onDelete={props.onDelete} />
+          <JobCard
+            key={j.name}
+            job={j}
+            kind={kind}
+            view={view}
+            me={model.username}
+            onDelete={props.onDelete}
+          />
         ))}
       </ul>
     </section>

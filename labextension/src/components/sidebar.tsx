@@ -6,7 +6,7 @@ import { DWModel, FitChecker, RenderGate } from '../model';
 import { ClustersSection, IClusterActions } from './clusters';
 import { NewClusterForm } from './form';
 import { QueuesSection } from './queues';
-import { IRayJobActions, PodSetJobsSections } from './jobkinds';
+import { IJobActions, PodSetJobsSections } from './jobkinds';
 import { ConnectionStatus, FreshnessBanner, HandshakeMessage } from './status';
 import { WorkloadsSection } from './workloads';
 
@@ -25,7 +25,7 @@ export interface ISidebarSettings {
 }
 
 /** What the cards' buttons do (the plugin provides them). */
-export type ISidebarActions = IClusterActions & IRayJobActions;
+export type ISidebarActions = IClusterActions & IJobActions;
 
 export const DEFAULT_SETTINGS: ISidebarSettings = {
   defaultQueue: '',
