@@ -54,6 +54,9 @@ LOSS_GRACE = 10.0
 NEEDED_GROUPS = frozenset(p.group for p in NEEDED_PERMISSIONS)
 """API groups whose 403 or missing resource (404) means permissions or APIs changed."""
 
+Related = tuple[Resource, ...]
+"""What a read of jobs waits for besides them (a RayJob's RayClusters)."""
+
 HealthListener = Callable[[], None]
 """Called (on any thread) when the health of a cache or of Kueue's controller changed."""
 
@@ -587,16 +590,12 @@ class KubeSession:
         return self._answers.cached_workload(name)
 
     def watched_jobs(
-        self, resource: Resource, timeout: float | None = None, also: tuple[Resource, ...] = ()
+        self, resource: Resource, timeout: float | None = None, also: Related = ()
     ) -> list[Object]:
         return self._answers.watched_jobs(resource, timeout, also)
 
     def watched_job(
-        self,
-        resource: Resource,
-        name: str,
-        timeout: float | None = None,
-        also: tuple[Resource, ...] = (),
+        self, resource: Resource, name: str, timeout: float | None = None, also: Related = ()
     ) -> Object:
         return self._answers.watched_job(resource, name, timeout, also)
 
