@@ -1,9 +1,9 @@
 """``KubeSession``: the one object every surface shares to see Kueue from this identity.
 
 It connects, keeps its watch caches matching what discovery serves and the permissions allow
-(re-checked every ``refresh_interval`` and after a 403 or 404), and stops. What it knows is
-``session_state``; the reads and writes it answers are ``session_answers``. See
-docs/explanation/architecture.md ("The session").
+(re-checked every ``refresh_interval`` and after a 403 or 404), and stops. It owns what it
+knows (``session_state``) and the reads and writes it answers (``session_answers``). Why and
+how: docs/explanation/architecture.md, "The session".
 """
 
 from __future__ import annotations

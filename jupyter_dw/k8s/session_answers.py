@@ -1,16 +1,7 @@
-"""The session's reads and writes, with no domain rule in them: what the watch caches hold
-(a kind's objects, one by name, the objects an index maps a key to: :meth:`indexed`), one
-``get`` where a cache may lag (:meth:`get_object`), the visibility API's calls (raw API calls
-answering positions), and the writes whose next read must already show them (create and
-delete wait briefly for their own watch event). Blocking; async callers run it in an
-executor. :class:`~jupyter_dw.k8s.session.KubeSession` is the class callers use.
-
-What relates these objects into domain answers lives in ``jupyter_dw.core``, on top of these
-reads: the parsed queues (``core.queue_state``, memoized per cache generation), a cluster's
-Workloads, pods and KubeRay's warnings (``core.cluster_objects``, through :meth:`indexed`)
-and a RayCluster's Ray token (``core.ray_token``, through :meth:`get_object`). This layer is
-the connection, the caches with their indexes, raw API calls and writes only.
-"""
+"""The reads and writes a :class:`~jupyter_dw.k8s.session.KubeSession` answers, over its
+:class:`~jupyter_dw.k8s.session_state.SessionState`: the caches' objects, one ``get``, the
+visibility and metrics APIs' calls, and writes that wait for their own watch event. No domain
+rule: the queries over these reads are in ``jupyter_dw.core``."""
 
 from __future__ import annotations
 
