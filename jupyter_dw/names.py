@@ -115,6 +115,12 @@ STOP_REASON_ANNOTATION = "jupyter-dw/stop-reason"
 idle rule writes ``idle-rule`` with its figures, e.g. ``idle_seconds`` and ``waiting``)."""
 
 
+def qualified(name: str, group: str) -> str:
+    """``name.group``, as Kubernetes names a resource or a kind with its API group
+    (``rayclusters.ray.io``, ``Job.batch``); ``name`` alone in the core group ``""``."""
+    return f"{name}.{group}" if group else name
+
+
 def head_service_name(cluster: str) -> str:
     """KubeRay's default name of a cluster's head Service."""
     return f"{cluster}{HEAD_SERVICE_SUFFIX}"

@@ -5,8 +5,6 @@ lint`` checks that surfaces import neither layer). All are a :class:`DWError` wi
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..domain.errors import DWError, InvalidRequest
 from ..k8s.access import NEEDED_PERMISSIONS
 from ..k8s.errors import (
@@ -62,42 +60,32 @@ __all__ = [
 ]
 
 
-class InvalidSpec(InvalidRequest):
+class InvalidSpec(InvalidRequest, code="invalid_spec"):
     """A cluster request that fails validation (400); ``errors`` maps field → message."""
 
-    code = "invalid_spec"
 
-
-class InvalidName(InvalidRequest):
+class InvalidName(InvalidRequest, code="invalid_name"):
     """A cluster name (from a URL) that no RayCluster can have (400); nothing was asked."""
 
-    code = "invalid_name"
 
-
-class InvalidScale(InvalidRequest):
+class InvalidScale(InvalidRequest, code="invalid_scale"):
     """A size that cannot be asked for (400); ``errors["workers"]`` says why. Nothing was
     changed."""
 
-    code = "invalid_scale"
 
-
-class NotElastic(InvalidRequest):
+class NotElastic(InvalidRequest, code="not_elastic"):
     """The cluster cannot change size after admission (400). Nothing was changed."""
 
-    code = "not_elastic"
 
-
-class InvalidFilter(InvalidRequest):
+class InvalidFilter(InvalidRequest, code="invalid_filter"):
     """A ``queue`` or ``kind`` filter no Workload can match (400); nothing was read."""
 
-    code = "invalid_filter"
 
-
-class WrongState(DWError):
+class WrongState(DWError, status=409):
     """The cluster is not in a state the action applies to (409); nothing was changed.
     ``state`` is the cluster's state now."""
 
-    status = 409
+    shown = ("state",)
 
     def __init__(
         self, error: str, reason: str | None, hint: str | None, state: str, code: str
@@ -106,13 +94,7 @@ class WrongState(DWError):
         self.state = state
         self.code = code
 
-    def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "state": self.state}
 
-
-class SettingsUnreadable(DWError):
+class SettingsUnreadable(DWError, status=500, code="settings_unreadable"):
     """A configuration file could not be read, so the administrator's defaults and limits
     may be missing: writes are refused (fail closed) until it is fixed."""
-
-    status = 500
-    code = "settings_unreadable"

@@ -17,17 +17,7 @@ from ..domain.job_kind import JobKind
 from ..domain.kinds.rayjob import owning_rayjob
 from ..domain.usage import CLUSTER, QueueHolding, Subject
 from ..domain.workloads import Owner, WorkloadInfo, owner_of
-from ..k8s.resources import (
-    CLUSTER_QUEUE,
-    COHORT,
-    EVENT,
-    LOCAL_QUEUE,
-    POD,
-    RAY_CLUSTER,
-    RESOURCE_FLAVOR,
-    WORKLOAD,
-    WORKLOAD_PRIORITY_CLASS,
-)
+from ..k8s.resources import CLUSTER_QUEUE, EVENT, LOCAL_QUEUE, POD, RAY_CLUSTER, WORKLOAD
 from ..k8s.session import KubeSession
 from ..k8s.watch_events import DELETED
 from ..names import JOB_UID_LABEL, RAY_CLUSTER_LABEL, RAY_GROUP
@@ -36,7 +26,7 @@ from .clusters import ClusterInfo, ClusterService
 from .errors import DWError
 from .holdings import holding, holdings
 from .kind_service import KindService
-from .queue_state import queue_state
+from .queue_state import QUEUE_SOURCES, queue_state
 from .queues import QueueList, QueueService
 from .shown_workloads import ShownWorkloads
 from .workloads import WorkloadList, WorkloadService
@@ -48,12 +38,9 @@ Change = tuple[str, str, Object]
 """``(plural, event_type, object)`` as the session's listeners get it."""
 T = TypeVar("T")
 
-QUEUE_KINDS = {
-    k.plural: k.kind
-    for k in (LOCAL_QUEUE, CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS)
-}
-"""Caches whose changes are queue changes (the queues answer lists the priority classes too),
-and the kind each names."""
+QUEUE_KINDS = {k.plural: k.kind for k in QUEUE_SOURCES}
+"""Caches whose changes are queue changes (those the queues are parsed from, the priority
+classes too), and the kind each names."""
 CLUSTER_CAUSES = {k.plural: k.kind for k in (RAY_CLUSTER, WORKLOAD, POD, EVENT)}
 """Caches whose changes are cluster changes, and the ``cause`` kind each names."""
 HEALTH = "watch-health"

@@ -40,6 +40,9 @@ from .errors import DWError, InvalidRequest, KubeForbidden
 
 log = logging.getLogger(__name__)
 
+QUEUE_SOURCES = (LOCAL_QUEUE, CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS)
+"""The kinds whose caches the queues are parsed from (a LocalQueue cache is required)."""
+
 
 def queue_state(
     session: KubeSession,
@@ -116,12 +119,8 @@ def _queue_state(session: KubeSession, timeout: float | None) -> QueueState:
     session.wait_ready(max(0.0, deadline - time.monotonic()))
     session.discovery.require_kueue()
     # Waiting and raising stay per call: only parsing is shared between calls.
-    caches = (
-        session.synced_cache(LOCAL_QUEUE, deadline, required=True),
-        session.synced_cache(CLUSTER_QUEUE, deadline),
-        session.synced_cache(COHORT, deadline),
-        session.synced_cache(RESOURCE_FLAVOR, deadline),
-        session.synced_cache(WORKLOAD_PRIORITY_CLASS, deadline),
+    caches = tuple(
+        session.synced_cache(kind, deadline, required=kind is LOCAL_QUEUE) for kind in QUEUE_SOURCES
     )
     cohorts_served = session.discovery.cohort_version is not None
     return _memo_of(session).state(cohorts_served, caches)

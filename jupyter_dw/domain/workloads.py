@@ -20,7 +20,12 @@ from jupyter_dw.domain.quantity import QuantityError, parse_quantity
 from jupyter_dw.domain.quota import format_amount, kueue_amount
 from jupyter_dw.domain.slices import condition, is_true, words
 from jupyter_dw.domain.validation import dns1123_subdomain_error
-from jupyter_dw.names import OWNER_ANNOTATION, QUEUE_LABEL, WORKLOAD_SLICE_REPLACED_REASON
+from jupyter_dw.names import (
+    OWNER_ANNOTATION,
+    QUEUE_LABEL,
+    WORKLOAD_SLICE_REPLACED_REASON,
+    qualified,
+)
 
 _ZERO = Decimal(0)
 
@@ -59,14 +64,14 @@ class Owner:
     api_group: str
     name: str
 
-    @property
-    def kind_group(self) -> str:
-        """``Kind.group`` as the ``kind`` filter spells it (``Job.batch``, ``Pod``)."""
-        return f"{self.kind}.{self.api_group}" if self.api_group else self.kind
-
     def to_json(self) -> dict[str, str]:
         """``{"kind", "api_group", "name"}``."""
         return {"kind": self.kind, "api_group": self.api_group, "name": self.name}
+
+    @property
+    def kind_group(self) -> str:
+        """``Kind.group`` as the ``kind`` filter spells it (``Job.batch``, ``Pod``)."""
+        return qualified(self.kind, self.api_group)
 
 
 def owner_of(workload: Object) -> Owner | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jupyter_dw.domain.rbac_rules import ResourceRule, rules_allow
+from jupyter_dw.names import qualified
 
 from .errors import KubeError, KubeForbidden
 from .resources import (
@@ -333,7 +334,7 @@ def who_am_i(api: KubeApi) -> Identity:
 
 def describe_resource(resource: str, group: str, subresource: str = "") -> str:
     """``resource.group`` (``resource`` alone for the core group), then ``/subresource``."""
-    text = f"{resource}.{group}" if group else resource
+    text = qualified(resource, group)
     return f"{text}/{subresource}" if subresource else text
 
 

@@ -3,46 +3,30 @@ says the failure came from talking to Kubernetes."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..domain.errors import DWError, InvalidRequest
 
 
-class KubeError(DWError):
+class KubeError(DWError, status=500, code="kubernetes_error"):
     """Base class: a failure talking to Kubernetes, explained for a user."""
 
-    status = 500
-    code = "kubernetes_error"
 
-
-class KubeConfigError(KubeError):
+class KubeConfigError(KubeError, status=503, code="no_credentials"):
     """No usable credentials: neither a service account nor a kubeconfig."""
 
-    status = 503
-    code = "no_credentials"
 
-
-class KubeUnreachable(KubeError):
+class KubeUnreachable(KubeError, status=503, code="unreachable"):
     """The API server could not be reached (connection refused, TLS, timeout)."""
 
-    status = 503
-    code = "unreachable"
 
-
-class KubeTimeout(KubeUnreachable):
+class KubeTimeout(KubeUnreachable, status=504, code="timeout"):
     """The API server did not answer within the request timeout (a slow or overloaded API
     server, a webhook or aggregated API holding it up). 504 to our clients."""
 
-    status = 504
-    code = "timeout"
 
-
-class KubeBusy(KubeUnreachable):
+class KubeBusy(KubeUnreachable, code="busy"):
     """The API server asked us to slow down (429 Too Many Requests: its API Priority and
     Fairness queues are full). 503 to our clients, as any temporarily unavailable API server;
     ``retry_after`` is the API server's advice in seconds when it gave one."""
-
-    code = "busy"
 
     def __init__(
         self, error: str, reason: str | None, hint: str | None, retry_after: int | None
@@ -51,13 +35,13 @@ class KubeBusy(KubeUnreachable):
         self.retry_after = retry_after
 
 
-class WebhookUnavailable(KubeError):
+class WebhookUnavailable(KubeError, status=503):
     """An admission webhook with ``failurePolicy: Fail`` could not be called (its server is
     down or slow), so the API server refused the write: nothing was created. ``webhook`` is
     the webhook's name as the API server gives it; ``code`` is
     ``kueue_webhook_unavailable`` when the webhook is Kueue's."""
 
-    status = 503
+    shown = ("webhook",)
 
     def __init__(
         self, error: str, reason: str | None, hint: str | None, webhook: str, code: str
@@ -66,22 +50,15 @@ class WebhookUnavailable(KubeError):
         self.webhook = webhook
         self.code = code
 
-    def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "webhook": self.webhook}
 
-
-class KubeUnauthorized(KubeError):
+class KubeUnauthorized(KubeError, status=401, code="unauthorized"):
     """The API server rejected the credentials (401), even after re-reading the token."""
 
-    status = 401
-    code = "unauthorized"
 
-
-class KubeForbidden(KubeError):
+class KubeForbidden(KubeError, status=403, code="forbidden"):
     """The identity may not do something (403). ``denied`` is ``"<verb> <resource>.<group>"``."""
 
-    status = 403
-    code = "forbidden"
+    shown = ("denied",)
 
     def __init__(
         self, error: str, reason: str | None = None, hint: str | None = None, denied: str = ""
@@ -89,14 +66,9 @@ class KubeForbidden(KubeError):
         super().__init__(error, reason, hint)
         self.denied = denied
 
-    def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "denied": self.denied}
 
-
-class KubeApiError(KubeError):
+class KubeApiError(KubeError, code="api_error"):
     """Any other error status from the API server; ``status`` is the API server's."""
-
-    code = "api_error"
 
     def __init__(
         self, status: int, error: str, reason: str | None = None, hint: str | None = None
@@ -109,32 +81,24 @@ class KubeApiError(KubeError):
         self.api_status = status
 
 
-class KubeNotFound(KubeApiError):
+class KubeNotFound(KubeApiError, code="not_found"):
     """The object does not exist (404)."""
-
-    code = "not_found"
 
     def __init__(self, error: str, reason: str | None = None, hint: str | None = None) -> None:
         super().__init__(404, error, reason, hint)
 
 
-class KubeConflict(KubeApiError):
+class KubeConflict(KubeApiError, code="already_exists"):
     """An object of that name already exists (409 AlreadyExists)."""
-
-    code = "already_exists"
 
     def __init__(self, error: str, reason: str | None = None, hint: str | None = None) -> None:
         super().__init__(409, error, reason, hint)
 
 
-class KubeRejected(KubeError, InvalidRequest):
+class KubeRejected(KubeError, InvalidRequest, status=400, code="rejected"):
     """The API server refused an object: schema validation (422 Invalid) or an admission
     webhook or policy (which answer 403, though no permission is missing). A bad request
     (``errors`` per field) that Kubernetes, not jupyter_dw, found bad."""
-
-    # Stated again: KubeError's 500 comes first in the method resolution order.
-    status = 400
-    code = "rejected"
 
     def __init__(
         self,
@@ -148,18 +112,13 @@ class KubeRejected(KubeError, InvalidRequest):
         self.api_status = api_status
 
 
-class NotInstalled(KubeError):
+class NotInstalled(KubeError, status=503):
     """A required API (Kueue, KubeRay) is not served by the cluster."""
-
-    status = 503
 
     def __init__(self, product: str, reason: str, hint: str, code: str) -> None:
         super().__init__(f"{product} is not installed", reason, hint)
         self.code = code
 
 
-class NotReady(KubeError):
+class NotReady(KubeError, status=503, code="not_ready"):
     """The session has not finished starting (discovery, first list of every cache)."""
-
-    status = 503
-    code = "not_ready"

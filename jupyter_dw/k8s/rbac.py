@@ -106,27 +106,38 @@ def render_rbac(
     perms = list(permissions)
     namespaced = [p for p in perms if p.namespaced]
     cluster = [p for p in perms if not p.namespaced]
-    documents: list[str] = []
-    if namespaced:
-        name = role_name or _name(subject, namespaced)
-        # A shared Role gets one binding per subject; a fix Role is the subject's own.
-        binding = f"{name}-{_dns(subject.short)}" if role_name else name
-        documents.append(
-            _role("Role", name, namespace, rules_for(namespaced))
-            + "\n---\n"
-            + _binding("RoleBinding", binding, namespace, "Role", name, subject)
-        )
-    if cluster:
-        name = cluster_role_name or _name(subject, cluster)
-        binding = f"{name}-{namespace}-{_dns(subject.short)}" if cluster_role_name else name
-        documents.append(
-            _role("ClusterRole", name, None, rules_for(cluster))
-            + "\n---\n"
-            + _binding("ClusterRoleBinding", binding, None, "ClusterRole", name, subject)
-        )
+    who = _dns(subject.short)
+    grants = (
+        _grant("Role", namespaced, namespace, subject, role_name, who),
+        # A shared ClusterRole gets one binding per namespace too.
+        _grant("ClusterRole", cluster, None, subject, cluster_role_name, f"{namespace}-{who}"),
+    )
+    documents = [grant for grant in grants if grant]
     if not documents:
         return ""
     return header + "\n---\n".join(documents) + "\n"
+
+
+def _grant(
+    kind: str,
+    permissions: list[Permission],
+    namespace: str | None,
+    subject: Subject,
+    shared_name: str | None,
+    binding_suffix: str,
+) -> str:
+    """A ``kind`` (a Role in ``namespace``, or a ClusterRole: ``namespace`` None) granting
+    ``permissions``, and its binding to ``subject``; "" when there are no ``permissions``."""
+    if not permissions:
+        return ""
+    name = shared_name or _name(subject, permissions)
+    # A shared role gets one binding per subject; a fix role is the subject's own.
+    binding = f"{name}-{binding_suffix}" if shared_name else name
+    return (
+        _role(kind, name, namespace, rules_for(permissions))
+        + "\n---\n"
+        + _binding(f"{kind}Binding", binding, namespace, kind, name, subject)
+    )
 
 
 def _role(kind: str, name: str, namespace: str | None, rules: list[Rule]) -> str:

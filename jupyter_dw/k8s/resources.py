@@ -31,6 +31,7 @@ from jupyter_dw.names import (
     VISIBILITY_GROUP,
     WORKLOAD_KIND,
     WORKLOAD_PRIORITY_CLASS_KIND,
+    qualified,
 )
 
 from ..domain.errors import InvalidRequest
@@ -59,7 +60,7 @@ class ResourceKind:
     @property
     def qualified(self) -> str:
         """``plural.group`` as RBAC and error messages spell it (``pods`` for the core group)."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
+        return qualified(self.plural, self.group)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class Resource:
     @property
     def qualified(self) -> str:
         """``plural.group`` as RBAC and error messages spell it (``pods`` for the core group)."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
+        return qualified(self.plural, self.group)
 
     @property
     def api_version(self) -> str:

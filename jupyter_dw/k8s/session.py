@@ -1,41 +1,9 @@
 """``KubeSession``: the one object every surface shares to see Kueue from this identity.
 
-At start it reads credentials, discovers the APIs, asks who it is and what it may do, and
-starts a watch cache per readable resource: the namespace's LocalQueues, Workloads,
-RayClusters and Ray pods (label ``ray.io/cluster``), and the cluster's ClusterQueues, Cohorts,
-ResourceFlavors and WorkloadPriorityClasses when the identity may read them. A service account
-cannot watch its own permissions, so discovery (one aggregated GET) and the access check (one
-SelfSubjectRulesReview) run again every ``refresh_interval`` seconds and at once after a 403,
-or a 404 for a whole resource, from an API group we use (:meth:`KubeSession.refresh`): a Role
-granted or Kueue installed later starts the caches it allows, a permission revoked stops them,
-without a restart.
-
-Reads (:meth:`KubeSession.ray_clusters`, :meth:`KubeSession.synced_cache`,
-:meth:`KubeSession.indexed`, ...) come from those caches, never from a list per request; the
-caches index Workloads by ``kueue.x-k8s.io/job-uid``, RayClusters by UID and pods by
-RayCluster, so relating them is a lookup, not a scan. Writes
-(:meth:`KubeSession.create_raycluster`, :meth:`KubeSession.delete_raycluster`) and the
-visibility API's positions go to the API server. Everything here is thread-based and
-blocking; async callers run it in an executor.
-
-The queries that relate cached objects into domain answers are not here but in the core:
-the parsed queues (``jupyter_dw.core.queue_state``), a cluster's Workloads, pods and
-KubeRay's warnings (``jupyter_dw.core.cluster_objects``) and its Ray token
-(``jupyter_dw.core.ray_token``). This package is the connection, the caches with their
-indexes, raw API calls and writes.
-
-Watch health (:meth:`KubeSession.watch_health`): each cache's
-:class:`~jupyter_dw.domain.freshness.Freshness`; a cache stopped because its permission was
-revoked stays listed as ``stale`` naming the permission, until it is granted again. Kueue's
-controller is ``stale`` while Kueue does not answer: its visibility API answers 503 (probed
-at every re-check, and every ``KUEUE_PROBE_INTERVAL`` seconds while it is down) or a call
-failed in one of Kueue's webhooks; the Workloads the caches hold are then Kueue's last word.
-Listeners added with :meth:`KubeSession.add_health_listener` hear of every change.
-
-This module connects, re-checks and stops; the rest is in modules of one job each:
-``session_state`` (what is known once connected), ``session_answers`` (the reads and
-writes), ``cache_set`` (the set of watch caches, their indexes and listeners) and
-``kueue_health``.
+It connects, keeps its watch caches matching what discovery serves and the permissions allow
+(re-checked every ``refresh_interval`` and after a 403 or 404), and stops. It owns what it
+knows (``session_state``) and the reads and writes it answers (``session_answers``). Why and
+how: docs/explanation/architecture.md, "The session".
 """
 
 from __future__ import annotations
@@ -44,22 +12,34 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
 
 from jupyter_dw.domain.freshness import STALE, WatchHealth
 
 from ..domain.errors import DWError
-from .access import NEEDED_PERMISSIONS, check_access, recheck_access, who_am_i
+from .access import (
+    NEEDED_PERMISSIONS,
+    AccessResult,
+    Identity,
+    Permission,
+    check_access,
+    recheck_access,
+    who_am_i,
+)
 from .auth import Credentials, load_credentials
-from .cache_set import CacheSet, SessionListener, served, wanted_caches
+from .cache_set import CacheSet, Kind, SessionListener, served, wanted_caches
 from .client import DEFAULT_TIMEOUT, FailedCall, KubeApi
-from .discovery import discover
+from .discovery import Discovery, discover
 from .elastic import NOT_PROBED, ElasticJobs, probe_elastic_jobs
 from .errors import KubeError, NotReady
 from .kueue_health import KueueHealth, kueue_failure
 from .listeners import Listeners
-from .resources import LOCAL_QUEUE, RAY_CLUSTER
+from .metrics import MetricsRead
+from .resources import LOCAL_QUEUE, RAY_CLUSTER, Resource
 from .session_answers import SessionAnswers
-from .watch_cache import DEFAULT_IDLE_TIMEOUT, Backoff
+from .session_state import Connection, SessionState
+from .watch_cache import DEFAULT_IDLE_TIMEOUT, Backoff, Object, WatchCache
 
 __all__ = ["KubeSession", "SessionListener"]
 
@@ -74,11 +54,14 @@ LOSS_GRACE = 10.0
 NEEDED_GROUPS = frozenset(p.group for p in NEEDED_PERMISSIONS)
 """API groups whose 403 or missing resource (404) means permissions or APIs changed."""
 
+Related = tuple[Resource, ...]
+"""What a read of jobs waits for besides them (a RayJob's RayClusters)."""
+
 HealthListener = Callable[[], None]
 """Called (on any thread) when the health of a cache or of Kueue's controller changed."""
 
 
-class KubeSession(SessionAnswers):
+class KubeSession:
     """Credentials, identity, discovery and watch caches for one namespace.
 
     ``namespace`` None means the service account's namespace, else the kubeconfig context's
@@ -91,6 +74,10 @@ class KubeSession(SessionAnswers):
         session.start_background()          # returns at once
         session.ray_clusters()              # waits for the first sync, then answers
         session.stop()
+
+    The session owns two collaborators: ``_state`` (:class:`SessionState`: the connection
+    and the caches, which only the session writes) and ``_answers`` (:class:`SessionAnswers`:
+    the reads and writes, over that state). Its public reads hand over to them.
     """
 
     def __init__(
@@ -113,28 +100,27 @@ class KubeSession(SessionAnswers):
             raise ValueError(f"watch_idle_timeout must be positive, got {watch_idle_timeout}")
         self.refresh_interval = refresh_interval
         self.watch_idle_timeout = watch_idle_timeout
-        self._configured_namespace = namespace or None
+        self.request_timeout = request_timeout
         self._service_account_dir = service_account_dir
         self._kube_context = kube_context or None
-        self.request_timeout = request_timeout
-        self._credentials = credentials
+        self._credentials = credentials  # given, else loaded by the first connect and kept
         self._environ = environ
-        self._backoff = backoff
         self._lazy_watches = lazy_watches
         self._lock = threading.RLock()
         self._start_lock = threading.Lock()
-        self._started = threading.Event()
         self._starter: threading.Thread | None = None
         self._start_error: DWError | None = None
         self._stopping = False
         self._health_listeners: Listeners[HealthListener] = Listeners()
-        self._cache_set = CacheSet(
+        cache_set = CacheSet(
             self._lock,
             self._health_changed,
             backoff=backoff,
             idle_timeout=watch_idle_timeout,
             lazy=lazy_watches,
         )
+        self._state = SessionState(cache_set, request_timeout, namespace or None)
+        self._answers = SessionAnswers(self._state, self.wait_ready)
         self._refresh_wake = threading.Event()
         self._refresh_stop = threading.Event()
         self._refresh_exact = threading.Event()  # a 403 asked: review each permission
@@ -143,17 +129,18 @@ class KubeSession(SessionAnswers):
         self._reset_state()
 
     def _reset_state(self) -> None:
-        self._api = None
-        self._namespace = None
-        self._discovery = None
-        self._identity = None
-        self._access = {}
-        self._cache_set.reset()
+        self._state.connection = None
+        self._state.cache_set.reset()
         self._kueue = KueueHealth(self._health_changed)
         self._last_refresh = 0.0
         self._elastic: ElasticJobs = NOT_PROBED
         self._elastic_asked_at = -1  # self._kueue.returns when the dry run last ran
         self._loss_since: float | None = None  # when re-checks began to see APIs gone
+
+    def _connection_of(self, api: KubeApi) -> Connection | None:
+        """The connection, if it is still the one of ``api`` (a stop or restart replaces it)."""
+        connection = self._state.connection
+        return connection if connection is not None and connection.api is api else None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -164,7 +151,7 @@ class KubeSession(SessionAnswers):
         """
         # One start at a time; _lock stays free meanwhile so readers never wait on I/O.
         with self._start_lock:
-            if self._started.is_set():
+            if self._state.started.is_set():
                 return
             with self._lock:
                 self._stopping = False
@@ -178,20 +165,17 @@ class KubeSession(SessionAnswers):
                 raise
             with self._lock:
                 if self._stopping:  # stop() ran while we were connecting
-                    self._stop_caches()
-                    if self._api is not None:
-                        self._api.close()
-                    self._reset_state()
+                    self._disconnect()
                     return
                 self._start_error = None
-                self._started.set()
+                self._state.started.set()
                 self._start_refresher()
 
     def start_background(self) -> None:
         """Start on a daemon thread and return at once (a failed start is retried by the
         next :meth:`wait_ready`)."""
         with self._lock:
-            if self._started.is_set() or (self._starter and self._starter.is_alive()):
+            if self._state.started.is_set() or (self._starter and self._starter.is_alive()):
                 return
             self._start_error = None
             self._starter = threading.Thread(
@@ -206,7 +190,7 @@ class KubeSession(SessionAnswers):
         or :class:`NotReady` when start-up is still running at the deadline.
         """
         timeout = self.request_timeout if timeout is None else timeout
-        if self._started.is_set():
+        if self._state.started.is_set():
             return
         with self._lock:
             if self._starter is None or self._start_error is not None:
@@ -214,7 +198,7 @@ class KubeSession(SessionAnswers):
             starter = self._starter
         assert starter is not None
         starter.join(timeout)
-        if self._started.is_set():
+        if self._state.started.is_set():
             return
         if self._start_error is not None:
             raise self._start_error
@@ -230,11 +214,15 @@ class KubeSession(SessionAnswers):
             self._stopping = True
             self._refresh_stop.set()
             self._refresh_wake.set()
-            self._stop_caches()
-            if self._api is not None:
-                self._api.close()
-            self._reset_state()
-            self._started.clear()
+            self._disconnect()
+            self._state.started.clear()
+
+    def _disconnect(self) -> None:
+        """Stop the caches, close the client and forget the connection (lock held)."""
+        self._stop_caches()
+        if self._state.connection is not None:
+            self._state.connection.api.close()
+        self._reset_state()
 
     def _start_quietly(self) -> None:
         try:
@@ -251,13 +239,15 @@ class KubeSession(SessionAnswers):
             self._service_account_dir, self._kube_context, self._environ
         )
         api = KubeApi(credentials, timeout=self.request_timeout, on_failure=self._on_api_failure)
-        namespace = self._configured_namespace or credentials.namespace or "default"
+        namespace = self._state.configured_namespace or credentials.namespace or "default"
         discovery = discover(api)
         identity = who_am_i(api)
         access = recheck_access(api, namespace)
         self._credentials = credentials
-        self._api, self._namespace = api, namespace
-        self._discovery, self._identity, self._access = discovery, identity, access
+        with self._lock:
+            self._state.connection = Connection(
+                credentials, api, namespace, discovery, identity, access
+            )
         self._last_refresh = time.monotonic()
         log.info(
             "jupyter_dw: %s as %s in namespace %s; Kueue %s, KubeRay %s",
@@ -274,19 +264,20 @@ class KubeSession(SessionAnswers):
         """Ask Kueue (a dry-run create) whether it admits elastic RayClusters: once per
         connection, then again only when a re-check can learn something new (see
         :meth:`_elastic_worth_asking`)."""
-        discovery = self._discovery
+        connection = self._state.connection
+        discovery = connection.discovery if connection is not None else None
         asked_at = self._kueue.returns
         if discovery is None or not discovery.kuberay_installed or discovery.kueue_version is None:
             found = ElasticJobs(None, "unknown", "Kueue or KubeRay is not installed")
-        elif self.allowed("create", RAY_CLUSTER) is False:
+        elif self._state.allowed("create", RAY_CLUSTER) is False:
             found = ElasticJobs(None, "unknown", "cannot tell: may not create rayclusters")
         else:
-            cache = self._caches.get(LOCAL_QUEUE.plural)
+            cache = self._state.caches.get(LOCAL_QUEUE.plural)
             queues = cache.snapshot() if cache is not None and cache.synced else []
             queue = next((str(q["metadata"]["name"]) for q in queues if q.get("metadata")), None)
-            found = probe_elastic_jobs(api, self._namespace or "default", queue)
+            found = probe_elastic_jobs(api, self._state.namespace_or_empty or "default", queue)
         with self._lock:
-            if self._api is api:
+            if self._connection_of(api) is not None:
                 self._elastic, self._elastic_asked_at = found, asked_at
 
     def _elastic_worth_asking(self, changed: bool) -> bool:
@@ -309,16 +300,16 @@ class KubeSession(SessionAnswers):
         create (and start, unless watching lazily) the newly allowed ones, stop those no
         longer allowed or served, replace one whose served version changed."""
         with self._lock:  # change the set and bind listeners atomically w.r.t. add_listener
-            if self._stopping or self._api is not api:
+            connection = self._connection_of(api)
+            if self._stopping or connection is None:
                 return
-            assert self._discovery is not None
-            discovery = self._discovery
-            started, stopped, revoked_changed = self._cache_set.update(
+            discovery = connection.discovery
+            started, stopped, revoked_changed = self._state.cache_set.update(
                 api,
-                self._namespace,
-                wanted_caches(discovery, self._denied),
+                connection.namespace,
+                wanted_caches(discovery, self._state.denied),
                 lambda resource: served(discovery, resource),
-                self._access,
+                connection.access,
             )
         for cache in stopped:
             log.info("jupyter_dw: no longer watching %s", cache.name)
@@ -342,52 +333,22 @@ class KubeSession(SessionAnswers):
         the Kueue probe; ``exact`` (after a 403) reviews each permission instead.
         """
         with self._lock:
-            api, namespace, previous = self._api, self._namespace, self._access
-        if api is None or namespace is None or not self._started.is_set():
+            connection = self._state.connection
+        if connection is None or not self._state.started.is_set():
             return False
-        try:
-            discovery = discover(api)
-            if exact:
-                access = check_access(api, namespace)
-            else:
-                access = recheck_access(api, namespace, previous)
-        finally:
-            self._last_refresh = time.monotonic()
+        api = connection.api
+        discovery, access = self._ask_again(connection, exact)
         with self._lock:
-            if self._stopping or self._api is not api:
+            known = self._connection_of(api)
+            if self._stopping or known is None:
                 return False
-            if self._discovery is not None and self._discovery.loses(discovery):
-                # A kube-apiserver that has just restarted answers discovery without its CRDs'
-                # groups for seconds: believe a loss once it lasted LOSS_GRACE (re-checking
-                # every MIN_REFRESH_GAP meanwhile).
-                now = time.monotonic()
-                self._loss_since = self._loss_since or now
-                if now - self._loss_since < LOSS_GRACE:
-                    discovery = self._discovery
-                    self._refresh_wake.set()
-                else:
-                    self._loss_since = None
-            else:
-                self._loss_since = None
-            before = {p: r.allowed for p, r in self._access.items()}
-            after = {p: r.allowed for p, r in access.items()}
-            changed = discovery != self._discovery or before != after
-            old_discovery = self._discovery
-            self._discovery, self._access = discovery, access
+            discovery = self._discovery_to_believe(known.discovery, discovery)
+            checked = replace(known, discovery=discovery, access=access)
+            self._state.connection = checked
             self.refreshes += 1
+        changed = _changed(known, checked)
         if changed:
-            granted = [p.name for p, ok in after.items() if ok and not before.get(p)]
-            revoked = [p.name for p, ok in after.items() if not ok and before.get(p)]
-            log.info(
-                "jupyter_dw: permissions or APIs changed: granted %s; revoked %s; Kueue %s -> "
-                "%s; KubeRay %s -> %s",
-                ", ".join(granted) or "none",
-                ", ".join(revoked) or "none",
-                old_discovery.kueue_version if old_discovery else None,
-                discovery.kueue_version,
-                old_discovery.ray_version if old_discovery else None,
-                discovery.ray_version,
-            )
+            _log_change(known, checked)
         self._sync_caches(api)
         # Kept at every re-check: nothing else notices Kueue's process stopping while nobody
         # calls it (its Workloads are served by the API server, not by Kueue).
@@ -396,15 +357,44 @@ class KubeSession(SessionAnswers):
             self._probe_elastic(api)
         return changed
 
+    def _ask_again(
+        self, connection: Connection, exact: bool
+    ) -> tuple[Discovery, dict[Permission, AccessResult]]:
+        """Discovery and the access verdicts as the API server gives them now (I/O)."""
+        api, namespace = connection.api, connection.namespace
+        try:
+            discovery = discover(api)
+            if exact:
+                return discovery, check_access(api, namespace)
+            return discovery, recheck_access(api, namespace, connection.access)
+        finally:
+            self._last_refresh = time.monotonic()
+
+    def _discovery_to_believe(self, known: Discovery, fresh: Discovery) -> Discovery:
+        """``fresh``, unless it lost API groups ``known`` has and the loss is younger than
+        ``LOSS_GRACE``: a kube-apiserver that has just restarted answers discovery without
+        its CRDs' groups for seconds. Meanwhile ``known`` stands and the re-check is asked
+        again (every ``MIN_REFRESH_GAP``). Lock held."""
+        if not known.loses(fresh):
+            self._loss_since = None
+            return fresh
+        now = time.monotonic()
+        self._loss_since = self._loss_since or now
+        if now - self._loss_since < LOSS_GRACE:
+            self._refresh_wake.set()
+            return known
+        self._loss_since = None
+        return fresh
+
     # -- Kueue's controller --------------------------------------------------------------
 
     def _probe_kueue_quietly(self) -> None:
         with self._lock:
-            api, discovery = self._api, self._discovery
-        if api is None or discovery is None:
+            connection = self._state.connection
+        if connection is None:
             return
         try:
-            self._kueue.probe(api, discovery, self.request_timeout)
+            self._kueue.probe(connection.api, connection.discovery, self.request_timeout)
         except Exception:  # the probe must never stop the re-check thread
             log.exception("jupyter_dw: checking whether Kueue answers failed")
 
@@ -413,7 +403,7 @@ class KubeSession(SessionAnswers):
     def watch_health(self) -> WatchHealth:
         """Each open cache's health (one not opened yet, watching lazily, is not listed; one
         stopped by a revoked permission is, as ``stale``) and Kueue controller's."""
-        return WatchHealth(self._cache_set.health(), self._kueue.freshness)
+        return WatchHealth(self._state.cache_set.health(), self._kueue.freshness)
 
     def add_health_listener(self, listener: HealthListener) -> Callable[[], None]:
         """Call ``listener()`` whenever :meth:`watch_health` changes; returns a remover."""
@@ -486,9 +476,203 @@ class KubeSession(SessionAnswers):
             self._refresh_wake.set()
 
     def _stop_caches(self) -> None:
-        self._cache_set.stop_all()
+        self._state.cache_set.stop_all()
 
     def add_listener(self, listener: SessionListener) -> Callable[[], None]:
         """Call ``listener(plural, event_type, obj)`` on every cache change (on the cache's
         thread). Applies to caches started later too. Returns a remover."""
-        return self._cache_set.add_listener(listener)
+        return self._state.cache_set.add_listener(listener)
+
+    # -- what is known once connected (SessionState) -------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """True once :meth:`start` has succeeded (caches may still be syncing)."""
+        return self._state.ready
+
+    @property
+    def namespace(self) -> str:
+        """The namespace in use (after start)."""
+        return self._state.namespace
+
+    @property
+    def namespace_source(self) -> str:
+        """Where the namespace came from: ``config``, or the credentials' source."""
+        return "config" if self._state.configured_namespace else self.credentials.source
+
+    @property
+    def discovery(self) -> Discovery:
+        """What the cluster serves (after start)."""
+        return self._state.discovery
+
+    @property
+    def identity(self) -> Identity:
+        """Who the API server says we are (after start)."""
+        return self._state.connected().identity
+
+    @property
+    def credentials(self) -> Credentials:
+        """The credentials in use (after start)."""
+        return self._state.connected().credentials
+
+    @property
+    def api(self) -> KubeApi:
+        """The API client (after start), for calls no cache answers."""
+        return self._state.api
+
+    @property
+    def access(self) -> dict[Permission, AccessResult]:
+        """Verdicts on every needed permission, as last checked (at start, then re-checked
+        every ``refresh_interval`` and after a 403)."""
+        return self._state.access
+
+    def allowed(self, verb: str, kind: Kind, subresource: str = "") -> bool | None:
+        """The last verdict for ``verb`` on ``kind`` (None if it was not checked)."""
+        return self._state.allowed(verb, kind, subresource)
+
+    # -- the caches ----------------------------------------------------------------------
+
+    @property
+    def _caches(self) -> dict[str, WatchCache]:
+        """The caches by plural (the set itself: :class:`~jupyter_dw.k8s.cache_set.CacheSet`)."""
+        return self._state.caches
+
+    def cache(self, kind: Kind) -> WatchCache | None:
+        """The watch cache of ``kind``, None if not served or not readable (started now if
+        the session watches lazily)."""
+        return self._state.cache_set.watching(kind.plural)
+
+    @property
+    def watched(self) -> list[str]:
+        """The plurals whose watches are open."""
+        return [plural for plural, cache in self._state.caches.items() if cache.started]
+
+    def cache_health(self) -> dict[str, tuple[bool, str | None]]:
+        """Per watched plural: ``(synced, last error)``."""
+        return {
+            plural: (cache.synced, str(cache.last_error) if cache.last_error else None)
+            for plural, cache in self._state.caches.items()
+        }
+
+    def synced_cache(
+        self, kind: Kind, deadline: float, required: bool = False
+    ) -> WatchCache | None:
+        """The cache of ``kind`` once synced (see :meth:`SessionState.synced_cache`)."""
+        return self._state.synced_cache(kind, deadline, required)
+
+    # -- reads and writes: SessionAnswers answers them (session_answers.py) --------------
+
+    def indexed(self, kind: Kind | str, index: str, key: str) -> list[Object]:
+        return self._answers.indexed(kind, index, key)
+
+    def get_object(self, resource: Resource, name: str) -> Object:
+        return self._answers.get_object(resource, name)
+
+    def ray_clusters(self, timeout: float | None = None) -> list[Object]:
+        return self._answers.ray_clusters(timeout)
+
+    def ray_cluster(self, name: str, timeout: float | None = None) -> Object:
+        return self._answers.ray_cluster(name, timeout)
+
+    def find_ray_cluster(self, name: str) -> Object | None:
+        return self._answers.find_ray_cluster(name)
+
+    def cached_ray_cluster(self, name: str) -> Object | None:
+        return self._answers.cached_ray_cluster(name)
+
+    def cached_ray_clusters(self) -> list[Object]:
+        return self._answers.cached_ray_clusters()
+
+    def workloads(self, timeout: float | None = None) -> list[Object]:
+        return self._answers.workloads(timeout)
+
+    def cached_workload(self, name: str) -> Object | None:
+        return self._answers.cached_workload(name)
+
+    def watched_jobs(
+        self, resource: Resource, timeout: float | None = None, also: Related = ()
+    ) -> list[Object]:
+        return self._answers.watched_jobs(resource, timeout, also)
+
+    def watched_job(
+        self, resource: Resource, name: str, timeout: float | None = None, also: Related = ()
+    ) -> Object:
+        return self._answers.watched_job(resource, name, timeout, also)
+
+    def cached_jobs(self, resource: Resource) -> list[Object]:
+        return self._answers.cached_jobs(resource)
+
+    def cached_job(self, resource: Resource, name: str) -> Object | None:
+        return self._answers.cached_job(resource, name)
+
+    @property
+    def positions_visible(self) -> bool:
+        return self._answers.positions_visible
+
+    def pending_workloads(self, local_queue: str) -> list[Object] | None:
+        return self._answers.pending_workloads(local_queue)
+
+    def cluster_queue_pending_workloads(self, cluster_queue: str) -> list[Object] | None:
+        return self._answers.cluster_queue_pending_workloads(cluster_queue)
+
+    def pod_metrics(self) -> MetricsRead:
+        return self._answers.pod_metrics()
+
+    def create_raycluster(self, obj: Object) -> Object:
+        return self._answers.create_raycluster(obj)
+
+    def create_job(self, resource: Resource, obj: Object) -> Object:
+        return self._answers.create_job(resource, obj)
+
+    def patch_raycluster(self, name: str, operations: list[dict[str, Any]]) -> Object:
+        return self._answers.patch_raycluster(name, operations)
+
+    def annotate_raycluster(
+        self, name: str, annotations: dict[str, str | None], dry_run: bool = False
+    ) -> Object:
+        return self._answers.annotate_raycluster(name, annotations, dry_run)
+
+    def set_workload_active(self, name: str, active: bool, dry_run: bool = False) -> Object:
+        return self._answers.set_workload_active(name, active, dry_run)
+
+    def delete_raycluster(self, name: str) -> Object:
+        return self._answers.delete_raycluster(name)
+
+    def delete_object(self, resource: Resource, name: str) -> Object:
+        return self._answers.delete_object(resource, name)
+
+    def record_event(self, involved: Object, reason: str, message: str) -> Object:
+        return self._answers.record_event(involved, reason, message)
+
+    def wait_for_ray_cluster(self, name: str, resource_version: str) -> None:
+        self._answers.wait_for_ray_cluster(name, resource_version)
+
+    def catch_up(self, plural: str, name: str, resource_version: str) -> None:
+        self._answers.catch_up(plural, name, resource_version)
+
+
+def _verdicts(connection: Connection) -> dict[Permission, bool]:
+    return {p: r.allowed for p, r in connection.access.items()}
+
+
+def _changed(before: Connection, after: Connection) -> bool:
+    """Whether a re-check found the served APIs or the permissions changed."""
+    return before.discovery != after.discovery or _verdicts(before) != _verdicts(after)
+
+
+def _log_change(before: Connection, after: Connection) -> None:
+    """One line of what a re-check found: the permissions granted and revoked, and Kueue's
+    and KubeRay's versions before and after."""
+    was, now = _verdicts(before), _verdicts(after)
+    granted = [p.name for p, ok in now.items() if ok and not was.get(p)]
+    revoked = [p.name for p, ok in now.items() if not ok and was.get(p)]
+    log.info(
+        "jupyter_dw: permissions or APIs changed: granted %s; revoked %s; Kueue %s -> "
+        "%s; KubeRay %s -> %s",
+        ", ".join(granted) or "none",
+        ", ".join(revoked) or "none",
+        before.discovery.kueue_version,
+        after.discovery.kueue_version,
+        before.discovery.ray_version,
+        after.discovery.ray_version,
+    )

@@ -1,21 +1,12 @@
-"""The session's reads and writes, with no domain rule in them: what the watch caches hold
-(a kind's objects, one by name, the objects an index maps a key to: :meth:`indexed`), one
-``get`` where a cache may lag (:meth:`get_object`), the visibility API's calls (raw API calls
-answering positions), and the writes whose next read must already show them (create and
-delete wait briefly for their own watch event). Blocking; async callers run it in an
-executor. :class:`~jupyter_dw.k8s.session.KubeSession` is the class callers use.
-
-What relates these objects into domain answers lives in ``jupyter_dw.core``, on top of these
-reads: the parsed queues (``core.queue_state``, memoized per cache generation), a cluster's
-Workloads, pods and KubeRay's warnings (``core.cluster_objects``, through :meth:`indexed`)
-and a RayCluster's Ray token (``core.ray_token``, through :meth:`get_object`). This layer is
-the connection, the caches with their indexes, raw API calls and writes only.
-"""
+"""The reads and writes a :class:`~jupyter_dw.k8s.session.KubeSession` answers, over its
+:class:`~jupyter_dw.k8s.session_state.SessionState`: the caches' objects, one ``get``, the
+visibility and metrics APIs' calls, and writes that wait for their own watch event. No domain
+rule: the queries over these reads are in ``jupyter_dw.core``."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from . import kuberay, visibility, workload_writes
 from .cache_set import Kind
@@ -37,12 +28,24 @@ from .resources import (
 from .session_state import SessionState
 from .watch_cache import Object
 
+
+class WaitReady(Protocol):
+    """The session's ``wait_ready``: blocks until started, starting it if need be."""
+
+    def __call__(self, timeout: float | None = None) -> None: ...
+
+
 CACHE_CATCH_UP_SECONDS = 5.0
 """How long a create waits for its own watch event before answering anyway."""
 
 
-class SessionAnswers(SessionState):
-    """Reads from the caches and the writes that keep them current (see the module)."""
+class SessionAnswers:
+    """Reads from the caches and the writes that keep them current (see the module), over
+    the session's state; ``wait_ready`` is the session's (it starts the session if need be)."""
+
+    def __init__(self, state: SessionState, wait_ready: WaitReady) -> None:
+        self._state = state
+        self._wait_ready = wait_ready
 
     # -- generic reads ---------------------------------------------------------------------
 
@@ -51,14 +54,14 @@ class SessionAnswers(SessionState):
         ``cache_set``'s ``pods_cache``) that the cache's ``index`` maps ``key`` to (the indexes
         are ``cache_set``'s ``BY_*``), as the cache holds them now: no waiting, no I/O; empty
         when ``kind`` is not readable, or ``key`` is empty."""
-        cache = self._cache_set.watching(kind if isinstance(kind, str) else kind.plural)
+        cache = self._state.cache_set.watching(kind if isinstance(kind, str) else kind.plural)
         return cache.by_index(index, key) if cache is not None and key else []
 
     def get_object(self, resource: Resource, name: str) -> Object:
         """One ``get`` of ``name`` of ``resource`` in the namespace, from the API server (for
         what no cache holds, or holds late). Raises what the call raises (``KubeNotFound``,
         ``KubeForbidden``, ...)."""
-        return self.api.get(resource.path(self.namespace, name))
+        return self._state.api.get(resource.path(self._state.namespace, name))
 
     # -- Ray clusters --------------------------------------------------------------------
 
@@ -70,14 +73,14 @@ class SessionAnswers(SessionState):
         and event caches, so a cluster's Workloads, pods and KubeRay's warnings
         (:mod:`jupyter_dw.core.cluster_objects`) answer from a full view.
         """
-        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
-        self.wait_ready(max(0.0, deadline - time.monotonic()))
-        self.discovery.require_kuberay()
-        cache = self.synced_cache(RAY_CLUSTER, deadline, required=True)
+        deadline = time.monotonic() + (self._state.request_timeout if timeout is None else timeout)
+        self._wait_ready(max(0.0, deadline - time.monotonic()))
+        self._state.discovery.require_kuberay()
+        cache = self._state.synced_cache(RAY_CLUSTER, deadline, required=True)
         assert cache is not None
-        self.synced_cache(WORKLOAD, deadline)
-        self.synced_cache(POD, deadline)
-        self.synced_cache(EVENT, deadline)  # KubeRay's refusals: a stalled state at once
+        self._state.synced_cache(WORKLOAD, deadline)
+        self._state.synced_cache(POD, deadline)
+        self._state.synced_cache(EVENT, deadline)  # KubeRay's refusals: a stalled state at once
         return cache.snapshot()
 
     def ray_cluster(self, name: str, timeout: float | None = None) -> Object:
@@ -91,69 +94,71 @@ class SessionAnswers(SessionState):
             return cached
         # The cache may lag a create made a moment ago: ask before saying "not found".
         try:
-            return kuberay.get_raycluster(self.api, self.namespace, name)
+            return kuberay.get_raycluster(self._state.api, self._state.namespace, name)
         except KubeForbidden as err:
             # May list and watch but not get: the synced cache's answer stands.
-            raise kuberay.not_found(self.namespace, name) from err
+            raise kuberay.not_found(self._state.namespace, name) from err
 
     def find_ray_cluster(self, name: str) -> Object | None:
         """RayCluster ``name``, or None when there is none: from a synced cache, else one
         ``get`` (a miss in the cache may be a create not seen yet). Needs only ``get
         rayclusters`` (the dashboard proxy's least privilege; a 403 names that). Blocking."""
-        self.wait_ready()
-        self.discovery.require_kuberay()
-        cache = self._cache_set.watching(RAY_CLUSTER.plural)
+        self._wait_ready()
+        self._state.discovery.require_kuberay()
+        cache = self._state.cache_set.watching(RAY_CLUSTER.plural)
         if cache is not None and cache.synced:
-            cached = cache.get(name, self.namespace)
+            cached = cache.get(name, self._state.namespace)
             if cached is not None:
                 return cached
         try:
-            return kuberay.get_raycluster(self.api, self.namespace, name)
+            return kuberay.get_raycluster(self._state.api, self._state.namespace, name)
         except KubeNotFound:
             return None
 
     def cached_ray_cluster(self, name: str) -> Object | None:
         """RayCluster ``name`` as the cache holds it now (no waiting, no I/O)."""
-        cache = self._cache_set.watching(RAY_CLUSTER.plural)
-        return cache.get(name, self._namespace or "") if cache is not None else None
+        cache = self._state.cache_set.watching(RAY_CLUSTER.plural)
+        return cache.get(name, self._state.namespace_or_empty) if cache is not None else None
 
     def workloads(self, timeout: float | None = None) -> list[Object]:
         """Every Workload of the namespace from the watch cache (waits for its first sync).
 
         Raises ``NotInstalled`` without Kueue and ``KubeForbidden`` when Workloads cannot be
         listed and watched."""
-        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
-        self.wait_ready(max(0.0, deadline - time.monotonic()))
-        self.discovery.require_kueue()
-        cache = self.synced_cache(WORKLOAD, deadline, required=True)
+        deadline = time.monotonic() + (self._state.request_timeout if timeout is None else timeout)
+        self._wait_ready(max(0.0, deadline - time.monotonic()))
+        self._state.discovery.require_kueue()
+        cache = self._state.synced_cache(WORKLOAD, deadline, required=True)
         assert cache is not None
         return cache.snapshot()
 
     def cached_workload(self, name: str) -> Object | None:
         """Workload ``name`` as the cache holds it now (no waiting, no I/O)."""
-        cache = self._cache_set.watching(WORKLOAD.plural)
-        return cache.get(name, self._namespace or "") if cache is not None else None
+        cache = self._state.cache_set.watching(WORKLOAD.plural)
+        return cache.get(name, self._state.namespace_or_empty) if cache is not None else None
 
     def cached_ray_clusters(self) -> list[Object]:
         """Every RayCluster the cache holds now (no waiting, no I/O; empty when not read)."""
-        cache = self._cache_set.watching(RAY_CLUSTER.plural)
+        cache = self._state.cache_set.watching(RAY_CLUSTER.plural)
         return cache.snapshot() if cache is not None else []
 
     def patch_raycluster(self, name: str, operations: list[dict[str, Any]]) -> Object:
         """Apply a JSON patch to RayCluster ``name`` (``KubeNotFound`` when absent; a failed
         ``test`` operation is ``KubeRejected``, nothing changed)."""
-        self.wait_ready()
-        self.discovery.require_kuberay()
-        return kuberay.patch_raycluster(self.api, self.namespace, name, operations)
+        self._wait_ready()
+        self._state.discovery.require_kuberay()
+        return kuberay.patch_raycluster(self._state.api, self._state.namespace, name, operations)
 
     def annotate_raycluster(
         self, name: str, annotations: dict[str, str | None], dry_run: bool = False
     ) -> Object:
         """Set (a string) or remove (None) annotations of RayCluster ``name`` (one merge
         patch); a write waits briefly for its own watch event, so the next read shows it."""
-        self.wait_ready()
-        self.discovery.require_kuberay()
-        patched = kuberay.annotate_raycluster(self.api, self.namespace, name, annotations, dry_run)
+        self._wait_ready()
+        self._state.discovery.require_kuberay()
+        patched = kuberay.annotate_raycluster(
+            self._state.api, self._state.namespace, name, annotations, dry_run
+        )
         if not dry_run:
             self.catch_up(RAY_CLUSTER.plural, name, _version(patched))
         return patched
@@ -162,12 +167,12 @@ class SessionAnswers(SessionState):
         """Deactivate (``active`` False) or reactivate Workload ``name``: see
         :func:`workload_writes.set_workload_active`. A write waits briefly for its own watch
         event, so the next read shows it."""
-        self.wait_ready()
-        self.discovery.require_kueue()
-        resource = self.discovery.kueue(WORKLOAD)
+        self._wait_ready()
+        self._state.discovery.require_kueue()
+        resource = self._state.discovery.kueue(WORKLOAD)
         assert resource is not None  # require_kueue: Kueue is served
         patched = workload_writes.set_workload_active(
-            self.api, resource, self.namespace, name, active, dry_run
+            self._state.api, resource, self._state.namespace, name, active, dry_run
         )
         if not dry_run:
             self.catch_up(WORKLOAD.plural, name, _version(patched))
@@ -177,9 +182,9 @@ class SessionAnswers(SessionState):
     def positions_visible(self) -> bool:
         """Whether Kueue's visibility API is served and this identity may read it."""
         return bool(
-            self.ready
-            and self.discovery.visibility_version
-            and self.allowed("get", VISIBILITY_LOCAL_QUEUE, PENDING_WORKLOADS_SUBRESOURCE)
+            self._state.ready
+            and self._state.discovery.visibility_version
+            and self._state.allowed("get", VISIBILITY_LOCAL_QUEUE, PENDING_WORKLOADS_SUBRESOURCE)
         )
 
     def pending_workloads(self, local_queue: str) -> list[Object] | None:
@@ -187,40 +192,44 @@ class SessionAnswers(SessionState):
         call), or None when positions cannot be known (see :func:`ray.pending_workloads`)."""
         if not self.positions_visible:
             return None  # not served, or the start-time access review said no: don't ask
-        version = self.discovery.visibility_version
+        version = self._state.discovery.visibility_version
         assert version is not None
-        return visibility.pending_workloads(self.api, version, self.namespace, local_queue)
+        return visibility.pending_workloads(
+            self._state.api, version, self._state.namespace, local_queue
+        )
 
     def pod_metrics(self) -> MetricsRead:
         """Every pod's use in the namespace from the metrics API (one call), or why not (no
         call when the access review said no: it is checked again every refresh)."""
-        if self.allowed("list", POD_METRICS) is False:
-            return metrics_forbidden(self.namespace)
-        return read_pod_metrics(self.api, self.namespace)
+        if self._state.allowed("list", POD_METRICS) is False:
+            return metrics_forbidden(self._state.namespace)
+        return read_pod_metrics(self._state.api, self._state.namespace)
 
     def cluster_queue_pending_workloads(self, cluster_queue: str) -> list[Object] | None:
         """Every pending Workload of ``cluster_queue``, all namespaces (one visibility API
         call), or None when this identity may not ask or Kueue cannot tell."""
-        allowed = self.allowed("get", VISIBILITY_CLUSTER_QUEUE, PENDING_WORKLOADS_SUBRESOURCE)
-        version = self.discovery.visibility_version if self.ready else None
+        allowed = self._state.allowed(
+            "get", VISIBILITY_CLUSTER_QUEUE, PENDING_WORKLOADS_SUBRESOURCE
+        )
+        version = self._state.discovery.visibility_version if self._state.ready else None
         if not (version and allowed):
             return None
-        return visibility.cluster_queue_pending_workloads(self.api, version, cluster_queue)
+        return visibility.cluster_queue_pending_workloads(self._state.api, version, cluster_queue)
 
     def create_raycluster(self, obj: Object) -> Object:
         """Create ``obj`` in the namespace (server-side dry run first): see
         :func:`ray.create_raycluster`. Waits briefly until the watch cache holds it, so the
         next read (``GET clusters``, the events socket) already shows it."""
-        self.wait_ready()
-        return self._create_cached(self.discovery.require_kuberay(), obj)
+        self._wait_ready()
+        return self._create_cached(self._state.discovery.require_kuberay(), obj)
 
     def _create_cached(self, resource: Resource, obj: Object) -> Object:
-        created = kuberay.create_raycluster(self.api, self.namespace, obj, resource)
-        cache = self._caches.get(resource.plural)
+        created = kuberay.create_raycluster(self._state.api, self._state.namespace, obj, resource)
+        cache = self._state.caches.get(resource.plural)
         name = str((created.get("metadata") or {}).get("name") or "")
         if cache is not None and cache.started:
             cache.wait_until(
-                lambda _: cache.get(name, self.namespace) is not None, CACHE_CATCH_UP_SECONDS
+                lambda _: cache.get(name, self._state.namespace) is not None, CACHE_CATCH_UP_SECONDS
             )
         return created
 
@@ -229,12 +238,12 @@ class SessionAnswers(SessionState):
         owned objects follow). Waits briefly until its watch cache shows the deletion (gone,
         or marked for deletion while finalizers run), so the next read does not show it as
         it was. Raises ``KubeNotFound`` when absent."""
-        answer = kuberay.delete_raycluster(self.api, self.namespace, name, resource)
-        cache = self._caches.get(resource.plural)
+        answer = kuberay.delete_raycluster(self._state.api, self._state.namespace, name, resource)
+        cache = self._state.caches.get(resource.plural)
         if cache is not None and cache.started:
 
             def shown(_: object) -> bool:
-                held = cache.get(name, self.namespace)
+                held = cache.get(name, self._state.namespace)
                 return held is None or bool((held.get("metadata") or {}).get("deletionTimestamp"))
 
             cache.wait_until(shown, CACHE_CATCH_UP_SECONDS)
@@ -249,13 +258,13 @@ class SessionAnswers(SessionState):
         sync, the Workload cache's and ``also``'s: a RayJob's RayClusters, so what a job made
         answers too). ``KubeForbidden`` names the list/watch missing; the caller checks that
         the resource is served."""
-        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
-        self.wait_ready(max(0.0, deadline - time.monotonic()))
-        cache = self.synced_cache(resource, deadline, required=True)
+        deadline = time.monotonic() + (self._state.request_timeout if timeout is None else timeout)
+        self._wait_ready(max(0.0, deadline - time.monotonic()))
+        cache = self._state.synced_cache(resource, deadline, required=True)
         assert cache is not None
         others: tuple[Kind, ...] = (*also, WORKLOAD)
         for other in others:
-            self.synced_cache(other, deadline)
+            self._state.synced_cache(other, deadline)
         return cache.snapshot()
 
     def watched_job(
@@ -273,25 +282,25 @@ class SessionAnswers(SessionState):
         if cached is not None:
             return cached
         try:
-            return kuberay.get_raycluster(self.api, self.namespace, name, resource)
+            return kuberay.get_raycluster(self._state.api, self._state.namespace, name, resource)
         except KubeForbidden as err:
-            raise kuberay.not_found(self.namespace, name, resource) from err
+            raise kuberay.not_found(self._state.namespace, name, resource) from err
 
     def cached_jobs(self, resource: Resource) -> list[Object]:
         """Every ``resource`` object its cache holds now (no waiting, no I/O; empty when not
         read)."""
-        cache = self._cache_set.watching(resource.plural)
+        cache = self._state.cache_set.watching(resource.plural)
         return cache.snapshot() if cache is not None else []
 
     def cached_job(self, resource: Resource, name: str) -> Object | None:
         """``resource`` object ``name`` as its cache holds it now (no waiting, no I/O)."""
-        cache = self._cache_set.watching(resource.plural)
-        return cache.get(name, self._namespace or "") if cache is not None else None
+        cache = self._state.cache_set.watching(resource.plural)
+        return cache.get(name, self._state.namespace_or_empty) if cache is not None else None
 
     def create_job(self, resource: Resource, obj: Object) -> Object:
         """Create ``obj`` of ``resource`` (dry run first, idempotency key honoured, like
         :meth:`create_raycluster`); waits briefly for its cache to hold it."""
-        self.wait_ready()
+        self._wait_ready()
         return self._create_cached(resource, obj)
 
     def wait_for_ray_cluster(self, name: str, resource_version: str) -> None:
@@ -302,12 +311,12 @@ class SessionAnswers(SessionState):
     def catch_up(self, plural: str, name: str, resource_version: str) -> None:
         """Wait briefly until the cache of ``plural`` holds ``name`` at ``resource_version``
         or later (an object the API server already has, which the watch has yet to bring)."""
-        cache = self._caches.get(plural)
+        cache = self._state.caches.get(plural)
         if cache is None or not cache.started:
             return
 
         def caught_up(_: object) -> bool:
-            held = cache.get(name, self.namespace)
+            held = cache.get(name, self._state.namespace)
             version = str(((held or {}).get("metadata") or {}).get("resourceVersion") or "")
             if version == resource_version:
                 return True
@@ -322,14 +331,14 @@ class SessionAnswers(SessionState):
 
     def record_event(self, involved: Object, reason: str, message: str) -> Object:
         """An Event about ``involved`` in the namespace (needs ``create events``)."""
-        self.wait_ready()
-        return record_event(self.api, self.namespace, involved, reason, message)
+        self._wait_ready()
+        return record_event(self._state.api, self._state.namespace, involved, reason, message)
 
     def delete_raycluster(self, name: str) -> Object:
         """Delete RayCluster ``name`` (background propagation: its Workload, pods and Services
         go with it by owner references). Raises ``KubeNotFound`` when absent."""
-        self.wait_ready()
-        self.discovery.require_kuberay()
+        self._wait_ready()
+        self._state.discovery.require_kuberay()
         return self.delete_object(RAY_CLUSTER, name)
 
 

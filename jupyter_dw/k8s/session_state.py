@@ -1,11 +1,11 @@
-"""What a :class:`~jupyter_dw.k8s.session.KubeSession` knows once connected, read without
-I/O: the namespace, discovery, identity, the access reviews' verdicts, the API client and
-the caches. The base of the session's answers (``session_answers``) and of the session itself
-(``session``, which connects, re-checks and stops)."""
+"""What a :class:`~jupyter_dw.k8s.session.KubeSession` knows, read without I/O: the
+:class:`Connection` (credentials, client, namespace, discovery, identity, access verdicts) and
+the caches. The session writes it; the session and its answers read it."""
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 from .access import AccessResult, Identity, Permission
 from .auth import Credentials
@@ -17,114 +17,86 @@ from .resources import LOCAL_QUEUE
 from .watch_cache import WatchCache
 
 
+@dataclass(frozen=True)
+class Connection:
+    """What one connection learnt: made whole at start; a re-check replaces ``discovery``
+    and ``access``."""
+
+    credentials: Credentials
+    api: KubeApi
+    namespace: str
+    discovery: Discovery
+    identity: Identity
+    access: dict[Permission, AccessResult]
+
+
 class SessionState:
-    """The connection's state; set by the session's start and re-checks."""
+    """The session's connection (None until connected), its caches, and the reads of them."""
 
-    request_timeout: float
-    _configured_namespace: str | None
-    _credentials: Credentials | None
-    _started: threading.Event
-    _api: KubeApi | None
-    _namespace: str | None
-    _discovery: Discovery | None
-    _identity: Identity | None
-    _access: dict[Permission, AccessResult]
-    _cache_set: CacheSet
+    def __init__(
+        self, cache_set: CacheSet, request_timeout: float, configured_namespace: str | None
+    ) -> None:
+        self.cache_set = cache_set
+        self.request_timeout = request_timeout
+        self.configured_namespace = configured_namespace
+        self.started = threading.Event()
+        """Set once a start succeeded (caches may still be syncing); cleared by a stop."""
+        self.connection: Connection | None = None
 
-    def wait_ready(self, timeout: float | None = None) -> None:
-        """Block until started (see ``KubeSession.wait_ready``)."""
-        raise NotImplementedError
+    def connected(self) -> Connection:
+        """The connection, once started; else :class:`NotReady`."""
+        if not self.started.is_set():
+            raise NotReady("Not connected to Kubernetes yet", None, "Start the session first.")
+        assert self.connection is not None
+        return self.connection
 
     @property
     def ready(self) -> bool:
-        """True once :meth:`start` has succeeded (caches may still be syncing)."""
-        return self._started.is_set()
+        """True once the start has succeeded (caches may still be syncing)."""
+        return self.started.is_set()
 
     @property
     def namespace(self) -> str:
         """The namespace in use (after start)."""
-        self._require_started()
-        assert self._namespace is not None
-        return self._namespace
+        return self.connected().namespace
+
+    @property
+    def namespace_or_empty(self) -> str:
+        """The namespace in use, "" before the session connected (for reads without waiting)."""
+        return self.connection.namespace if self.connection is not None else ""
 
     @property
     def discovery(self) -> Discovery:
         """What the cluster serves (after start)."""
-        self._require_started()
-        assert self._discovery is not None
-        return self._discovery
-
-    @property
-    def identity(self) -> Identity:
-        """Who the API server says we are (after start)."""
-        self._require_started()
-        assert self._identity is not None
-        return self._identity
+        return self.connected().discovery
 
     @property
     def api(self) -> KubeApi:
         """The API client (after start), for calls no cache answers."""
-        self._require_started()
-        assert self._api is not None
-        return self._api
+        return self.connected().api
 
     @property
     def access(self) -> dict[Permission, AccessResult]:
-        """Verdicts on every needed permission, as last checked (at start, then re-checked
-        every ``refresh_interval`` and after a 403)."""
-        return dict(self._access)
+        """Verdicts on every needed permission, as last checked (empty before connecting)."""
+        return dict(self.connection.access) if self.connection is not None else {}
 
     @property
-    def credentials(self) -> Credentials:
-        """The credentials in use (after start)."""
-        self._require_started()
-        assert self._credentials is not None
-        return self._credentials
-
-    @property
-    def namespace_source(self) -> str:
-        """Where the namespace came from: ``config``, or the credentials' source."""
-        return "config" if self._configured_namespace else self.credentials.source
-
-    @property
-    def _caches(self) -> dict[str, WatchCache]:
+    def caches(self) -> dict[str, WatchCache]:
         """The caches by plural (the set itself: :class:`~jupyter_dw.k8s.cache_set.CacheSet`)."""
-        return self._cache_set.caches
-
-    def cache(self, kind: Kind) -> WatchCache | None:
-        """The watch cache of ``kind``, None if not served or not readable (started now if
-        the session watches lazily)."""
-        return self._cache_set.watching(kind.plural)
-
-    @property
-    def watched(self) -> list[str]:
-        """The plurals whose watches are open."""
-        return [plural for plural, cache in self._caches.items() if cache.started]
-
-    def cache_health(self) -> dict[str, tuple[bool, str | None]]:
-        """Per watched plural: ``(synced, last error)``."""
-        return {
-            plural: (cache.synced, str(cache.last_error) if cache.last_error else None)
-            for plural, cache in self._caches.items()
-        }
+        return self.cache_set.caches
 
     def allowed(self, verb: str, kind: Kind, subresource: str = "") -> bool | None:
         """The last verdict for ``verb`` on ``kind`` (None if it was not checked)."""
-        for permission, result in self._access.items():
-            if (permission.verb, permission.group, permission.resource) == (
-                verb,
-                kind.group,
-                kind.plural,
-            ) and permission.subresource == subresource:
+        wanted = (verb, kind.group, kind.plural, subresource)
+        connection = self.connection
+        for p, result in (connection.access if connection is not None else {}).items():
+            if (p.verb, p.group, p.resource, p.subresource) == wanted:
                 return result.allowed
         return None
 
-    def _denied(self, kind: Kind) -> bool:
+    def denied(self, kind: Kind) -> bool:
+        """Whether ``kind`` may not be both listed and watched (so it gets no cache)."""
         return not (self.allowed("list", kind) and self.allowed("watch", kind))
-
-    def _require_started(self) -> None:
-        if not self._started.is_set():
-            raise NotReady("Not connected to Kubernetes yet", None, "Start the session first.")
 
     def synced_cache(
         self, kind: Kind, deadline: float, required: bool = False
@@ -132,14 +104,18 @@ class SessionState:
         """The cache of ``kind`` once synced, waiting until ``deadline`` (``time.monotonic``)
         at most; None when ``kind`` is not served or not readable, unless ``required``: then
         ``KubeForbidden`` names the list/watch missing (see :meth:`CacheSet.synced`)."""
-        return self._cache_set.synced(
-            kind, deadline, self._forbidden, required, request_timeout=self.request_timeout
+        return self.cache_set.synced(
+            kind, deadline, self.forbidden, required, request_timeout=self.request_timeout
         )
 
-    def _forbidden(self, kind: Kind) -> KubeForbidden:
+    def forbidden(self, kind: Kind) -> KubeForbidden:
+        """The error that says which of list and watch on ``kind`` this identity lacks."""
+        connection = self.connection
+        namespace = connection.namespace if connection is not None else None
+        who = connection.identity.username if connection is not None else "this identity"
         denied = [
             p.name
-            for p, r in self._access.items()
+            for p, r in self.access.items()
             if p.resource == kind.plural and p.group == kind.group and p.verb in ("list", "watch")
             if not r.allowed
         ]
@@ -152,9 +128,7 @@ class SessionState:
         )
         return KubeForbidden(
             f"Forbidden: this identity may not {what}",
-            f"SelfSubjectAccessReview denied {what} in namespace {self._namespace} "
-            f"to {self._identity.username if self._identity else 'this identity'}",
-            f"Ask a cluster administrator to allow '{what}' in namespace {self._namespace}"
-            f"{example}.",
+            f"SelfSubjectAccessReview denied {what} in namespace {namespace} to {who}",
+            f"Ask a cluster administrator to allow '{what}' in namespace {namespace}{example}.",
             denied=denied[0] if denied else f"list {kind.qualified}",
         )
