@@ -280,13 +280,8 @@ def _amount_text(name: str, amount: Decimal) -> str:
     return str(int(amount))
 
 
-def trainjob_name_error(name: str) -> str | None:
-    """What is wrong with ``name`` as a TrainJob's name (None if nothing)."""
-    return dns1035_label_error(name, MAX_TRAINJOB_NAME_LENGTH)
-
-
 _parse_name = name_parser(
-    trainjob_name_error,
+    lambda name: dns1035_label_error(name, MAX_TRAINJOB_NAME_LENGTH),
     f"a DNS-1035 label of at most {MAX_TRAINJOB_NAME_LENGTH} characters: "
     "JobSet names the job's pods '<name>-<step>-<index>-<index>-xxxxx'",
 )
@@ -396,14 +391,9 @@ class TrainJobKind(JobKind[ValidatedTrainJob, TrainJobInfo]):
     pod_label = JOBSET_NAME_LABEL
     word = "trainjob"
     does = "run TrainJobs (Kubeflow Trainer)"
-    name_rule = (
-        f"TrainJob names are DNS-1035 labels of at most {MAX_TRAINJOB_NAME_LENGTH} characters."
-    )
+    max_name_length = MAX_TRAINJOB_NAME_LENGTH
     follows = "its JobSet, pods and Workload follow"
     fields = TRAINJOB_FIELDS
-
-    def name_error(self, name: str) -> str | None:
-        return trainjob_name_error(name)
 
     def parse(
         self, data: Mapping[str, Any], choices: QueueChoices, env: Environment
