@@ -478,9 +478,7 @@ class ClusterService:
                     return ahead_in_local_queue(mine, priority, total)
             except KubeUnreachable:
                 pass  # not answering: one timeout is enough, the count below will do
-        if cluster_queue is not None:
-            return ahead_by_count(cluster_queue.pending)
-        return None
+        return ahead_by_count(cluster_queue.pending) if cluster_queue is not None else None
 
 
 @dataclass(frozen=True)
@@ -489,9 +487,14 @@ class FitScene:
 
     local_queue: LocalQueueInfo
     cluster_queue: ClusterQueueQuota | None
+    """Its ClusterQueue; None when it does not exist or cannot be read."""
     tree: QuotaTree | None
+    """Every readable ClusterQueue and Cohort; None when quota is hidden from this identity."""
     ahead: Ahead | None
+    """The pending workloads Kueue would order first (:meth:`ClusterService.ahead`); None
+    when unknown."""
     flavors: Mapping[str, FlavorTraits] | None
+    """The ResourceFlavors by name; None when unreadable (every flavor is assumed usable)."""
 
     def assess(self, pod_sets: Sequence[PodSetRequest]) -> FitVerdict:
         """The fit verdict of ``pod_sets`` (as Kueue builds them) in this queue now."""

@@ -18,12 +18,9 @@ from jupyter_dw.domain.cluster_request import (
     parse_cluster_request,
     ray_cluster_name_error,
 )
+from jupyter_dw.domain.managed_metadata import owner_label_value
 from jupyter_dw.domain.ray_auth import DEFAULT_RAY_AUTH
-from jupyter_dw.domain.raycluster_manifest import (
-    WORKER_GROUP_NAME,
-    owner_label_value,
-    raycluster,
-)
+from jupyter_dw.domain.raycluster_manifest import WORKER_GROUP_NAME, raycluster
 from jupyter_dw.domain.request_fields import REQUEST_ERROR_KEY, SpecError
 from jupyter_dw.domain.scheduling import Toleration
 from jupyter_dw.domain.spec_policy import (

@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+from jupyter_dw.domain import kueue_state as kueue
 from jupyter_dw.domain.cluster_snapshot import ClusterSnapshot, ClusterState, Dashboard
 from jupyter_dw.domain.kueue_state import (
-    KUEUE_RULES,
     AdmissionCheckStatus,
     Outcome,
     WorkloadFacts,
@@ -216,43 +216,30 @@ def _suspended(f: _Facts) -> Outcome | None:
     return "suspended", None, None
 
 
-(
-    _deleting,
-    _rejected,
-    _deactivated,
-    _reactivated,
-    _retrying_check,
-    _evicted,
-    _admitted,
-    _waiting,
-    _queued,
-) = KUEUE_RULES
-
-
 def _stopped(f: _Facts) -> Outcome | None:
     # A Ray cluster whose Workload is deactivated (spec.active: false: our Stop, or `kueuectl
     # stop workload`) is stopped, not gone: Kueue evicted it and suspended the RayCluster,
     # KubeRay removed its pods, the quota is free, and the RayCluster with its spec is kept
     # to be resumed. The Workload alone keeps Kueue's word for it, `suspended`.
-    outcome = _deactivated(f)
+    outcome = kueue.deactivated(f)
     return ("stopped", outcome[1], outcome[2]) if outcome is not None else None
 
 
 _RULES: tuple[Callable[[_Facts], Outcome | None], ...] = (
-    _deleting,
+    kueue.deleting,
     _failed,
-    _rejected,
+    kueue.rejected,
     _stopped,
-    _reactivated,
-    _retrying_check,
-    _evicted,
+    kueue.reactivated,
+    kueue.retrying_check,
+    kueue.evicted,
     _refused_by_kuberay,
     _ready,
     _stalled,
     _starting,
-    _admitted,
-    _waiting,
-    _queued,
+    kueue.admitted,
+    kueue.waiting_for_capacity,
+    kueue.queued,
     _suspended,
 )
 """State precedence, first match wins (later states are only reached when no earlier one

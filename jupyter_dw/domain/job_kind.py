@@ -15,6 +15,7 @@ from jupyter_dw.domain.fit import PodSetRequest
 from jupyter_dw.domain.kueue_words import short_reason
 from jupyter_dw.domain.lenient import mapping, text
 from jupyter_dw.domain.usage import ClusterUsage, Subject, usage_json
+from jupyter_dw.domain.validation import dns1035_label_error
 from jupyter_dw.domain.workloads import WorkloadInfo, created_by, held_by_kueue, workload_fields
 from jupyter_dw.names import PRIORITY_CLASS_LABEL, QUEUE_LABEL
 
@@ -203,8 +204,6 @@ class JobKind(ABC, Generic[Request, Info]):
     """One job in the events socket (``"rayjob"``: the message type and the record's key)."""
     does: ClassVar[str]
     """What it runs, for the permission checks (``"run RayJobs (a job with its own cluster)"``)."""
-    name_rule: ClassVar[str]
-    """The hint of a bad name (``"RayJob names are DNS-1035 labels of at most 47 ..."``)."""
     follows: ClassVar[str]
     """What follows a delete (``"its cluster and Workload follow"``)."""
 
@@ -214,9 +213,20 @@ class JobKind(ABC, Generic[Request, Info]):
     fit_placeholders: ClassVar[Mapping[str, str]] = {}
     """Fields that ask no quota, filled for a fit check when omitted (a command)."""
 
-    @abstractmethod
+    max_name_length: ClassVar[int]
+    """Its names are DNS-1035 labels of at most this many characters: its controller names
+    what it makes after the job (a RayJob's cluster ``<name>-xxxxx``)."""
+
     def name_error(self, name: str) -> str | None:
         """What is wrong with ``name`` as a job's name (None if nothing)."""
+        return dns1035_label_error(name, self.max_name_length)
+
+    @property
+    def name_rule(self) -> str:
+        """The hint of a bad name (``"RayJob names are DNS-1035 labels of at most 47 ..."``)."""
+        return (
+            f"{self.kind} names are DNS-1035 labels of at most {self.max_name_length} characters."
+        )
 
     @abstractmethod
     def parse(self, data: Mapping[str, Any], choices: QueueChoices, env: Environment) -> Request:

@@ -6,7 +6,7 @@ docs/explanation/kueue-mapping.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cached_property
@@ -63,6 +63,13 @@ def _list(value: Any, where: str) -> list[Any]:
     if not isinstance(value, list):
         raise KueueObjectError(f"{where} must be a list, got {type(value).__name__}")
     return value
+
+
+def _objects(value: Any, where: str) -> Iterator[tuple[Mapping[str, Any], str]]:
+    """Each element of the list ``value`` as an object, with where it is (``where[i]``)."""
+    for i, item in enumerate(_list(value, where)):
+        item_where = f"{where}[{i}]"
+        yield _mapping(item, item_where), item_where
 
 
 def _count(value: Any, where: str) -> int:
@@ -161,31 +168,39 @@ class ResourceGroup:
     flavors: tuple[FlavorQuotas, ...]
 
 
+def _quota_node(obj: Any, kind: str) -> tuple[str, str, Mapping[str, Any]]:
+    """What a cluster-scoped node of the quota tree (a ClusterQueue, a Cohort) is read from:
+    its name, how messages name it (``where``) and its spec."""
+    name, _ = _name(obj, kind)
+    where = f"{kind} {name!r}"
+    return name, where, _mapping(obj.get("spec"), f"{where}.spec")
+
+
+def _renamed(spec: Mapping[str, Any], name: str, old_name: str) -> str | None:
+    """A field v1beta2 renamed (``cohort`` to ``cohortName``, ``parent`` to ``parentName``),
+    read under either name; None when unset."""
+    value = spec.get(name) or spec.get(old_name)
+    return str(value) if value else None
+
+
 def _resource_groups(value: Any, where: str) -> tuple[ResourceGroup, ...]:
     groups = []
-    for i, group in enumerate(_list(value, where)):
-        gwhere = f"{where}[{i}]"
-        group = _mapping(group, gwhere)
+    for group, gwhere in _objects(value, where):
         flavors = []
-        for j, flavor in enumerate(_list(group.get("flavors"), f"{gwhere}.flavors")):
-            fwhere = f"{gwhere}.flavors[{j}]"
-            flavor = _mapping(flavor, fwhere)
-            resources = []
-            for k, res in enumerate(_list(flavor.get("resources"), f"{fwhere}.resources")):
-                rwhere = f"{fwhere}.resources[{k}]"
-                res = _mapping(res, rwhere)
-                resources.append(
-                    ResourceQuota(
-                        name=str(res.get("name", "")),
-                        nominal=_quantity(res.get("nominalQuota", 0), f"{rwhere}.nominalQuota"),
-                        borrowing_limit=_optional_quantity(
-                            res.get("borrowingLimit"), f"{rwhere}.borrowingLimit"
-                        ),
-                        lending_limit=_optional_quantity(
-                            res.get("lendingLimit"), f"{rwhere}.lendingLimit"
-                        ),
-                    )
+        for flavor, fwhere in _objects(group.get("flavors"), f"{gwhere}.flavors"):
+            resources = [
+                ResourceQuota(
+                    name=str(res.get("name", "")),
+                    nominal=_quantity(res.get("nominalQuota", 0), f"{rwhere}.nominalQuota"),
+                    borrowing_limit=_optional_quantity(
+                        res.get("borrowingLimit"), f"{rwhere}.borrowingLimit"
+                    ),
+                    lending_limit=_optional_quantity(
+                        res.get("lendingLimit"), f"{rwhere}.lendingLimit"
+                    ),
                 )
+                for res, rwhere in _objects(flavor.get("resources"), f"{fwhere}.resources")
+            ]
             flavors.append(
                 FlavorQuotas(name=str(flavor.get("name", "")), resources=tuple(resources))
             )
@@ -223,22 +238,16 @@ class FlavorResourceAmount:
 
 
 def _amounts(value: Any, where: str) -> tuple[FlavorResourceAmount, ...]:
-    amounts = []
-    for i, flavor in enumerate(_list(value, where)):
-        fwhere = f"{where}[{i}]"
-        flavor = _mapping(flavor, fwhere)
-        for j, res in enumerate(_list(flavor.get("resources"), f"{fwhere}.resources")):
-            rwhere = f"{fwhere}.resources[{j}]"
-            res = _mapping(res, rwhere)
-            amounts.append(
-                FlavorResourceAmount(
-                    flavor=str(flavor.get("name", "")),
-                    resource=str(res.get("name", "")),
-                    total=_quantity(res.get("total", 0), f"{rwhere}.total"),
-                    borrowed=_quantity(res.get("borrowed", 0), f"{rwhere}.borrowed"),
-                )
-            )
-    return tuple(amounts)
+    return tuple(
+        FlavorResourceAmount(
+            flavor=str(flavor.get("name", "")),
+            resource=str(res.get("name", "")),
+            total=_quantity(res.get("total", 0), f"{rwhere}.total"),
+            borrowed=_quantity(res.get("borrowed", 0), f"{rwhere}.borrowed"),
+        )
+        for flavor, fwhere in _objects(value, where)
+        for res, rwhere in _objects(flavor.get("resources"), f"{fwhere}.resources")
+    )
 
 
 def amounts_by_key(amounts: Iterable[FlavorResourceAmount]) -> dict[FlavorResource, Decimal]:
@@ -407,15 +416,11 @@ class ClusterQueueQuota(QueueStatus):
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> ClusterQueueQuota:
         """Read a ``ClusterQueue`` dict of API version v1beta1 or v1beta2."""
-        name, _ = _name(obj, CLUSTER_QUEUE_KIND)
-        where = f"ClusterQueue {name!r}"
-        spec = _mapping(obj.get("spec"), f"{where}.spec")
+        name, where, spec = _quota_node(obj, CLUSTER_QUEUE_KIND)
         status = _mapping(obj.get("status"), f"{where}.status")
-        # v1beta2 renamed spec.cohort to spec.cohortName; accept either.
-        cohort = spec.get("cohortName") or spec.get("cohort")
         return cls(
             name=name,
-            cohort=str(cohort) if cohort else None,
+            cohort=_renamed(spec, "cohortName", "cohort"),
             resource_groups=_resource_groups(
                 spec.get("resourceGroups"), f"{where}.spec.resourceGroups"
             ),
@@ -467,13 +472,10 @@ class CohortQuota:
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> CohortQuota:
         """Read a ``Cohort`` dict of API version v1beta1 or v1beta2."""
-        name, _ = _name(obj, "Cohort")
-        where = f"Cohort {name!r}"
-        spec = _mapping(obj.get("spec"), f"{where}.spec")
-        parent = spec.get("parentName") or spec.get("parent")
+        name, where, spec = _quota_node(obj, "Cohort")
         return cls(
             name=name,
-            parent=str(parent) if parent else None,
+            parent=_renamed(spec, "parentName", "parent"),
             resource_groups=_resource_groups(
                 spec.get("resourceGroups"), f"{where}.spec.resourceGroups"
             ),

@@ -86,23 +86,23 @@ Outcome = tuple[str, str | None, str | None]
 ``ClusterState`` from a cluster's."""
 
 
-def _deleting(f: WorkloadFacts) -> Outcome | None:
+def deleting(f: WorkloadFacts) -> Outcome | None:
     return ("deleting", None, None) if f.deleting else None
 
 
-def _rejected(f: WorkloadFacts) -> Outcome | None:
+def rejected(f: WorkloadFacts) -> Outcome | None:
     # A Rejected check makes Kueue deactivate the workload (it is never retried); say which
     # check refused and why rather than "suspended".
-    rejected = next((c for c in f.checks if c.state == CHECK_REJECTED), None)
+    refusing = next((c for c in f.checks if c.state == CHECK_REJECTED), None)
     evicted = f.wl.get("Evicted")
     reason, message = _words(evicted) if _is_true(evicted) else (None, None)
-    if rejected is not None:
+    if refusing is not None:
         # Seen before Kueue deactivates the workload: the check's own state and words.
-        why = f"admission check {rejected.name} rejected the workload"
+        why = f"admission check {refusing.name} rejected the workload"
         return (
             "rejected",
             reason or CHECK_REJECTED,
-            (f"{why}: {rejected.message}" if rejected.message else why),
+            (f"{why}: {refusing.message}" if refusing.message else why),
         )
     if reason == _DEACTIVATED_BY_CHECK:
         return "rejected", reason, message
@@ -114,7 +114,7 @@ def _rejected(f: WorkloadFacts) -> Outcome | None:
     return None
 
 
-def _retrying_check(f: WorkloadFacts) -> Outcome | None:
+def retrying_check(f: WorkloadFacts) -> Outcome | None:
     # A Retry check evicts the workload (reason AdmissionCheck) and Kueue requeues it after a
     # backoff: it is still waiting for capacity, not evicted for good.
     evicted = f.wl.get("Evicted")
@@ -123,7 +123,7 @@ def _retrying_check(f: WorkloadFacts) -> Outcome | None:
     return None
 
 
-def _deactivated(f: WorkloadFacts) -> Outcome | None:
+def deactivated(f: WorkloadFacts) -> Outcome | None:
     # Kueue evicts a deactivated Workload (reason Deactivated) but never requeues it: it stays
     # off until someone sets spec.active=true, which is a suspension, not an eviction.
     if not (f.has_workload and not f.active):
@@ -133,7 +133,7 @@ def _deactivated(f: WorkloadFacts) -> Outcome | None:
     return "suspended", reason, message
 
 
-def _reactivated(f: WorkloadFacts) -> Outcome | None:
+def reactivated(f: WorkloadFacts) -> Outcome | None:
     # spec.active set back to true: Kueue leaves Evicted=True (reason Deactivated) until it
     # reserves quota again (then Evicted=False, "Previously: ...") and says Requeued=True
     # (reason Reactivated): the Workload waits in its queue like a new one, not evicted.
@@ -153,22 +153,22 @@ def _reactivated(f: WorkloadFacts) -> Outcome | None:
     return "queued", reason, message
 
 
-def _evicted(f: WorkloadFacts) -> Outcome | None:
-    evicted, preempted = f.wl.get("Evicted"), f.wl.get("Preempted")
-    if _is_true(preempted):
+def evicted(f: WorkloadFacts) -> Outcome | None:
+    eviction, preemption = f.wl.get("Evicted"), f.wl.get("Preempted")
+    if _is_true(preemption):
         # The Preempted condition carries the finer reason (InClusterQueue, InCohort...).
-        return ("preempted", *_words(preempted))
-    if _is_true(evicted):
-        reason, message = _words(evicted)
+        return ("preempted", *_words(preemption))
+    if _is_true(eviction):
+        reason, message = _words(eviction)
         return ("preempted" if reason == _PREEMPTED_REASON else "evicted"), reason, message
     return None
 
 
-def _admitted(f: WorkloadFacts) -> Outcome | None:
+def admitted(f: WorkloadFacts) -> Outcome | None:
     return ("admitted", *_words(f.wl.get("Admitted"))) if f.admitted else None
 
 
-def _waiting_for_capacity(f: WorkloadFacts) -> Outcome | None:
+def waiting_for_capacity(f: WorkloadFacts) -> Outcome | None:
     # Quota reserved, admission checks not all Ready yet: Kueue's Admitted=False says which.
     if not (f.has_workload and f.quota_reserved and not f.admitted and f.checks):
         return None
@@ -182,7 +182,7 @@ def _waiting_for_capacity(f: WorkloadFacts) -> Outcome | None:
     return "waiting-for-capacity", reason, message
 
 
-def _queued(f: WorkloadFacts) -> Outcome | None:
+def queued(f: WorkloadFacts) -> Outcome | None:
     if not f.has_workload:
         return None
     reserved = f.wl.get("QuotaReserved")
@@ -206,15 +206,15 @@ WorkloadState = Literal[
 words mean the same) plus ``finished``. What the job's pods do is not a Workload's to say."""
 
 KUEUE_RULES: tuple[Callable[[WorkloadFacts], Outcome | None], ...] = (
-    _deleting,
-    _rejected,
-    _deactivated,
-    _reactivated,
-    _retrying_check,
-    _evicted,
-    _admitted,
-    _waiting_for_capacity,
-    _queued,
+    deleting,
+    rejected,
+    deactivated,
+    reactivated,
+    retrying_check,
+    evicted,
+    admitted,
+    waiting_for_capacity,
+    queued,
 )
 """The rules that read only the Workload, in the precedence a cluster's state uses too."""
 
@@ -255,7 +255,7 @@ def kueue_state(workload: Mapping[str, Any]) -> KueueState:
             state, reason, message = outcome
             preempted = preemptor_of(facts, message) if state == "preempted" else None
             return KueueState(cast(WorkloadState, state), reason, message, preempted)
-    raise AssertionError("unreachable: _queued matches every Workload")  # pragma: no cover
+    raise AssertionError("unreachable: queued matches every Workload")  # pragma: no cover
 
 
 def assignments(workload: Mapping[str, Any] | None) -> dict[str, dict[str, str]]:

@@ -5,29 +5,18 @@ follows: docs/explanation/kueue-mapping.md.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from jupyter_dw.domain.cluster_fields import cpu_text, memory_text, ray_version_of_image
+from jupyter_dw.domain.managed_metadata import managed_metadata
 from jupyter_dw.domain.ray_auth import auth_options, container_env
 from jupyter_dw.domain.request_fields import show
-from jupyter_dw.domain.validation import (
-    DNS1123_LABEL_MAX_LENGTH,
-    dns1123_label_error,
-    is_label_value,
-)
+from jupyter_dw.domain.validation import dns1123_label_error
 from jupyter_dw.names import (
     ELASTIC_JOB_ANNOTATION,
     GPU_RESOURCE,
     HEAD_PORTS,
-    MANAGED_BY_LABEL,
-    MANAGED_BY_VALUE,
-    OWNER_ANNOTATION,
-    OWNER_LABEL,
-    PRIORITY_CLASS_LABEL,
-    QUEUE_LABEL,
     RAYCLUSTER_API_VERSION,
     RAYCLUSTER_KIND,
 )
@@ -38,24 +27,6 @@ if TYPE_CHECKING:  # only for annotations: the spec module imports this one
 WORKER_GROUP_NAME = "workers"  # Kueue reserves "head" for the head group's PodSet.
 HEAD_CONTAINER_NAME = "ray-head"
 WORKER_CONTAINER_NAME = "ray-worker"
-
-
-def owner_label_value(identity: str) -> str:
-    """A label-safe, deterministic form of ``identity`` for the ``jupyter-dw/owner`` label.
-
-    An identity that is already a valid label value is used as it is. Anything else (``:`` in
-    ``system:serviceaccount:ns:name``, ``@`` in an e-mail, more than 63 characters) is made
-    readable by replacing invalid characters with ``.`` and suffixed with a hash of the full
-    identity, so two identities never share a label value. Use the same function to build the
-    selector that lists a user's clusters.
-    """
-    if identity and is_label_value(identity):
-        return identity
-    digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
-    readable = re.sub(r"[^A-Za-z0-9_.-]+", ".", identity)
-    readable = readable[: DNS1123_LABEL_MAX_LENGTH - len(digest) - 1]
-    readable = readable.strip("-_.")
-    return f"{readable}-{digest}" if readable else digest
 
 
 def raycluster(
@@ -99,20 +70,9 @@ def raycluster(
 
 
 def _metadata(spec: ValidatedClusterSpec, namespace: str, owner: str | None) -> dict[str, Any]:
-    labels = dict(spec.labels)
-    labels[QUEUE_LABEL] = spec.queue
-    labels[MANAGED_BY_LABEL] = MANAGED_BY_VALUE
-    if spec.priority:
-        labels[PRIORITY_CLASS_LABEL] = spec.priority
-    annotations: dict[str, str] = {}
-    if owner:
-        labels[OWNER_LABEL] = owner_label_value(owner)
-        annotations[OWNER_ANNOTATION] = owner
+    metadata = managed_metadata(spec.name, namespace, spec.queue, spec.priority, owner, spec.labels)
     if spec.autoscaling:
-        annotations[ELASTIC_JOB_ANNOTATION] = "true"
-    metadata: dict[str, Any] = {"name": spec.name, "namespace": namespace, "labels": labels}
-    if annotations:
-        metadata["annotations"] = annotations
+        metadata.setdefault("annotations", {})[ELASTIC_JOB_ANNOTATION] = "true"
     return metadata
 
 

@@ -122,10 +122,7 @@ def resolve_queue(
 ) -> str:
     """The LocalQueue a request names (``raw``), or ``default_queue`` when ``raw`` is None;
     checked against ``known_queues`` when they are known."""
-    available = ""
-    if known_queues is not None:
-        names = sorted(known_queues)
-        available = f"; available: {', '.join(names)}" if names else "; it has no LocalQueues"
+    available = _choices(known_queues, "; it has no LocalQueues")
     if raw is None:
         if not default_queue:
             raise FieldError(
@@ -136,13 +133,14 @@ def resolve_queue(
         raise FieldError(f"must be a string naming a LocalQueue, got {show(raw)}")
     else:
         queue, source = raw.strip(), ""
-    # The queue goes into a label value (<= 63) and Kueue checks it as a DNS-1123 subdomain.
-    problem = dns1123_subdomain_error(queue, DNS1123_LABEL_MAX_LENGTH)
-    if problem is not None:
-        raise FieldError(f"not a valid LocalQueue name{source}: {problem}")
-    if known_queues is not None and queue not in known_queues:
-        raise FieldError(f"no LocalQueue {queue!r}{source} in this namespace{available}")
-    return queue
+    return _kueue_name(
+        queue,
+        known_queues,
+        "not a valid LocalQueue name{source}: {problem}",
+        "no LocalQueue {name!r}{source} in this namespace{available}",
+        source=source,
+        available=available,
+    )
 
 
 def parse_priority(raw: object, known: Collection[str] | None) -> str | None:
@@ -153,14 +151,34 @@ def parse_priority(raw: object, known: Collection[str] | None) -> str | None:
     name = raw.strip()
     if not name:
         return None
-    available = ""
-    if known is not None:
-        names = sorted(known)
-        available = f"; available: {', '.join(names)}" if names else "; the cluster has none"
-    # The name goes into a label value (<= 63); Kueue's classes are DNS-1123 subdomains.
+    return _kueue_name(
+        name,
+        known,
+        "not a valid WorkloadPriorityClass name: {problem}{available}",
+        "no WorkloadPriorityClass {name!r}{available}",
+        available=_choices(known, "; the cluster has none"),
+    )
+
+
+def _choices(known: Collection[str] | None, none: str) -> str:
+    """What an error about a name ends with: ``; available: a, b``, ``none`` when there are
+    none, nothing when they cannot be read."""
+    if known is None:
+        return ""
+    names = sorted(known)
+    return f"; available: {', '.join(names)}" if names else none
+
+
+def _kueue_name(
+    name: str, known: Collection[str] | None, invalid: str, unknown: str, **words: str
+) -> str:
+    """``name`` (a LocalQueue's, a WorkloadPriorityClass's) when it can be one and, when
+    ``known`` is readable, is one of them; else the ``invalid`` or ``unknown`` error, filled
+    with ``name``, ``problem`` and ``words``."""
+    # The name goes into a label value (<= 63) and Kueue checks it as a DNS-1123 subdomain.
     problem = dns1123_subdomain_error(name, DNS1123_LABEL_MAX_LENGTH)
     if problem is not None:
-        raise FieldError(f"not a valid WorkloadPriorityClass name: {problem}{available}")
+        raise FieldError(invalid.format(name=name, problem=problem, **words))
     if known is not None and name not in known:
-        raise FieldError(f"no WorkloadPriorityClass {name!r}{available}")
+        raise FieldError(unknown.format(name=name, **words))
     return name

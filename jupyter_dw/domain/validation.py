@@ -73,27 +73,26 @@ def label_key_error(key: str) -> str | None:
             return f"label key {key!r} has an invalid prefix: {prefix_error}"
     if not name:
         return f"label key {key!r} has an empty name after the prefix"
-    if _LABEL_NAME.fullmatch(name) is None:
-        return (
-            f"label key {key!r}: the name part may contain only letters, digits, '-', '_' "
-            "and '.', and must start and end with a letter or digit"
-        )
-    if len(name) > LABEL_NAME_MAX_LENGTH:
-        return f"label key {key!r}: the name part is longer than {LABEL_NAME_MAX_LENGTH} characters"
-    return None
+    return _label_text_error(name, f"label key {key!r}: the name part", LABEL_NAME_MAX_LENGTH)
 
 
 def label_value_error(value: str) -> str | None:
     """Check a label value: empty, or <= 63 letters, digits, '-', '_', '.' with alnum ends."""
     if value == "":
         return None
-    if _LABEL_NAME.fullmatch(value) is None:
+    return _label_text_error(value, f"label value {value!r}", LABEL_VALUE_MAX_LENGTH)
+
+
+def _label_text_error(text: str, subject: str, max_length: int) -> str | None:
+    """The problem of ``text`` as a label value or a label key's name part (``subject`` names
+    which in the message), or None: wrong characters, then too long."""
+    if _LABEL_NAME.fullmatch(text) is None:
         return (
-            f"label value {value!r} may contain only letters, digits, '-', '_' and '.', "
+            f"{subject} may contain only letters, digits, '-', '_' and '.', "
             "and must start and end with a letter or digit"
         )
-    if len(value) > LABEL_VALUE_MAX_LENGTH:
-        return f"label value {value!r} is longer than {LABEL_VALUE_MAX_LENGTH} characters"
+    if len(text) > max_length:
+        return f"{subject} is longer than {max_length} characters"
     return None
 
 

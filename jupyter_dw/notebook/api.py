@@ -385,14 +385,14 @@ class RayClusterHandle:
         Raises ``ClusterNotReady`` (the head is not up yet), ``RayTokenUnavailable`` or
         ``PermissionDenied`` (``get secrets``: the token), ``RayUnreachable``, or
         ``InvalidRequest``/``RayRejected`` (a bad field; nothing submitted)."""
-        return submit_job(
-            self.name,
-            entrypoint,
-            runtime_env=runtime_env,
-            working_dir=working_dir,
-            metadata=metadata,
-            submission_id=submission_id,
-        )
+        options = {
+            "runtime_env": runtime_env,
+            "working_dir": working_dir,
+            "metadata": metadata,
+            "submission_id": submission_id,
+        }
+        request = {"entrypoint": entrypoint, **{k: v for k, v in options.items() if v is not None}}
+        return submit_job(self.name, request)
 
     def job(self, submission_id: str) -> RayJobHandle:
         """The handle of one of the cluster's Ray jobs."""

@@ -9,9 +9,11 @@ import html
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ..core.errors import DWError
+from ..domain.job_kind import JobInfo, JobKind
 from .display import usage_html
 from .runtime import runtime
 
@@ -22,17 +24,8 @@ DEAD_ENDS = frozenset({"evicted", "preempted", "rejected", "deleting"})
 """States from which a job does not reach a later one without a new admission."""
 
 
-class JobInfo(Protocol):
-    """What the waiter reads of a job's state (``RayJobInfo``, ``TrainJobInfo``)."""
-
-    @property
-    def state(self) -> str: ...
-    @property
-    def reason(self) -> str | None: ...
-    @property
-    def message(self) -> str | None: ...
-    @property
-    def final(self) -> bool: ...
+Info = TypeVar("Info", bound=JobInfo)
+"""A kind's record (``RayJobInfo``, ``TrainJobInfo``): what a handle reads and shows."""
 
 
 class JobEnded(DWError):
@@ -86,19 +79,29 @@ def wait_until(check: Callable[[], Any], timed_out: Callable[[], Exception], tim
         remove()
 
 
-class JobHandle:
+@dataclass
+class JobHandle(Generic[Info]):
     """One Kueue-managed job of the namespace, by name (a RayJob's, a TrainJob's handle):
-    every read is fresh from the watch caches. A subclass names its ``kind``, the kind's
-    ``plural`` (its service: :meth:`~jupyter_dw.core.services.DWCore.kind`), its ``ended``
-    error and the ``hint`` an ended wait gives."""
+    every read is fresh from the watch caches. A subclass names its kind's description
+    (``job_kind``: its ``kind`` and ``plural``), its ``ended`` error and the ``hint`` an ended
+    wait gives."""
 
-    kind = "job"
-    plural = ""
-    ended: type[JobEnded] = JobEnded
-    hint = "See the reason."
+    job_kind: ClassVar[JobKind[Any, Any]]
+    ended: ClassVar[type[JobEnded]] = JobEnded
+    hint: ClassVar[str] = "See the reason."
 
     name: str
-    _last: Any
+    _last: Info | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def kind(self) -> str:
+        """The kind's name (``RayJob``), as messages say it."""
+        return self.job_kind.kind
+
+    @property
+    def plural(self) -> str:
+        """The kind's plural: its service (:meth:`~jupyter_dw.core.services.DWCore.kind`)."""
+        return self.job_kind.plural
 
     def _jobs(self) -> Any:
         return runtime().core.kind(self.plural)

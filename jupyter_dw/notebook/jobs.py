@@ -22,26 +22,9 @@ STATUS_POLL_SECONDS = 0.5
 has no status stream: its log stream ending is the signal the job ended)."""
 
 
-def submit_job(
-    cluster: str,
-    entrypoint: str,
-    *,
-    runtime_env: Mapping[str, Any] | None = None,
-    working_dir: str | None = None,
-    metadata: Mapping[str, str] | None = None,
-    submission_id: str | None = None,
-) -> RayJobHandle:
-    """Submit ``entrypoint`` (a shell command) to cluster ``cluster``'s Ray; see
-    :meth:`jupyter_dw.notebook.api.RayClusterHandle.submit_job`."""
-    request: dict[str, Any] = {"entrypoint": entrypoint}
-    for key, value in (
-        ("runtime_env", runtime_env),
-        ("working_dir", working_dir),
-        ("metadata", metadata),
-        ("submission_id", submission_id),
-    ):
-        if value is not None:
-            request[key] = value
+def submit_job(cluster: str, request: Mapping[str, Any]) -> RayJobHandle:
+    """Submit ``request`` (Ray's Jobs API body: ``entrypoint`` and the options set) to cluster
+    ``cluster``'s Ray; see :meth:`jupyter_dw.notebook.api.RayClusterHandle.submit_job`."""
     job = runtime().core.jobs.submit(cluster, request)
     return RayJobHandle(cluster, job.submission_id, _last=job)
 

@@ -21,12 +21,16 @@ Handle = TypeVar("Handle", bound=JobHandle)
 
 @dataclass(frozen=True)
 class KindCalls(Generic[Handle]):
-    """The kernel's calls for ``kind``: ``spec`` is the kind's ``dw.<Kind>Spec`` (with
-    ``to_request()`` and, in ``example``, how to make one), ``handle`` its handle class."""
+    """The kernel's calls for ``handle``'s kind: ``spec`` is the kind's ``dw.<Kind>Spec``
+    (with ``to_request()`` and, in ``example``, how to make one), ``handle`` its handle class."""
 
-    kind: JobKind[Any, Any]
     spec: type
     handle: type[Handle]
+
+    @property
+    def kind(self) -> JobKind[Any, Any]:
+        """The kind's description, as its handle names it."""
+        return self.handle.job_kind
 
     def _service(self) -> KindService[Any, Any]:
         return runtime().core.kind(self.kind.plural)
@@ -46,12 +50,12 @@ class KindCalls(Generic[Handle]):
         request = self.request(spec, fields)
         service = self._service()
         info = create_with_key(lambda key: service.create(request, key), idempotency_key)
-        return self.handle(info.name, _last=info)  # type: ignore[call-arg]
+        return self.handle(info.name, _last=info)
 
     def get(self, name: str) -> Handle:
         """The handle of an existing job (``NotFound`` when there is none)."""
         info = self._service().get(name)
-        return self.handle(info.name, _last=info)  # type: ignore[call-arg]
+        return self.handle(info.name, _last=info)
 
     def list(self) -> JobList[Any]:
         """Every job of the kind in the namespace with its state (a sequence; index it by

@@ -91,6 +91,19 @@ def _size_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _ray_cluster_options(parser: argparse.ArgumentParser, image: str) -> None:
+    """A Ray cluster's options: its size, then its ``image`` (what it is the image of) and
+    the image's Ray version."""
+    _size_options(parser)
+    parser.add_argument("--image", metavar="I", help=image)
+    parser.add_argument(
+        "--ray-version",
+        dest="ray_version",
+        metavar="V",
+        help="the image's Ray version, when its tag does not say it",
+    )
+
+
 def _command(
     commands: Any, name: str, summary: str, description: str = ""
 ) -> argparse.ArgumentParser:
@@ -98,6 +111,15 @@ def _command(
     parser: argparse.ArgumentParser = commands.add_parser(
         name, help=summary, description=f"{sentence} {description}".rstrip()
     )
+    return parser
+
+
+def _on_cluster(
+    commands: Any, name: str, summary: str, description: str = ""
+) -> argparse.ArgumentParser:
+    """A command about one cluster: its first argument is the cluster's NAME."""
+    parser = _command(commands, name, summary, description)
+    parser.add_argument("name", metavar="NAME", help="the cluster")
     return parser
 
 
@@ -133,14 +155,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     up = _command(commands, "up", "submit a Ray cluster through Kueue")
     up.add_argument("name", metavar="NAME", help="the cluster's name")
-    _size_options(up)
-    up.add_argument("--image", metavar="I", help="the Ray image of head and workers")
-    up.add_argument(
-        "--ray-version",
-        dest="ray_version",
-        metavar="V",
-        help="the image's Ray version, when its tag does not say it",
-    )
+    _ray_cluster_options(up, "the Ray image of head and workers")
     up.add_argument("--wait", action="store_true", help="print progress until it is ready")
     up.add_argument(
         "--ephemeral", action="store_true", help="delete it when this kernel shuts down"
@@ -148,50 +163,40 @@ def _parser() -> argparse.ArgumentParser:
     _command(commands, "status", "one cluster's state, or every cluster's").add_argument(
         "name", nargs="?", metavar="NAME", help="the cluster (default: all)"
     )
-    _command(commands, "watch", "a live status widget of one cluster").add_argument(
-        "name", metavar="NAME", help="the cluster"
-    )
-    _command(commands, "down", "delete a cluster", "Its Workload and pods follow.").add_argument(
-        "name", metavar="NAME", help="the cluster"
-    )
-    scale = _command(
+    _on_cluster(commands, "watch", "a live status widget of one cluster")
+    _on_cluster(commands, "down", "delete a cluster", "Its Workload and pods follow.")
+    scale = _on_cluster(
         commands,
         "scale",
         "pin an elastic cluster at N workers",
         "auto gives the size back to the Ray autoscaler; a scale-up is fitted first and "
         "waits for quota as a Kueue workload slice.",
     )
-    scale.add_argument("name", metavar="NAME", help="the cluster")
     scale.add_argument("workers", metavar="N|auto", help="a whole number, or 'auto'")
     scale.add_argument(
         "--dry-run", action="store_true", help="only say whether the new size would fit"
     )
-    _command(
+    _on_cluster(
         commands,
         "stop",
         "stop a cluster, keeping it",
         "Its Workload is deactivated: its pods go, its quota is freed, its spec stays.",
-    ).add_argument("name", metavar="NAME", help="the cluster")
-    _command(commands, "resume", "queue a stopped cluster again, at the size it had").add_argument(
-        "name", metavar="NAME", help="the cluster"
     )
+    _on_cluster(commands, "resume", "queue a stopped cluster again, at the size it had")
     _command(commands, "list", "the namespace's Ray clusters")
-    job = _command(
+    job = _on_cluster(
         commands,
         "job",
         "run COMMAND on a ready cluster as a Ray job",
         "Shows a live view of the job and its log (dw.JobView).",
     )
-    job.add_argument("name", metavar="NAME", help="the cluster")
     job.add_argument(
         "--working-dir", dest="working_dir", metavar="DIR", help="a local directory to upload"
     )
     job.add_argument(
         "entrypoint", nargs=argparse.REMAINDER, metavar="-- COMMAND...", help="what to run"
     )
-    _command(commands, "jobs", "the Ray jobs of a cluster").add_argument(
-        "name", metavar="NAME", help="the cluster"
-    )
+    _on_cluster(commands, "jobs", "the Ray jobs of a cluster")
     for word in _KIND_REQUESTS:  # %dw rayjob ..., %dw trainjob ...
         summary, _ = _KIND_HELP[word]
         kind = _command(
@@ -408,14 +413,7 @@ def _jobs(args: argparse.Namespace, out: Callable[[str], None]) -> Any:
 
 def _rayjob_options() -> argparse.ArgumentParser:
     options = _Parser(prog="%dw rayjob")
-    _size_options(options)
-    options.add_argument("--image", metavar="I", help="the Ray image of the job's cluster")
-    options.add_argument(
-        "--ray-version",
-        dest="ray_version",
-        metavar="V",
-        help="the image's Ray version, when its tag does not say it",
-    )
+    _ray_cluster_options(options, "the Ray image of the job's cluster")
     options.add_argument(
         "--mode",
         dest="submission_mode",

@@ -147,35 +147,15 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
             self.error = err.to_json()
 
     def show(self, info: ClusterInfo) -> None:
-        """Set every trait from ``info`` at once."""
-        status = info.status
+        """Set every trait from ``info`` at once: each synced trait that REST's cluster record
+        has too (the traits carry REST's names, so the widget shows what the API says)."""
+        record = info.to_json()
+        synced = set(self.trait_names(sync=True))
         with self.hold_sync():
             self.deleted = False  # a cluster of this name exists (again)
-            self.namespace = status.namespace
-            self.queue = status.queue
-            self.cluster_queue = status.cluster_queue
-            self.state = status.state
-            self.reason = status.reason
-            self.message = status.message
-            self.position_in_local_queue = status.position_in_local_queue
-            self.admitted = status.admitted
-            self.stopped = status.stopped.to_json() if status.stopped else None
-            self.preempted_by = status.preempted_by.to_json() if status.preempted_by else None
-            self.admission_checks = [c.to_json() for c in status.admission_checks]
-            self.workers_ready = status.workers_ready
-            self.workers_desired = status.workers_desired
-            self.workers_admitted = status.workers_admitted
-            self.min_workers = status.min_workers
-            self.max_workers = status.max_workers
-            self.elastic = status.elastic
-            self.pinned_workers = status.pinned_workers
-            self.scale = status.scale.to_json() if status.scale else None
-            self.milestones = [m.to_json() for m in info.milestones]
-            self.dashboard_url = info.dashboard_url
-            self.dashboard = status.dashboard.to_json()
-            self.freshness = info.freshness.to_json()
-            self.ray_auth = info.ray_auth.to_json() if info.ray_auth is not None else None
-            self.usage = info.usage_json()
+            for field, value in record.items():
+                if field in synced:
+                    setattr(self, field, value)
 
     def _on_change(self, message: Message) -> None:
         """On the kernel's loop: a change of this cluster."""

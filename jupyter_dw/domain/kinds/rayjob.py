@@ -179,12 +179,6 @@ class ValidatedRayJob:
         return tuple(pod_sets)
 
 
-def rayjob_name_error(name: str) -> str | None:
-    """What is wrong with ``name`` as a RayJob's name (None if nothing): a DNS-1035 label of at
-    most 47 characters, KubeRay's rule."""
-    return dns1035_label_error(name, MAX_RAYJOB_NAME_LENGTH)
-
-
 class _RayJobParser:
     """Turns one request into a :class:`ValidatedRayJob`, collecting every bad field."""
 
@@ -271,7 +265,7 @@ class _RayJobParser:
 
 
 _parse_name = name_parser(
-    rayjob_name_error,
+    lambda name: dns1035_label_error(name, MAX_RAYJOB_NAME_LENGTH),
     f"KubeRay requires a DNS-1035 label of at most {MAX_RAYJOB_NAME_LENGTH} characters: "
     "it names the job's cluster '<name>-xxxxx'",
 )
@@ -385,14 +379,11 @@ class RayJobKind(JobKind[ValidatedRayJob, RayJobInfo]):
     watched_with = (RAYCLUSTER_KIND,)
     word = "rayjob"
     does = "run RayJobs (a job with its own cluster)"
-    name_rule = f"RayJob names are DNS-1035 labels of at most {MAX_RAYJOB_NAME_LENGTH} characters."
+    max_name_length = MAX_RAYJOB_NAME_LENGTH
     follows = "its cluster and Workload follow"
     fields = RAYJOB_FIELDS
     # The command asks no quota, so a form is judged before it has one.
     fit_placeholders = MappingProxyType({"entrypoint": "fit-check"})
-
-    def name_error(self, name: str) -> str | None:
-        return rayjob_name_error(name)
 
     def parse(
         self, data: Mapping[str, Any], choices: QueueChoices, env: Environment

@@ -29,8 +29,8 @@ from jupyter_dw.domain.job_kind import (
     Reading,
 )
 from jupyter_dw.domain.lenient import conditions, is_true, mapping, text, words
+from jupyter_dw.domain.managed_metadata import managed_metadata
 from jupyter_dw.domain.quantity import format_quantity
-from jupyter_dw.domain.raycluster_manifest import owner_label_value
 from jupyter_dw.domain.request_fields import RequestFields, name_parser
 from jupyter_dw.domain.scheduling import Toleration
 from jupyter_dw.domain.validation import dns1035_label_error, dns1123_subdomain_error
@@ -39,12 +39,6 @@ from jupyter_dw.names import (
     CLUSTER_TRAINING_RUNTIME_KIND,
     GPU_RESOURCE,
     JOBSET_NAME_LABEL,
-    MANAGED_BY_LABEL,
-    MANAGED_BY_VALUE,
-    OWNER_ANNOTATION,
-    OWNER_LABEL,
-    PRIORITY_CLASS_LABEL,
-    QUEUE_LABEL,
     TRAINER_GROUP,
     TRAINER_VERSION,
     TRAINJOB_KIND,
@@ -161,13 +155,7 @@ class ValidatedTrainJob:
 
     def to_trainjob(self, namespace: str, owner: str | None = None) -> dict[str, Any]:
         """The TrainJob to create in ``namespace``, suspended until Kueue admits it."""
-        labels = {QUEUE_LABEL: self.queue, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
-        if self.priority:
-            labels[PRIORITY_CLASS_LABEL] = self.priority
-        metadata: dict[str, Any] = {"name": self.name, "namespace": namespace, "labels": labels}
-        if owner:
-            labels[OWNER_LABEL] = owner_label_value(owner)
-            metadata["annotations"] = {OWNER_ANNOTATION: owner}
+        metadata = managed_metadata(self.name, namespace, self.queue, self.priority, owner)
         trainer: dict[str, Any] = {}
         if self.num_nodes is not None:
             trainer["numNodes"] = self.num_nodes
@@ -283,13 +271,8 @@ def _amount_text(name: str, amount: Decimal) -> str:
     return str(int(amount))
 
 
-def trainjob_name_error(name: str) -> str | None:
-    """What is wrong with ``name`` as a TrainJob's name (None if nothing)."""
-    return dns1035_label_error(name, MAX_TRAINJOB_NAME_LENGTH)
-
-
 _parse_name = name_parser(
-    trainjob_name_error,
+    lambda name: dns1035_label_error(name, MAX_TRAINJOB_NAME_LENGTH),
     f"a DNS-1035 label of at most {MAX_TRAINJOB_NAME_LENGTH} characters: "
     "JobSet names the job's pods '<name>-<step>-<index>-<index>-xxxxx'",
 )
@@ -399,14 +382,9 @@ class TrainJobKind(JobKind[ValidatedTrainJob, TrainJobInfo]):
     pod_label = JOBSET_NAME_LABEL
     word = "trainjob"
     does = "run TrainJobs (Kubeflow Trainer)"
-    name_rule = (
-        f"TrainJob names are DNS-1035 labels of at most {MAX_TRAINJOB_NAME_LENGTH} characters."
-    )
+    max_name_length = MAX_TRAINJOB_NAME_LENGTH
     follows = "its JobSet, pods and Workload follow"
     fields = TRAINJOB_FIELDS
-
-    def name_error(self, name: str) -> str | None:
-        return trainjob_name_error(name)
 
     def parse(
         self, data: Mapping[str, Any], choices: QueueChoices, env: Environment

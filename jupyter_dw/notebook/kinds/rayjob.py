@@ -5,7 +5,7 @@ A KubeRay RayJob, which brings its own cluster; not
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from ...domain.kinds.rayjob import RAYJOB, RayJobInfo
@@ -49,16 +49,11 @@ class RayJobEnded(JobEnded):
     code = "rayjob_ended"
 
 
-@dataclass
-class KubeRayJobHandle(JobHandle):
+class KubeRayJobHandle(JobHandle[RayJobInfo]):
     """One RayJob of the namespace, by name (``status()``, ``wait()``/``wait_async()``,
     ``logs()``, ``delete()``); every read is fresh from the watch caches."""
 
-    name: str
-    _last: RayJobInfo | None = field(default=None, repr=False, compare=False)
-
-    kind = RAYJOB.kind
-    plural = RAYJOB.plural
+    job_kind = RAYJOB
     ended = RayJobEnded
     hint = "See the reason (KubeRay's words); dw.rayjob(name).logs() while the head runs."
 
@@ -78,6 +73,6 @@ class KubeRayJobHandle(JobHandle):
         return RayJobHandle(info.cluster, info.job_id).logs()
 
 
-CALLS = KindCalls(RAYJOB, RayJobSpec, KubeRayJobHandle)
+CALLS = KindCalls(RayJobSpec, KubeRayJobHandle)
 rayjob = CALLS.get
 rayjobs = CALLS.list

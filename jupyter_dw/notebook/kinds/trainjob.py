@@ -7,7 +7,7 @@ a JobSet once it is admitted. Same core and field names as ``POST dw/api/trainjo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from ...domain.kinds.trainjob import TRAINJOB, TrainJobInfo
@@ -47,21 +47,16 @@ class TrainJobEnded(JobEnded):
     code = "trainjob_ended"
 
 
-@dataclass
-class TrainJobHandle(JobHandle):
+class TrainJobHandle(JobHandle[TrainJobInfo]):
     """One TrainJob of the namespace, by name (``status()``, ``wait()``/``wait_async()``
     until ``running`` or ``final``, ``delete()``); every read is fresh from the watch
     caches."""
 
-    name: str
-    _last: TrainJobInfo | None = field(default=None, repr=False, compare=False)
-
-    kind = TRAINJOB.kind
-    plural = TRAINJOB.plural
+    job_kind = TRAINJOB
     ended = TrainJobEnded
     hint = "See the reason (Kueue's or Trainer's words)."
 
 
-CALLS = KindCalls(TRAINJOB, TrainJobSpec, TrainJobHandle)
+CALLS = KindCalls(TrainJobSpec, TrainJobHandle)
 trainjob = CALLS.get
 trainjobs = CALLS.list
