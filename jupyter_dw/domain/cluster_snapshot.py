@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from jupyter_dw.domain.kueue_state import CHECK_READY, AdmissionCheckStatus
-from jupyter_dw.domain.kueue_words import short_reason
+from jupyter_dw.domain.kueue_words import Summarized
 from jupyter_dw.domain.priorities import PreemptedBy
 from jupyter_dw.domain.slices import ScaleChange
 from jupyter_dw.domain.stop_record import StopRecord
@@ -46,7 +46,7 @@ class Dashboard:
 
 
 @dataclass(frozen=True)
-class ClusterSnapshot:
+class ClusterSnapshot(Summarized):
     """What a user needs to know about one Ray cluster now, from Kueue and KubeRay together:
     one observation (the notebook's ``dw.ClusterStatus`` widget shows them as they change).
 
@@ -111,11 +111,6 @@ class ClusterSnapshot:
         return bool(self.admission_checks) and all(
             c.state == CHECK_READY for c in self.admission_checks
         )
-
-    @property
-    def summary(self) -> str | None:
-        """Kueue's waiting ``message`` in one short line (:func:`.kueue_words.short_reason`)."""
-        return short_reason(self.message)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape the REST API and the events stream share."""

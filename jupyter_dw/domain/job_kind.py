@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.fit import PodSetRequest
-from jupyter_dw.domain.kueue_words import short_reason
+from jupyter_dw.domain.kueue_words import Summarized
 from jupyter_dw.domain.lenient import mapping, text
 from jupyter_dw.domain.usage import ClusterUsage, Subject, usage_json
 from jupyter_dw.domain.validation import dns1035_label_error
@@ -42,7 +42,7 @@ Reading = tuple[JobState, str | None, str | None]
 
 
 @dataclass(frozen=True, kw_only=True)
-class JobInfo:
+class JobInfo(Summarized):
     """One job as every surface shows it: what every kind has; a kind's record adds its own
     fields (all of them in :meth:`to_json`)."""
 
@@ -78,11 +78,6 @@ class JobInfo:
     def position_in_local_queue(self) -> int | None:
         """Kueue's 0-based position while the job waits for quota."""
         return self.workload.position_in_local_queue if self.workload else None
-
-    @property
-    def summary(self) -> str | None:
-        """Kueue's waiting ``message`` in one short line (:func:`.kueue_words.short_reason`)."""
-        return short_reason(self.message)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape the REST API, the events socket and the kernel share: every field,

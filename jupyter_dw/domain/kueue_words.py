@@ -84,3 +84,14 @@ def short_reason(message: str | None) -> str | None:
     more = len(parts) - MAX_PARTS
     line = "; ".join(parts[:MAX_PARTS])
     return f"{line}; and {more} more" if more > 0 else line
+
+
+class Summarized:
+    """A record holding Kueue's ``message``: its ``summary`` is that message in one line."""
+
+    message: str | None
+
+    @property
+    def summary(self) -> str | None:
+        """Kueue's waiting ``message`` in one short line (:func:`short_reason`)."""
+        return short_reason(self.message)

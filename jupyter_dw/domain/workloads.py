@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from jupyter_dw.domain.kueue_state import WorkloadState, kueue_state, pending_positions
-from jupyter_dw.domain.kueue_words import short_reason
+from jupyter_dw.domain.kueue_words import Summarized
 from jupyter_dw.domain.lenient import mapping as _map
 from jupyter_dw.domain.lenient import text as _text
 from jupyter_dw.domain.priorities import PreemptedBy
@@ -281,7 +281,7 @@ _SINCE: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class WorkloadInfo:
+class WorkloadInfo(Summarized):
     """One Workload as every surface shows it.
 
     ``state``/``reason``/``message`` are Kueue's (see ``kueue_state``); ``since`` is when the
@@ -315,11 +315,6 @@ class WorkloadInfo:
         """In its queue without quota (queued, or evicted and requeued): the visibility API
         has a position for it."""
         return _in_queue(self.state, self.quota_reserved)
-
-    @property
-    def summary(self) -> str | None:
-        """Kueue's waiting ``message`` in one short line (:func:`.kueue_words.short_reason`)."""
-        return short_reason(self.message)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape the REST API and the events socket share."""
