@@ -23,7 +23,7 @@ from ..domain.priorities import PreemptedBy
 from ..domain.ray_auth import RayAuth
 from ..domain.slices import ScaleChange
 from ..domain.stop_record import StopRecord
-from ..domain.timeline import Timeline, cluster_timeline, milestone_words
+from ..domain.timeline import Timeline, cluster_timeline
 from ..domain.usage import ClusterUsage, usage_json
 from ..names import CLIENT_PORT
 from .listing import ByName
@@ -250,9 +250,7 @@ class ClusterInfo:
             "ray_address": self.ray_address,
             "owner": self.owner,
             "pods": [pod.to_json() for pod in self.pods],
-            "milestones": [
-                {**m.to_json(), "words": milestone_words(m.name)} for m in self.milestones
-            ],
+            "milestones": [m.to_json() for m in self.milestones],
             "timeline": self.timeline.to_json(),
             "freshness": self.freshness.to_json(),
             "ray_auth": self.ray_auth.to_json() if self.ray_auth is not None else None,

@@ -16,6 +16,34 @@ from jupyter_dw.domain.lenient import text as _text
 from jupyter_dw.domain.slices import SliceChain, is_true, slice_chain, true_since, worker_count
 from jupyter_dw.names import RAY_NODE_TYPE_LABEL
 
+_WORDS = {
+    "Submitted": "submitted",
+    "QuotaReserved": "quota reserved",
+    "CapacityProvisioned": "capacity provisioned",
+    "Admitted": "admitted",
+    "HeadReady": "head ready",
+    "Ready": "ready",
+    "Evicted": "evicted",
+    "Preempted": "preempted",
+    "Stopped": "stopped",
+    "Deleting": "being deleted",
+}
+_COUNTED_WORDS = {
+    "WorkerReady": "worker {n} ready",
+    "ScaleRequested": "resize to {n} workers asked",
+    "ScaleAdmitted": "resize to {n} workers admitted",
+    "ScaledTo": "{n} workers ready",
+}
+
+
+def milestone_words(name: str) -> str:
+    """A milestone's name in words: ``WorkerReady:3`` is ``worker 3 ready``; a name not
+    known here is itself."""
+    kind, _, count = name.partition(":")
+    if count and kind in _COUNTED_WORDS:
+        return _COUNTED_WORDS[kind].format(n=count)
+    return _WORDS.get(name, name)
+
 
 @dataclass(frozen=True)
 class Milestone:
@@ -25,8 +53,8 @@ class Milestone:
     time: str | None
 
     def to_json(self) -> dict[str, str | None]:
-        """``{"name", "time"}``."""
-        return {"name": self.name, "time": self.time}
+        """``{"name", "time", "words"}``."""
+        return {"name": self.name, "time": self.time, "words": milestone_words(self.name)}
 
 
 def _true_since(obj: Mapping[str, Any] | None, kind: str) -> tuple[bool, str | None]:

@@ -8,41 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from jupyter_dw.domain.milestones import Milestone
+from jupyter_dw.domain.milestones import Milestone, milestone_words
 
 LIVE_STATES = frozenset(
     {"queued", "waiting-for-capacity", "admitted", "starting", "stalled", "ready"}
 )
 """States in which a span still open is the one under way (the others ended it)."""
 
-_WORDS = {
-    "Submitted": "submitted",
-    "QuotaReserved": "quota reserved",
-    "CapacityProvisioned": "capacity provisioned",
-    "Admitted": "admitted",
-    "HeadReady": "head ready",
-    "Ready": "ready",
-    "Evicted": "evicted",
-    "Preempted": "preempted",
-    "Stopped": "stopped",
-    "Deleting": "being deleted",
-}
-_COUNTED_WORDS = {
-    "WorkerReady": "worker {n} ready",
-    "ScaleRequested": "resize to {n} workers asked",
-    "ScaleAdmitted": "resize to {n} workers admitted",
-    "ScaledTo": "{n} workers ready",
-}
 _ENDINGS = ("Evicted", "Preempted", "Stopped", "Deleting")
-
-
-def milestone_words(name: str) -> str:
-    """A milestone's name in words: ``WorkerReady:3`` is ``worker 3 ready``; a name not
-    known here is itself."""
-    kind, _, count = name.partition(":")
-    if count and kind in _COUNTED_WORDS:
-        return _COUNTED_WORDS[kind].format(n=count)
-    return _WORDS.get(name, name)
 
 
 @dataclass(frozen=True)

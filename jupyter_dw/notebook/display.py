@@ -5,7 +5,7 @@ Pure functions of the core's results, registered by :mod:`.formatters`; escaped,
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from decimal import Decimal
 from html import escape
 from typing import Any
@@ -14,11 +14,13 @@ from ..core.cluster_results import ClusterInfo, ClusterList, FitResult
 from ..core.queues import QueueList
 from ..core.workloads import WorkloadList
 from ..domain.cluster_state import AdmissionCheckStatus
+from ..domain.kueue_words import Summarized
 from ..domain.lenient import timestamp
-from ..domain.milestones import Milestone
+from ..domain.milestones import Milestone, milestone_words
 from ..domain.priorities import PreemptedBy
 from ..domain.quantity import parse_quantity
 from ..domain.quota import QueueSummary
+from ..domain.timeline import Timeline
 from ..domain.usage import ClusterUsage, is_gpu, shown_amount
 from ..domain.workloads import WorkloadInfo
 from .tones import color_of
@@ -145,18 +147,64 @@ def duration(seconds: float) -> str:
 
 
 def timeline_html(milestones: tuple[Milestone, ...] | list[Milestone]) -> str:
-    """Each milestone with its time and the time since the previous one."""
+    """Each milestone in words with its time and the time since the previous one."""
     rows = []
     previous: datetime | None = None
     for milestone in milestones:
         at = _time(milestone.time)
         step = f" (+{duration((at - previous).total_seconds())})" if at and previous else ""
         clock = clock_html(at) if at else "—"
+        words = milestone_words(milestone.name)
         rows.append(
-            f"<li>{escape(milestone.name)} <span style='opacity:.7'>{clock}{step}</span></li>"
+            f"<li>{escape(words[:1].upper() + words[1:])} "
+            f"<span style='opacity:.7'>{clock}{step}</span></li>"
         )
         previous = at or previous
     return f'<ol style="margin:4px 0;padding-left:20px">{"".join(rows)}</ol>'
+
+
+def timeline_bar_html(timeline: Timeline, now: datetime | None = None) -> str:
+    """The spans as one bar, as the widget and the sidebar draw them (widths by duration, a
+    minimum share each; the span under way measured to ``now``), and what ended the run."""
+    now = now or datetime.now(timezone.utc)
+    lengths: list[float | None] = []
+    for span in timeline.spans:
+        start = _time(span.start)
+        running = span.current and start is not None
+        lengths.append((now - start).total_seconds() if running and start else span.seconds)
+    total = sum(x or 0 for x in lengths)
+    shares = [max((x or 0) / total if total else 0, 0.08) for x in lengths]
+    cells = []
+    for span, length, share in zip(timeline.spans, lengths, shares, strict=True):
+        label = span.words + (f" ({span.detail})" if span.detail else "")
+        label += f" {duration(length)}" if length is not None else ""
+        label += " so far" if span.current else ""
+        color = color_of("span", span.step.split(":")[0])
+        cells.append(
+            f'<div title="{escape(label)}" style="flex:{share / sum(shares):.4f} 1 0;min-width:0;'
+            f"background:{color};color:#fff;padding:0 4px;white-space:nowrap;overflow:hidden;"
+            f'text-overflow:ellipsis">{escape(label)}</div>'
+        )
+    bar = (
+        '<div style="display:flex;gap:1px;max-width:520px;height:20px;border-radius:4px;'
+        f'overflow:hidden;font-size:11px;line-height:20px;margin:4px 0">{"".join(cells)}</div>'
+    )
+    ending = timeline.ending
+    if ending is not None:
+        ended = _time(ending.time)
+        when = f" at {clock_html(ended)}" if ended else ""
+        bar += f"<div style='opacity:.8'>{escape(milestone_words(ending.name))}{when}</div>"
+    return bar
+
+
+def said(record: Summarized) -> str:
+    """Kueue's message in one line (its summary), the whole of it on expand; or the message."""
+    if record.summary is None:
+        return escape(record.message or "")
+    return (
+        f"{escape(record.summary)} <details style='display:inline'><summary>Kueue's message"
+        f"</summary>{escape(record.message or '')}</details>"
+    )
 
 
 def checks_html(checks: tuple[AdmissionCheckStatus, ...]) -> str:
@@ -288,10 +336,9 @@ def cluster_html(info: ClusterInfo) -> str:
             if status.position_in_local_queue is not None
             else ""
         )
-        words = f"{status.reason or ''}: {status.message or ''}"
-        parts.append(f"<div>{escape(where)}{escape(words)}</div>")
+        parts.append(f"<div>{escape(where)}{escape(status.reason or '')}: {said(status)}</div>")
     elif status.reason or status.message:
-        parts.append(f"<div>{escape(status.reason or '')} {escape(status.message or '')}</div>")
+        parts.append(f"<div>{escape(status.reason or '')} {said(status)}</div>")
     if status.preempted_by is not None:
         who = escape(preemptor_words(status.preempted_by))
         parts.append(f"<div><b>preempted by</b> {who}</div>")
@@ -304,7 +351,11 @@ def cluster_html(info: ClusterInfo) -> str:
         )
     )
     parts.append(usage_html(info.usage, info.idle_since))
-    parts.append(timeline_html(info.milestones))
+    parts.append(timeline_bar_html(info.timeline))
+    parts.append(
+        f"<details><summary>{len(info.milestones)} milestones</summary>"
+        f"{timeline_html(info.milestones)}</details>"
+    )
     if info.dashboard_url is not None:
         where = f"<code>{escape(info.dashboard_url)}</code>"
     else:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 TONES_JS = Path(__file__).parent / "static" / "shared" / "tones.js"
-ToneKind = Literal["state", "verdict", "job"]
+ToneKind = Literal["state", "verdict", "span", "job"]
 
 
 @cache

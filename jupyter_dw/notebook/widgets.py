@@ -95,7 +95,9 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
     field names. ``close()`` stops following it."""
 
     # The bar's words and numbers are the sidebar's (workers_bar.js, one source), then the view.
-    _esm = esm("shared/workers_bar.js", "shared/usage_bar.js", "status.js")
+    _esm = esm(
+        "shared/workers_bar.js", "shared/usage_bar.js", "shared/timeline_bar.js", "status.js"
+    )
 
     name = Unicode().tag(sync=True)
     namespace = Unicode(None, allow_none=True).tag(sync=True)
@@ -104,6 +106,8 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
     state = Unicode(None, allow_none=True).tag(sync=True)
     reason = Unicode(None, allow_none=True).tag(sync=True)
     message = Unicode(None, allow_none=True).tag(sync=True)
+    summary = Unicode(None, allow_none=True).tag(sync=True)
+    """Kueue's waiting ``message`` in one short line (the view shows the message on expand)."""
     position_in_local_queue = Int(None, allow_none=True).tag(sync=True)
     admitted = Bool(False).tag(sync=True)
     stopped = optional_dict().tag(sync=True)
@@ -123,6 +127,8 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
     """The answer to the view's last ``{"action": "scale"}``: REST's ``ScaleResult`` without
     the cluster (``fit``, ``dry_run``, ``changed``, ``message``), or ``{"error": ...}``."""
     milestones = List(Dict()).tag(sync=True)
+    timeline = optional_dict().tag(sync=True)
+    """REST's ``timeline``: the spans the view draws as one bar."""
     dashboard_url = Unicode(None, allow_none=True).tag(sync=True)
     dashboard = optional_dict().tag(sync=True)
     """REST's ``dashboard``: ``{"service", "port"}`` of the head, for a port-forward."""
@@ -165,7 +171,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
             with self.hold_sync():
                 self.deleted = True
                 self.state = "deleted"
-                self.reason = self.message = None
+                self.reason = self.message = self.summary = None
                 self.position_in_local_queue = None
                 self.admitted = False
                 self.stopped = None

@@ -28,6 +28,8 @@ describe('timelineBar', () => {
       'workers (4/4 workers) 28s'
     ]);
     expect(bar.segments[0].width).toBeCloseTo(0.5);
+    expect(bar.segments[0].color).toContain('--jp-warn-color1'); // waiting
+    expect(bar.segments[1].color).toContain('--jp-brand-color1'); // starting
     expect(bar.segments.reduce((sum, s) => sum + s.width, 0)).toBeCloseTo(1);
   });
 

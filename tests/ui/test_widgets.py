@@ -11,6 +11,7 @@ console error fails the test (the ``page`` fixture).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -148,8 +149,17 @@ def run_and_follow(page: Page, kube, kueue, artifacts: Path, prefix: str) -> Non
     submit.click()
     state = output.locator(".jp-dw-state")
     expect(state).to_have_attribute("data-state", "queued", timeout=READY_TIMEOUT)
-    expect(output.locator(".jp-dw-reason")).to_contain_text("position 1", timeout=READY_TIMEOUT)
-    expect(output.locator(".jp-dw-reason")).to_contain_text("insufficient unused quota")
+    reason = output.locator(".jp-dw-reason")
+    expect(reason).to_contain_text("position 1", timeout=READY_TIMEOUT)
+    # Kueue's words in one line; its whole message one click away.
+    expect(reason).to_contain_text(re.compile(r"needs [\d.]+ CPU more in flavor"))
+    message = reason.locator(".jp-dw-message")
+    expect(message).not_to_contain_text("insufficient unused quota", use_inner_text=True)
+    message.locator("summary").click()
+    expect(message).to_contain_text("insufficient unused quota", use_inner_text=True)
+    expect(output.locator('.jp-dw-span[data-step="queue"]')).to_have_attribute(
+        "data-current", "true"
+    )
     page.screenshot(path=str(artifacts / f"{prefix}-queued.png"))
 
     client.CustomObjectsApi(kube).delete_namespaced_custom_object(
@@ -157,6 +167,19 @@ def run_and_follow(page: Page, kube, kueue, artifacts: Path, prefix: str) -> Non
     )
     expect(state).to_have_attribute("data-state", "ready", timeout=READY_TIMEOUT)
     expect(output.locator(".jp-dw-timeline li").last).to_contain_text("Ready")
+    # The life as one bar: waited, head, workers; each span's time is its milestones'.
+    spans = output.locator(".jp-dw-span")
+    expect(spans).to_have_count(3)
+    assert [spans.nth(i).get_attribute("data-step") for i in range(3)] == [
+        "queue",
+        "head",
+        "workers",
+    ]
+    # Every worker folded into one span: all of the first size ready.
+    assert re.match(
+        r"starting the workers \((\d+)/\1 workers\) \d", spans.nth(2).get_attribute("title")
+    )
+    expect(output.locator('.jp-dw-span[data-current="true"]')).to_have_count(0)
     expect(output.get_by_role("link", name="Ray dashboard")).to_have_attribute(
         "href", "/dw/ray/ui-widget/"
     )
@@ -169,8 +192,18 @@ def run_and_follow(page: Page, kube, kueue, artifacts: Path, prefix: str) -> Non
     ids=["jupyterlab", "notebook7"],
 )
 def test_widgets_render_and_follow(
-    page: Page, lab: LabServer, kube, kueue, artifacts: Path, frontend: str, path: str
+    page: Page,
+    lab: LabServer,
+    kube,
+    kueue,
+    artifacts: Path,
+    docs_picture,
+    frontend: str,
+    path: str,
 ):
     hold_quota(kube, kueue)
     page.goto(f"{lab.url}{path}?token={lab.token}")
     run_and_follow(page, kube, kueue, artifacts, frontend)
+    if frontend == "jupyterlab":
+        status = page.locator(".jp-OutputArea-output").first
+        docs_picture(status, "widget-timeline.png")

@@ -117,3 +117,25 @@ def test_the_kernel_s_timeline_names_its_time_zone(monkeypatch):
         time.tzset()
     assert '<time datetime="2026-11-26T22:14:47Z"' in html
     assert ">17:14:47 EST</time>" in html
+
+
+def test_the_kernel_s_html_draws_the_timeline_bar_with_the_span_under_way_measured():
+    from datetime import datetime, timezone
+
+    from jupyter_dw.domain.milestones import Milestone
+    from jupyter_dw.domain.timeline import cluster_timeline
+    from jupyter_dw.notebook.display import timeline_bar_html
+
+    timeline = cluster_timeline(
+        [
+            Milestone("Submitted", "2026-11-27T10:00:00Z"),
+            Milestone("QuotaReserved", "2026-11-27T10:00:40Z"),
+            Milestone("Admitted", "2026-11-27T10:00:40Z"),
+        ],
+        "admitted",
+        2,
+    )
+    html = timeline_bar_html(timeline, now=datetime(2026, 11, 27, 10, 1, 0, tzinfo=timezone.utc))
+    assert 'title="waiting in the queue 40s"' in html
+    assert 'title="starting the head 20s so far"' in html  # measured to now
+    assert html.index("waiting in the queue") < html.index("starting the head")

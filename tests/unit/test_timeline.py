@@ -3,8 +3,8 @@ milestones' own times, the one span under way, and what ended the run."""
 
 from __future__ import annotations
 
-from jupyter_dw.domain.milestones import Milestone
-from jupyter_dw.domain.timeline import cluster_timeline, milestone_words
+from jupyter_dw.domain.milestones import Milestone, milestone_words
+from jupyter_dw.domain.timeline import cluster_timeline
 
 
 def at(second: int) -> str:

@@ -4,12 +4,7 @@
 // The badge's colours are tones.js's (job_view.py puts it before this file).
 const TERMINAL = new Set(["SUCCEEDED", "FAILED", "STOPPED"]);
 
-function duration(ms) {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
-  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
-}
+const duration = (ms) => durationText(ms / 1000); // clock.js, the sidebar's too
 
 function render({ model, el: root }) {
   const badge = el("span", { class: "dw-job-status", style: "color:#fff;border-radius:3px;padding:1px 6px;font-weight:600" });

@@ -1,10 +1,11 @@
-// ClusterStatus view (anywidget ESM): state badge, Kueue's reason and position, workers bar,
-// timeline with durations, the dashboard link and Delete with a confirmation step. An elastic
+// ClusterStatus view (anywidget ESM): state badge, Kueue's reason (in one line, the whole
+// message on expand) and position, workers bar, the timeline as one bar of spans, the dashboard link and Delete with a confirmation step. An elastic
 // cluster's bar shows ready / admitted / waiting for quota / being removed, with a scale
 // stepper (a dry run in the kernel first, the change on confirm).
 // widgets.py puts workers_bar.js before this file: workersBar, barWidths, stepperStart,
 // canScale, proposalText, appliedText and workersText come from there; usageRows, idleText,
-// ruleText and rayText from usage_bar.js (the usage's words, one source with the sidebar).
+// ruleText and rayText from usage_bar.js (the usage's words, one source with the sidebar),
+// timelineBar from timeline_bar.js and durationText from clock.js.
 // Colours are tones.js's, one table with the sidebar (widgets.py puts it first).
 // The bar's segments in the state colours: ready, admitted (starting), waiting for quota
 // (queued), being removed (deleting).
@@ -14,13 +15,6 @@ const SEGMENTS = [
 ];
 const DRY_RUN_DELAY = 250; // ms, as the sidebar's stepper
 const SCALE_TRAITS = ["workers_admitted", "min_workers", "max_workers", "elastic", "pinned_workers", "scale", "cluster_queue"];
-
-function duration(seconds) {
-  const s = Math.max(0, Math.round(seconds));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
-  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
-}
 
 // The Jupyter server's base URL as the page knows it (JupyterLab and Notebook 7 write it in
 // their page config); null where there is none (VS Code renders widgets without a server).
@@ -175,6 +169,31 @@ function render({ model, el: root }) {
     return out;
   }
 
+  // The cluster's life as one bar (the server's spans; timeline_bar.js's widths and words, as
+  // in the sidebar), what ended it, and every milestone in words with its time on expand.
+  function timelineView() {
+    const bar = timelineBar(model.get("timeline"));
+    const view = el("div", { class: "jp-dw-timeline-view", style: "margin:4px 0" });
+    const row = el("div", { class: "jp-dw-timeline-bar", role: "list", "aria-label": "timeline", style: "display:flex;gap:1px;max-width:520px;height:20px;border-radius:4px;overflow:hidden;font-size:11px;line-height:20px" });
+    for (const s of bar.segments) {
+      row.append(el("div", { role: "listitem", class: `jp-dw-span${s.current ? " jp-dw-span-current" : ""}`, "data-step": s.step, "data-seconds": s.seconds === null ? "" : String(Math.round(s.seconds)), "data-current": String(s.current), title: s.label, "aria-label": s.label,
+        style: `flex:${s.width} 1 0;min-width:0;background:${s.color};color:#fff;padding:0 4px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis${s.current ? ";animation:jp-dw-pulse 1.6s ease-in-out infinite" : ""}` }, s.label));
+    }
+    view.append(el("style", {}, "@keyframes jp-dw-pulse{50%{opacity:.65}}@media (prefers-reduced-motion:reduce){.jp-dw-span-current{animation:none!important}}"), row);
+    if (bar.ending) view.append(el("div", { class: "jp-dw-timeline-ending", style: "opacity:.8" }, bar.ending));
+    const list = el("ol", { class: "jp-dw-timeline", style: "margin:4px 0;padding-left:2.2em" });
+    let previous = null;
+    for (const milestone of model.get("milestones") || []) {
+      const at = milestone.time ? new Date(milestone.time) : null;
+      const step = at && previous ? ` (+${durationText((at - previous) / 1000)})` : "";
+      const words = milestone.words || milestone.name;
+      list.append(el("li", { "data-milestone": milestone.name }, words.charAt(0).toUpperCase() + words.slice(1), el("span", { style: "opacity:.7" }, ` ${at ? clockTime(at) : "—"}${step}`)));
+      if (at) previous = at;
+    }
+    view.append(el("details", { class: "jp-dw-milestones" }, el("summary", {}, `${(model.get("milestones") || []).length} milestones`), list));
+    return view;
+  }
+
   function draw() {
     const state = model.get("state");
     const name = model.get("name");
@@ -201,13 +220,16 @@ function render({ model, el: root }) {
     const badge = el("span", { class: "jp-dw-state", "data-state": state || "", style: `background:${colorOf("state", state)};color:#fff;border-radius:9px;padding:1px 8px;font-size:12px;font-weight:600` }, state || "…");
     box.append(el("div", {}, el("b", {}, name), " ", badge,
       el("span", { style: "opacity:.7" }, ` queue ${model.get("queue") || "?"}`)));
-    const reason = model.get("reason"), message = model.get("message");
+    const reason = model.get("reason"), message = model.get("message"), summary = model.get("summary");
+    // Kueue's message in one line (the server's summary), the whole of it on expand.
+    const said = summary ? [summary, el("details", { class: "jp-dw-message" }, el("summary", {}, "Kueue's message"), message)]
+      : [message || ""];
     if (state === "queued") {
       const position = model.get("position_in_local_queue");
       const where = position === null || position === undefined ? "" : `position ${position + 1} in the queue · `;
-      box.append(el("div", { class: "jp-dw-reason" }, `${where}${reason || ""}${message ? ": " + message : ""}`));
+      box.append(el("div", { class: "jp-dw-reason" }, `${where}${reason || ""}${summary || message ? ": " : ""}`, ...said));
     } else if (reason || message) {
-      box.append(el("div", { class: "jp-dw-reason" }, `${reason || ""} ${message || ""}`));
+      box.append(el("div", { class: "jp-dw-reason" }, `${reason || ""} `, ...said));
     }
     const stopped = model.get("stopped");
     if (state === "stopped" && stopped) {
@@ -238,15 +260,7 @@ function render({ model, el: root }) {
     }
     const usage = usageView(model.get("usage"));
     if (usage) box.append(usage);
-    const list = el("ol", { class: "jp-dw-timeline", style: "margin:4px 0;padding-left:2.2em" });
-    let previous = null;
-    for (const milestone of model.get("milestones") || []) {
-      const at = milestone.time ? new Date(milestone.time) : null;
-      const step = at && previous ? ` (+${duration((at - previous) / 1000)})` : "";
-      list.append(el("li", {}, milestone.name, el("span", { style: "opacity:.7" }, ` ${at ? clockTime(at) : "—"}${step}`)));
-      if (at) previous = at;
-    }
-    box.append(list);
+    box.append(timelineView());
     const actions = el("div", { style: "display:flex;gap:8px;align-items:center" });
     // dashboard_url is null once the kernel knows the cluster and the proxy is turned off.
     const proxyOff = state && model.get("dashboard_url") === null;
@@ -276,14 +290,19 @@ function render({ model, el: root }) {
     }
     box.append(actions);
   }
-  for (const trait of ["state", "reason", "message", "position_in_local_queue", "admitted", "stopped", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "error", "deleted", "queue", "freshness", "ray_auth", "usage", ...SCALE_TRAITS]) {
+  for (const trait of ["state", "reason", "message", "summary", "position_in_local_queue", "admitted", "stopped", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "timeline", "error", "deleted", "queue", "freshness", "ray_auth", "usage", ...SCALE_TRAITS]) {
     model.on(`change:${trait}`, draw);
   }
   model.on("change:scale_result", onResult);
   // The idle minutes count up between samples (a local timer; nothing is asked).
   const minute = setInterval(() => { if ((model.get("usage") || {}).idle === true) draw(); }, 60000);
+  // The span under way counts up between messages: its bar alone is drawn again each second.
+  const second = setInterval(() => {
+    const current = box.querySelector(".jp-dw-timeline-view");
+    if (current && ((model.get("timeline") || {}).spans || []).some((s) => s.current)) current.replaceWith(timelineView());
+  }, 1000);
   draw();
-  return () => clearInterval(minute);
+  return () => { clearInterval(minute); clearInterval(second); };
 }
 
 /** The usage rows, the idle line and Ray's load (usage_bar.js's words, as in the sidebar). */

@@ -17,6 +17,8 @@ export interface ITimelineSegment {
   width: number;
   /** Its words, detail and duration: `waiting in the queue 40s`. */
   label: string;
+  /** Its tone's CSS colour (tones.js, table `span`): the words on it say the same. */
+  color: string;
 }
 
 export interface ITimelineBar {

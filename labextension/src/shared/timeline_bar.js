@@ -6,6 +6,7 @@
 // One source for both surfaces: the sidebar imports this file (types in timeline_bar.d.ts,
 // tests in labextension/test/), the ClusterStatus widget's ESM includes it after clock.js.
 import { clockTime, durationText } from "./clock.js";
+import { colorOf } from "./tones.js";
 
 /** A span's share of the bar never falls below this: a 1 s head start stays visible. */
 export const MIN_SHARE = 0.08;
@@ -20,7 +21,8 @@ function seconds(span, now) {
 /**
  * The bar of `timeline` (`{spans, ending}`) at `now`: `segments` (`step`, `words`, `detail`,
  * `seconds` or null, `current`, `done`, `width` as a fraction of the bar, `label`: its words
- * and duration), `total` seconds known and `ending` in words with its time (or null).
+ * and duration, `color`: its tone's), `total` seconds known and `ending` in words with its
+ * time (or null).
  * Widths follow the durations; a span of unknown length gets the minimum share.
  */
 export function timelineBar(timeline, now = new Date()) {
@@ -43,6 +45,7 @@ export function timelineBar(timeline, now = new Date()) {
       done: !!span.done,
       width: floored[i] / scale,
       label: `${span.words}${detail}${time}${span.current ? " so far" : ""}`,
+      color: colorOf("span", String(span.step).split(":")[0]),
     };
   });
   const end = timeline && timeline.ending;

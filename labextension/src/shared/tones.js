@@ -39,6 +39,14 @@ export const TONE_TABLE = {
     "never-fits": "bad",
     "unknown": "neutral"
   },
+  "span": {
+    "queue": "wait",
+    "capacity": "wait",
+    "head": "progress",
+    "workers": "progress",
+    "resize-queue": "wait",
+    "resize-workers": "progress"
+  },
   "job": {
     "PENDING": "wait",
     "RUNNING": "progress",
@@ -48,7 +56,8 @@ export const TONE_TABLE = {
   }
 };
 
-/** The tone of `value` in table `kind` ("state", "verdict" or "job"); "neutral" if unknown. */
+/** The tone of `value` in table `kind` ("state", "verdict", "span" — a timeline span's step
+ * without its `:<n>` — or "job"); "neutral" if unknown. */
 export function toneOf(kind, value) {
   return (TONE_TABLE[kind] && TONE_TABLE[kind][value]) || "neutral";
 }
