@@ -14,6 +14,7 @@ from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.fit import PodSetRequest
 from jupyter_dw.domain.kueue_words import Summarized
 from jupyter_dw.domain.lenient import mapping, text
+from jupyter_dw.domain.timeline import Timeline, job_timeline
 from jupyter_dw.domain.usage import ClusterUsage, Subject, usage_json
 from jupyter_dw.domain.validation import dns1035_label_error
 from jupyter_dw.domain.workloads import WorkloadInfo, created_by, held_by_kueue, workload_fields
@@ -79,6 +80,12 @@ class JobInfo(Summarized):
         """Kueue's 0-based position while the job waits for quota."""
         return self.workload.position_in_local_queue if self.workload else None
 
+    @property
+    def timeline(self) -> Timeline:
+        """Its life as the spans a timeline bar draws: waiting in the queue, then running."""
+        admitted_at = self.workload.admitted_at if self.workload else None
+        return job_timeline(self.created, admitted_at, self.end_time, self.state, self.final)
+
     def to_json(self) -> dict[str, Any]:
         """The JSON shape the REST API, the events socket and the kernel share: every field,
         ``final``, the Workload's part and ``usage`` (with ``idle_since``)."""
@@ -87,6 +94,7 @@ class JobInfo(Summarized):
             **shown,
             "final": self.final,
             "summary": self.summary,
+            "timeline": self.timeline.to_json(),
             **workload_fields(self.workload),
             "usage": usage_json(self.usage, self.idle_since),
         }

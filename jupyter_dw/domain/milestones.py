@@ -27,6 +27,8 @@ _WORDS = {
     "Preempted": "preempted",
     "Stopped": "stopped",
     "Deleting": "being deleted",
+    "Succeeded": "succeeded",
+    "Failed": "failed",
 }
 _COUNTED_WORDS = {
     "WorkerReady": "worker {n} ready",

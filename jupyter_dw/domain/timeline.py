@@ -1,5 +1,6 @@
-"""A cluster's life as a few spans in words, each with its start and end: what every surface
-draws as one bar (waiting, head, workers, each resize), made from the milestones' times."""
+"""A workload's life as a few spans in words, each with its start and end: what every surface
+draws as one bar (a cluster's waiting, head, workers, each resize; a job's waiting and
+running), made from the milestones' and the job's own times."""
 
 from __future__ import annotations
 
@@ -194,3 +195,31 @@ def _time(value: str | None) -> datetime | None:
         return datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+
+
+def job_timeline(
+    created: str | None, admitted_at: str | None, end_time: str | None, state: str, final: bool
+) -> Timeline:
+    """A job's spans: ``queue`` (created to admitted), then ``running`` (admitted to its
+    end); its final state, at ``end_time``, is the ending."""
+    at: dict[str, str | None] = {"Submitted": created}
+    if admitted_at:
+        at["Admitted"] = admitted_at
+    if final:
+        at["Ended"] = end_time
+    spans = [_Open("queue", "waiting in the queue", created, "Admitted", at)]
+    if admitted_at:
+        spans.append(_Open("running", "running", admitted_at, "Ended", at))
+    if final and not admitted_at:  # ended without being admitted (deleted, rejected)
+        spans[0].until = "Ended"
+        spans[0].reached = False
+    ending = Milestone(state.capitalize(), end_time) if final else None
+    live = not final and state != "deleting"
+    open_spans = [s for s in spans if not s.done]
+    current = open_spans[0] if live and open_spans else None
+    return Timeline(
+        tuple(
+            s.closed(current=s is current, end=s.end if s.done or live else end_time) for s in spans
+        ),
+        ending,
+    )

@@ -18,7 +18,7 @@ from jupyter_dw.domain.lenient import text as _text
 from jupyter_dw.domain.priorities import PreemptedBy
 from jupyter_dw.domain.quantity import QuantityError, parse_quantity
 from jupyter_dw.domain.quota import format_amount, kueue_amount
-from jupyter_dw.domain.slices import condition, is_true, words
+from jupyter_dw.domain.slices import condition, is_true, true_since, words
 from jupyter_dw.domain.validation import dns1123_subdomain_error
 from jupyter_dw.names import (
     OWNER_ANNOTATION,
@@ -304,6 +304,8 @@ class WorkloadInfo(Summarized):
     admitted: bool
     created: str | None
     since: str | None
+    admitted_at: str | None = None
+    """When Kueue admitted it (its Admitted condition's time; kept once it finished)."""
     resources: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
     requests: Mapping[str, Decimal] = field(default_factory=dict)
     position_in_local_queue: int | None = None
@@ -333,6 +335,7 @@ class WorkloadInfo(Summarized):
             "admitted": self.admitted,
             "created": self.created,
             "since": self.since,
+            "admitted_at": self.admitted_at,
             "resources": {f: _quantities(a) for f, a in sorted(self.resources.items())},
             "requests": _quantities(self.requests),
             "position_in_local_queue": self.position_in_local_queue,
@@ -406,6 +409,7 @@ def workload_info(workload: Object, pending: Object | None = None) -> WorkloadIn
         admitted=is_true(workload, "Admitted"),
         created=created,
         since=since or created,
+        admitted_at=true_since(workload, "Admitted"),
         resources=held_per_flavor(workload),
         requests=requested(workload),
         position_in_local_queue=local,

@@ -670,10 +670,10 @@ export interface components {
       /** @description The name in words, to show people: `worker 3 ready` for `WorkerReady:3`, `resize to 6 workers asked` for `ScaleRequested:6`. */
       words?: string;
     };
-    /** @description The cluster's life as a few spans, what a timeline bar draws: `queue` (waiting in the queue), `capacity` (waiting for the admission checks), `head`, `workers` (every worker of the first size folded into one span, `detail` `4/4 workers`), and per resize `resize-queue:<n>` then `resize-workers:<n>`; made from `milestones`. */
+    /** @description A workload's life as a few spans, what a timeline bar draws. A cluster's: `queue` (waiting in the queue), `capacity` (waiting for the admission checks), `head`, `workers` (every worker of the first size folded into one span, `detail` `4/4 workers`), and per resize `resize-queue:<n>` then `resize-workers:<n>`; made from `milestones`. A job's: `queue`, then `running`. */
     Timeline: {
       spans: components['schemas']['TimelineSpan'][];
-      /** @description What ended the cluster's run (evicted, preempted, stopped, being deleted). */
+      /** @description What ended the run: a cluster's evicted, preempted, stopped or being deleted; a job's final state. */
       ending: null | {
         name: string;
         words: string;
@@ -681,7 +681,7 @@ export interface components {
       };
     };
     TimelineSpan: {
-      /** @description `queue`, `capacity`, `head`, `workers`, `resize-queue:<n>`, `resize-workers:<n>`. */
+      /** @description `queue`, `capacity`, `head`, `workers`, `resize-queue:<n>`, `resize-workers:<n>`; a job's `queue`, `running`. */
       step: string;
       /** @description What the span was, in words (`waiting in the queue`). */
       words: string;
@@ -961,6 +961,8 @@ export interface components {
       created: components['schemas']['NullableTime'];
       /** @description When the state began (the deciding condition's last transition). */
       since: components['schemas']['NullableTime'];
+      /** @description When Kueue admitted it (its Admitted condition's time; kept once it finished). */
+      admitted_at?: components['schemas']['NullableTime'];
       /** @description The quota it holds now, flavor → resource → amount, as Kueue counts it (each pod set's `resourceUsage` in the flavor assigned to each resource); empty while it holds none (waiting, evicted, finished). */
       resources: {
         [key: string]: components['schemas']['Quantities'];
@@ -1187,6 +1189,8 @@ export interface components {
       message: string | null;
       /** @description Kueue's waiting message in one short line (`needs 1.5 CPU more in flavor gpu-a`), or null when it says nothing known; `message` keeps the whole text. */
       summary?: string | null;
+      /** @description Its life as a timeline bar draws it, `queue` then `running`, ending in its final state. */
+      timeline?: components['schemas']['Timeline'];
       final: boolean;
       /** @description KubeRay's `jobDeploymentStatus`. */
       deployment_status: string | null;
@@ -1277,6 +1281,8 @@ export interface components {
       message: string | null;
       /** @description Kueue's waiting message in one short line (`needs 1.5 CPU more in flavor gpu-a`), or null when it says nothing known; `message` keeps the whole text. */
       summary?: string | null;
+      /** @description Its life as a timeline bar draws it, `queue` then `running`, ending in its final state. */
+      timeline?: components['schemas']['Timeline'];
       final: boolean;
       /** @description The JobSet's child Jobs that are ready (Trainer's `jobsStatus`; a step of N nodes is one Job of N pods); likewise `jobs_succeeded` and `jobs_failed`. */
       jobs_ready: number;

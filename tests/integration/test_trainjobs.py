@@ -124,6 +124,16 @@ async def test_a_trainjob_runs_through_kueue_to_its_end(
 
     code, got = await call(jp_fetch, "GET", "trainjobs", "tj-1")
     assert code == 200 and got["state"] == "succeeded" and got["final"] is True, got
+    # Its life as a bar: waited from its creation to Kueue's admission, ran to its end.
+    [wait, run] = got["timeline"]["spans"]
+    finished = client.CustomObjectsApi(kube).get_namespaced_custom_object(
+        KUEUE, kueue.api_version, namespace, "workloads", workload["metadata"]["name"]
+    )
+    admitted = condition(finished, "Admitted")["lastTransitionTime"]
+    assert (wait["step"], wait["start"], wait["end"]) == ("queue", got["created"], admitted)
+    assert (run["step"], run["start"], run["end"]) == ("running", admitted, got["end_time"])
+    assert got["timeline"]["ending"]["words"] == "succeeded"
+    assert not wait["current"] and not run["current"]
     code, listed = await call(jp_fetch, "GET", "trainjobs")
     assert code == 200 and [j["name"] for j in listed["trainjobs"]] == ["tj-1"], listed
 

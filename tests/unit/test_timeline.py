@@ -164,3 +164,35 @@ def test_milestone_names_in_words():
     assert milestone_words("ScaleRequested:6") == "resize to 6 workers asked"
     assert milestone_words("QuotaReserved") == "quota reserved"
     assert milestone_words("SomethingNew") == "SomethingNew"
+
+
+def test_a_job_waits_then_runs_to_its_end():
+    from jupyter_dw.domain.timeline import job_timeline
+
+    timeline = job_timeline(at(0), at(30), at(330), "succeeded", final=True)
+    assert spans(timeline) == [("queue", 30.0, True, False), ("running", 300.0, True, False)]
+    assert timeline.to_json()["ending"] == {
+        "name": "Succeeded",
+        "words": "succeeded",
+        "time": at(330),
+    }
+
+
+def test_a_waiting_job_s_queue_span_is_under_way_and_a_running_one_s_run():
+    from jupyter_dw.domain.timeline import job_timeline
+
+    assert spans(job_timeline(at(0), None, None, "queued", final=False)) == [
+        ("queue", None, False, True)
+    ]
+    assert spans(job_timeline(at(0), at(5), None, "running", final=False)) == [
+        ("queue", 5.0, True, False),
+        ("running", None, False, True),
+    ]
+
+
+def test_a_job_that_ended_while_waiting_ends_its_wait_there():
+    from jupyter_dw.domain.timeline import job_timeline
+
+    timeline = job_timeline(at(0), None, at(90), "failed", final=True)
+    assert spans(timeline) == [("queue", 90.0, False, False)]
+    assert timeline.ending == Milestone("Failed", at(90))

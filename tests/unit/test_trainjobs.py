@@ -146,6 +146,7 @@ def _workload(state: str) -> Any:
         position_in_cluster_queue = None
         reason = "Pending" if state == "queued" else "Admitted"
         message = "waiting" if state == "queued" else None
+        admitted_at = None
 
         def to_json(self) -> dict[str, Any]:
             return {"resources": {}, "requests": {}}

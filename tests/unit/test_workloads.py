@@ -83,6 +83,7 @@ def test_an_admitted_job_holds_its_pod_sets_usage_in_its_flavor(version):
         "admitted": True,
         "created": workload["metadata"]["creationTimestamp"],
         "since": admitted_at,
+        "admitted_at": admitted_at,
         "resources": {FLAVOR: {"cpu": "1500m", "memory": "2Gi"}},
         "requests": {"cpu": "1500m", "memory": "2Gi"},
         "position_in_local_queue": None,
