@@ -49,14 +49,15 @@ class ClusterInfo:
     fields is a property here too: ``info.state``, ``info.reason``, ...) plus where its
     dashboard is, who made it, its pods and its milestones with their times."""
 
-    status: ClusterSnapshot
+    snapshot: ClusterSnapshot
+    """The cluster's Kueue and KubeRay state (what ``cluster_state.cluster_snapshot`` read)."""
     dashboard_url: str | None
     """``{base_url}dw/ray/<name>/``, or None when the dashboard proxy is turned off."""
     owner: str | None
     pods: tuple[PodInfo, ...]
     milestones: tuple[Milestone, ...]
     freshness: Freshness = FRESH
-    """Whether ``status`` is the state now: not ``live`` while a watch it is read from is
+    """Whether ``snapshot`` is the state now: not ``live`` while a watch it is read from is
     reconnecting or stale, or Kueue (for a cluster it manages) does not answer."""
     ray_auth: RayAuth | None = None
     """How Ray authenticates on this cluster, read from the RayCluster, with the warning every
@@ -70,182 +71,182 @@ class ClusterInfo:
     """What the idle rule will do to it and when (None: not idle, not one the rule may
     touch, or the rule is off)."""
 
-    # -- the status's fields, read through (REST's names; tests check none is missing) --
+    # -- the snapshot's fields, read through (REST's names; tests check none is missing) --
 
     @property
     def name(self) -> str:
         """The RayCluster's name."""
-        return self.status.name
+        return self.snapshot.name
 
     @property
     def namespace(self) -> str | None:
         """Its namespace."""
-        return self.status.namespace
+        return self.snapshot.namespace
 
     @property
     def queue(self) -> str | None:
         """Its LocalQueue (the ``kueue.x-k8s.io/queue-name`` label, else its Workload's)."""
-        return self.status.queue
+        return self.snapshot.queue
 
     @property
     def state(self) -> ClusterState:
         """``queued``, ``admitted``, ``starting``, ``ready``, ``evicted``... (``ClusterState``)."""
-        return self.status.state
+        return self.snapshot.state
 
     @property
     def reason(self) -> str | None:
         """The controllers' reason for ``state`` (Kueue's or KubeRay's), None if they gave none."""
-        return self.status.reason
+        return self.snapshot.reason
 
     @property
     def message(self) -> str | None:
         """The controllers' words for ``state``, None if they gave none."""
-        return self.status.message
+        return self.snapshot.message
 
     @property
     def created(self) -> str | None:
         """When the RayCluster was created (RFC 3339)."""
-        return self.status.created
+        return self.snapshot.created
 
     @property
     def workload(self) -> str | None:
         """Its Kueue Workload's name, None before Kueue made one."""
-        return self.status.workload
+        return self.snapshot.workload
 
     @property
     def cluster_queue(self) -> str | None:
         """The ClusterQueue that admitted it, None before admission."""
-        return self.status.cluster_queue
+        return self.snapshot.cluster_queue
 
     @property
     def quota_reserved(self) -> bool:
         """The Workload's ``QuotaReserved`` condition."""
-        return self.status.quota_reserved
+        return self.snapshot.quota_reserved
 
     @property
     def admitted(self) -> bool:
         """The Workload's ``Admitted`` condition."""
-        return self.status.admitted
+        return self.snapshot.admitted
 
     @property
     def admitted_at(self) -> str | None:
         """When Kueue admitted it (RFC 3339), None while not admitted."""
-        return self.status.admitted_at
+        return self.snapshot.admitted_at
 
     @property
     def flavors(self) -> tuple[str, ...]:
         """The ResourceFlavors assigned, in first-seen order."""
-        return self.status.flavors
+        return self.snapshot.flavors
 
     @property
     def pod_set_flavors(self) -> Mapping[str, Mapping[str, str]]:
         """PodSet → resource → the flavor assigned."""
-        return self.status.pod_set_flavors
+        return self.snapshot.pod_set_flavors
 
     @property
     def head_ready(self) -> bool:
         """Whether the head pod is ready."""
-        return self.status.head_ready
+        return self.snapshot.head_ready
 
     @property
     def workers_ready(self) -> int:
         """Worker pods ready."""
-        return self.status.workers_ready
+        return self.snapshot.workers_ready
 
     @property
     def workers_desired(self) -> int:
         """Worker pods asked for."""
-        return self.status.workers_desired
+        return self.snapshot.workers_desired
 
     @property
     def dashboard(self) -> Dashboard:
         """Where the Ray dashboard listens (the head Service and port)."""
-        return self.status.dashboard
+        return self.snapshot.dashboard
 
     @property
     def position_in_local_queue(self) -> int | None:
         """Kueue's 0-based position in the LocalQueue while waiting for quota."""
-        return self.status.position_in_local_queue
+        return self.snapshot.position_in_local_queue
 
     @property
     def position_in_cluster_queue(self) -> int | None:
         """Kueue's 0-based position in the ClusterQueue while waiting for quota."""
-        return self.status.position_in_cluster_queue
+        return self.snapshot.position_in_cluster_queue
 
     @property
     def preempted_by(self) -> PreemptedBy | None:
         """While ``preempted``: the workload Kueue named as the preemptor."""
-        return self.status.preempted_by
+        return self.snapshot.preempted_by
 
     @property
     def admission_checks(self) -> tuple[AdmissionCheckStatus, ...]:
         """The Workload's admission checks (empty when its ClusterQueue requires none)."""
-        return self.status.admission_checks
+        return self.snapshot.admission_checks
 
     @property
     def workers_admitted(self) -> int | None:
         """Workers whose quota Kueue holds now (None before the first admission)."""
-        return self.status.workers_admitted
+        return self.snapshot.workers_admitted
 
     @property
     def min_workers(self) -> int:
         """The least workers the Ray autoscaler may scale to."""
-        return self.status.min_workers
+        return self.snapshot.min_workers
 
     @property
     def max_workers(self) -> int:
         """The most workers the Ray autoscaler may scale to."""
-        return self.status.max_workers
+        return self.snapshot.max_workers
 
     @property
     def elastic(self) -> bool:
         """An elastic job: Kueue admits its changes of size as Workload slices."""
-        return self.status.elastic
+        return self.snapshot.elastic
 
     @property
     def pinned_workers(self) -> int | None:
         """The size a person pinned it at; None while the Ray autoscaler owns it."""
-        return self.status.pinned_workers
+        return self.snapshot.pinned_workers
 
     @property
     def scale(self) -> ScaleChange | None:
         """A change of size in flight (elastic clusters only)."""
-        return self.status.scale
+        return self.snapshot.scale
 
     @property
     def stopped(self) -> StopRecord | None:
         """While ``stopped``: who stopped it, when and why (None otherwise)."""
-        return self.status.stopped
+        return self.snapshot.stopped
 
     @property
     def capacity_provisioned(self) -> bool:
         """Every admission check is Ready (False when there are none)."""
-        return self.status.capacity_provisioned
+        return self.snapshot.capacity_provisioned
 
     @property
     def summary(self) -> str | None:
         """Kueue's waiting ``message`` in one short line, or None when it says nothing known."""
-        return self.status.summary
+        return self.snapshot.summary
 
     # -- derived ------------------------------------------------------------------------
 
     @property
     def ray_address(self) -> str:
         """``ray://<head service>.<namespace>.svc:10001``, for ``ray.init`` in the cluster."""
-        service = self.status.dashboard.service
-        return f"ray://{service}.{self.status.namespace}.svc:{CLIENT_PORT}"
+        service = self.snapshot.dashboard.service
+        return f"ray://{service}.{self.snapshot.namespace}.svc:{CLIENT_PORT}"
 
     @property
     def timeline(self) -> Timeline:
         """Its milestones as the spans a timeline bar draws (``domain/timeline.py``)."""
-        return cluster_timeline(self.milestones, self.status.state, self.status.workers_desired)
+        return cluster_timeline(self.milestones, self.snapshot.state, self.snapshot.workers_desired)
 
     def to_json(self) -> dict[str, Any]:
         """``ClusterSnapshot.to_json()`` plus ``dashboard_url``, ``ray_address``, ``owner``,
         ``pods``, ``milestones`` (``[{"name", "time", "words"}]``), ``timeline`` and
         ``freshness``."""
         return {
-            **self.status.to_json(),
+            **self.snapshot.to_json(),
             "dashboard_url": self.dashboard_url,
             "ray_address": self.ray_address,
             "owner": self.owner,
@@ -278,7 +279,7 @@ class ClusterList(ByName["ClusterInfo"]):
 
     @staticmethod
     def _name_of(entry: ClusterInfo) -> str:
-        return entry.status.name
+        return entry.snapshot.name
 
     def to_json(self) -> dict[str, Any]:
         """``{"namespace", "positions_visible", "clusters"}``."""

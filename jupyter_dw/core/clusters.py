@@ -311,7 +311,7 @@ class ClusterService:
             for name in names
             if (rc := self.session.cached_ray_cluster(name)) and owning_rayjob(rc) is None
         ]
-        return {info.status.name: info for info in self.infos(self.snapshots(found))}
+        return {info.snapshot.name: info for info in self.infos(self.snapshots(found))}
 
     def dashboard_url(self, name: str) -> str | None:
         """``{base_url}dw/ray/<name>/``: the Ray dashboard through the Jupyter server; None
@@ -339,7 +339,7 @@ class ClusterService:
         status = self._name_preemptor(status)
         idle_since = self.usage.idle_since(status.name) if self.usage is not None else None
         return ClusterInfo(
-            status=status,
+            snapshot=status,
             dashboard_url=self.dashboard_url(status.name),
             owner=created_by(raycluster),
             pods=tuple(_pod_info(pod) for pod in pods),

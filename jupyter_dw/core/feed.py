@@ -311,9 +311,9 @@ class ChangeFeed:
             _answer(self._live_clusters) if self.watch_clusters else (None, None)
         )
         if clusters is not None:
-            self._known = {c.status.name: c.status for c in clusters}
-            self._freshness = {c.status.name: c.freshness for c in clusters}
-            self._infos = {c.status.name: c for c in clusters}
+            self._known = {c.snapshot.name: c.snapshot for c in clusters}
+            self._freshness = {c.snapshot.name: c.freshness for c in clusters}
+            self._infos = {c.snapshot.name: c for c in clusters}
         # Versions before the list: a pending list that changes meanwhile counts as changed.
         positions_seen = self.clusters.positions.versions()
         workloads, workloads_error = (
@@ -357,7 +357,7 @@ class ChangeFeed:
     def _cluster_infos(self) -> dict[str, ClusterInfo] | None:
         if self._infos is None:
             try:
-                self._infos = {c.status.name: c for c in self._live_clusters()}
+                self._infos = {c.snapshot.name: c for c in self._live_clusters()}
             except DWError as err:
                 log.info("jupyter_dw: holdings not known: %s", err)
         return self._infos
@@ -567,15 +567,15 @@ class ChangeFeed:
             self._freshness.pop(cluster, None)
             infos = self._cluster_infos()
             gone = infos.pop(cluster, None) if infos is not None else None
-            queue = gone.status.queue if gone is not None else None
+            queue = gone.snapshot.queue if gone is not None else None
             return ClusterChanged(event, cluster, cause, None, (), self.holding(queue))
-        crossed = tuple(transition(known, info.status))
-        self._known[cluster] = info.status
+        crossed = tuple(transition(known, info.snapshot))
+        self._known[cluster] = info.snapshot
         self._freshness[cluster] = info.freshness
         infos = self._cluster_infos()
         if infos is not None:
             infos[cluster] = info
-        return ClusterChanged(event, cluster, cause, info, crossed, self.holding(info.status.queue))
+        return ClusterChanged(event, cluster, cause, info, crossed, self.holding(info.snapshot.queue))
 
     def _health_messages(self) -> list[Message]:
         """A :class:`HealthChanged` if the health differs from what this viewer was told, and a
@@ -593,8 +593,8 @@ class ChangeFeed:
             if info.freshness == self._freshness.get(cluster, FRESH):
                 continue
             cause = Cause(HEALTH_CAUSE_KIND, info.freshness.state, "MODIFIED")
-            crossed = tuple(transition(self._known.get(cluster), info.status))
-            self._known[cluster] = info.status
+            crossed = tuple(transition(self._known.get(cluster), info.snapshot))
+            self._known[cluster] = info.snapshot
             self._freshness[cluster] = info.freshness
             found.append(ClusterChanged("MODIFIED", cluster, cause, info, crossed))
         return found
@@ -619,10 +619,10 @@ class ChangeFeed:
         moved: list[Message] = []
         for cluster, info in self.clusters.describe_many(self._waiting()).items():
             known = self._known.get(cluster)
-            if info.status == known:
+            if info.snapshot == known:
                 continue
-            crossed = tuple(transition(known, info.status))
-            self._known[cluster] = info.status
+            crossed = tuple(transition(known, info.snapshot))
+            self._known[cluster] = info.snapshot
             self._freshness[cluster] = info.freshness
             moved.append(ClusterChanged("MODIFIED", cluster, cause, info, crossed))
         return moved

@@ -21,7 +21,7 @@ def holding(infos: Iterable[ClusterInfo], queue: str, username: str | None) -> Q
     return queue_holding(
         info.usage
         for info in infos
-        if info.usage is not None and info.status.queue == queue and is_mine(info, username)
+        if info.usage is not None and info.snapshot.queue == queue and is_mine(info, username)
     )
 
 
@@ -29,6 +29,6 @@ def holdings(infos: Iterable[ClusterInfo], username: str | None) -> dict[str, Qu
     """:func:`holding` for every LocalQueue one of ``username``'s clusters names."""
     infos = list(infos)
     queues = sorted(
-        {i.status.queue for i in infos if i.status.queue is not None and is_mine(i, username)}
+        {i.snapshot.queue for i in infos if i.snapshot.queue is not None and is_mine(i, username)}
     )
     return {queue: holding(infos, queue, username) for queue in queues}

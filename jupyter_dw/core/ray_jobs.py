@@ -138,7 +138,7 @@ class RayJobService:
 
     def _ready_cluster(self, name: str) -> dict[str, Any]:
         info = self.clusters.get(name)  # KubeNotFound when there is none
-        if not info.status.head_ready:
+        if not info.snapshot.head_ready:
             raise ClusterNotReady(
                 f"The Ray head of cluster {name} is not up yet",
                 f"the cluster is {info.state}"

@@ -47,7 +47,7 @@ class ScaleResult:
         """One sentence for a person: the fit's, or what was done."""
         if self.fit is not None:
             return self.fit.message
-        status = self.cluster.status
+        status = self.cluster.snapshot
         if status.pinned_workers is None:
             return (
                 f"The Ray autoscaler owns the size of {status.name} again "

@@ -182,19 +182,19 @@ def submit(
     request = _request(spec, fields)  # type: ignore[arg-type]  # a cluster's, as in fit
     info = create_with_key(lambda key: rt.core.clusters.create(request, key), idempotency_key)
     if delete_with_kernel:
-        rt.delete_at_shutdown(info.status.name)
-    return RayClusterHandle(info.status.name, _last=info)
+        rt.delete_at_shutdown(info.snapshot.name)
+    return RayClusterHandle(info.snapshot.name, _last=info)
 
 
 def cluster(name: str) -> RayClusterHandle:
     """The handle of an existing cluster (``NotFound`` when there is none)."""
     info = runtime().core.clusters.get(name)
-    return RayClusterHandle(info.status.name, _last=info)
+    return RayClusterHandle(info.snapshot.name, _last=info)
 
 
 def clusters() -> list[RayClusterHandle]:
     """Handles of every Ray cluster of the namespace."""
-    return [RayClusterHandle(i.status.name, _last=i) for i in runtime().core.clusters.entries()]
+    return [RayClusterHandle(i.snapshot.name, _last=i) for i in runtime().core.clusters.entries()]
 
 
 # -- a cluster ----------------------------------------------------------------------------------

@@ -311,7 +311,7 @@ def usage_html(usage: ClusterUsage | None, idle_since: str | None) -> str:
 def cluster_html(info: ClusterInfo) -> str:
     """State badge, Kueue's reason and position while queued, workers bar, usage (used of
     held, idle, Ray's load), timeline."""
-    status = info.status
+    status = info.snapshot
     head = (
         f"<b>{escape(status.name)}</b> "
         f"{badge(status.state, color_of('state', status.state))}"

@@ -546,7 +546,7 @@ class ClusterBuilder(_Live, w.VBox):
         except DWError as err:
             self._show_error(err)
             return None
-        self.status = ClusterStatus(info.status.name)
+        self.status = ClusterStatus(info.snapshot.name)
         self.children = [self.status]
         return self.status
 

@@ -33,7 +33,7 @@ def fit_result() -> FitResult:
 
 
 READ_THROUGH = [
-    pytest.param(ClusterInfo, ClusterSnapshot, "status", cluster_info, id="ClusterInfo"),
+    pytest.param(ClusterInfo, ClusterSnapshot, "snapshot", cluster_info, id="ClusterInfo"),
     pytest.param(FitResult, FitVerdict, "assessment", fit_result, id="FitResult"),
 ]
 

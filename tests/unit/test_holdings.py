@@ -34,7 +34,7 @@ def test_only_my_clusters_in_the_queue_are_summed():
         info("e", None, "me", "1", "1"),
         info("f", "team-a", None, "32", "1"),  # not made through jupyter_dw
     ]
-    assert infos[0].status.queue == "team-a"
+    assert infos[0].snapshot.queue == "team-a"
     assert holding(infos, "team-a", "me").to_json() == {
         "clusters": 2,
         "resources": {"cpu": {"held": "12", "used": "1400m"}},
