@@ -828,6 +828,8 @@ export function formatDuration(ms: number): string {
 
 export interface ITimelineStep {
   name: string;
+  /** The name in words (the server's `words`; the name itself from an older server). */
+  words: string;
   time: string | null;
   /** Time since the previous step with a time (ms), null when unknown. */
   sincePrevious: number | null;
@@ -841,6 +843,7 @@ export function timeline(cluster: Cluster): ITimelineStep[] {
     const at = m.time ? Date.parse(m.time) : NaN;
     const step: ITimelineStep = {
       name: m.name,
+      words: m.words ?? m.name,
       time: m.time,
       sincePrevious: !isNaN(at) && previous !== null ? at - previous : null
     };

@@ -1,5 +1,6 @@
 // Types of timeline_bar.js for the sidebar (labextension/src), which imports it.
 import type { components } from '../openapi';
+import type { Tone } from './tones';
 
 type Timeline = components['schemas']['Timeline'];
 
@@ -15,6 +16,8 @@ export interface ITimelineSegment {
   done: boolean;
   /** Its share of the bar, 0 to 1 (the shares add up to 1). */
   width: number;
+  /** The tone it is drawn in (`spanTone`). */
+  tone: Tone;
   /** Its words, detail and duration: `waiting in the queue 40s`. */
   label: string;
 }
@@ -24,5 +27,7 @@ export interface ITimelineBar {
   total: number;
   ending: string | null;
 }
+
+export function spanTone(span: { step: string; current?: boolean; done?: boolean }): Tone;
 
 export function timelineBar(timeline: Timeline | null | undefined, now?: Date): ITimelineBar;

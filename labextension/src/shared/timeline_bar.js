@@ -10,6 +10,20 @@ import { clockTime, durationText } from "./clock.js";
 /** A span's share of the bar never falls below this: a 1 s head start stays visible. */
 export const MIN_SHARE = 0.08;
 
+/** Spans that are a wait for Kueue (the queue, capacity, a resize's queue), not a start-up. */
+const WAITING_STEPS = /^(queue|capacity|resize-queue)(:|$)/;
+
+/**
+ * The tone (tones.js) a span is drawn in: a wait in the waiting tone, a start-up under way
+ * in progress, one done in ok, one the run's ending cut short (neither done nor under way)
+ * neutral. The words and the duration on it say the same without the colour.
+ */
+export function spanTone(span) {
+  if (WAITING_STEPS.test(span.step)) return "wait";
+  if (span.current) return "progress";
+  return span.done ? "ok" : "neutral";
+}
+
 function seconds(span, now) {
   if (span.seconds !== null && span.seconds !== undefined) return span.seconds;
   if (!span.current || !span.start) return null;
@@ -19,8 +33,8 @@ function seconds(span, now) {
 
 /**
  * The bar of `timeline` (`{spans, ending}`) at `now`: `segments` (`step`, `words`, `detail`,
- * `seconds` or null, `current`, `done`, `width` as a fraction of the bar, `label`: its words
- * and duration), `total` seconds known and `ending` in words with its time (or null).
+ * `seconds` or null, `current`, `done`, `width` as a fraction of the bar, `tone`, `label`: its
+ * words and duration), `total` seconds known and `ending` in words with its time (or null).
  * Widths follow the durations; a span of unknown length gets the minimum share.
  */
 export function timelineBar(timeline, now = new Date()) {
@@ -42,6 +56,7 @@ export function timelineBar(timeline, now = new Date()) {
       current: !!span.current,
       done: !!span.done,
       width: floored[i] / scale,
+      tone: spanTone(span),
       label: `${span.words}${detail}${time}${span.current ? " so far" : ""}`,
     };
   });
