@@ -102,22 +102,30 @@ function withWhy(text: string, words: string | null): string {
   return short(words ? `${text}: ${words}` : text);
 }
 
-/** How long a cluster waited in the queue (the timeline's `queue` span), if known. */
-function queueSeconds(cluster: Cluster): number | null {
-  const span = cluster.timeline?.spans.find(s => s.step === 'queue');
-  return span?.seconds ?? null;
+/**
+ * How long a cluster has waited in the queue, when the wait `before` was in is its first
+ * (the timeline's `queue` span, under way in `before`, ended or counted up in `after`); null
+ * for a later wait (a requeue after a preemption or a resume: the span is the first's).
+ */
+function firstWait(before: Cluster, after: Cluster, now: number): number | null {
+  const waiting = before.timeline?.spans.find(s => s.step === 'queue');
+  if (!waiting?.current) {
+    return null;
+  }
+  const span = after.timeline?.spans.find(s => s.step === 'queue');
+  if (span?.seconds !== null && span?.seconds !== undefined) {
+    return span.seconds;
+  }
+  const start = Date.parse(waiting.start ?? '');
+  return Number.isNaN(start) ? null : Math.max(0, (now - start) / 1000);
 }
 
-/** Whether `before` was a wait worth telling the end of (see `WAITED_SECONDS`). */
-function waited(
-  before: { summary?: string | null; position_in_local_queue: number | null },
-  seconds: number | null
-): boolean {
-  return (
-    Boolean(before.summary) ||
-    (before.position_in_local_queue ?? null) !== null ||
-    (seconds !== null && seconds >= WAITED_SECONDS)
-  );
+/**
+ * Whether a wait is worth telling the end of: Kueue said why it waits (its `summary`), or it
+ * waited `WAITED_SECONDS` or more; a workload admitted at once is no news.
+ */
+function waited(before: { summary?: string | null }, seconds: number | null): boolean {
+  return Boolean(before.summary) || (seconds !== null && seconds >= WAITED_SECONDS);
 }
 
 function clusterNotices(t: Extract<Transition, { subject: 'cluster' }>, now: number): INotice[] {
@@ -153,14 +161,14 @@ function clusterNotices(t: Extract<Transition, { subject: 'cluster' }>, now: num
       key: `cluster/${name}/ready/${run}`
     });
   } else if (WAITING.has(s0) && HOLDS.has(s1)) {
-    const seconds = queueSeconds(after);
-    if (waited(before, seconds ?? (now - Date.parse(after.created ?? '')) / 1000)) {
-      const after_ = seconds !== null ? ` after waiting ${durationText(seconds)}` : '';
+    const seconds = firstWait(before, after, now);
+    if (waited(before, seconds)) {
+      const how = seconds !== null ? ` after waiting ${durationText(seconds)}` : '';
       notices.push({
         ...base,
         kind: 'admitted',
         level: 'success',
-        text: short(`${label} was admitted${after_}`),
+        text: short(`${label} was admitted${how}`),
         actions: ['show'],
         key: `cluster/${name}/admitted/${run}`
       });

@@ -68,6 +68,11 @@ describe('cluster notices', () => {
   it('does not tell an admission that did not wait', () => {
     const fitting = cluster('c', { summary: null, position_in_local_queue: null });
     expect(change(fitting, { ...admitted, timeline: waitedSpan(1) })).toEqual([]);
+    // Queued again after a stop or a preemption: the queue span is the first admission's.
+    const requeued = cluster('c', { summary: null, timeline: waitedSpan(400) });
+    expect(change(requeued, admitted)).toEqual([]);
+    const [told] = change({ ...requeued, summary: 'needs 2 CPU more' }, admitted);
+    expect(told.text).toBe('Ray cluster c was admitted');
   });
 
   it('tells ready once, with the dashboard as its action; ready covers admitted', () => {
