@@ -4,7 +4,8 @@ control plane: a ready cluster's bar has one segment per span of its REST `timel
 titled with its words and the time its milestones say it took; a cluster of many workers draws
 them as one folded segment, its milestones listed in words on expand; a waiting cluster says
 Kueue's summary in one line and its whole message on expand. The bar's picture is the docs'
-(docs/img/timeline-card.png). Every wait is Playwright's wait for a condition.
+(docs/img/timeline-bar.png) and the waiting card's
+(docs/img/waiting-summary.png). Every wait is Playwright's wait for a condition.
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def test_timeline_bar_and_kueue_s_words(
     )
     expect(folded.locator(".jp-dw-timeline-segment")).to_have_count(3)
     expect(folded.locator('[data-milestone^="WorkerReady:"]')).to_have_count(MANY)
-    docs_picture(folded, "timeline-card.png")
+    timeline = folded.locator(".jp-dw-timeline")
+    docs_picture(timeline, "timeline-bar.png")
     folded.locator(".jp-dw-milestones > summary").click()
     expect(folded.locator(f'[data-milestone="WorkerReady:{MANY}"]')).to_contain_text(
         f"worker {MANY} ready"
@@ -123,6 +125,7 @@ def test_timeline_bar_and_kueue_s_words(
     line.locator("summary").click()
     expect(whole).to_be_visible()
     expect(whole).to_have_text(waiting["message"])
+    docs_picture(waits, "waiting-summary.png")
     # The queue span under way, in the waiting tone's words.
     expect(waits.locator('[data-step="queue"]')).to_have_attribute("data-current", "true")
     expect(waits.locator(".jp-dw-timeline-caption")).to_have_text(
