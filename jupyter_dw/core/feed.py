@@ -575,7 +575,9 @@ class ChangeFeed:
         infos = self._cluster_infos()
         if infos is not None:
             infos[cluster] = info
-        return ClusterChanged(event, cluster, cause, info, crossed, self.holding(info.snapshot.queue))
+        return ClusterChanged(
+            event, cluster, cause, info, crossed, self.holding(info.snapshot.queue)
+        )
 
     def _health_messages(self) -> list[Message]:
         """A :class:`HealthChanged` if the health differs from what this viewer was told, and a

@@ -20,10 +20,10 @@ from ..domain.milestones import Milestone, milestone_words
 from ..domain.priorities import PreemptedBy
 from ..domain.quantity import parse_quantity
 from ..domain.quota import QueueSummary
-from ..domain.timeline import Timeline
+from ..domain.timeline import Span, Timeline
 from ..domain.usage import ClusterUsage, is_gpu, shown_amount
 from ..domain.workloads import WorkloadInfo
-from .tones import color_of
+from .tones import color_of, tone_color, tone_of
 
 _BOX = (
     "font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;"
@@ -163,6 +163,17 @@ def timeline_html(milestones: tuple[Milestone, ...] | list[Milestone]) -> str:
     return f'<ol style="margin:4px 0;padding-left:20px">{"".join(rows)}</ol>'
 
 
+def span_tone(span: Span) -> str:
+    """The tone a span is drawn in, by timeline_bar.js's ``spanTone`` rule: a wait for Kueue
+    (tones.js's ``span`` table) waits, a start-up under way is in progress, one done is ok,
+    one the run's ending cut short is neutral."""
+    if tone_of("span", span.step.split(":")[0]) == "wait":
+        return "wait"
+    if span.current:
+        return "progress"
+    return "ok" if span.done else "neutral"
+
+
 def timeline_bar_html(timeline: Timeline, now: datetime | None = None) -> str:
     """The spans as one bar, as the widget and the sidebar draw them (widths by duration, a
     minimum share each; the span under way measured to ``now``), and what ended the run."""
@@ -179,7 +190,7 @@ def timeline_bar_html(timeline: Timeline, now: datetime | None = None) -> str:
         label = span.words + (f" ({span.detail})" if span.detail else "")
         label += f" {duration(length)}" if length is not None else ""
         label += " so far" if span.current else ""
-        color = color_of("span", span.step.split(":")[0])
+        color = tone_color(span_tone(span))
         cells.append(
             f'<div title="{escape(label)}" style="flex:{share / sum(shares):.4f} 1 0;min-width:0;'
             f"background:{color};color:#fff;padding:0 4px;white-space:nowrap;overflow:hidden;"

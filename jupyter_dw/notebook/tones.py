@@ -29,8 +29,13 @@ def tone_of(kind: ToneKind, value: str | None) -> str:
     return str(tone_table()[kind].get(value or "", "neutral"))
 
 
-def color_of(kind: ToneKind, value: str | None) -> str:
-    """A CSS colour for ``value``: JupyterLab's variable with its fallback, as tones.js says."""
+def tone_color(tone: str) -> str:
+    """A CSS colour for ``tone``: JupyterLab's variable with its fallback, as tones.js says."""
     tones = tone_table()["tones"]
-    entry = tones.get(tone_of(kind, value), tones["neutral"])
+    entry = tones.get(tone, tones["neutral"])
     return f"var({entry['css']}, {entry['fallback']})"
+
+
+def color_of(kind: ToneKind, value: str | None) -> str:
+    """A CSS colour for ``value`` of table ``kind``."""
+    return tone_color(tone_of(kind, value))

@@ -3,14 +3,7 @@
  * its settings and its commands. Everything else lives in api.ts, model.ts and components/.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import {
-  Dialog,
-  IFrame,
-  MainAreaWidget,
-  Notification,
-  showDialog,
-  showErrorMessage
-} from '@jupyterlab/apputils';
+import { Dialog, IFrame, MainAreaWidget, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
@@ -25,6 +18,7 @@ import {
   dwIcon
 } from './components/sidebar';
 import { DWModel, connectionCode, dashboardOffHint } from './model';
+import { notifyChanges } from './notifier';
 import { IKindJob } from './podjobs';
 
 const PLUGIN_ID = 'jupyter-dw:plugin';
@@ -143,13 +137,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     const sidebar = new DWSidebar(model, actions);
     app.shell.add(sidebar, 'left', { rank: 850, type: 'Distributed Workloads' });
-    // The idle rule's warning reaches the user wherever they work, not only on the card.
-    model.idleWarnings.connect((_, warning) => {
-      Notification.warning(warning.text, {
-        autoClose: false,
-        actions: [{ label: 'Show cluster', callback: () => app.shell.activateById(sidebar.id) }]
-      });
-    });
+    // What the user waits for (admitted, ready, a job's end, the idle rule's warning...)
+    // reaches them wherever they work, not only on the card: notifier.ts.
+    notifyChanges(
+      model,
+      { showPanel: () => app.shell.activateById(sidebar.id), openDashboard: actions.openDashboard },
+      settingRegistry,
+      PLUGIN_ID
+    );
     restorer?.add(sidebar, SIDEBAR_ID);
 
     if (settingRegistry) {

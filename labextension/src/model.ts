@@ -28,8 +28,8 @@ import {
   Workload,
   WorkloadKind
 } from './api';
-import { idleWarning } from './idlewarning';
 import { JobsState } from './jobs';
+import { RecentActions, Transition, UserAction, crossedMilestones } from './notices';
 import { IKindJob, PodSetJobs } from './podjobs';
 import { keepEqual } from './sharing';
 
@@ -126,14 +126,21 @@ export class DWModel {
   ) {}
 
   /** Anything changed; read the properties again. */
-  /** An idle cluster of this user's that the idle rule is about to stop or delete. */
-  get idleWarnings(): ISignal<this, { name: string; text: string }> {
-    return this._idleWarnings;
-  }
-
   get changed(): ISignal<this, void> {
     return this._changed;
   }
+
+  /**
+   * One cluster's, job's or cluster's Ray jobs' record before and after a message (and, on a
+   * reconnect, the snapshot's), after it is applied: what notices are decided from
+   * (notices.ts). Not for the first snapshot (nothing before it).
+   */
+  get transitions(): ISignal<this, Transition> {
+    return this._transitions;
+  }
+
+  /** What the user did in this tab lately (their actions quiet their own notices). */
+  readonly recent = new RecentActions();
 
   get handshake(): Handshake {
     return this._handshake;
@@ -399,6 +406,7 @@ export class DWModel {
   apply(message: EventMessage): void {
     switch (message.type) {
       case 'snapshot': {
+        const previous = this._everLive ? this._records() : null;
         if (this._everLive) {
           this._reconnects += 1;
         }
@@ -419,6 +427,9 @@ export class DWModel {
         this._positionsVisible = message.positions_visible;
         this._health = message.health ?? null;
         this._watchJobs(true);
+        if (previous !== null) {
+          this._snapshotTransitions(previous);
+        }
         break;
       }
       case 'health':
@@ -433,10 +444,14 @@ export class DWModel {
         this._queuesError = message.queues_error;
         break;
       case 'cluster': {
-        const warning = idleWarning(this._clusters.get(message.name), message.state);
-        if (warning !== null) {
-          this._idleWarnings.emit({ name: message.name, text: warning });
-        }
+        const before = this._clusters.get(message.name);
+        this._pending.push({
+          subject: 'cluster',
+          name: message.name,
+          before,
+          after: message.state,
+          crossed: crossedMilestones(before, message.state, message.milestones ?? [])
+        });
         if (message.state === null) {
           this._clusters.delete(message.name);
         } else {
@@ -449,7 +464,20 @@ export class DWModel {
         this._watchJobs(false);
         break;
       }
-      case 'jobs':
+      case 'jobs': {
+        const before = this.jobs.list(message.cluster)?.jobs;
+        this.jobs.apply(message);
+        const after = this.jobs.list(message.cluster);
+        if (after) {
+          this._pending.push({
+            subject: 'job',
+            cluster: message.cluster,
+            before,
+            after: after.jobs
+          });
+        }
+        break;
+      }
       case 'job_logs':
         this.jobs.apply(message);
         break;
@@ -475,6 +503,61 @@ export class DWModel {
     }
     this._lastMessageAt = this.clock.now();
     this._emit();
+    const pending = this._pending;
+    this._pending = [];
+    for (const transition of pending) {
+      if (!this._disposed) {
+        this._transitions.emit(transition);
+      }
+    }
+  }
+
+  /** The records a snapshot replaces (to tell what changed while the socket was away). */
+  private _records(): { clusters: Map<string, Cluster>; jobs: Map<string, Map<string, IKindJob>> } {
+    const jobs = new Map<string, Map<string, IKindJob>>();
+    for (const kind of this._kinds) {
+      jobs.set(kind.plural, new Map(this.jobsOf(kind.plural).all.map(j => [j.name, j])));
+    }
+    return { clusters: new Map(this._clusters), jobs };
+  }
+
+  /** Each record a reconnect's snapshot changed, as if its messages had come. */
+  private _snapshotTransitions(previous: ReturnType<DWModel['_records']>): void {
+    for (const [name, before] of previous.clusters) {
+      const after = this._clusters.get(name) ?? null;
+      if (after !== before) {
+        this._pending.push({
+          subject: 'cluster',
+          name,
+          before,
+          after,
+          crossed: crossedMilestones(before, after)
+        });
+      }
+    }
+    for (const kind of this._kinds) {
+      const holder = this.jobsOf(kind.plural);
+      for (const [name, before] of previous.jobs.get(kind.plural) ?? []) {
+        const after = holder.get(name) ?? null;
+        if (after !== before) {
+          this._pending.push({
+            subject: 'kind',
+            plural: kind.plural,
+            kind: kind.kind,
+            name,
+            before,
+            after
+          });
+        }
+      }
+    }
+  }
+
+  /** Remember that the user did `action` to `name` of `subject` here, now. */
+  private _acted(subject: string, name: string | null | undefined, action: UserAction): void {
+    if (name) {
+      this.recent.note(subject, name, action, this.clock.now());
+    }
   }
 
   /** The snapshot's kinds and each one's jobs (a kind it does not list: not served). */
@@ -496,7 +579,18 @@ export class DWModel {
     const plural = this._byWord.get(message.type);
     if (plural !== undefined) {
       const job = (message as unknown as Record<string, IKindJob | null | undefined>)[message.type];
-      this.jobsOf(plural).change(message.name, job ?? null);
+      const holder = this.jobsOf(plural);
+      const before = holder.get(message.name);
+      holder.change(message.name, job ?? null);
+      const kind = this._kinds.find(k => k.plural === plural)?.kind ?? plural;
+      this._pending.push({
+        subject: 'kind',
+        plural,
+        kind,
+        name: message.name,
+        before,
+        after: job ?? null
+      });
     }
   }
 
@@ -510,8 +604,10 @@ export class DWModel {
    * idempotency key, the same for a repeat of the last failed one (see `RetryKey`).
    */
   async create(spec: ClusterSpec): Promise<Cluster> {
+    this._acted('cluster', spec.name, 'create');
     const cluster = await this.api.create(spec, this._clusterKey.keyFor(spec));
     this._clusterKey.succeeded();
+    this._acted('cluster', cluster.name, 'create');
     // The socket brings it too; showing it now makes the form's result visible at once.
     if (!this._clusters.has(cluster.name)) {
       this._clusters.set(cluster.name, cluster);
@@ -521,6 +617,7 @@ export class DWModel {
   }
 
   async remove(name: string): Promise<void> {
+    this._acted('cluster', name, 'delete');
     await this.api.remove(name);
   }
 
@@ -529,8 +626,10 @@ export class DWModel {
    * shows it at once, then follows its `rayjob` messages.
    */
   async createRayJob(spec: KubeRayJobCreateRequest): Promise<KubeRayJob> {
+    this._acted(RAYJOBS, spec.name, 'create');
     const job = await this.api.createRayJob(spec, this._rayjobKey.keyFor(spec));
     this._rayjobKey.succeeded();
+    this._acted(RAYJOBS, job.name, 'create');
     if (this.rayjobJobs.add(job)) {
       this._emit();
     }
@@ -542,6 +641,7 @@ export class DWModel {
    * message that says it is gone.
    */
   async removeJob(plural: string, name: string): Promise<void> {
+    this._acted(plural, name, 'delete');
     await this.api.removeJob(plural, name);
   }
 
@@ -551,6 +651,9 @@ export class DWModel {
    * follows the change through the events socket, which is never older than this answer.
    */
   scale(name: string, workers: number | null, dryRun = false): Promise<ScaleResult> {
+    if (!dryRun) {
+      this._acted('cluster', name, 'scale');
+    }
     return this.api.scale(name, workers, dryRun);
   }
 
@@ -562,6 +665,7 @@ export class DWModel {
    * message already shown).
    */
   async stopOrResume(name: string, action: 'stop' | 'resume'): Promise<void> {
+    this._acted('cluster', name, action);
     await (action === 'stop' ? this.api.stop(name) : this.api.resume(name));
   }
 
@@ -578,6 +682,7 @@ export class DWModel {
 
   /** Ask Ray (through the server, which adds the token) to stop a job. */
   stopJob(cluster: string, job: string): Promise<unknown> {
+    this._acted('job', `${cluster}/${job}`, 'stop-job');
     return this.api.stopJob(cluster, job);
   }
 
@@ -640,7 +745,8 @@ export class DWModel {
   }
 
   private _changed = new Signal<this, void>(this);
-  private _idleWarnings = new Signal<this, { name: string; text: string }>(this);
+  private _transitions = new Signal<this, Transition>(this);
+  private _pending: Transition[] = [];
   private _handshake: Handshake = { kind: 'pending' };
   private _connection: Connection = 'idle';
   private _namespace: string | null = null;
@@ -828,6 +934,8 @@ export function formatDuration(ms: number): string {
 
 export interface ITimelineStep {
   name: string;
+  /** The name in words (the server's `words`; the name itself from an older server). */
+  words: string;
   time: string | null;
   /** Time since the previous step with a time (ms), null when unknown. */
   sincePrevious: number | null;
@@ -841,6 +949,7 @@ export function timeline(cluster: Cluster): ITimelineStep[] {
     const at = m.time ? Date.parse(m.time) : NaN;
     const step: ITimelineStep = {
       name: m.name,
+      words: m.words ?? m.name,
       time: m.time,
       sincePrevious: !isNaN(at) && previous !== null ? at - previous : null
     };

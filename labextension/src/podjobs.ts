@@ -17,6 +17,8 @@ export interface IKindJob {
   state: string;
   reason: string | null;
   message: string | null;
+  /** Kueue's waiting message in one short line; null when unknown (an older server: absent). */
+  summary?: string | null;
   final: boolean;
   position_in_local_queue: number | null;
   position_in_cluster_queue: number | null;

@@ -26,6 +26,7 @@ import {
   quotaHeldFor,
   timeline
 } from '../src/model';
+import type { Transition } from '../src/notices';
 import { parseQuantity } from '../src/shared/resources.js';
 import {
   FakeClock,
@@ -702,5 +703,55 @@ describe('RayJobs', () => {
     expect(fit).not.toHaveBeenCalled();
     expect(fitRayJob).toHaveBeenCalledWith({ cluster: { workers: 2 } });
     expect(checker.state).toMatchObject({ kind: 'verdict', fit: { verdict: 'fits-now' } });
+  });
+});
+
+describe('transitions (what notices are decided from)', () => {
+  it("emits each record before and after a message, and a reconnect snapshot's changes", async () => {
+    const { model, sockets, clock } = await started();
+    const seen: Transition[] = [];
+    model.transitions.connect((_, t) => seen.push(t));
+    sockets[0].deliver(snapshot([cluster('a')], QUEUES, [rayjob('j')]));
+    expect(seen).toEqual([]); // the first snapshot: nothing before it
+    const ready = cluster('a', { state: 'ready', milestones: [{ name: 'Ready', time: null }] });
+    sockets[0].deliver({
+      type: 'cluster',
+      event: 'MODIFIED',
+      name: 'a',
+      cause: { kind: 'Pod', name: 'a-worker', event: 'MODIFIED' },
+      state: ready,
+      milestones: ['HeadReady']
+    });
+    expect(seen[0]).toMatchObject({ subject: 'cluster', name: 'a', after: ready });
+    expect(seen[0].subject === 'cluster' && seen[0].crossed).toEqual(['HeadReady', 'Ready']);
+    expect(seen[0].subject === 'cluster' && seen[0].before?.state).toBe('queued');
+    const running = rayjob('j', { state: 'running' });
+    sockets[0].deliver({
+      type: 'rayjob',
+      event: 'MODIFIED',
+      name: 'j',
+      cause: { kind: 'RayJob', name: 'j', event: 'MODIFIED' },
+      rayjob: running
+    });
+    expect(seen[1]).toMatchObject({ subject: 'kind', plural: 'rayjobs', kind: 'RayJob' });
+    // The socket drops; the next snapshot says what changed meanwhile.
+    sockets[0].drop();
+    clock.advance(500);
+    sockets[1].deliver(
+      snapshot([cluster('a', { state: 'preempted' })], QUEUES, [
+        rayjob('j', { state: 'succeeded' })
+      ])
+    );
+    expect(seen.slice(2).map(t => (t.subject === 'job' ? t.cluster : t.name))).toEqual(['a', 'j']);
+  });
+
+  it("remembers the user's own actions in this tab", async () => {
+    const { model } = await started({ stop: async () => cluster('a', { state: 'stopped' }) });
+    await model.stopOrResume('a', 'stop');
+    await model.scale('a', 4, true); // a dry run is no action
+    const notice = (kind: 'preempted' | 'scaled') =>
+      ({ kind, subject: 'cluster', name: 'a' }) as Parameters<typeof model.recent.quiets>[0];
+    expect(model.recent.quiets(notice('preempted'), model.clock.now())).toBe(true);
+    expect(model.recent.quiets(notice('scaled'), model.clock.now())).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { durationText } from '../src/shared/clock.js';
-import { MIN_SHARE, timelineBar } from '../src/shared/timeline_bar.js';
+import { MIN_SHARE, spanTone, timelineBar } from '../src/shared/timeline_bar.js';
 
 const span = (step: string, seconds: number | null, extra: object = {}) => ({
   step,
@@ -29,7 +29,7 @@ describe('timelineBar', () => {
     ]);
     expect(bar.segments[0].width).toBeCloseTo(0.5);
     expect(bar.segments[0].color).toContain('--jp-warn-color1'); // waiting
-    expect(bar.segments[1].color).toContain('--jp-brand-color1'); // starting
+    expect(bar.segments[1].color).toContain('--jp-success-color1'); // a start-up done
     expect(bar.segments.reduce((sum, s) => sum + s.width, 0)).toBeCloseTo(1);
   });
 
@@ -58,6 +58,21 @@ describe('timelineBar', () => {
       ending: { name: 'Stopped', words: 'stopped', time: null }
     });
     expect(bar.ending).toBe('stopped');
+  });
+
+  it('draws a wait in the waiting tone, a start-up by how far it got', () => {
+    const bar = timelineBar({
+      spans: [
+        span('queue', 40),
+        span('head', 12),
+        span('workers', null, { current: true }),
+        span('resize-queue:6', null, { done: false })
+      ],
+      ending: null
+    });
+    expect(bar.segments.map(s => s.tone)).toEqual(['wait', 'ok', 'progress', 'wait']);
+    expect(spanTone({ step: 'head', done: false, current: false })).toBe('neutral'); // cut short
+    expect(spanTone({ step: 'resize-workers:6', done: true })).toBe('ok');
   });
 
   it('draws nothing for no timeline', () => {

@@ -41,27 +41,64 @@ export function CardHead(props: {
   );
 }
 
-/** The reason (Kueue's or KubeRay's word) and its message, as they said them. */
+/** A message without a summary this long or longer is folded to one line too. */
+export const ONE_LINE_CHARS = 90;
+
+/**
+ * The reason (Kueue's or KubeRay's word) and its message in one line: Kueue's `summary`
+ * (`needs 1.5 CPU more in flavor X`) when the server made one, else the message, with the
+ * whole message on expand; a short message without a summary is shown whole. Nothing is cut
+ * without a way to read it (the line's title holds the whole message too).
+ */
+export function KueueWords(props: {
+  reason: string | null | undefined;
+  message: string | null | undefined;
+  summary?: string | null;
+  className?: string;
+}): JSX.Element {
+  const { reason, message } = props;
+  const summary = props.summary && props.summary !== message ? props.summary : null;
+  const className = `jp-dw-card-reason${props.className ? ` ${props.className}` : ''}`;
+  const head = reason ? <span className="jp-dw-reason">{reason}</span> : null;
+  const colon = reason ? <span className="jp-dw-colon">: </span> : null;
+  if (!message || (!summary && message.length < ONE_LINE_CHARS)) {
+    return (
+      <div className={className}>
+        {head}
+        {message ? (
+          <>
+            {colon}
+            <span className="jp-dw-message">{message}</span>
+          </>
+        ) : null}
+      </div>
+    );
+  }
+  return (
+    <details className={`${className} jp-dw-folded`} data-summary={summary ? 'kueue' : 'message'}>
+      <summary title={message}>
+        <span className="jp-dw-oneline">
+          {head}
+          {colon}
+          <span className="jp-dw-summary">{summary ?? message}</span>
+        </span>
+      </summary>
+      <div className="jp-dw-message">{message}</div>
+    </details>
+  );
+}
+
+/** The card's waiting reason: Kueue's words (see `KueueWords`); nothing while it says none. */
 export function CardReason(props: {
   reason: string | null | undefined;
   message: string | null | undefined;
+  summary?: string | null;
   always?: boolean;
 }): JSX.Element | null {
-  const { reason, message } = props;
-  if (!props.always && !reason && !message) {
+  if (!props.always && !props.reason && !props.message) {
     return null;
   }
-  return (
-    <div className="jp-dw-card-reason">
-      {reason ? <span className="jp-dw-reason">{reason}</span> : null}
-      {message ? (
-        <span className="jp-dw-message">
-          {reason ? ': ' : ''}
-          {message}
-        </span>
-      ) : null}
-    </div>
-  );
+  return <KueueWords reason={props.reason} message={props.message} summary={props.summary} />;
 }
 
 /** "position N in queue Q" (1 is next), while Kueue keeps the workload waiting. */

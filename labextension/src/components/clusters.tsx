@@ -2,13 +2,13 @@ import * as React from 'react';
 
 import { DWRequestError } from '../api';
 import type { Cluster } from '../api';
-import { DWModel, dashboardOffHint, formatDuration, quotaHeldFor, timeline } from '../model';
-import { clockTime } from '../shared/clock.js';
+import { DWModel, dashboardOffHint, formatDuration, quotaHeldFor } from '../model';
 import { canScale } from '../shared/workers_bar.js';
 import type { IScaler } from '../scale';
 import { CardHead, CardReason, DeleteButton, QueuePosition } from './card';
 import { JobsView } from './jobs';
 import { ErrorNote } from './status';
+import { TimelineView } from './timeline';
 import { UsageView } from './usage';
 import { ScaleControl, WorkersView } from './workers';
 
@@ -28,30 +28,6 @@ function Elapsed(props: { since: () => number | null }): JSX.Element | null {
   }, []);
   const ms = props.since();
   return ms === null ? null : <>{formatDuration(ms)}</>;
-}
-
-function Timeline(props: { cluster: Cluster }): JSX.Element | null {
-  const steps = timeline(props.cluster);
-  if (steps.length === 0) {
-    return null;
-  }
-  return (
-    <ol className="jp-dw-timeline" aria-label={`Milestones of ${props.cluster.name}`}>
-      {steps.map((step, i) => (
-        <li key={`${step.name}-${i}`} data-milestone={step.name}>
-          <span className="jp-dw-milestone-name">{step.name}</span>
-          {step.time ? (
-            <time className="jp-dw-muted" dateTime={step.time}>
-              {clockTime(step.time)}
-            </time>
-          ) : null}
-          {step.sincePrevious !== null ? (
-            <span className="jp-dw-muted"> +{formatDuration(step.sincePrevious)}</span>
-          ) : null}
-        </li>
-      ))}
-    </ol>
-  );
 }
 
 /** "stopped by <who> at <time>", or the rule that stopped it with its figures. */
@@ -138,7 +114,7 @@ function ClusterCard(props: {
         queue {c.queue ?? '?'}
         {c.owner ? <> · by {c.owner === props.me ? 'you' : c.owner}</> : null}
       </div>
-      <CardReason reason={c.reason} message={c.message} always={queued} />
+      <CardReason reason={c.reason} message={c.message} summary={c.summary} always={queued} />
       {c.state === 'stopped' && c.stopped ? (
         <div className="jp-dw-stopped" data-stopped-by={c.stopped.reason.by ?? ''}>
           {stoppedWords(c.stopped)}
@@ -170,7 +146,7 @@ function ClusterCard(props: {
           holding quota for <Elapsed since={() => quotaHeldFor(c, Date.now())} />
         </div>
       ) : null}
-      <Timeline cluster={c} />
+      <TimelineView cluster={c} />
       <JobsView cluster={c} model={props.model} />
       <div className="jp-dw-card-actions">
         <button

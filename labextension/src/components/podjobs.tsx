@@ -52,7 +52,7 @@ function JobCard(props: {
         {detail ? <> · {detail}</> : null}
         {j.owner ? <> · by {j.owner === props.me ? 'you' : j.owner}</> : null}
       </div>
-      <CardReason reason={j.reason} message={j.message} always={queued} />
+      <CardReason reason={j.reason} message={j.message} summary={j.summary} always={queued} />
       <QueuePosition
         queued={queued}
         queue={j.queue}

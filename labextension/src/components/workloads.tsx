@@ -4,6 +4,7 @@ import type { Workload } from '../api';
 import { colorOf } from '../shared/tones.js';
 import { DWModel } from '../model';
 import { firstAndMine } from '../workloadrows';
+import { KueueWords } from './card';
 import { ErrorNote } from './status';
 
 // States whose words are Kueue's reason for not running (shown with them).
@@ -16,7 +17,7 @@ const WorkloadItem = React.memo(function WorkloadItem(props: {
 }): JSX.Element {
   const w = props.workload;
   const position = w.position_in_local_queue;
-  const words = WAITING_WORDS.has(w.state) ? [w.reason, w.message].filter(Boolean).join(': ') : '';
+  const words = WAITING_WORDS.has(w.state) && Boolean(w.reason || w.message);
   return (
     <li
       className="jp-dw-workload"
@@ -42,7 +43,14 @@ const WorkloadItem = React.memo(function WorkloadItem(props: {
           {w.state}
         </span>
       </div>
-      {words ? <div className="jp-dw-muted jp-dw-workload-words">{words}</div> : null}
+      {words ? (
+        <KueueWords
+          reason={w.reason}
+          message={w.message}
+          summary={w.summary}
+          className="jp-dw-muted jp-dw-workload-words"
+        />
+      ) : null}
     </li>
   );
 });

@@ -1,5 +1,6 @@
 // Types of timeline_bar.js for the sidebar (labextension/src), which imports it.
 import type { components } from '../openapi';
+import type { Tone } from './tones';
 
 type Timeline = components['schemas']['Timeline'];
 
@@ -15,9 +16,11 @@ export interface ITimelineSegment {
   done: boolean;
   /** Its share of the bar, 0 to 1 (the shares add up to 1). */
   width: number;
+  /** The tone it is drawn in (`spanTone`). */
+  tone: Tone;
   /** Its words, detail and duration: `waiting in the queue 40s`. */
   label: string;
-  /** Its tone's CSS colour (tones.js, table `span`): the words on it say the same. */
+  /** Its tone's CSS colour (`toneColor(tone)`): the words on it say the same. */
   color: string;
 }
 
@@ -26,5 +29,7 @@ export interface ITimelineBar {
   total: number;
   ending: string | null;
 }
+
+export function spanTone(span: { step: string; current?: boolean; done?: boolean }): Tone;
 
 export function timelineBar(timeline: Timeline | null | undefined, now?: Date): ITimelineBar;

@@ -6,10 +6,23 @@
 // One source for both surfaces: the sidebar imports this file (types in timeline_bar.d.ts,
 // tests in labextension/test/), the ClusterStatus widget's ESM includes it after clock.js.
 import { clockTime, durationText } from "./clock.js";
-import { colorOf } from "./tones.js";
+import { toneColor, toneOf } from "./tones.js";
 
 /** A span's share of the bar never falls below this: a 1 s head start stays visible. */
 export const MIN_SHARE = 0.08;
+
+/**
+ * The tone (tones.js) a span is drawn in: a wait for Kueue (tones.js's `span` table says
+ * which steps are waits: the queue, capacity, a resize's queue) in the waiting tone, a
+ * start-up under way in progress, one done in ok, one the run's ending cut short (neither
+ * done nor under way) neutral. The words and the duration on it say the same without the
+ * colour. (display.py's `span_tone` draws the kernel's HTML by this rule too.)
+ */
+export function spanTone(span) {
+  if (toneOf("span", String(span.step).split(":")[0]) === "wait") return "wait";
+  if (span.current) return "progress";
+  return span.done ? "ok" : "neutral";
+}
 
 function seconds(span, now) {
   if (span.seconds !== null && span.seconds !== undefined) return span.seconds;
@@ -20,9 +33,9 @@ function seconds(span, now) {
 
 /**
  * The bar of `timeline` (`{spans, ending}`) at `now`: `segments` (`step`, `words`, `detail`,
- * `seconds` or null, `current`, `done`, `width` as a fraction of the bar, `label`: its words
- * and duration, `color`: its tone's), `total` seconds known and `ending` in words with its
- * time (or null).
+ * `seconds` or null, `current`, `done`, `width` as a fraction of the bar, `tone` and its CSS
+ * `color`, `label`: its words and duration), `total` seconds known and `ending` in words
+ * with its time (or null).
  * Widths follow the durations; a span of unknown length gets the minimum share.
  */
 export function timelineBar(timeline, now = new Date()) {
@@ -44,8 +57,9 @@ export function timelineBar(timeline, now = new Date()) {
       current: !!span.current,
       done: !!span.done,
       width: floored[i] / scale,
+      tone: spanTone(span),
+      color: toneColor(spanTone(span)),
       label: `${span.words}${detail}${time}${span.current ? " so far" : ""}`,
-      color: colorOf("span", String(span.step).split(":")[0]),
     };
   });
   const end = timeline && timeline.ending;

@@ -45,7 +45,8 @@ export const TONE_TABLE = {
     "head": "progress",
     "workers": "progress",
     "resize-queue": "wait",
-    "resize-workers": "progress"
+    "resize-workers": "progress",
+    "running": "progress"
   },
   "job": {
     "PENDING": "wait",
