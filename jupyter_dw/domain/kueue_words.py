@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from decimal import Decimal
 
 from jupyter_dw.domain.fit_words import human
 from jupyter_dw.domain.quantity import parse_quantity
@@ -28,11 +29,9 @@ def _noun(resource: str) -> str:
     return "CPU" if resource == "cpu" else resource
 
 
+_MORE_NEEDED = re.compile(r"insufficient unused quota for (\S+) in flavor (\S+), (\S+) more needed")
+
 _RULES: tuple[_Rule, ...] = (
-    (
-        re.compile(r"insufficient unused quota for (\S+) in flavor (\S+), (\S+) more needed"),
-        lambda m: f"needs {_amount(m[1], m[3])} more in flavor {m[2]}",
-    ),
     (
         re.compile(r"insufficient quota for (\S+) in flavor (\S+),.*?> maximum capacity \((\S+)\)"),
         lambda m: f"more {_noun(m[1])} than flavor {m[2]} has at all ({_amount(m[1], m[3])})",
@@ -74,7 +73,7 @@ def short_reason(message: str | None) -> str | None:
     (a surface then shows the message itself)."""
     if not message:
         return None
-    found: list[tuple[int, str]] = []
+    found = _shortfalls(message)
     for pattern, words in _RULES:
         for match in pattern.finditer(message):
             found.append((match.start(), words(match)))
@@ -84,6 +83,34 @@ def short_reason(message: str | None) -> str | None:
     more = len(parts) - MAX_PARTS
     line = "; ".join(parts[:MAX_PARTS])
     return f"{line}; and {more} more" if more > 0 else line
+
+
+def _shortfalls(message: str) -> list[tuple[int, str]]:
+    """What is missing per flavor, one part each (``needs 2.2 CPU and 512Mi memory more in
+    flavor x``) where the first shortfall of it stands. Kueue counts a pod set's shortfall
+    with the pod sets before it (its assumed usage), so the last pod set's is the whole
+    workload's: per resource, the largest one said."""
+    needed: dict[str, dict[str, tuple[Decimal, str]]] = {}
+    first: dict[str, int] = {}
+    for match in _MORE_NEEDED.finditer(message):
+        resource, flavor, quantity = match[1], match[2], match[3]
+        first.setdefault(flavor, match.start())
+        try:
+            value = parse_quantity(quantity)
+        except ValueError:
+            value = Decimal(0)
+        known = needed.setdefault(flavor, {}).get(resource)
+        if known is None or value > known[0]:
+            needed[flavor][resource] = (value, quantity)
+    return [
+        (
+            first[flavor],
+            "needs "
+            + " and ".join(_amount(r, q) for r, (_, q) in resources.items())
+            + f" more in flavor {flavor}",
+        )
+        for flavor, resources in needed.items()
+    ]
 
 
 class Summarized:

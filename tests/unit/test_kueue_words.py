@@ -43,15 +43,26 @@ def test_a_known_message_in_one_line(message, line):
     assert short_reason(message) == line
 
 
+def test_a_flavor_s_shortfalls_are_one_part_the_largest_per_resource():
+    # Kueue counts each pod set's shortfall with those before it: workers' 2200m includes
+    # the head's 200m, so the workload needs 2.2 CPU, not 2.4.
+    message = (
+        "couldn't assign flavors to pod set head: insufficient unused quota for cpu in flavor a,"
+        " 200m more needed; couldn't assign flavors to pod set workers: insufficient unused "
+        "quota for cpu in flavor a, 2200m more needed, insufficient unused quota for memory in "
+        "flavor a, 512Mi more needed"
+    )
+    assert short_reason(message) == "needs 2.2 CPU and 512Mi memory more in flavor a"
+
+
 def test_many_reasons_are_counted_not_cut_silently():
     message = (
         "couldn't assign flavors to pod set head: insufficient unused quota for cpu in flavor a,"
-        " 1 more needed; couldn't assign flavors to pod set workers: insufficient unused quota "
-        "for cpu in flavor a, 2 more needed, insufficient unused quota for memory in flavor a, "
-        "4Gi more needed"
+        " 1 more needed; couldn't assign flavors to pod set workers: flavor b doesn't match "
+        "node affinity, untolerated taint {x y NoSchedule <nil>} in flavor c"
     )
     assert short_reason(message) == (
-        "needs 1 CPU more in flavor a; needs 2 CPU more in flavor a; and 1 more"
+        "needs 1 CPU more in flavor a; flavor b does not match its node affinity; and 1 more"
     )
 
 
