@@ -15,6 +15,10 @@ def steps(*named: tuple[str, int | None]) -> list[Milestone]:
     return [Milestone(name, at(t) if t is not None else None) for name, t in named]
 
 
+HEAD_UP_AT_3 = (("Submitted", 0), ("QuotaReserved", 1), ("Admitted", 1), ("HeadReady", 3))
+"""Admitted at once, the head ready 2 s later."""
+
+
 def spans(timeline) -> list[tuple[str, float | None, bool, bool]]:
     return [(s.step, s.seconds, s.done, s.current) for s in timeline.spans]
 
@@ -90,10 +94,7 @@ def test_a_cluster_stopped_while_waiting_ends_its_span_at_the_stop():
 def test_a_preempted_cluster_has_no_span_under_way():
     timeline = cluster_timeline(
         steps(
-            ("Submitted", 0),
-            ("QuotaReserved", 1),
-            ("Admitted", 1),
-            ("HeadReady", 3),
+            *HEAD_UP_AT_3,
             ("WorkerReady:1", 4),
             ("Ready", 4),
             ("Preempted", 100),
@@ -108,10 +109,7 @@ def test_a_preempted_cluster_has_no_span_under_way():
 def test_a_resize_waits_then_takes_effect_after_the_first_size():
     timeline = cluster_timeline(
         steps(
-            ("Submitted", 0),
-            ("QuotaReserved", 1),
-            ("Admitted", 1),
-            ("HeadReady", 3),
+            *HEAD_UP_AT_3,
             ("WorkerReady:1", 4),
             ("WorkerReady:2", 5),
             ("WorkerReady:3", 70),
@@ -137,10 +135,7 @@ def test_a_resize_waits_then_takes_effect_after_the_first_size():
 def test_a_resize_waiting_for_quota_is_under_way_on_a_ready_cluster():
     timeline = cluster_timeline(
         steps(
-            ("Submitted", 0),
-            ("QuotaReserved", 1),
-            ("Admitted", 1),
-            ("HeadReady", 3),
+            *HEAD_UP_AT_3,
             ("WorkerReady:1", 4),
             ("Ready", 4),
             ("ScaleRequested:3", 60),
