@@ -187,3 +187,24 @@ export function trainjob(name: string, extra: Partial<TrainJob> = {}): TrainJob 
     ...extra
   };
 }
+
+/**
+ * A workload kind's events message (`type` its `word`) about job `name`: its record, or null
+ * once deleted; `cause` the job itself unless another object's change (its Workload's) said so.
+ */
+export function kindMessage(
+  word: string,
+  kind: string,
+  name: string,
+  event: 'ADDED' | 'MODIFIED' | 'DELETED',
+  record: unknown,
+  cause: { kind: string; name: string } = { kind, name }
+): EventMessage {
+  return {
+    type: word,
+    event,
+    name,
+    cause: { ...cause, event },
+    [word]: record
+  } as unknown as EventMessage;
+}

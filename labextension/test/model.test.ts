@@ -33,6 +33,7 @@ import {
   FakeSocket,
   KINDS,
   LIVE,
+  kindMessage,
   cluster,
   rayjob,
   trainjob,
@@ -519,21 +520,9 @@ describe('RayJobs', () => {
       cluster: 'a-x7k2p',
       position_in_local_queue: null
     });
-    sockets[0].deliver({
-      type: 'rayjob',
-      event: 'MODIFIED',
-      name: 'a',
-      cause: { kind: 'RayJob', name: 'a', event: 'MODIFIED' },
-      rayjob: failed
-    });
+    sockets[0].deliver(kindMessage('rayjob', 'RayJob', 'a', 'MODIFIED', failed));
     expect(model.rayjob('a')).toEqual(failed);
-    sockets[0].deliver({
-      type: 'rayjob',
-      event: 'DELETED',
-      name: 'b',
-      cause: { kind: 'RayJob', name: 'b', event: 'DELETED' },
-      rayjob: null
-    });
+    sockets[0].deliver(kindMessage('rayjob', 'RayJob', 'b', 'DELETED', null));
     expect(model.rayjobs.map(j => j.name)).toEqual(['a']);
   });
 
@@ -561,13 +550,12 @@ describe('RayJobs', () => {
       jobs_ready: 1,
       position_in_local_queue: null
     });
-    sockets[0].deliver({
-      type: 'trainjob',
-      event: 'MODIFIED',
-      name: 'tj',
-      cause: { kind: 'Workload', name: 'trainjob-tj-abcde', event: 'MODIFIED' },
-      trainjob: running
-    });
+    sockets[0].deliver(
+      kindMessage('trainjob', 'Workload', 'tj', 'MODIFIED', running, {
+        kind: 'Workload',
+        name: 'trainjob-tj-abcde'
+      })
+    );
     expect(model.jobsOf('trainjobs').get('tj')).toEqual(running);
     // The Workloads of my TrainJob and RayJob are mine; another's TrainJob's is not.
     const owned = (kind: string, api_group: string, name: string) =>
@@ -578,13 +566,7 @@ describe('RayJobs', () => {
     expect(model.isMine(owned('Job', 'batch', 'tj'))).toBe(false);
     await model.removeJob('trainjobs', 'tj');
     expect(removed).toEqual(['tj']);
-    sockets[0].deliver({
-      type: 'trainjob',
-      event: 'DELETED',
-      name: 'tj',
-      cause: { kind: 'TrainJob', name: 'tj', event: 'DELETED' },
-      trainjob: null
-    });
+    sockets[0].deliver(kindMessage('trainjob', 'TrainJob', 'tj', 'DELETED', null));
     expect(model.jobsOf('trainjobs').all.map(j => j.name)).toEqual(['theirs']);
   });
 
@@ -634,23 +616,11 @@ describe('RayJobs', () => {
       )
     ).toBe(true);
     const running = { ...job, state: 'running' };
-    sockets[0].deliver({
-      type: 'pytorchjob',
-      event: 'MODIFIED',
-      name: 'pt',
-      cause: { kind: 'PyTorchJob', name: 'pt', event: 'MODIFIED' },
-      pytorchjob: running
-    } as unknown as EventMessage);
+    sockets[0].deliver(kindMessage('pytorchjob', 'PyTorchJob', 'pt', 'MODIFIED', running));
     expect(jobs.get('pt')?.state).toBe('running');
     await model.removeJob('pytorchjobs', 'pt');
     expect(removed).toEqual(['pytorchjobs/pt']);
-    sockets[0].deliver({
-      type: 'pytorchjob',
-      event: 'DELETED',
-      name: 'pt',
-      cause: { kind: 'PyTorchJob', name: 'pt', event: 'DELETED' },
-      pytorchjob: null
-    } as unknown as EventMessage);
+    sockets[0].deliver(kindMessage('pytorchjob', 'PyTorchJob', 'pt', 'DELETED', null));
     expect(jobs.all).toEqual([]);
     // A later snapshot without the kind: not served any more (no section).
     sockets[0].deliver(snapshot([], QUEUES, [rayjob('r')]));
@@ -726,13 +696,7 @@ describe('transitions (what notices are decided from)', () => {
     expect(seen[0].subject === 'cluster' && seen[0].crossed).toEqual(['HeadReady', 'Ready']);
     expect(seen[0].subject === 'cluster' && seen[0].before?.state).toBe('queued');
     const running = rayjob('j', { state: 'running' });
-    sockets[0].deliver({
-      type: 'rayjob',
-      event: 'MODIFIED',
-      name: 'j',
-      cause: { kind: 'RayJob', name: 'j', event: 'MODIFIED' },
-      rayjob: running
-    });
+    sockets[0].deliver(kindMessage('rayjob', 'RayJob', 'j', 'MODIFIED', running));
     expect(seen[1]).toMatchObject({ subject: 'kind', plural: 'rayjobs', kind: 'RayJob' });
     // The socket drops; the next snapshot says what changed meanwhile.
     sockets[0].drop();
