@@ -1,32 +1,7 @@
-"""A list+watch cache of one Kubernetes resource, kept current on a background thread.
-
-Why ~700 lines in one module: the cache and the HTTP list/watch it drives share one protocol
-(resource versions, bookmarks, 410, idle detection, per-page projection), and each rule reads
-best next to the code that meets it; :class:`ApiListWatch` and :class:`HttpWatchStream` at the
-end are the wire, :class:`WatchCache` the reflector.
-
-The protocol is client-go's reflector: list (remember the list's ``resourceVersion``), then
-watch from it with ``allowWatchBookmarks``; every event and bookmark moves the remembered
-version forward, so a watch that ends (server timeout, dropped connection, error) resumes
-from where it stopped instead of listing again. Only ``410 Gone`` (the version is too old
-for the API server's watch window) forces a new list. Errors back off exponentially.
-Nothing polls: between events the thread is blocked reading the watch stream.
-
-Each cache reports its :class:`~jupyter_dw.domain.freshness.Freshness` (:attr:`WatchCache.health`):
-``reconnecting`` until the first list and whenever a list or watch fails for a reason that
-retrying can fix (API server unreachable, connection dropped); ``stale`` when the failure is one
-retrying will not fix soon (403: the identity may no longer list/watch, 401); ``live`` again as
-soon as a list succeeds or a watch is re-opened from the remembered version (the API server then
-sends every change since, so nothing is missed). A watch connection that goes silent (no event
-and no bookmark for ``idle_timeout`` seconds: the API server sends a bookmark about once a
-minute) is taken for dead and re-opened from the remembered version; that alone does not change
-the health, a failure to re-open it does. Reconnect attempts back off up to
-``Backoff.reconnect_maximum`` only, so a cache is live again within seconds of the API server's
-return.
-
-The ``kubernetes`` client is synchronous, so each cache owns a daemon thread; readers on any
-thread (the tornado IO loop included) get consistent snapshots without blocking on I/O.
-"""
+"""A list+watch cache of one Kubernetes resource, kept current on its own thread: client-go's
+reflector (list, then watch from its resourceVersion with bookmarks; list again only on 410),
+with its health, indexes and per-page projection. The protocol and why it holds are
+docs/explanation/watch-health.md's "The watch cache"."""
 
 from __future__ import annotations
 
