@@ -65,14 +65,28 @@ export function addCommands(options: ICommandsOptions): void {
 
   const ready = (): boolean => model.handshake.kind === 'ok' && model.connection !== 'connecting';
 
-  /** The cluster a command is about: its `name` argument, else the card right-clicked. */
+  /**
+   * The cluster a command is about: its `name` argument, else (run from a card's context menu,
+   * `card` true) the card right-clicked.
+   */
   const named = (args: ReadonlyPartialJSONObject): string | null => {
     if (typeof args.name === 'string' && args.name) {
       return args.name;
     }
+    if (args.card !== true) {
+      return null;
+    }
     const card = app.contextMenuHitTest(node => node.matches(CARD_SELECTOR));
     return card?.dataset.cluster ?? null;
   };
+
+  /** `forName` with the cluster's name when the command has one, else `generic`. */
+  const labelled =
+    (forName: (name: string) => string, generic: string) =>
+    (args: ReadonlyPartialJSONObject): string => {
+      const name = named(args);
+      return name !== null ? forName(name) : generic;
+    };
 
   /** The clusters a command without a name chooses from: those the panel shows. */
   const candidates = (dashboard: boolean): Cluster[] =>
@@ -166,12 +180,10 @@ export function addCommands(options: ICommandsOptions): void {
   });
 
   commands.addCommand(CommandIDs.openDashboard, {
-    label: args => {
-      const name = typeof args.name === 'string' ? args.name : null;
-      return name
-        ? trans.__('Open the Ray Dashboard of %1', name)
-        : trans.__('Open a Ray Dashboard');
-    },
+    label: labelled(
+      name => trans.__('Open the Ray Dashboard of %1', name),
+      trans.__('Open a Ray Dashboard')
+    ),
     caption: trans.__("A Ray cluster's dashboard in a JupyterLab tab, through the server's proxy"),
     icon: args => (args.isPalette ? undefined : dwIcon),
     isEnabled: args => available(args, true),
@@ -184,12 +196,10 @@ export function addCommands(options: ICommandsOptions): void {
   });
 
   commands.addCommand(CommandIDs.openDashboardInBrowser, {
-    label: args => {
-      const name = typeof args.name === 'string' ? args.name : null;
-      return name
-        ? trans.__('Open the Ray Dashboard of %1 in a Browser Tab', name)
-        : trans.__('Open a Ray Dashboard in a Browser Tab');
-    },
+    label: labelled(
+      name => trans.__('Open the Ray Dashboard of %1 in a Browser Tab', name),
+      trans.__('Open a Ray Dashboard in a Browser Tab')
+    ),
     caption: trans.__("A Ray cluster's dashboard in a browser tab of its own"),
     icon: args => (args.isPalette ? undefined : launchIcon),
     isEnabled: args => available(args, true),
@@ -202,12 +212,10 @@ export function addCommands(options: ICommandsOptions): void {
   });
 
   commands.addCommand(CommandIDs.insertConnection, {
-    label: args => {
-      const name = typeof args.name === 'string' ? args.name : null;
-      return name
-        ? trans.__('Insert the Connect Code of %1', name)
-        : trans.__('Insert the Connect Code of a Ray Cluster');
-    },
+    label: labelled(
+      name => trans.__('Insert the Connect Code of %1', name),
+      trans.__('Insert the Connect Code of a Ray Cluster')
+    ),
     caption: trans.__(
       'Code that connects the active notebook to a Ray cluster (h.ray_init()), in its active cell if empty, else below it'
     ),
@@ -236,7 +244,12 @@ export function addCommands(options: ICommandsOptions): void {
   }
 
   CARD_COMMANDS.forEach((command, i) =>
-    app.contextMenu.addItem({ command, selector: CARD_SELECTOR, rank: 10 + i })
+    app.contextMenu.addItem({
+      command,
+      selector: CARD_SELECTOR,
+      rank: 10 + i,
+      args: { card: true }
+    })
   );
 
   sidebar.toolbar = { commands, ids: TOOLBAR_COMMANDS };
