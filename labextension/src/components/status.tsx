@@ -22,7 +22,9 @@ export function HandshakeMessage(props: { model: DWModel }): JSX.Element | null 
     <p>
       <Command
         text={trans.__(
-          'Check with %1 (it should list jupyter_dw enabled and OK) and %2, in the environment that runs this Jupyter server; then restart the server.'
+          'Check with %1 (it should list jupyter_dw enabled and OK) and %2, in the environment that runs this Jupyter server; then restart the server.',
+          '%1',
+          '%2'
         )}
         commands={['jupyter server extension list', 'jupyter labextension list']}
       />
@@ -37,7 +39,8 @@ export function HandshakeMessage(props: { model: DWModel }): JSX.Element | null 
         <p>
           <Command
             text={trans.__(
-              "This panel needs it. Install jupyter_dw in the server's environment and enable it: %1."
+              "This panel needs it. Install jupyter_dw in the server's environment and enable it: %1.",
+              '%1'
             )}
             commands={['jupyter server extension enable jupyter_dw']}
           />
@@ -59,7 +62,8 @@ export function HandshakeMessage(props: { model: DWModel }): JSX.Element | null 
         <p>
           <Command
             text={trans.__(
-              "Both come from the same jupyter_dw package: reinstall it in the server's environment (%1), restart the server and reload this page."
+              "Both come from the same jupyter_dw package: reinstall it in the server's environment (%1), restart the server and reload this page.",
+              '%1'
             )}
             commands={['pip install --force-reinstall jupyter_dw']}
           />
@@ -83,7 +87,9 @@ export function HandshakeMessage(props: { model: DWModel }): JSX.Element | null 
 
 /**
  * A translated sentence whose `%1`, `%2`... are commands: each is shown as code (the
- * translation may move them; the commands themselves are never translated).
+ * translation may move them; the commands themselves are never translated). The caller
+ * translates with the placeholders as arguments (`trans.__(text, '%1', '%2')`), so they
+ * survive the translation's own substitution.
  */
 export function Command(props: { text: string; commands: string[] }): JSX.Element {
   const parts = props.text.split(/(%\d)/);
