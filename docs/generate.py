@@ -99,6 +99,21 @@ def lab_settings() -> str:
             f"| `{name}` | {prop.get('title', '')} | {kind} | `{default}` "
             f"| {prop.get('description', '')} |"
         )
+    shortcuts = schema.get("jupyter.lab.shortcuts", [])
+    if shortcuts:
+        rows += [
+            "",
+            "Keyboard shortcuts (Settings → Settings Editor → Keyboard Shortcuts changes them; "
+            "`Accel` is Ctrl, or Cmd on macOS):",
+            "",
+            "| command | keys | where |",
+            "| --- | --- | --- |",
+        ]
+        for shortcut in shortcuts:
+            rows.append(
+                f"| `{shortcut['command']}` | {' '.join(f'`{k}`' for k in shortcut['keys'])} "
+                f"| `{shortcut['selector']}` |"
+            )
     return "\n".join(rows) + "\n"
 
 

@@ -3,21 +3,23 @@
  * its settings and its commands. Everything else lives in api.ts, model.ts and components/.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { Dialog, IFrame, MainAreaWidget, showDialog, showErrorMessage } from '@jupyterlab/apputils';
-import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
+import { Dialog, ICommandPalette, showDialog, showErrorMessage } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator } from '@jupyterlab/translation';
 
 import { Cluster, DWApi, WorkloadKind } from './api';
+import { CommandIDs, addCommands, insertConnection } from './commands';
 import { viewOf } from './components/jobkinds';
 import {
   DEFAULT_SETTINGS,
   DWSidebar,
   ISidebarActions,
   ISidebarSettings,
-  SIDEBAR_ID,
-  dwIcon
+  SIDEBAR_ID
 } from './components/sidebar';
-import { DWModel, connectionCode, dashboardOffHint } from './model';
+import { dwTrans, setTranslator } from './i18n';
+import { DWModel } from './model';
 import { notifyChanges } from './notifier';
 import { IKindJob } from './podjobs';
 
@@ -26,13 +28,6 @@ const PLUGIN_ID = 'jupyter-dw:plugin';
 declare const require: (id: string) => unknown;
 /** The frontend's version (webpack bundles package.json's); must equal the server's. */
 const FRONTEND_VERSION = (require('../package.json') as { version: string }).version;
-
-/** `allow-same-origin` is never granted: the proxied dashboard must not act as the user. */
-export const DASHBOARD_SANDBOX: IFrame.SandboxExceptions[] = [
-  'allow-scripts',
-  'allow-forms',
-  'allow-popups'
-];
 
 function readSettings(settings: ISettingRegistry.ISettings): ISidebarSettings {
   const composite = settings.composite as Partial<ISidebarSettings>;
@@ -47,63 +42,30 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description: 'Kueue queues, quota and Ray clusters in a sidebar.',
   autoStart: true,
-  optional: [ILayoutRestorer, ISettingRegistry, INotebookTracker],
+  optional: [ILayoutRestorer, ISettingRegistry, INotebookTracker, ICommandPalette, ITranslator],
   activate: (
     app: JupyterFrontEnd,
     restorer: ILayoutRestorer | null,
     settingRegistry: ISettingRegistry | null,
-    notebooks: INotebookTracker | null
+    notebooks: INotebookTracker | null,
+    palette: ICommandPalette | null,
+    translator: ITranslator | null
   ) => {
+    setTranslator(translator);
+    const trans = dwTrans();
     const model = new DWModel(new DWApi(), FRONTEND_VERSION);
     const actions: ISidebarActions = {
-      openDashboard: (cluster: Cluster) => {
-        if (cluster.dashboard_url === null) {
-          void showErrorMessage('No dashboard proxy', dashboardOffHint(cluster));
-          return;
-        }
-        const id = `jp-dw-dashboard-${cluster.name}`;
-        for (const widget of app.shell.widgets('main')) {
-          if (widget.id === id) {
-            app.shell.activateById(id);
-            return;
-          }
-        }
-        const frame = new IFrame({ sandbox: DASHBOARD_SANDBOX, referrerPolicy: 'no-referrer' });
-        frame.url = cluster.dashboard_url;
-        frame.addClass('jp-dw-dashboard');
-        const widget = new MainAreaWidget({ content: frame });
-        widget.id = id;
-        widget.title.label = `Ray: ${cluster.name}`;
-        widget.title.caption = `Ray dashboard of ${cluster.name}`;
-        widget.title.icon = dwIcon;
-        widget.title.closable = true;
-        app.shell.add(widget, 'main');
-        app.shell.activateById(id);
-      },
-      insertConnection: async (cluster: Cluster) => {
-        const panel = notebooks?.currentWidget;
-        if (!panel) {
-          void showErrorMessage(
-            'No notebook open',
-            `Open a notebook, then insert the connection code for ${cluster.name}.`
-          );
-          return;
-        }
-        // A notebook opened a moment ago is shown before its file is loaded; a cell inserted
-        // then would be replaced by the file's contents when it arrives.
-        await panel.context.ready;
-        const notebook = panel.content;
-        NotebookActions.insertBelow(notebook);
-        const cell = notebook.activeCell;
-        cell?.model.sharedModel.setSource(connectionCode(cluster));
-        app.shell.activateById(panel.id);
-      },
+      openDashboard: (cluster: Cluster) =>
+        void app.commands.execute(CommandIDs.openDashboard, { name: cluster.name }),
+      insertConnection: (cluster: Cluster) => insertConnection(app, notebooks, cluster),
       remove: (cluster: Cluster) =>
         confirmedDelete(
           cluster.name,
-          `The Ray cluster ${cluster.name}, its pods and its place in queue ${
+          trans.__(
+            'The Ray cluster %1, its pods and its place in queue %2 are removed. Work running on it is lost.',
+            cluster.name,
             cluster.queue ?? ''
-          } are removed. Work running on it is lost.`,
+          ),
           () => model.remove(cluster.name)
         ),
       removeJob: (kind: WorkloadKind, job: IKindJob) =>
@@ -120,9 +82,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     ): Promise<void> {
       if (sidebar.settings.confirmDelete) {
         const answer = await showDialog({
-          title: `Delete ${name}?`,
+          title: trans.__('Delete %1?', name),
           body,
-          buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Delete' })]
+          buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: trans.__('Delete') })]
         });
         if (!answer.button.accept) {
           return;
@@ -131,7 +93,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       try {
         await remove();
       } catch (error) {
-        void showErrorMessage(`Could not delete ${name}`, String(error));
+        void showErrorMessage(trans.__('Could not delete %1', name), String(error));
       }
     }
 
@@ -146,6 +108,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       PLUGIN_ID
     );
     restorer?.add(sidebar, SIDEBAR_ID);
+    addCommands({ app, sidebar, model, notebooks, palette });
 
     if (settingRegistry) {
       settingRegistry

@@ -139,6 +139,12 @@ function Field(props: {
   );
 }
 
+/** A command's request to show the form for `kind`, focused; `done` once the form took it. */
+export interface IFormRequest {
+  kind: FormKind;
+  done: boolean;
+}
+
 /**
  * The "New" form: a Ray cluster, or a RayJob (the same cluster fields plus its command), each
  * judged as it is typed (`POST clusters/fit` or `POST rayjobs/fit`) and then created.
@@ -147,8 +153,11 @@ export function NewClusterForm(props: {
   model: DWModel;
   fitChecker: FitChecker;
   preferredQueue: string;
+  request?: IFormRequest | null;
 }): JSX.Element {
   const { model, fitChecker } = props;
+  const formRequest = props.request ?? null;
+  const formRef = React.useRef<HTMLFormElement>(null);
   const queues = model.queues?.queues ?? [];
   const priorityClasses = model.queues?.priority_classes ?? null;
   const [kind, setKind] = React.useState<FormKind>('cluster');
@@ -203,6 +212,18 @@ export function NewClusterForm(props: {
     setErrors({});
     setResult(null);
   };
+
+  // A command asked for this form: switch to its kind, bring it into view, focus its name.
+  React.useEffect(() => {
+    if (formRequest === null || formRequest.done) {
+      return;
+    }
+    formRequest.done = true;
+    switchKind(formRequest.kind);
+    const name = formRef.current?.querySelector<HTMLInputElement>('input[name="name"]');
+    name?.scrollIntoView({ block: 'center' });
+    name?.focus();
+  }, [formRequest]);
 
   const submit = async (event: React.FormEvent) => {
     event.preventDefault();
@@ -276,6 +297,7 @@ export function NewClusterForm(props: {
         </div>
       ) : null}
       <form
+        ref={formRef}
         className="jp-dw-form"
         onSubmit={submit}
         aria-labelledby="jp-dw-form-title"

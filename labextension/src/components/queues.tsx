@@ -1,9 +1,11 @@
 import * as React from 'react';
 
 import type { Queue, QueueHolding, QueueResource } from '../api';
+import { dwTrans } from '../i18n';
 import { DWModel } from '../model';
+import { noQueueRemedy } from '../remedies';
 import { parseQuantity, resourceLabel, resourceOrder } from '../shared/resources.js';
-import { ErrorNote } from './status';
+import { ErrorNote, Remedy } from './status';
 import { HoldingLine } from './usage';
 
 function ResourceBar(props: {
@@ -12,6 +14,7 @@ function ResourceBar(props: {
   showFlavor: boolean;
 }): JSX.Element {
   const r = props.resource;
+  const trans = dwTrans();
   const label = resourceLabel(r.resource) + (props.showFlavor ? ` (${r.flavor})` : '');
   const headroom = parseQuantity(r.headroom);
   const reserved = parseQuantity(r.reserved);
@@ -36,21 +39,29 @@ function ResourceBar(props: {
       <div className="jp-dw-resource-text">
         <span className="jp-dw-resource-name">{label}</span>
         <span className="jp-dw-resource-numbers">
-          headroom <strong className="jp-dw-headroom">{r.headroom ?? '?'}</strong>
-          {most !== null ? <> of {most}</> : null}
-          {r.nominal !== null && r.nominal !== most ? <> · nominal {r.nominal}</> : null}
-          {r.reserved !== null ? <> · reserved {r.reserved}</> : null}
-          {r.borrowed && parseQuantity(r.borrowed) > 0 ? <> · borrowed {r.borrowed}</> : null}
+          {trans.__('headroom')} <strong className="jp-dw-headroom">{r.headroom ?? '?'}</strong>
+          {most !== null ? <> {trans.__('of %1', most)}</> : null}
+          {r.nominal !== null && r.nominal !== most ? (
+            <> · {trans.__('nominal %1', r.nominal)}</>
+          ) : null}
+          {r.reserved !== null ? <> · {trans.__('reserved %1', r.reserved)}</> : null}
+          {r.borrowed && parseQuantity(r.borrowed) > 0 ? (
+            <> · {trans.__('borrowed %1', r.borrowed)}</>
+          ) : null}
         </span>
       </div>
       <div
         className="jp-dw-bar"
         role="meter"
-        aria-label={`${label} headroom in queue ${props.queue}`}
+        aria-label={trans.__('%1 headroom in queue %2', label, props.queue)}
         aria-valuemin={0}
         aria-valuemax={total || 1}
         aria-valuenow={isNaN(headroom) ? 0 : headroom}
-        aria-valuetext={`${r.headroom ?? 'unknown'} free of at most ${most ?? 'unknown'}`}
+        aria-valuetext={trans.__(
+          '%1 free of at most %2',
+          r.headroom ?? trans.__('unknown'),
+          most ?? trans.__('unknown')
+        )}
       >
         <span className="jp-dw-bar-used" style={{ width: `${usedShare * 100}%` }} />
         <span className="jp-dw-bar-free" style={{ width: `${freeShare * 100}%` }} />
@@ -65,6 +76,7 @@ const QueueItem = React.memo(function QueueItem(props: {
   holding: QueueHolding | undefined;
 }): JSX.Element {
   const q = props.queue;
+  const trans = dwTrans();
   const resources = [...q.resources].sort(
     (a, b) => resourceOrder(a.resource) - resourceOrder(b.resource)
   );
@@ -76,23 +88,26 @@ const QueueItem = React.memo(function QueueItem(props: {
         <span className="jp-dw-queue-name" id={headingId}>
           {q.name}
         </span>
-        {q.default ? <span className="jp-dw-tag">default</span> : null}
-        {!q.active ? <span className="jp-dw-tag jp-dw-tag-warn">inactive</span> : null}
+        {q.default ? <span className="jp-dw-tag">{trans.__('default')}</span> : null}
+        {!q.active ? (
+          <span className="jp-dw-tag jp-dw-tag-warn">{trans.__('inactive')}</span>
+        ) : null}
         <span className="jp-dw-muted jp-dw-queue-cq">→ {q.cluster_queue}</span>
       </div>
       <div className="jp-dw-queue-counts">
         <span data-count="pending">
-          pending <strong>{q.pending}</strong>
+          {trans.__('pending')} <strong>{q.pending}</strong>
         </span>
         {' · '}
         <span data-count="admitted">
-          admitted <strong>{q.admitted}</strong>
+          {trans.__('admitted')} <strong>{q.admitted}</strong>
         </span>
       </div>
       <HoldingLine queue={q.name} holding={props.holding} />
       {q.quota_visible ? null : (
         <p className="jp-dw-quota-hidden">
-          quota hidden{q.hint ? <span className="jp-dw-hint">: {q.hint}</span> : null}
+          {trans.__('quota hidden')}
+          {q.hint ? <span className="jp-dw-hint">: {q.hint}</span> : null}
         </p>
       )}
       {resources.map(r => (
@@ -109,14 +124,18 @@ const QueueItem = React.memo(function QueueItem(props: {
 
 export function QueuesSection(props: { model: DWModel }): JSX.Element {
   const { queues, queuesError } = props.model;
+  const trans = dwTrans();
   return (
     <section className="jp-dw-section" aria-labelledby="jp-dw-queues-title">
       <h3 id="jp-dw-queues-title" className="jp-dw-section-title">
-        Queues
+        {trans.__('Queues')}
       </h3>
       {queuesError ? <ErrorNote error={queuesError} /> : null}
       {queues && queues.queues.length === 0 ? (
-        <p className="jp-dw-muted">No LocalQueue in namespace {queues.namespace}.</p>
+        <div className="jp-dw-empty" data-empty="no-queue">
+          <strong>{trans.__('No LocalQueue in namespace %1.', queues.namespace)}</strong>
+          <Remedy remedy={noQueueRemedy(queues.namespace)} />
+        </div>
       ) : null}
       {queues ? (
         <ul className="jp-dw-queues">

@@ -1,10 +1,12 @@
-import { LabIcon, ReactWidget } from '@jupyterlab/ui-components';
+import { CommandToolbarButtonComponent, LabIcon, ReactWidget } from '@jupyterlab/ui-components';
+import { CommandRegistry } from '@lumino/commands';
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
+import { dwTrans } from '../i18n';
 import { DWModel, FitChecker, RenderGate } from '../model';
 import { ClustersSection, IClusterActions } from './clusters';
-import { NewClusterForm } from './form';
+import { IFormRequest, NewClusterForm } from './form';
 import { QueuesSection } from './queues';
 import { IJobActions, PodSetJobsSections } from './jobkinds';
 import { ConnectionStatus, FreshnessBanner, HandshakeMessage } from './status';
@@ -16,6 +18,33 @@ export const dwIcon = new LabIcon({ name: 'jupyter-dw:icon', svgstr: iconSvg });
 
 export const SIDEBAR_ID = 'jp-dw-sidebar';
 export const SIDEBAR_TITLE = 'Distributed Workloads';
+
+/** The commands the panel's toolbar shows (the plugin registers them; see `commands.ts`). */
+export interface ISidebarToolbar {
+  commands: CommandRegistry;
+  ids: readonly string[];
+}
+
+/** The panel's toolbar: a button per command, enabled as the command says. */
+function SidebarToolbar(props: { toolbar: ISidebarToolbar | null }): JSX.Element | null {
+  const { toolbar } = props;
+  if (toolbar === null) {
+    return null;
+  }
+  return (
+    <div
+      className="jp-Toolbar jp-dw-toolbar"
+      role="toolbar"
+      aria-label={dwTrans().__('Distributed Workloads actions')}
+    >
+      {toolbar.ids
+        .filter(id => toolbar.commands.isVisible(id))
+        .map(id => (
+          <CommandToolbarButtonComponent key={id} commands={toolbar.commands} id={id} />
+        ))}
+    </div>
+  );
+}
 
 /** User preferences (`schema/plugin.json`). */
 export interface ISidebarSettings {
@@ -38,17 +67,23 @@ function SidebarView(props: {
   fitChecker: FitChecker;
   settings: ISidebarSettings;
   actions: ISidebarActions;
+  toolbar: ISidebarToolbar | null;
+  formRequest: IFormRequest | null;
 }): JSX.Element {
   const { model, settings } = props;
+  const trans = dwTrans();
   const ready = model.handshake.kind === 'ok';
   return (
     <div className="jp-dw-panel">
       <header className="jp-dw-header">
-        <h2 className="jp-dw-title">{SIDEBAR_TITLE}</h2>
+        <h2 className="jp-dw-title">{trans.__('Distributed Workloads')}</h2>
         {ready ? <ConnectionStatus model={model} /> : null}
       </header>
+      <SidebarToolbar toolbar={props.toolbar} />
       {model.namespace ? (
-        <div className="jp-dw-muted jp-dw-namespace">namespace {model.namespace}</div>
+        <div className="jp-dw-muted jp-dw-namespace">
+          {trans.__('namespace %1', model.namespace)}
+        </div>
       ) : null}
       <HandshakeMessage model={model} />
       {ready ? <FreshnessBanner model={model} /> : null}
@@ -62,6 +97,7 @@ function SidebarView(props: {
             model={model}
             fitChecker={props.fitChecker}
             preferredQueue={settings.defaultQueue}
+            request={props.formRequest}
           />
         </>
       ) : null}
@@ -82,9 +118,9 @@ export class DWSidebar extends ReactWidget {
     this.id = SIDEBAR_ID;
     this.addClass('jp-dw-sidebar');
     this.title.icon = dwIcon;
-    this.title.caption = SIDEBAR_TITLE;
+    this.title.caption = dwTrans().__('Distributed Workloads');
     this.node.setAttribute('role', 'region');
-    this.node.setAttribute('aria-label', SIDEBAR_TITLE);
+    this.node.setAttribute('aria-label', this.title.caption);
     this.fitChecker = new FitChecker(model.api);
     model.changed.connect(this._onModelChanged, this);
   }
@@ -105,6 +141,25 @@ export class DWSidebar extends ReactWidget {
     this._gate.changed();
   }
 
+  /** The commands of the panel's toolbar (none until the plugin sets them). */
+  get toolbar(): ISidebarToolbar | null {
+    return this._toolbar;
+  }
+
+  set toolbar(value: ISidebarToolbar | null) {
+    this._toolbar = value;
+    this._gate.changed();
+  }
+
+  /**
+   * Show the "New" form for `kind` with its first field focused (a command asks; the form
+   * takes the request when it is next rendered, then marks it done).
+   */
+  showForm(kind: IFormRequest['kind']): void {
+    this._formRequest = { kind, done: false };
+    this._gate.changed();
+  }
+
   protected render(): JSX.Element {
     this._renders += 1;
     this.node.dataset.renders = String(this._renders);
@@ -114,6 +169,8 @@ export class DWSidebar extends ReactWidget {
         fitChecker={this.fitChecker}
         settings={this._settings}
         actions={this.actions}
+        toolbar={this._toolbar}
+        formRequest={this._formRequest}
       />
     );
   }
@@ -151,4 +208,6 @@ export class DWSidebar extends ReactWidget {
   private _gate = new RenderGate(() => this.update());
   private _renders = 0;
   private _settings: ISidebarSettings = DEFAULT_SETTINGS;
+  private _toolbar: ISidebarToolbar | null = null;
+  private _formRequest: IFormRequest | null = null;
 }

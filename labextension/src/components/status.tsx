@@ -1,31 +1,49 @@
 import * as React from 'react';
 
 import { clockTime } from '../shared/clock.js';
+import type { ErrorBody } from '../api';
+import { dwTrans } from '../i18n';
 import { DWModel } from '../model';
+import { IRemedy, remedyFor } from '../remedies';
 
 /** The version handshake's verdict when it is not "ok", with the fix. */
 export function HandshakeMessage(props: { model: DWModel }): JSX.Element | null {
   const h = props.model.handshake;
+  const trans = dwTrans();
   if (h.kind === 'ok') {
     return null;
   }
   if (h.kind === 'pending') {
-    return <p className="jp-dw-muted">Connecting to the jupyter_dw server extension…</p>;
+    return (
+      <p className="jp-dw-muted">{trans.__('Connecting to the jupyter_dw server extension…')}</p>
+    );
   }
   const check = (
     <p>
-      Check with <code>jupyter server extension list</code> (it should list <code>jupyter_dw</code>{' '}
-      enabled and OK) and <code>jupyter labextension list</code>, in the environment that runs this
-      Jupyter server; then restart the server.
+      <Command
+        text={trans.__(
+          'Check with %1 (it should list jupyter_dw enabled and OK) and %2, in the environment that runs this Jupyter server; then restart the server.',
+          '%1',
+          '%2'
+        )}
+        commands={['jupyter server extension list', 'jupyter labextension list']}
+      />
     </p>
   );
   if (h.kind === 'missing') {
     return (
-      <div className="jp-dw-alert" role="alert">
-        <strong>The jupyter_dw server extension is not running on this Jupyter server.</strong>
+      <div className="jp-dw-alert" role="alert" data-broken="server-extension-missing">
+        <strong>
+          {trans.__('The jupyter_dw server extension is not running on this Jupyter server.')}
+        </strong>
         <p>
-          This panel needs it. Install <code>jupyter_dw</code> in the server's environment and
-          enable it: <code>jupyter server extension enable jupyter_dw</code>.
+          <Command
+            text={trans.__(
+              "This panel needs it. Install jupyter_dw in the server's environment and enable it: %1.",
+              '%1'
+            )}
+            commands={['jupyter server extension enable jupyter_dw']}
+          />
         </p>
         {check}
       </div>
@@ -33,35 +51,74 @@ export function HandshakeMessage(props: { model: DWModel }): JSX.Element | null 
   }
   if (h.kind === 'mismatch') {
     return (
-      <div className="jp-dw-alert" role="alert">
+      <div className="jp-dw-alert" role="alert" data-broken="version-mismatch">
         <strong>
-          Version mismatch: the server extension is {h.serverVersion}, this panel is{' '}
-          {h.frontendVersion}.
+          {trans.__(
+            'Version mismatch: the server extension is %1, this panel is %2.',
+            h.serverVersion,
+            h.frontendVersion
+          )}
         </strong>
         <p>
-          Both come from the same <code>jupyter_dw</code> package: reinstall it in the server's
-          environment (<code>pip install --force-reinstall jupyter_dw</code>), restart the server
-          and reload this page.
+          <Command
+            text={trans.__(
+              "Both come from the same jupyter_dw package: reinstall it in the server's environment (%1), restart the server and reload this page.",
+              '%1'
+            )}
+            commands={['pip install --force-reinstall jupyter_dw']}
+          />
         </p>
         {check}
       </div>
     );
   }
   return (
-    <div className="jp-dw-alert" role="alert">
-      <strong>The jupyter_dw server extension did not answer: {h.message}</strong>
+    <div className="jp-dw-alert" role="alert" data-broken="server-unreachable">
+      <strong>{trans.__('The jupyter_dw server extension did not answer: %1', h.message)}</strong>
+      <p>
+        {trans.__(
+          'If the Jupyter server is stopped or restarting, reload this page once it is back (JupyterLab says so when it cannot reach its server). Otherwise its log names the failure.'
+        )}
+      </p>
       {check}
     </div>
   );
 }
 
-const CONNECTION_TEXT: Record<string, string> = {
-  idle: '',
-  connecting: 'connecting…',
-  live: 'live',
-  reconnecting: 'reconnecting…',
-  stopped: 'stopped'
-};
+/**
+ * A translated sentence whose `%1`, `%2`... are commands: each is shown as code (the
+ * translation may move them; the commands themselves are never translated). The caller
+ * translates with the placeholders as arguments (`trans.__(text, '%1', '%2')`), so they
+ * survive the translation's own substitution.
+ */
+export function Command(props: { text: string; commands: string[] }): JSX.Element {
+  const parts = props.text.split(/(%\d)/);
+  return (
+    <>
+      {parts.map((part, i) => {
+        const match = /^%(\d)$/.exec(part);
+        const command = match ? props.commands[Number(match[1]) - 1] : undefined;
+        return command !== undefined ? <code key={i}>{command}</code> : part;
+      })}
+    </>
+  );
+}
+
+function connectionText(connection: string): string {
+  const trans = dwTrans();
+  switch (connection) {
+    case 'connecting':
+      return trans.__('connecting…');
+    case 'live':
+      return trans.__('live');
+    case 'reconnecting':
+      return trans.__('reconnecting…');
+    case 'stopped':
+      return trans.__('stopped');
+    default:
+      return '';
+  }
+}
 
 /** The events socket's state, announced politely to screen readers. */
 export function ConnectionStatus(props: { model: DWModel }): JSX.Element {
@@ -75,23 +132,43 @@ export function ConnectionStatus(props: { model: DWModel }): JSX.Element {
       data-reconnects={props.model.reconnects}
     >
       <span className="jp-dw-connection-dot" aria-hidden="true" />
-      {CONNECTION_TEXT[connection]}
+      {connectionText(connection)}
       {socketError && connection !== 'live' ? ` (${socketError.error})` : null}
     </div>
   );
 }
 
-/** An error body from the server, with its hint. */
+/** An error body from the server, with its hint and what to do about it (`remedies.ts`). */
 export function ErrorNote(props: {
-  error: { error: string; reason?: string | null; hint?: string | null };
+  error: Pick<ErrorBody, 'error'> & Partial<Pick<ErrorBody, 'reason' | 'hint' | 'code' | 'denied'>>;
 }): JSX.Element {
   const { error } = props;
   return (
-    <div className="jp-dw-alert" role="alert">
+    <div className="jp-dw-alert" role="alert" data-code={error.code ?? undefined}>
       <strong>{error.error}</strong>
       {error.reason ? <p>{error.reason}</p> : null}
       {error.hint ? <p className="jp-dw-hint">{error.hint}</p> : null}
+      <Remedy remedy={remedyFor(error)} />
     </div>
+  );
+}
+
+/** What to do, with its command shown as code. */
+export function Remedy(props: { remedy: IRemedy | null }): JSX.Element | null {
+  const { remedy } = props;
+  if (remedy === null) {
+    return null;
+  }
+  return (
+    <p className="jp-dw-remedy" data-remedy={remedy.kind}>
+      {remedy.text}
+      {remedy.command ? (
+        <>
+          {' '}
+          <code>{remedy.command}</code>
+        </>
+      ) : null}
+    </p>
   );
 }
 
@@ -113,7 +190,11 @@ export function FreshnessBanner(props: { model: DWModel }): JSX.Element | null {
     affected.push('Kueue');
   }
   const since = freshness.since ? clockTime(freshness.since) : null;
-  const title = freshness.state === 'reconnecting' ? 'Reconnecting to Kubernetes…' : 'Stale';
+  const trans = dwTrans();
+  const title =
+    freshness.state === 'reconnecting'
+      ? trans.__('Reconnecting to Kubernetes…')
+      : trans.__('Stale');
   return (
     <div
       className={`jp-dw-alert jp-dw-freshness jp-dw-freshness-${freshness.state}`}
@@ -121,15 +202,14 @@ export function FreshnessBanner(props: { model: DWModel }): JSX.Element | null {
       aria-live="polite"
       data-freshness={freshness.state}
     >
-      <strong>
-        {title}
-        {since ? ` since ${since}` : null}
-      </strong>
+      <strong>{since ? trans.__('%1 since %2', title, since) : title}</strong>
       {freshness.reason ? <div>{freshness.reason}</div> : null}
       {affected.length > 1 ? (
-        <div className="jp-dw-freshness-affected">Affected: {affected.join(', ')}</div>
+        <div className="jp-dw-freshness-affected">
+          {trans.__('Affected: %1', affected.join(', '))}
+        </div>
       ) : null}
-      <div className="jp-dw-muted">What is shown is the last known state.</div>
+      <div className="jp-dw-muted">{trans.__('What is shown is the last known state.')}</div>
     </div>
   );
 }
