@@ -15,6 +15,7 @@ export type Queues = Schemas['Queues'];
 export type Queue = Schemas['Queue'];
 export type QueueResource = Schemas['QueueResource'];
 export type Cluster = Schemas['Cluster'];
+export type Timeline = Schemas['Timeline'];
 export type ClusterList = Schemas['ClusterList'];
 export type ClusterState = Schemas['ClusterState'];
 export type Milestone = Schemas['Milestone'];

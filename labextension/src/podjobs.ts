@@ -4,7 +4,7 @@
  * when the server does not serve the kind), then the kind's `<word>` messages. One holder for
  * every kind, so a new kind is a new instance, not new code.
  */
-import type { ClusterUsage, ErrorBody } from './api';
+import type { ClusterUsage, ErrorBody, Timeline } from './api';
 
 /**
  * What every kind's record has (the server's `JobInfo`, the same field names in every kind's
@@ -23,6 +23,8 @@ export interface IKindJob {
   position_in_local_queue: number | null;
   position_in_cluster_queue: number | null;
   usage: ClusterUsage | null;
+  /** Its life as a timeline bar draws it (waiting, running, its end); absent from an older server. */
+  timeline?: Timeline | null;
 }
 
 export class PodSetJobs<T extends IKindJob = IKindJob> {

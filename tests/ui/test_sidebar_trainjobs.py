@@ -109,6 +109,19 @@ def test_sidebar_trainjob_cards_follow_their_states(
     assert states["tj-a"][0] in ("queued", "admitted", "starting"), states
     assert states["tj-a"][-2:] == ["running", "succeeded"], states
     assert states["tj-b"][0] == "queued", states
+    # Its life as a bar: waited, ran; what ended it in words under it.
+    done = lab.api("GET", "trainjobs/tj-a")["timeline"]
+    segments = first.locator(".jp-dw-timeline-segment")
+    expect(segments).to_have_count(2)
+    for i, span in enumerate(done["spans"]):
+        expect(segments.nth(i)).to_have_attribute("data-step", span["step"])
+        expect(segments.nth(i)).to_have_attribute("data-current", "false")
+    assert [s["step"] for s in done["spans"]] == ["queue", "running"], done
+    expect(first.locator(".jp-dw-timeline-caption")).to_contain_text("succeeded")
+    # The second, admitted now: its run is the span under way, counting up.
+    expect(second.locator('.jp-dw-timeline-segment[data-step="running"]')).to_have_attribute(
+        "data-current", "true", timeout=ADMIT_TIMEOUT
+    )
     sidebar.screenshot(path=str(artifacts / "trainjob-succeeded.png"))
 
     # -- delete from the cards (with confirmation) -------------------------------------------

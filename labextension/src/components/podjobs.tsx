@@ -3,7 +3,8 @@
  * (RayJobs, TrainJobs, ...): one card and one section for every kind, made from the kind's
  * description (`WorkloadKind`) and what its view adds (`IJobKindView`, see `jobkinds.tsx`).
  * Kueue's state, reason and position while it decides, then the job's own controller's words;
- * who made it; what its pods use of what they hold (as a cluster's card words it); delete.
+ * who made it; its life as a timeline bar (waiting, running, its end); what its pods use of
+ * what they hold (as a cluster's card words it); delete.
  */
 import * as React from 'react';
 
@@ -12,6 +13,7 @@ import { DWModel } from '../model';
 import { IKindJob, PodSetJobs } from '../podjobs';
 import { CardHead, CardReason, DeleteButton, QueuePosition } from './card';
 import { ErrorNote } from './status';
+import { TimelineBarView } from './timeline';
 import { UsageView } from './usage';
 
 /** What a kind's cards show besides what every job card shows. */
@@ -60,6 +62,7 @@ function JobCard(props: {
         positionInClusterQueue={j.position_in_cluster_queue}
       />
       {view.body(j)}
+      <TimelineBarView name={j.name} timeline={j.timeline} />
       <UsageView name={j.name} usage={j.usage} />
       <div className="jp-dw-card-actions">
         <DeleteButton

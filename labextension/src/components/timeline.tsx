@@ -1,5 +1,5 @@
 /**
- * A cluster's life at a glance: one bar of the server's timeline spans (waiting in the queue,
+ * A cluster's or a job's life at a glance: one bar of the server's timeline spans (waiting in the queue,
  * the head, the workers folded into one span, each resize), each as wide as it took, its
  * duration written on it when there is room and always in its title and accessible name, the
  * span under way animated and counting up; what ended the run in words; the milestones, in
@@ -8,7 +8,7 @@
  */
 import * as React from 'react';
 
-import type { Cluster } from '../api';
+import type { Cluster, Timeline } from '../api';
 import { formatDuration, timeline } from '../model';
 import { clockTime, durationText } from '../shared/clock.js';
 import { ITimelineBar, timelineBar } from '../shared/timeline_bar.js';
@@ -73,20 +73,27 @@ function Milestones(props: { cluster: Cluster }): JSX.Element | null {
   );
 }
 
-/** The cluster's timeline bar and, on expand, its milestones; nothing before the first. */
-export function TimelineView(props: { cluster: Cluster }): JSX.Element | null {
-  const c = props.cluster;
-  const live = Boolean(c.timeline?.spans.some(s => s.current));
+/**
+ * A workload's timeline bar (a cluster's, a job's: the server's `timeline`) and its caption;
+ * `children` go under it (a cluster's milestones). Nothing before the first span.
+ */
+export function TimelineBarView(props: {
+  name: string;
+  timeline: Timeline | null | undefined;
+  children?: React.ReactNode;
+}): JSX.Element | null {
+  const t = props.timeline;
+  const live = Boolean(t?.spans.some(s => s.current));
   useTick(live);
-  const bar = timelineBar(c.timeline, new Date());
-  if (bar.segments.length === 0 && (c.milestones ?? []).length === 0) {
+  const bar = timelineBar(t, new Date());
+  if (bar.segments.length === 0 && !props.children) {
     return null;
   }
   const caption = timelineCaption(bar);
   return (
-    <div className="jp-dw-timeline" data-ending={c.timeline?.ending?.name ?? ''}>
+    <div className="jp-dw-timeline" data-ending={t?.ending?.name ?? ''}>
       {bar.segments.length > 0 ? (
-        <ol className="jp-dw-timeline-bar" aria-label={`Timeline of ${c.name}`}>
+        <ol className="jp-dw-timeline-bar" aria-label={`Timeline of ${props.name}`}>
           {bar.segments.map(s => (
             <li
               key={s.step}
@@ -117,7 +124,18 @@ export function TimelineView(props: { cluster: Cluster }): JSX.Element | null {
           {caption}
         </div>
       ) : null}
-      <Milestones cluster={c} />
+      {props.children}
     </div>
+  );
+}
+
+/** The cluster's timeline bar and, on expand, its milestones; nothing before the first. */
+export function TimelineView(props: { cluster: Cluster }): JSX.Element | null {
+  const c = props.cluster;
+  const hasMilestones = (c.milestones ?? []).length > 0;
+  return (
+    <TimelineBarView name={c.name} timeline={c.timeline}>
+      {hasMilestones ? <Milestones cluster={c} /> : null}
+    </TimelineBarView>
   );
 }
