@@ -14,6 +14,7 @@ from ..core.cluster_results import ClusterInfo, ClusterList, FitResult
 from ..core.queues import QueueList
 from ..core.workloads import WorkloadList
 from ..domain.cluster_state import AdmissionCheckStatus
+from ..domain.job_kind import JobInfo
 from ..domain.kueue_words import Summarized
 from ..domain.lenient import timestamp
 from ..domain.milestones import Milestone, milestone_words
@@ -377,6 +378,21 @@ def cluster_html(info: ClusterInfo) -> str:
         )
     parts.append(f'<div style="opacity:.7">dashboard: {where}</div>')
     return f'<div style="{_BOX}">{"".join(parts)}</div>'
+
+
+def kind_job_html(info: JobInfo) -> str:
+    """A RayJob's or TrainJob's record: its state badge and queue, Kueue's words while it
+    waits, its life as a timeline bar, what its pods use of what they hold."""
+    head = (
+        f"<b>{escape(info.name)}</b> {badge(info.state, color_of('state', info.state))}"
+        f' <span style="opacity:.7">queue {escape(info.queue or "?")}</span>'
+    )
+    parts = [f"<div>{head}</div>"]
+    if info.reason or info.message:
+        parts.append(f"<div>{escape(info.reason or '')} {said(info)}</div>")
+    parts.append(timeline_bar_html(info.timeline))
+    parts.append(usage_html(info.usage, info.idle_since))
+    return f'<div class="jp-dw-job" style="font-size:13px">{"".join(parts)}</div>'
 
 
 def clusters_html(clusters: ClusterList) -> str:

@@ -27,6 +27,8 @@ HTML_FORMATTERS = (
     HtmlFormatter("jupyter_dw.core.cluster_results", "ClusterInfo", ".display", "cluster_html"),
     HtmlFormatter("jupyter_dw.core.cluster_results", "FitResult", ".display", "fit_html"),
     HtmlFormatter("jupyter_dw.domain.ray_jobs", "JobList", ".job_display", "jobs_html"),
+    # A RayJob's or TrainJob's record (every kind's subclasses it: IPython looks up the MRO).
+    HtmlFormatter("jupyter_dw.domain.job_kind", "JobInfo", ".display", "kind_job_html"),
 )
 
 

@@ -23,6 +23,7 @@ from jupyter_dw.core.cluster_results import ClusterInfo, ClusterList
 from jupyter_dw.core.queues import QueueList
 from jupyter_dw.core.workloads import WorkloadList
 from jupyter_dw.domain.cluster_state import cluster_snapshot
+from jupyter_dw.domain.kinds import TRAINJOB
 from jupyter_dw.domain.ray_jobs import JobList
 from jupyter_dw.notebook import display, job_display
 
@@ -37,6 +38,8 @@ for obj, draw in (
     (ClusterList("ns", True, (info,)), display.clusters_html),
     (info, display.cluster_html),
     (JobList("rc", ()), job_display.jobs_html),
+    # A kind's own record class: registered as JobInfo, found through the MRO.
+    (TRAINJOB.info({{"metadata": {{"name": "tj"}}}}, None), display.kind_job_html),
 ):
     data, _ = shell.display_formatter.format(obj)
     shown[type(obj).__name__] = data.get("text/html") == draw(obj)
@@ -65,6 +68,7 @@ ALL_SHOWN = {
     "ClusterList": True,
     "ClusterInfo": True,
     "JobList": True,
+    "TrainJobInfo": True,
 }
 
 
