@@ -148,7 +148,7 @@ async def test_the_status_widget_shows_the_check_and_its_timeline(
         await until(status, "state", lambda s: s == "waiting-for-capacity", "waiting")
         assert [c["name"] for c in status.admission_checks] == [check]
         assert f"admission check {check} is Pending" in (status.message or "")
-        workload = kernel.core.clusters.get("widget").status.workload
+        workload = kernel.core.clusters.get("widget").workload
         Autoscaler(kube, kueue.namespace).set(
             workload, Accepted=("True", "accepted"), Provisioned=("True", "nodes up")
         )
