@@ -39,7 +39,7 @@ export function stoppedWords(stopped: NonNullable<Cluster['stopped']>): string {
   const by = typeof reason.by === 'string' ? reason.by : null;
   let who: string;
   if (by && by !== 'person') {
-    // The rule's name and figures are the server's words (`idle rule`, `idle_minutes 30`).
+    // The rule's name and figures are the server's (`idle-rule`, `idle_seconds 1800`).
     const figures = Object.entries(reason)
       .filter(([key]) => key !== 'by')
       .map(([key, value]) => `${key} ${String(value)}`)
