@@ -11,6 +11,7 @@
  * an administrator's `default_worker_cpu` applies to what the form creates.
  */
 import type { ClusterPolicy, ClusterSpec, KubeRayJobRequest, Queue } from './api';
+import { dwTrans } from './i18n';
 
 export type FormKind = 'cluster' | 'rayjob';
 
@@ -115,19 +116,20 @@ function isSize(name: FieldName): name is SizeField {
  * applies its own).
  */
 export function defaultHint(policy: ClusterPolicy | null, name: FieldName): string | undefined {
+  const trans = dwTrans();
   if (name === 'image') {
-    return policy ? `default: ${policy.default_image}` : 'server default';
+    return policy ? trans.__('default: %1', policy.default_image) : trans.__('server default');
   }
   if (!isSize(name)) {
     return undefined;
   }
-  return policy ? `default: ${policy.sizes[name].default}` : 'server default';
+  return policy ? trans.__('default: %1', policy.sizes[name].default) : trans.__('server default');
 }
 
 /** The most field `name` may ask for on this server ("max 4"), or null when only the quota limits it. */
 export function limitHint(policy: ClusterPolicy | null, name: FieldName): string | null {
   const limit = policy && isSize(name) ? policy.sizes[name].max : null;
-  return limit === null ? null : `max ${limit}`;
+  return limit === null ? null : dwTrans().__('max %1', limit);
 }
 
 /** The queue to preselect: the setting's if it exists, else the namespace's default. */

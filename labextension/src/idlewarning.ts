@@ -5,6 +5,7 @@
  * cluster was busy and went idle anew.
  */
 import type { Cluster } from './api';
+import { dwTrans } from './i18n';
 import { ruleText } from './shared/usage_bar.js';
 
 function warned(cluster: Cluster | null | undefined): boolean {
@@ -16,5 +17,5 @@ export function idleWarning(before: Cluster | undefined, after: Cluster | null):
   if (!after || !warned(after) || warned(before)) {
     return null;
   }
-  return `${after.name}: ${ruleText(after.usage)}`;
+  return dwTrans().__('%1: %2', after.name, ruleText(after.usage));
 }

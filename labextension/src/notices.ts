@@ -7,6 +7,7 @@
  * notifier.ts shows the notices; the settings say which kinds (`NOTICE_KINDS`).
  */
 import type { Cluster, RayJob } from './api';
+import { dwTrans } from './i18n';
 import { idleWarning } from './idlewarning';
 import type { IKindJob } from './podjobs';
 import { durationText } from './shared/clock.js';
@@ -99,7 +100,50 @@ function why(record: { summary?: string | null; message: string | null; reason: 
 }
 
 function withWhy(text: string, words: string | null): string {
-  return short(words ? `${text}: ${words}` : text);
+  return short(words ? dwTrans().__('%1: %2', text, words) : text);
+}
+
+/**
+ * A cluster's (`kind` null) or a job's end in words, by its state: `preempted`, `evicted`
+ * (pushed out), `failed`, `rejected`, `stalled`, `succeeded`, `finished`. A state without
+ * words of its own is named as the server names it.
+ */
+function endWords(kind: string | null, name: string, state: string): string {
+  const trans = dwTrans();
+  if (kind === null) {
+    switch (state) {
+      case 'preempted':
+        return trans.__('Ray cluster %1 was preempted', name);
+      case 'evicted':
+        return trans.__('Ray cluster %1 was evicted', name);
+      case 'failed':
+        return trans.__('Ray cluster %1 failed', name);
+      case 'rejected':
+        return trans.__('Ray cluster %1 rejected', name);
+      case 'stalled':
+        return trans.__('Ray cluster %1 is stalled', name);
+      default:
+        return trans.__('Ray cluster %1 %2', name, state);
+    }
+  }
+  switch (state) {
+    case 'preempted':
+      return trans.__('%1 %2 was preempted', kind, name);
+    case 'evicted':
+      return trans.__('%1 %2 was evicted', kind, name);
+    case 'failed':
+      return trans.__('%1 %2 failed', kind, name);
+    case 'rejected':
+      return trans.__('%1 %2 rejected', kind, name);
+    case 'stalled':
+      return trans.__('%1 %2 stalled', kind, name);
+    case 'succeeded':
+      return trans.__('%1 %2 succeeded', kind, name);
+    case 'finished':
+      return trans.__('%1 %2 finished', kind, name);
+    default:
+      return trans.__('%1 %2 %3', kind, name, state);
+  }
 }
 
 /**
@@ -147,28 +191,31 @@ function clusterNotices(t: Extract<Transition, { subject: 'cluster' }>, now: num
   if (!before || !after) {
     return notices;
   }
+  const trans = dwTrans();
   const s0 = before.state;
   const s1 = after.state;
   const run = after.admitted_at ?? '';
-  const label = `Ray cluster ${name}`;
   if (s1 !== s0 && s1 === 'ready') {
     notices.push({
       ...base,
       kind: 'ready',
       level: 'success',
-      text: short(`${label} is ready`),
+      text: short(trans.__('Ray cluster %1 is ready', name)),
       actions: after.dashboard_url ? ['dashboard', 'show'] : ['show'],
       key: `cluster/${name}/ready/${run}`
     });
   } else if (WAITING.has(s0) && HOLDS.has(s1)) {
     const seconds = firstWait(before, after, now);
     if (waited(before, seconds)) {
-      const how = seconds !== null ? ` after waiting ${durationText(seconds)}` : '';
       notices.push({
         ...base,
         kind: 'admitted',
         level: 'success',
-        text: short(`${label} was admitted${how}`),
+        text: short(
+          seconds !== null
+            ? trans.__('Ray cluster %1 was admitted after waiting %2', name, durationText(seconds))
+            : trans.__('Ray cluster %1 was admitted', name)
+        ),
         actions: ['show'],
         key: `cluster/${name}/admitted/${run}`
       });
@@ -181,19 +228,23 @@ function clusterNotices(t: Extract<Transition, { subject: 'cluster' }>, now: num
       ...base,
       kind: 'preempted',
       level: 'warning',
-      text: withWhy(`${label} was ${what}`, why(after)),
+      text: withWhy(endWords(null, name, what), why(after)),
       actions: ['show'],
       key: `cluster/${name}/${what}/${after.timeline?.ending?.time ?? run}`
     });
   }
   if (s1 !== s0 && s1 === 'stopped') {
     const by = after.stopped?.reason.by;
-    const who = by && by !== 'person' ? `the ${by}` : (after.stopped?.by ?? null);
+    const who = by && by !== 'person' ? trans.__('the %1', by) : (after.stopped?.by ?? null);
     notices.push({
       ...base,
       kind: 'stopped',
       level: 'warning',
-      text: short(`${label} was stopped${who ? ` by ${who}` : ''}; it holds no quota now`),
+      text: short(
+        who
+          ? trans.__('Ray cluster %1 was stopped by %2; it holds no quota now', name, who)
+          : trans.__('Ray cluster %1 was stopped; it holds no quota now', name)
+      ),
       actions: ['resume', 'show'],
       key: `cluster/${name}/stopped/${after.stopped?.at ?? ''}`
     });
@@ -203,7 +254,7 @@ function clusterNotices(t: Extract<Transition, { subject: 'cluster' }>, now: num
       ...base,
       kind: 'failed',
       level: 'error',
-      text: withWhy(`${label} ${s1 === 'stalled' ? 'is stalled' : s1}`, why(after)),
+      text: withWhy(endWords(null, name, s1), why(after)),
       actions: ['show'],
       key: `cluster/${name}/${s1}/${run}`
     });
@@ -216,7 +267,9 @@ function clusterNotices(t: Extract<Transition, { subject: 'cluster' }>, now: num
         ...base,
         kind: 'scaled',
         level: 'info',
-        text: short(`${label}: the resize to ${workers} workers was admitted`),
+        text: short(
+          trans.__('Ray cluster %1: the resize to %2 workers was admitted', name, workers)
+        ),
         actions: ['show'],
         key: `cluster/${name}/${milestone}/${time}`
       });
@@ -232,7 +285,6 @@ function kindNotices(t: Extract<Transition, { subject: 'kind' }>, now: number): 
   }
   const s0 = before.state;
   const s1 = after.state;
-  const label = `${t.kind} ${name}`;
   const base = { subject: plural, name, actions: ['show'] as NoticeAction[] };
   const created = (after as { created?: string | null }).created;
   const age = created ? (now - Date.parse(created)) / 1000 : null;
@@ -242,7 +294,7 @@ function kindNotices(t: Extract<Transition, { subject: 'kind' }>, now: number): 
         ...base,
         kind: 'admitted',
         level: 'success',
-        text: short(`${label} was admitted`),
+        text: short(dwTrans().__('%1 %2 was admitted', t.kind, name)),
         key: `${plural}/${name}/admitted`
       }
     ];
@@ -253,7 +305,7 @@ function kindNotices(t: Extract<Transition, { subject: 'kind' }>, now: number): 
         ...base,
         kind: 'finished',
         level: 'success',
-        text: short(`${label} ${s1}`),
+        text: short(endWords(t.kind, name, s1)),
         key: `${plural}/${name}/${s1}`
       }
     ];
@@ -264,7 +316,7 @@ function kindNotices(t: Extract<Transition, { subject: 'kind' }>, now: number): 
         ...base,
         kind: 'failed',
         level: 'error',
-        text: withWhy(`${label} ${s1}`, why(after)),
+        text: withWhy(endWords(t.kind, name, s1), why(after)),
         key: `${plural}/${name}/${s1}`
       }
     ];
@@ -275,7 +327,7 @@ function kindNotices(t: Extract<Transition, { subject: 'kind' }>, now: number): 
         ...base,
         kind: 'preempted',
         level: 'warning',
-        text: withWhy(`${label} was ${s1}`, why(after)),
+        text: withWhy(endWords(t.kind, name, s1), why(after)),
         key: `${plural}/${name}/${s1}/${created ?? ''}`
       }
     ];
@@ -295,7 +347,9 @@ function rayJobNotices(t: Extract<Transition, { subject: 'job' }>): INotice[] {
       continue; // STOPPED: someone asked for it
     }
     const failed = job.status === 'FAILED';
-    const text = `Ray job ${job.submission_id} on ${t.cluster} ${failed ? 'failed' : 'succeeded'}`;
+    const text = failed
+      ? dwTrans().__('Ray job %1 on %2 failed', job.submission_id, t.cluster)
+      : dwTrans().__('Ray job %1 on %2 succeeded', job.submission_id, t.cluster);
     notices.push({
       kind: failed ? 'failed' : 'finished',
       subject: 'job',

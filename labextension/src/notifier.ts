@@ -9,6 +9,7 @@ import { Notification } from '@jupyterlab/apputils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
 import type { Cluster } from './api';
+import { dwTrans } from './i18n';
 import type { DWModel } from './model';
 import { INotice, NoticeAction, Transition, enabledKinds, noticesOf } from './notices';
 
@@ -40,28 +41,31 @@ function actionsOf(
   handlers: INoticeHandlers
 ): Notification.IAction[] {
   const cluster = notice.subject === 'cluster' ? model.cluster(notice.name) : undefined;
+  const trans = dwTrans();
   const make: Record<NoticeAction, () => Notification.IAction | null> = {
     dashboard: () =>
       cluster && cluster.dashboard_url
-        ? { label: 'Open dashboard', callback: () => handlers.openDashboard(cluster) }
+        ? { label: trans.__('Open dashboard'), callback: () => handlers.openDashboard(cluster) }
         : null,
     resume: () => ({
-      label: 'Resume',
+      label: trans.__('Resume'),
       callback: () => {
         model
           .stopOrResume(notice.name, 'resume')
-          .catch(error => Notification.error(`Could not resume ${notice.name}: ${String(error)}`));
+          .catch(error =>
+            Notification.error(trans.__('Could not resume %1: %2', notice.name, String(error)))
+          );
       }
     }),
     log: () => ({
-      label: 'Show log',
+      label: trans.__('Show log'),
       callback: () => {
         model.selectJob(notice.name, notice.job ?? null);
         handlers.showPanel();
       }
     }),
     show: () => ({
-      label: notice.subject === 'cluster' ? 'Show cluster' : 'Show job',
+      label: notice.subject === 'cluster' ? trans.__('Show cluster') : trans.__('Show job'),
       displayType: 'link',
       callback: () => handlers.showPanel()
     })

@@ -6,6 +6,7 @@
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { Cluster, DWRequestError, ScaleResult } from './api';
+import { dwTrans } from './i18n';
 import { IClock, browserClock } from './model';
 import { appliedText, proposalText, stepperStart } from './shared/workers_bar.js';
 
@@ -28,11 +29,9 @@ export function scaleErrorText(error: unknown): { message: string; code: string 
   if (error instanceof DWRequestError) {
     const field = error.fieldErrors.workers;
     const reason = error.body?.reason;
-    const message = field
-      ? `${error.message}: ${field}`
-      : reason
-        ? `${error.message}: ${reason}`
-        : error.message;
+    // The server's words (its error, the field's message, its reason), joined.
+    const words = field || reason;
+    const message = words ? dwTrans().__('%1: %2', error.message, words) : error.message;
     return { message, code: error.code };
   }
   return { message: String((error as Error)?.message ?? error), code: null };

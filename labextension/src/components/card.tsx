@@ -6,6 +6,7 @@
 import * as React from 'react';
 
 import type { Freshness } from '../api';
+import { dwTrans } from '../i18n';
 import { colorOf } from '../shared/tones.js';
 
 /** The card's name, its state badge and, when the server's view may be old, a stale badge. */
@@ -16,6 +17,7 @@ export function CardHead(props: {
   freshness?: Freshness;
 }): JSX.Element {
   const { freshness } = props;
+  const trans = dwTrans();
   return (
     <div className="jp-dw-card-head">
       <span className="jp-dw-card-name" id={props.titleId}>
@@ -34,7 +36,7 @@ export function CardHead(props: {
           data-freshness={freshness.state}
           title={freshness.reason ?? undefined}
         >
-          {freshness.state === 'reconnecting' ? 'reconnecting…' : 'stale'}
+          {freshness.state === 'reconnecting' ? trans.__('reconnecting…') : trans.__('stale')}
         </span>
       ) : null}
     </div>
@@ -113,11 +115,16 @@ export function QueuePosition(props: {
   if (!props.queued || position === null || position === undefined) {
     return null;
   }
+  const trans = dwTrans();
   return (
     <div className="jp-dw-position" data-position={position}>
-      position {position + 1} in queue {props.queue}
+      {trans.__('position %1 in queue %2', position + 1, props.queue ?? '')}
       {positionInClusterQueue !== null && positionInClusterQueue !== undefined
-        ? ` (${positionInClusterQueue + 1} in ${props.clusterQueue ?? 'its ClusterQueue'})`
+        ? ` ${trans.__(
+            '(%1 in %2)',
+            positionInClusterQueue + 1,
+            props.clusterQueue ?? trans.__('its ClusterQueue')
+          )}`
         : null}
     </div>
   );
@@ -129,15 +136,16 @@ export function DeleteButton(props: {
   disabled: boolean;
   onDelete: () => void;
 }): JSX.Element {
+  const trans = dwTrans();
   return (
     <button
       type="button"
       className="jp-mod-styled jp-mod-warn jp-dw-button"
-      aria-label={`Delete ${props.name}`}
+      aria-label={trans.__('Delete %1', props.name)}
       disabled={props.disabled}
       onClick={props.onDelete}
     >
-      Delete
+      {trans.__('Delete')}
     </button>
   );
 }

@@ -2,11 +2,13 @@ import * as React from 'react';
 
 import { DWRequestError } from '../api';
 import type { Cluster } from '../api';
+import { dwTrans } from '../i18n';
 import { DWModel, dashboardOffHint, formatDuration, quotaHeldFor } from '../model';
 import { canScale } from '../shared/workers_bar.js';
 import type { IScaler } from '../scale';
 import { CardHead, CardReason, DeleteButton, QueuePosition } from './card';
 import { JobsView } from './jobs';
+import { Placed } from './placed';
 import { ErrorNote } from './status';
 import { TimelineView } from './timeline';
 import { UsageView } from './usage';
@@ -32,17 +34,23 @@ function Elapsed(props: { since: () => number | null }): JSX.Element | null {
 
 /** "stopped by <who> at <time>", or the rule that stopped it with its figures. */
 export function stoppedWords(stopped: NonNullable<Cluster['stopped']>): string {
+  const trans = dwTrans();
   const reason: Record<string, unknown> = stopped.reason;
-  const at = stopped.at ? ` at ${new Date(stopped.at).toLocaleString()}` : '';
   const by = typeof reason.by === 'string' ? reason.by : null;
+  let who: string;
   if (by && by !== 'person') {
+    // The rule's name and figures are the server's (`idle-rule`, `idle_seconds 1800`).
     const figures = Object.entries(reason)
       .filter(([key]) => key !== 'by')
       .map(([key, value]) => `${key} ${String(value)}`)
       .join(', ');
-    return `stopped by the ${by}${figures ? ` (${figures})` : ''}${at}`;
+    who = figures ? trans.__('the %1 (%2)', by, figures) : trans.__('the %1', by);
+  } else {
+    who = stopped.by ?? trans.__('someone');
   }
-  return `stopped by ${stopped.by ?? 'someone'}${at}`;
+  return stopped.at
+    ? trans.__('stopped by %1 at %2', who, new Date(stopped.at).toLocaleString())
+    : trans.__('stopped by %1', who);
 }
 
 /**
@@ -70,21 +78,22 @@ function StopResumeButton(props: { cluster: Cluster; model: DWModel }): JSX.Elem
     }
   };
   const body = error instanceof DWRequestError ? error.body : null;
+  const trans = dwTrans();
   return (
     <>
       <button
         type="button"
         className={`jp-mod-styled jp-dw-button jp-dw-${action}`}
-        aria-label={`${action === 'stop' ? 'Stop' : 'Resume'} ${c.name}`}
+        aria-label={action === 'stop' ? trans.__('Stop %1', c.name) : trans.__('Resume %1', c.name)}
         title={
           action === 'stop'
-            ? 'Free its quota and remove its pods; the cluster and its spec are kept'
-            : 'Queue it again, at the size it had'
+            ? trans.__('Free its quota and remove its pods; the cluster and its spec are kept')
+            : trans.__('Queue it again, at the size it had')
         }
         disabled={busy}
         onClick={() => void click()}
       >
-        {action === 'stop' ? 'Stop' : 'Resume'}
+        {action === 'stop' ? trans.__('Stop') : trans.__('Resume')}
       </button>
       {error ? <ErrorNote error={body ?? { error: error.message }} /> : null}
     </>
@@ -102,6 +111,7 @@ function ClusterCard(props: {
   const { actions } = props;
   const titleId = `jp-dw-cluster-${c.name}`;
   const queued = c.state === 'queued';
+  const trans = dwTrans();
   return (
     <li className="jp-dw-card" data-cluster={c.name} data-state={c.state} aria-labelledby={titleId}>
       <CardHead name={c.name} titleId={titleId} state={c.state} freshness={c.freshness} />
@@ -111,8 +121,10 @@ function ClusterCard(props: {
         </div>
       ) : null}
       <div className="jp-dw-muted jp-dw-card-queue">
-        queue {c.queue ?? '?'}
-        {c.owner ? <> · by {c.owner === props.me ? 'you' : c.owner}</> : null}
+        {trans.__('queue %1', c.queue ?? '?')}
+        {c.owner ? (
+          <> · {trans.__('by %1', c.owner === props.me ? trans.__('you') : c.owner)}</>
+        ) : null}
       </div>
       <CardReason reason={c.reason} message={c.message} summary={c.summary} always={queued} />
       {c.state === 'stopped' && c.stopped ? (
@@ -128,11 +140,18 @@ function ClusterCard(props: {
         clusterQueue={c.cluster_queue}
       />
       {c.admission_checks.length > 0 ? (
-        <ul className="jp-dw-checks" aria-label={`Admission checks of ${c.name}`}>
+        <ul className="jp-dw-checks" aria-label={trans.__('Admission checks of %1', c.name)}>
           {c.admission_checks.map(check => (
             <li key={check.name} data-check={check.name} data-check-state={check.state}>
-              admission check <strong>{check.name}</strong>:{' '}
-              <span className={`jp-dw-check-${check.state.toLowerCase()}`}>{check.state}</span>
+              <Placed
+                text={trans.__('admission check %1: %2', '%1', '%2')}
+                parts={[
+                  <strong key="name">{check.name}</strong>,
+                  <span key="state" className={`jp-dw-check-${check.state.toLowerCase()}`}>
+                    {check.state}
+                  </span>
+                ]}
+              />
               {check.message ? <span className="jp-dw-muted"> — {check.message}</span> : null}
             </li>
           ))}
@@ -143,7 +162,10 @@ function ClusterCard(props: {
       {canScale(c) ? <ScaleControl cluster={c} scaler={props.scaler} /> : null}
       {quotaHeldFor(c, Date.now()) !== null ? (
         <div className="jp-dw-held">
-          holding quota for <Elapsed since={() => quotaHeldFor(c, Date.now())} />
+          <Placed
+            text={trans.__('holding quota for %1', '%1')}
+            parts={[<Elapsed key="held" since={() => quotaHeldFor(c, Date.now())} />]}
+          />
         </div>
       ) : null}
       <TimelineView cluster={c} />
@@ -152,20 +174,20 @@ function ClusterCard(props: {
         <button
           type="button"
           className="jp-mod-styled jp-dw-button"
-          aria-label={`Open the Ray dashboard of ${c.name}`}
+          aria-label={trans.__('Open the Ray dashboard of %1', c.name)}
           disabled={c.dashboard_url === null}
           title={c.dashboard_url === null ? dashboardOffHint(c) : undefined}
           onClick={() => actions.openDashboard(c)}
         >
-          Dashboard
+          {trans.__('Dashboard')}
         </button>
         <button
           type="button"
           className="jp-mod-styled jp-dw-button"
-          aria-label={`Insert ray.init code for ${c.name} into the active notebook`}
+          aria-label={trans.__('Insert ray.init code for %1 into the active notebook', c.name)}
           onClick={() => void actions.insertConnection(c)}
         >
-          Insert ray.init
+          {trans.__('Insert ray.init')}
         </button>
         <StopResumeButton cluster={c} model={props.model} />
         <DeleteButton
@@ -185,14 +207,15 @@ export function ClustersSection(props: {
 }): JSX.Element {
   const { model, scope, actions } = props;
   const clusters = model.visibleClusters(scope);
+  const trans = dwTrans();
   return (
     <section className="jp-dw-section" aria-labelledby="jp-dw-clusters-title">
       <h3 id="jp-dw-clusters-title" className="jp-dw-section-title">
-        {scope === 'mine' ? 'My Ray clusters' : 'Ray clusters'}
+        {scope === 'mine' ? trans.__('My Ray clusters') : trans.__('Ray clusters')}
       </h3>
       {model.clustersError ? <ErrorNote error={model.clustersError} /> : null}
       {clusters.length === 0 && !model.clustersError ? (
-        <p className="jp-dw-muted">No Ray cluster yet: create one below.</p>
+        <p className="jp-dw-muted">{trans.__('No Ray cluster yet: create one below.')}</p>
       ) : null}
       <ul className="jp-dw-cards">
         {clusters.map(c => (

@@ -17,55 +17,90 @@ import {
   preselectedQueue,
   rayJobRequest
 } from '../formspec';
+import { dwTrans } from '../i18n';
 import { DWModel, FitChecker, FitState } from '../model';
 import { colorOf } from '../shared/tones.js';
 
 export { preselectedQueue };
 
-const SIZE_LABELS: Record<SizeField, { label: string; inputMode?: 'numeric' }> = {
-  workers: { label: 'Workers', inputMode: 'numeric' },
-  worker_cpu: { label: 'Worker CPU' },
-  worker_memory: { label: 'Worker memory' },
-  worker_gpu: { label: 'Worker GPUs', inputMode: 'numeric' },
-  head_cpu: { label: 'Head CPU' },
-  head_memory: { label: 'Head memory' }
-};
+/** The labels of the cluster's sized fields (translated when the form renders). */
+function sizeLabels(): Record<SizeField, { label: string; inputMode?: 'numeric' }> {
+  const trans = dwTrans();
+  return {
+    workers: { label: trans.__('Workers'), inputMode: 'numeric' },
+    worker_cpu: { label: trans.__('Worker CPU') },
+    worker_memory: { label: trans.__('Worker memory') },
+    worker_gpu: { label: trans.__('Worker GPUs'), inputMode: 'numeric' },
+    head_cpu: { label: trans.__('Head CPU') },
+    head_memory: { label: trans.__('Head memory') }
+  };
+}
 
 /**
  * The cluster's sizing fields and image: the same in both kinds (a RayJob sends them as
  * `cluster`). Each starts empty; its placeholder says the server's default and the text beside
  * it the server's limit (`formspec.ts`).
  */
-const CLUSTER_INPUTS: { name: FieldName; label: string; inputMode?: 'numeric' }[] = [
-  ...SIZE_FIELDS.map(name => ({ name, ...SIZE_LABELS[name] })),
-  { name: 'image', label: 'Image' }
-];
+function clusterInputs(): { name: FieldName; label: string; inputMode?: 'numeric' }[] {
+  const labels = sizeLabels();
+  return [
+    ...SIZE_FIELDS.map(name => ({ name, ...labels[name] })),
+    { name: 'image', label: dwTrans().__('Image') }
+  ];
+}
 
-const KIND_TEXT: Record<FormKind, { title: string; submit: string; submitting: string }> = {
-  cluster: { title: 'New cluster', submit: 'Create cluster', submitting: 'Creating…' },
-  rayjob: { title: 'New RayJob', submit: 'Submit RayJob', submitting: 'Submitting…' }
-};
+function kindText(kind: FormKind): { title: string; submit: string; submitting: string } {
+  const trans = dwTrans();
+  return kind === 'cluster'
+    ? {
+        title: trans.__('New cluster'),
+        submit: trans.__('Create cluster'),
+        submitting: trans.__('Creating…')
+      }
+    : {
+        title: trans.__('New RayJob'),
+        submit: trans.__('Submit RayJob'),
+        submitting: trans.__('Submitting…')
+      };
+}
 
-const VERDICT_TEXT: Record<string, string> = {
-  'fits-now': 'Fits now',
-  'must-wait': 'Must wait',
-  'never-fits': 'Never fits',
-  unknown: 'Unknown'
-};
+/** The server's verdict in words; an unknown verdict as the server names it. */
+function verdictText(verdict: string): string {
+  const trans = dwTrans();
+  switch (verdict) {
+    case 'fits-now':
+      return trans.__('Fits now');
+    case 'must-wait':
+      return trans.__('Must wait');
+    case 'never-fits':
+      return trans.__('Never fits');
+    case 'unknown':
+      return trans.__('Unknown');
+    default:
+      return verdict;
+  }
+}
 
 function FitVerdict(props: { state: FitState; onUseSuggestion: (workers: number) => void }) {
   const { state } = props;
+  const trans = dwTrans();
   if (state.kind === 'idle') {
     return null;
   }
   if (state.kind === 'checking') {
-    return <span className="jp-dw-muted">checking the fit…</span>;
+    return <span className="jp-dw-muted">{trans.__('checking the fit…')}</span>;
   }
   if (state.kind === 'invalid') {
-    return <span className="jp-dw-fit-invalid">Fix the marked fields to check the fit.</span>;
+    return (
+      <span className="jp-dw-fit-invalid">
+        {trans.__('Fix the marked fields to check the fit.')}
+      </span>
+    );
   }
   if (state.kind === 'error') {
-    return <span className="jp-dw-fit-invalid">Fit check failed: {state.message}</span>;
+    return (
+      <span className="jp-dw-fit-invalid">{trans.__('Fit check failed: %1', state.message)}</span>
+    );
   }
   const { fit } = state;
   const suggestion = fit.suggestion ?? null;
@@ -76,7 +111,7 @@ function FitVerdict(props: { state: FitState; onUseSuggestion: (workers: number)
         data-verdict={fit.verdict}
         style={{ background: colorOf('verdict', fit.verdict) }}
       >
-        {VERDICT_TEXT[fit.verdict] ?? fit.verdict}
+        {verdictText(fit.verdict)}
       </span>{' '}
       <span className="jp-dw-fit-message">{fit.message}</span>
       {suggestion ? (
@@ -87,8 +122,11 @@ function FitVerdict(props: { state: FitState; onUseSuggestion: (workers: number)
             className="jp-mod-styled jp-mod-accept jp-dw-button"
             onClick={() => props.onUseSuggestion(suggestion.workers)}
           >
-            {suggestion.workers} worker{suggestion.workers === 1 ? '' : 's'} would start now — use
-            that
+            {trans._n(
+              '%1 worker would start now — use that',
+              '%1 workers would start now — use that',
+              suggestion.workers
+            )}
           </button>
         </div>
       ) : null}
@@ -168,7 +206,8 @@ export function NewClusterForm(props: {
   const [result, setResult] = React.useState<{ ok: boolean; text: string } | null>(null);
   const rayjobs = model.rayjobsServed;
   const shownKind: FormKind = rayjobs ? kind : 'cluster';
-  const text = KIND_TEXT[shownKind];
+  const trans = dwTrans();
+  const text = kindText(shownKind);
 
   const queue = fields.queue || preselectedQueue(queues, props.preferredQueue);
   const effective = { ...fields, queue };
@@ -237,8 +276,14 @@ export function NewClusterForm(props: {
         created = await model.create(clusterRequest(effective));
       }
       setErrors({});
-      const what = shownKind === 'rayjob' ? 'Submitted RayJob' : 'Created';
-      setResult({ ok: true, text: `${what} ${created.name} in queue ${created.queue ?? queue}.` });
+      const where = created.queue ?? queue;
+      setResult({
+        ok: true,
+        text:
+          shownKind === 'rayjob'
+            ? trans.__('Submitted RayJob %1 in queue %2.', created.name, where)
+            : trans.__('Created %1 in queue %2.', created.name, where)
+      });
       setFields(previous => ({ ...previous, name: '' }));
     } catch (error) {
       if (error instanceof DWRequestError) {
@@ -281,7 +326,7 @@ export function NewClusterForm(props: {
         {text.title}
       </h3>
       {rayjobs ? (
-        <div className="jp-dw-kind" role="radiogroup" aria-label="What to create">
+        <div className="jp-dw-kind" role="radiogroup" aria-label={trans.__('What to create')}>
           {(['cluster', 'rayjob'] as const).map(k => (
             <label key={k} className="jp-dw-kind-option">
               <input
@@ -291,7 +336,7 @@ export function NewClusterForm(props: {
                 checked={shownKind === k}
                 onChange={() => switchKind(k)}
               />{' '}
-              {k === 'cluster' ? 'Ray cluster' : 'RayJob'}
+              {k === 'cluster' ? trans.__('Ray cluster') : trans.__('RayJob')}
             </label>
           ))}
         </div>
@@ -304,7 +349,7 @@ export function NewClusterForm(props: {
         data-kind={shownKind}
         noValidate
       >
-        <Field name="queue" label="Queue" error={errors.queue}>
+        <Field name="queue" label={trans.__('Queue')} error={errors.queue}>
           {control => (
             <select
               {...control}
@@ -315,17 +360,23 @@ export function NewClusterForm(props: {
               {queues.map(q => (
                 <option key={q.name} value={q.name}>
                   {q.name}
-                  {q.default ? ' (default)' : ''}
+                  {q.default ? ` ${trans.__('(default)')}` : ''}
                 </option>
               ))}
             </select>
           )}
         </Field>
-        {input('name', 'Name', { placeholder: shownKind === 'rayjob' ? 'train-1' : 'my-ray' })}
+        {input('name', trans.__('Name'), {
+          placeholder: shownKind === 'rayjob' ? 'train-1' : 'my-ray'
+        })}
         {shownKind === 'rayjob' ? (
           <>
-            {input('entrypoint', 'Entrypoint', { placeholder: 'python train.py' })}
-            <Field name="runtime_env" label="Runtime env (JSON)" error={errors.runtime_env}>
+            {input('entrypoint', trans.__('Entrypoint'), { placeholder: 'python train.py' })}
+            <Field
+              name="runtime_env"
+              label={trans.__('Runtime env (JSON)')}
+              error={errors.runtime_env}
+            >
               {control => (
                 <textarea
                   {...control}
@@ -339,7 +390,11 @@ export function NewClusterForm(props: {
                 />
               )}
             </Field>
-            <Field name="submission_mode" label="Submission mode" error={errors.submission_mode}>
+            <Field
+              name="submission_mode"
+              label={trans.__('Submission mode')}
+              error={errors.submission_mode}
+            >
               {control => (
                 <select
                   {...control}
@@ -355,15 +410,15 @@ export function NewClusterForm(props: {
                 </select>
               )}
             </Field>
-            {input('ttl_seconds_after_finished', 'TTL after finish (s)', {
-              placeholder: 'kept until deleted',
+            {input('ttl_seconds_after_finished', trans.__('TTL after finish (s)'), {
+              placeholder: trans.__('kept until deleted'),
               inputMode: 'numeric'
             })}
           </>
         ) : null}
-        {CLUSTER_INPUTS.map(f => input(f.name, f.label, f))}
+        {clusterInputs().map(f => input(f.name, f.label, f))}
         {priorityClasses && priorityClasses.length > 0 ? (
-          <Field name="priority" label="Priority" error={errors.priority}>
+          <Field name="priority" label={trans.__('Priority')} error={errors.priority}>
             {control => (
               <select
                 {...control}
@@ -371,10 +426,10 @@ export function NewClusterForm(props: {
                 value={fields.priority}
                 onChange={e => set('priority', e.target.value)}
               >
-                <option value="">Kueue's default</option>
+                <option value="">{trans.__("Kueue's default")}</option>
                 {priorityClasses.map(p => (
                   <option key={p.name} value={p.name}>
-                    {p.name} ({p.value}){p.default ? ' (default)' : ''}
+                    {p.name} ({p.value}){p.default ? ` ${trans.__('(default)')}` : ''}
                   </option>
                 ))}
               </select>
@@ -386,7 +441,12 @@ export function NewClusterForm(props: {
             {errors[REQUEST_ERROR]}
           </div>
         ) : null}
-        <div className="jp-dw-fit" role="status" aria-live="polite" aria-label="Fit verdict">
+        <div
+          className="jp-dw-fit"
+          role="status"
+          aria-live="polite"
+          aria-label={trans.__('Fit verdict')}
+        >
           <FitVerdict state={fitState} onUseSuggestion={w => set('workers', String(w))} />
         </div>
         <div className="jp-dw-form-actions">

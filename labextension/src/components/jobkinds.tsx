@@ -7,6 +7,7 @@
 import * as React from 'react';
 
 import type { KubeRayJob, TrainJob, WorkloadKind } from '../api';
+import { dwTrans } from '../i18n';
 import { DWModel } from '../model';
 import { IKindJob } from '../podjobs';
 import { IJobKindView, JobsSection } from './podjobs';
@@ -22,25 +23,38 @@ export interface IJobActions {
  * the cluster KubeRay made for it.
  */
 const RAYJOB_VIEW: Partial<IJobKindView<KubeRayJob>> = {
-  empty: 'No RayJob yet: submit one below (New: RayJob).',
+  // A getter: the words are translated when a view is made (`viewOf`), not at module load.
+  get empty() {
+    return dwTrans().__('No RayJob yet: submit one below (New: RayJob).');
+  },
   detail: j => j.submission_mode,
   body: j => (
     <>
       {j.entrypoint ? (
         <div className="jp-dw-rayjob-entrypoint">
-          <code title="entrypoint">{j.entrypoint}</code>
+          <code title={dwTrans().__('entrypoint')}>{j.entrypoint}</code>
         </div>
       ) : null}
       {j.cluster ? (
         <div className="jp-dw-muted jp-dw-rayjob-cluster" data-rayjob-cluster={j.cluster}>
-          its cluster {j.cluster}
+          {dwTrans().__('its cluster %1', j.cluster)}
         </div>
       ) : null}
     </>
   ),
   removes: j =>
-    `The RayJob ${j.name}, its cluster${j.cluster ? ` ${j.cluster}` : ''}, its submitter ` +
-    `and its place in queue ${j.queue ?? ''} are removed. A running job is lost.`
+    j.cluster
+      ? dwTrans().__(
+          'The RayJob %1, its cluster %2, its submitter and its place in queue %3 are removed. A running job is lost.',
+          j.name,
+          j.cluster,
+          j.queue ?? ''
+        )
+      : dwTrans().__(
+          'The RayJob %1, its cluster, its submitter and its place in queue %2 are removed. A running job is lost.',
+          j.name,
+          j.queue ?? ''
+        )
 };
 
 /**
@@ -48,19 +62,35 @@ const RAYJOB_VIEW: Partial<IJobKindView<KubeRayJob>> = {
  * once a child Job is ready, `succeeded`, `failed` with Trainer's reason).
  */
 const TRAINJOB_VIEW: Partial<IJobKindView<TrainJob>> = {
-  empty: 'No TrainJob yet: submit one from a notebook (dw.TrainJobSpec) or %dw trainjob.',
-  detail: j => (j.runtime ? `runtime ${j.runtime}` : null),
-  body: j => (
-    <div className="jp-dw-muted jp-dw-trainjob-nodes" data-trainjob-nodes={j.num_nodes ?? ''}>
-      {j.num_nodes ?? '?'} node{j.num_nodes === 1 ? '' : 's'}
-      {j.jobs_ready + j.jobs_succeeded + j.jobs_failed > 0
-        ? ` · jobs ready ${j.jobs_ready}, succeeded ${j.jobs_succeeded}, failed ${j.jobs_failed}`
-        : null}
-    </div>
-  ),
+  get empty() {
+    return dwTrans().__(
+      'No TrainJob yet: submit one from a notebook (dw.TrainJobSpec) or %dw trainjob.'
+    );
+  },
+  detail: j => (j.runtime ? dwTrans().__('runtime %1', j.runtime) : null),
+  body: j => {
+    const trans = dwTrans();
+    const nodes = j.num_nodes ?? null;
+    return (
+      <div className="jp-dw-muted jp-dw-trainjob-nodes" data-trainjob-nodes={j.num_nodes ?? ''}>
+        {nodes === null ? trans.__('? nodes') : trans._n('%1 node', '%1 nodes', nodes)}
+        {j.jobs_ready + j.jobs_succeeded + j.jobs_failed > 0
+          ? ` · ${trans.__(
+              'jobs ready %1, succeeded %2, failed %3',
+              j.jobs_ready,
+              j.jobs_succeeded,
+              j.jobs_failed
+            )}`
+          : null}
+      </div>
+    );
+  },
   removes: j =>
-    `The TrainJob ${j.name}, its JobSet, its pods and its place in queue ${j.queue ?? ''} ` +
-    'are removed. A running training is lost.'
+    dwTrans().__(
+      'The TrainJob %1, its JobSet, its pods and its place in queue %2 are removed. A running training is lost.',
+      j.name,
+      j.queue ?? ''
+    )
 };
 
 /** A view's rows for the records of its own kind (the records under its plural are). */
@@ -76,14 +106,20 @@ export const KIND_VIEWS: Readonly<Record<string, Partial<IJobKindView>>> = {
 
 /** How the cards of `kind` look: its own view's rows over the generic ones. */
 export function viewOf(kind: WorkloadKind): IJobKindView {
+  const trans = dwTrans();
   return {
-    title: `${kind.kind}s`,
-    empty: `No ${kind.kind} yet.`,
+    // The kind's name is the server's (`RayJob`); the plural around it is translated.
+    title: trans.__('%1s', kind.kind),
+    empty: trans.__('No %1 yet.', kind.kind),
     detail: () => null,
     body: () => null,
     removes: j =>
-      `The ${kind.kind} ${j.name} and its place in queue ${j.queue ?? ''} are removed. ` +
-      'A running job is lost.',
+      trans.__(
+        'The %1 %2 and its place in queue %3 are removed. A running job is lost.',
+        kind.kind,
+        j.name,
+        j.queue ?? ''
+      ),
     ...KIND_VIEWS[kind.plural]
   };
 }

@@ -1,6 +1,7 @@
 import * as React from 'react';
 
 import type { Cluster } from '../api';
+import { dwTrans } from '../i18n';
 import { TERMINAL_JOB_STATES, jobDuration } from '../jobs';
 import { DWModel, formatDuration } from '../model';
 import { ErrorNote } from './status';
@@ -26,13 +27,14 @@ export function JobsView(props: { cluster: Cluster; model: DWModel }): JSX.Eleme
   const selected = model.jobs.selected;
   const log = model.jobs.log;
   const now = Date.now();
+  const trans = dwTrans();
   return (
-    <div className="jp-dw-jobs" aria-label={`Ray jobs of ${cluster.name}`}>
-      <div className="jp-dw-jobs-title">Ray jobs</div>
+    <div className="jp-dw-jobs" aria-label={trans.__('Ray jobs of %1', cluster.name)}>
+      <div className="jp-dw-jobs-title">{trans.__('Ray jobs')}</div>
       {list?.error ? <ErrorNote error={list.error} /> : null}
-      {list === undefined ? <div className="jp-dw-muted">reading jobs…</div> : null}
+      {list === undefined ? <div className="jp-dw-muted">{trans.__('reading jobs…')}</div> : null}
       {list?.jobs && list.jobs.length === 0 ? (
-        <div className="jp-dw-muted">No job yet: h.submit_job(...) or %dw job</div>
+        <div className="jp-dw-muted">{trans.__('No job yet: h.submit_job(...) or %dw job')}</div>
       ) : null}
       <ul className="jp-dw-job-list">
         {(list?.jobs ?? []).map(job => {
@@ -78,10 +80,10 @@ export function JobsView(props: { cluster: Cluster; model: DWModel }): JSX.Eleme
                     <button
                       type="button"
                       className="jp-mod-styled jp-mod-warn jp-dw-button"
-                      aria-label={`Stop job ${job.submission_id}`}
+                      aria-label={trans.__('Stop job %1', job.submission_id)}
                       onClick={() => void model.stopJob(cluster.name, job.submission_id)}
                     >
-                      Stop
+                      {trans.__('Stop')}
                     </button>
                   ) : null}
                   {log?.error ? <ErrorNote error={log.error} /> : null}
@@ -116,7 +118,7 @@ function LogTail(props: { text: string | null; end: boolean }): JSX.Element {
         atEnd.current = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 8;
       }}
     >
-      {props.text === null ? 'reading the log…' : props.text}
+      {props.text === null ? dwTrans().__('reading the log…') : props.text}
     </pre>
   );
 }

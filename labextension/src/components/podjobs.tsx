@@ -9,6 +9,7 @@
 import * as React from 'react';
 
 import type { WorkloadKind } from '../api';
+import { dwTrans } from '../i18n';
 import { DWModel } from '../model';
 import { IKindJob, PodSetJobs } from '../podjobs';
 import { CardHead, CardReason, DeleteButton, QueuePosition } from './card';
@@ -41,6 +42,7 @@ function JobCard(props: {
   const titleId = `jp-dw-${kind.word}-${j.name}`;
   const queued = j.state === 'queued';
   const detail = view.detail(j);
+  const trans = dwTrans();
   return (
     <li
       className="jp-dw-card"
@@ -50,9 +52,11 @@ function JobCard(props: {
     >
       <CardHead name={j.name} titleId={titleId} state={j.state} />
       <div className="jp-dw-muted jp-dw-card-queue">
-        queue {j.queue ?? '?'}
+        {trans.__('queue %1', j.queue ?? '?')}
         {detail ? <> · {detail}</> : null}
-        {j.owner ? <> · by {j.owner === props.me ? 'you' : j.owner}</> : null}
+        {j.owner ? (
+          <> · {trans.__('by %1', j.owner === props.me ? trans.__('you') : j.owner)}</>
+        ) : null}
       </div>
       <CardReason reason={j.reason} message={j.message} summary={j.summary} always={queued} />
       <QueuePosition

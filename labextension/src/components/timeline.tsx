@@ -9,6 +9,7 @@
 import * as React from 'react';
 
 import type { Cluster, Timeline } from '../api';
+import { dwTrans } from '../i18n';
 import { formatDuration, timeline } from '../model';
 import { clockTime, durationText } from '../shared/clock.js';
 import { ITimelineBar, timelineBar } from '../shared/timeline_bar.js';
@@ -39,7 +40,7 @@ export function timelineCaption(bar: ITimelineBar): string | null {
     return bar.ending;
   }
   if (bar.segments.length > 0 && bar.segments.every(s => s.done) && bar.total > 0) {
-    return `started in ${durationText(bar.total)}`;
+    return dwTrans().__('started in %1', durationText(bar.total));
   }
   return null;
 }
@@ -49,12 +50,11 @@ function Milestones(props: { cluster: Cluster }): JSX.Element | null {
   if (steps.length === 0) {
     return null;
   }
+  const trans = dwTrans();
   return (
     <details className="jp-dw-milestones">
-      <summary>
-        {steps.length} milestone{steps.length === 1 ? '' : 's'}
-      </summary>
-      <ol aria-label={`Milestones of ${props.cluster.name}`}>
+      <summary>{trans._n('%1 milestone', '%1 milestones', steps.length)}</summary>
+      <ol aria-label={trans.__('Milestones of %1', props.cluster.name)}>
         {steps.map((step, i) => (
           <li key={`${step.name}-${i}`} data-milestone={step.name}>
             <span className="jp-dw-milestone-name">{step.words}</span>
@@ -93,7 +93,7 @@ export function TimelineBarView(props: {
   return (
     <div className="jp-dw-timeline" data-ending={t?.ending?.name ?? ''}>
       {bar.segments.length > 0 ? (
-        <ol className="jp-dw-timeline-bar" aria-label={`Timeline of ${props.name}`}>
+        <ol className="jp-dw-timeline-bar" aria-label={dwTrans().__('Timeline of %1', props.name)}>
           {bar.segments.map(s => (
             <li
               key={s.step}

@@ -7,6 +7,7 @@
 import * as React from 'react';
 
 import type { ClusterUsage, QueueHolding } from '../api';
+import { dwTrans } from '../i18n';
 import { holdingText, idleText, rayText, ruleText, usageRows } from '../shared/usage_bar.js';
 
 /** Re-renders once a minute (the idle minutes count up without a request). */
@@ -34,8 +35,9 @@ export function UsageView(props: { name: string; usage: ClusterUsage | null }): 
   if (rows.length === 0 && !idle && !ray) {
     return null;
   }
+  const trans = dwTrans();
   return (
-    <div className="jp-dw-usage" aria-label={`Usage of ${props.name}`}>
+    <div className="jp-dw-usage" aria-label={trans.__('Usage of %1', props.name)}>
       {rows.map(row => (
         <div
           key={row.resource}
@@ -46,13 +48,16 @@ export function UsageView(props: { name: string; usage: ClusterUsage | null }): 
         >
           <span className="jp-dw-usage-text">{row.text}</span>
           {row.unknown ? (
-            <span className="jp-dw-muted jp-dw-usage-unknown"> — use unknown: {row.unknown}</span>
+            <span className="jp-dw-muted jp-dw-usage-unknown">
+              {' — '}
+              {trans.__('use unknown: %1', row.unknown)}
+            </span>
           ) : null}
           {row.share !== null ? (
             <div
               className="jp-dw-bar"
               role="meter"
-              aria-label={`${row.label} used of held by ${props.name}`}
+              aria-label={trans.__('%1 used of held by %2', row.label, props.name)}
               aria-valuemin={0}
               aria-valuemax={1}
               aria-valuenow={row.share}

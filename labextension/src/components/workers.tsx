@@ -1,26 +1,37 @@
 import * as React from 'react';
 
 import type { Cluster } from '../api';
+import { dwTrans } from '../i18n';
 import { ScaleStepper, ScaleStep } from '../scale';
 import type { IScaler } from '../scale';
 import { barWidths, workersBar } from '../shared/workers_bar.js';
 import { colorOf } from '../shared/tones.js';
+import { Placed } from './placed';
 
 /** Ready / desired, as before elastic scaling: one segment. */
 function FixedWorkers(props: { cluster: Cluster }): JSX.Element {
   const c = props.cluster;
   const desired = c.workers_desired;
   const ready = c.workers_ready;
+  const trans = dwTrans();
   return (
     <div className="jp-dw-workers">
       <span>
-        workers <strong data-workers-ready={ready}>{ready}</strong>/{desired} ready
-        {c.head_ready ? ' · head ready' : ''}
+        <Placed
+          text={trans.__('workers %1/%2 ready', '%1', '%2')}
+          parts={[
+            <strong key="ready" data-workers-ready={ready}>
+              {ready}
+            </strong>,
+            desired
+          ]}
+        />
+        {c.head_ready ? ` · ${trans.__('head ready')}` : ''}
       </span>
       <div
         className="jp-dw-bar"
         role="progressbar"
-        aria-label={`Ready workers of ${c.name}`}
+        aria-label={trans.__('Ready workers of %1', c.name)}
         aria-valuemin={0}
         aria-valuemax={desired || 1}
         aria-valuenow={ready}
@@ -34,12 +45,21 @@ function FixedWorkers(props: { cluster: Cluster }): JSX.Element {
   );
 }
 
-const SEGMENT_TITLES: Record<string, string> = {
-  ready: 'ready',
-  starting: 'admitted, starting',
-  waiting: 'waiting for quota',
-  removing: 'being removed'
-};
+/** A segment's title: how many workers are in it, and what they do. */
+function segmentTitle(kind: 'ready' | 'starting' | 'waiting' | 'removing', count: number): string {
+  const trans = dwTrans();
+  // The same words for one and many in English; other languages may need plural forms.
+  switch (kind) {
+    case 'ready':
+      return trans._n('%1 ready', '%1 ready', count);
+    case 'starting':
+      return trans._n('%1 admitted, starting', '%1 admitted, starting', count);
+    case 'waiting':
+      return trans._n('%1 waiting for quota', '%1 waiting for quota', count);
+    case 'removing':
+      return trans._n('%1 being removed', '%1 being removed', count);
+  }
+}
 
 /**
  * An elastic cluster's size as one bar: ready, admitted (starting), waiting for quota and
@@ -50,6 +70,7 @@ function ElasticWorkers(props: { cluster: Cluster; mine: boolean }): JSX.Element
   const bar = workersBar(c, props.mine);
   const widths = barWidths(bar);
   const kinds = ['ready', 'starting', 'waiting', 'removing'] as const;
+  const trans = dwTrans();
   return (
     <div
       className="jp-dw-workers jp-dw-elastic"
@@ -58,12 +79,12 @@ function ElasticWorkers(props: { cluster: Cluster; mine: boolean }): JSX.Element
     >
       <span className="jp-dw-workers-summary" data-workers-ready={c.workers_ready}>
         {bar.summary}
-        {c.head_ready ? ' · head ready' : ''}
+        {c.head_ready ? ` · ${trans.__('head ready')}` : ''}
       </span>
       <div
         className="jp-dw-bar jp-dw-bar-elastic"
         role="progressbar"
-        aria-label={`Workers of ${c.name}`}
+        aria-label={trans.__('Workers of %1', c.name)}
         aria-valuemin={0}
         aria-valuemax={Math.max(1, bar.total)}
         aria-valuenow={bar.segments.ready}
@@ -76,7 +97,7 @@ function ElasticWorkers(props: { cluster: Cluster; mine: boolean }): JSX.Element
               className={`jp-dw-bar-${kind}`}
               data-segment={kind}
               data-count={bar.segments[kind]}
-              title={`${bar.segments[kind]} ${SEGMENT_TITLES[kind]}`}
+              title={segmentTitle(kind, bar.segments[kind])}
               style={{ width: `${widths[kind]}%` }}
             />
           ) : null
@@ -114,13 +135,14 @@ export function WorkersView(props: { cluster: Cluster; mine: boolean }): JSX.Ele
 
 function StepMessage(props: { step: ScaleStep; stepper: ScaleStepper; name: string }) {
   const { step, stepper, name } = props;
+  const trans = dwTrans();
   switch (step.kind) {
     case 'idle':
       return null;
     case 'checking':
       return (
         <div className="jp-dw-scale-proposal jp-dw-muted" data-step="checking">
-          {step.workers} workers: checking…
+          {trans._n('%1 workers: checking…', '%1 workers: checking…', step.workers)}
         </div>
       );
     case 'proposed': {
@@ -141,17 +163,22 @@ function StepMessage(props: { step: ScaleStep; stepper: ScaleStepper; name: stri
             <button
               type="button"
               className="jp-mod-styled jp-mod-accept jp-dw-button"
-              aria-label={`Scale ${name} to ${step.workers} workers`}
+              aria-label={trans._n(
+                'Scale %2 to %1 workers',
+                'Scale %2 to %1 workers',
+                step.workers,
+                name
+              )}
               onClick={() => void stepper.confirm()}
             >
-              Scale to {step.workers}
+              {trans.__('Scale to %1', step.workers)}
             </button>
             <button
               type="button"
               className="jp-mod-styled jp-dw-button"
               onClick={() => stepper.cancel()}
             >
-              Cancel
+              {trans.__('Cancel')}
             </button>
           </div>
         </div>
@@ -161,8 +188,8 @@ function StepMessage(props: { step: ScaleStep; stepper: ScaleStepper; name: stri
       return (
         <div className="jp-dw-scale-proposal jp-dw-muted" data-step="applying">
           {step.workers === null
-            ? 'Giving the size back to the Ray autoscaler…'
-            : `Scaling to ${step.workers} workers…`}
+            ? trans.__('Giving the size back to the Ray autoscaler…')
+            : trans._n('Scaling to %1 workers…', 'Scaling to %1 workers…', step.workers)}
         </div>
       );
     case 'applied':
@@ -201,19 +228,20 @@ export function ScaleControl(props: { cluster: Cluster; scaler: IScaler }): JSX.
   stepper.sync(c);
   const target = stepper.target ?? 0;
   const busy = step.kind === 'applying';
+  const trans = dwTrans();
   return (
     <div className="jp-dw-scale-box">
       <div
         className="jp-dw-scale"
         role="group"
-        aria-label={`Scale ${c.name}`}
+        aria-label={trans.__('Scale %1', c.name)}
         data-step={step.kind}
       >
-        <span>scale</span>
+        <span>{trans.__('scale')}</span>
         <button
           type="button"
           className="jp-mod-styled jp-dw-button jp-dw-step"
-          aria-label={`One worker fewer for ${c.name}`}
+          aria-label={trans.__('One worker fewer for %1', c.name)}
           disabled={busy || target <= stepper.min}
           onClick={() => stepper.decrement()}
         >
@@ -225,25 +253,29 @@ export function ScaleControl(props: { cluster: Cluster; scaler: IScaler }): JSX.
         <button
           type="button"
           className="jp-mod-styled jp-dw-button jp-dw-step"
-          aria-label={`One worker more for ${c.name}`}
+          aria-label={trans.__('One worker more for %1', c.name)}
           disabled={busy || target >= stepper.max}
           onClick={() => stepper.increment()}
         >
           +
         </button>
-        <span className="jp-dw-muted" title={`from ${stepper.min} to ${stepper.max}`}>
-          workers
+        <span className="jp-dw-muted" title={trans.__('from %1 to %2', stepper.min, stepper.max)}>
+          {trans.__('workers')}
         </span>
         {c.pinned_workers !== null ? (
           <button
             type="button"
             className="jp-mod-styled jp-dw-button"
-            aria-label={`Give the size of ${c.name} back to the Ray autoscaler`}
-            title={`The Ray autoscaler sizes it within ${c.min_workers}–${c.max_workers}`}
+            aria-label={trans.__('Give the size of %1 back to the Ray autoscaler', c.name)}
+            title={trans.__(
+              'The Ray autoscaler sizes it within %1–%2',
+              c.min_workers,
+              c.max_workers
+            )}
             disabled={busy}
             onClick={() => void stepper.release()}
           >
-            Auto
+            {trans.__('Auto')}
           </button>
         ) : null}
       </div>

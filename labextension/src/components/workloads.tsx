@@ -1,6 +1,7 @@
 import * as React from 'react';
 
 import type { Workload } from '../api';
+import { dwTrans } from '../i18n';
 import { colorOf } from '../shared/tones.js';
 import { DWModel } from '../model';
 import { firstAndMine } from '../workloadrows';
@@ -34,7 +35,7 @@ const WorkloadItem = React.memo(function WorkloadItem(props: {
         ) : null}
         <span className="jp-dw-workload-kind">{w.owner ? w.owner.kind : 'Workload'}</span>
         <span className="jp-dw-workload-name">{w.owner ? w.owner.name : w.name}</span>
-        {props.mine ? <span className="jp-dw-tag">mine</span> : null}
+        {props.mine ? <span className="jp-dw-tag">{dwTrans().__('mine')}</span> : null}
         <span
           className={`jp-dw-badge jp-dw-state-${w.state}`}
           data-badge={w.state}
@@ -80,7 +81,9 @@ function QueueWorkloads(props: {
           aria-expanded={expanded}
           onClick={() => setExpanded(!expanded)}
         >
-          {expanded ? 'Show fewer' : `Show all ${workloads.length} (${hidden} more)`}
+          {expanded
+            ? dwTrans().__('Show fewer')
+            : dwTrans().__('Show all %1 (%2 more)', workloads.length, hidden)}
         </button>
       ) : null}
     </div>
@@ -95,14 +98,15 @@ export function WorkloadsSection(props: { model: DWModel }): JSX.Element {
     ...model.workloadQueues
   ]);
   const shown = [...queues].filter(q => model.workloadsIn(q).length > 0);
+  const trans = dwTrans();
   return (
     <section className="jp-dw-section jp-dw-in-queues" aria-labelledby="jp-dw-in-queues-title">
       <h3 id="jp-dw-in-queues-title" className="jp-dw-section-title">
-        In my queues
+        {trans.__('In my queues')}
       </h3>
       {model.workloadsError ? <ErrorNote error={model.workloadsError} /> : null}
       {shown.length === 0 && !model.workloadsError ? (
-        <p className="jp-dw-muted">No workloads in the namespace's queues.</p>
+        <p className="jp-dw-muted">{trans.__("No workloads in the namespace's queues.")}</p>
       ) : null}
       {shown.map(queue => (
         <QueueWorkloads
