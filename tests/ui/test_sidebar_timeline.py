@@ -26,7 +26,7 @@ from tests.ui.test_sidebar import card, open_panel
 pytestmark = pytest.mark.cluster
 
 READY_TIMEOUT = 120_000  # ms: Kueue admission, KubeRay pods, KWOK readiness
-MANY = 12  # workers of the folded cluster
+MANY = 32  # workers of the folded cluster (the issue asks for 32)
 
 
 def _at(milestones: list[dict[str, Any]], name: str) -> datetime:
@@ -47,7 +47,7 @@ def _title(span: dict[str, Any]) -> str:
 def test_timeline_bar_and_kueue_s_words(
     page: Page, lab: LabServer, kueue: KueueObjects, docs_picture
 ) -> None:
-    team_queue(kueue, cpu="6")
+    team_queue(kueue, cpu="8", memory="10Gi")
     sidebar = open_panel(page, lab)
 
     # -- a ready cluster: one segment per span, titled with its milestones' times ----------
