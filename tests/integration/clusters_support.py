@@ -470,3 +470,13 @@ def quota_reserved(workload: dict[str, Any]) -> bool | None:
 def totals(amounts: dict[str, str]) -> dict[str, Decimal]:
     """A REST answer's ``{resource: quantity}`` as exact numbers."""
     return {r: parse_quantity(q) for r, q in amounts.items()}
+
+
+def reserved_cpu(cluster_queue: dict[str, Any]) -> Decimal:
+    """The CPU a ClusterQueue's status says is reserved, over its flavors."""
+    total = Decimal(0)
+    for flavor in (cluster_queue.get("status") or {}).get("flavorsReservation") or []:
+        for resource in flavor.get("resources") or []:
+            if resource.get("name") == "cpu":
+                total += parse_quantity(resource.get("total", "0"))
+    return total

@@ -9,9 +9,15 @@ import pytest
 from kubernetes import client, watch
 
 import jupyter_dw as dw
-from jupyter_dw.k8s.resources import RAY_CLUSTER
+from jupyter_dw.k8s.resources import CLUSTER_QUEUE, RAY_CLUSTER
 from tests.cluster.fixtures import condition
-from tests.integration.clusters_support import KUEUE, make_queue, rayclusters, wait_gone
+from tests.integration.clusters_support import (
+    KUEUE,
+    make_queue,
+    rayclusters,
+    reserved_cpu,
+    wait_gone,
+)
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
 WORKBENCH_RULES = namespace_rules()
@@ -81,6 +87,12 @@ def test_must_wait_is_queued_with_position_then_ready_when_the_blocker_goes(kern
     make_queue(kueue, cpu="4", memory="8Gi")
     first = dw.submit(spec("first", workers=2))  # 3 of 4 CPU
     first.wait("ready", timeout=TIMEOUT)
+    # Kueue writes the ClusterQueue's reservation after it admits (0.14 a moment later than
+    # 0.19), and the fit reads that status as Kueue's own queue listing does: wait on the
+    # kernel's ClusterQueue cache until it counts the first cluster's 3 CPU.
+    cluster_queues = kernel.core.session.cache(CLUSTER_QUEUE)
+    assert cluster_queues is not None
+    assert cluster_queues.wait_until(lambda cqs: sum(map(reserved_cpu, cqs)) == 3, TIMEOUT)
 
     verdict = dw.fit(spec("second", workers=2))
     assert verdict.verdict == "must-wait", verdict.message

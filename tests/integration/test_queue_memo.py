@@ -14,7 +14,6 @@ import pytest
 
 from jupyter_dw.core.queue_state import queue_state
 from jupyter_dw.core.queues import QueueList, QueueService
-from jupyter_dw.domain.quantity import parse_quantity
 from jupyter_dw.k8s.resources import (
     CLUSTER_QUEUE,
     COHORT,
@@ -26,6 +25,7 @@ from jupyter_dw.k8s.resources import (
 from jupyter_dw.k8s.session import KubeSession
 from tests.cluster.controlplane import ClusterState
 from tests.cluster.fixtures import WAIT_TIMEOUT, KueueObjects, plain_workload
+from tests.integration.clusters_support import reserved_cpu
 
 pytestmark = pytest.mark.cluster
 
@@ -203,12 +203,3 @@ def test_every_input_of_the_queues_answer_changes_it(
     after = queue_state(session).flavors[flavor]
     assert after != before
     assert dict(after.node_labels) == {"pool": "spot"}
-
-
-def reserved_cpu(cluster_queue: Object) -> Decimal:
-    total = Decimal(0)
-    for flavor in (cluster_queue.get("status") or {}).get("flavorsReservation") or []:
-        for resource in flavor.get("resources") or []:
-            if resource.get("name") == "cpu":
-                total += parse_quantity(resource.get("total", "0"))
-    return total
