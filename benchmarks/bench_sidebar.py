@@ -118,9 +118,10 @@ window.WebSocket = class extends Native {
         const t = performance.timeOrigin + performance.now();
         window.__lastMessageAt = performance.now();
         const m = JSON.parse(event.data);
-        const kind = window.__messages[m.type] ??= { count: 0, bytes: 0 };
+        const kind = window.__messages[m.type] ??= { count: 0, bytes: 0, largest: 0 };
         kind.count += 1;
         kind.bytes += event.data.length;
+        kind.largest = Math.max(kind.largest, event.data.length);
         if (m.type === 'cluster' && m.state) window.__arrived[m.name] ??= t;
       });
     }
@@ -302,6 +303,7 @@ def measure(
             )
             settled = time.monotonic() - opened - QUIET_MS / 1000
             print(f"panel settled {settled:.1f} s after its queues and cards showed")
+            opening = page.evaluate("window.__messages")
             page.evaluate(OBSERVE, {"pollMs": POLL_MS})
 
             push: list[float] = []
@@ -330,8 +332,8 @@ def measure(
                 bare.append(watched.seen(name) - written)
             if profiler is not None:
                 Path(args.profile).write_text(json.dumps(profiler.send("Profiler.stop")["profile"]))
-                messages = page.evaluate("window.__messages")
-                print(f"events messages in the page during the {args.changes} changes:", messages)
+            cluster_messages = page.evaluate("window.__messages")
+            page.evaluate("window.__messages = {}")
 
             workload: list[float] = []
             # Kueue's own count, as the panel shows it now: each new Workload adds one.
@@ -365,6 +367,7 @@ def measure(
                 )
                 workload.append(seen - written)
 
+            workload_messages = page.evaluate("window.__messages")
             # The poll baseline saw every probe by now or within one more interval.
             page.wait_for_function(
                 "() => Object.keys(window.__bench.polled)"
@@ -395,6 +398,11 @@ def measure(
         "workload": workload,
         "poll": poll,
         "rtt": rtt,
+        "messages": {
+            "opening": opening,
+            "clusters": cluster_messages,
+            "workloads": workload_messages,
+        },
     }
 
 
@@ -444,6 +452,30 @@ class BareWatch:
         self._watch.stop()
 
 
+QUEUE_TYPES = ("queues", "queue")
+"""The messages that carry the queues answer: whole, or the records a change altered."""
+
+
+def totals(by_type: dict[str, Any], types: tuple[str, ...] | None = None) -> tuple[int, int, int]:
+    """``(messages, characters, largest)`` of ``types`` (default: all) in a page's count."""
+    rows = [v for k, v in by_type.items() if types is None or k in types]
+    return (
+        sum(r["count"] for r in rows),
+        sum(r["bytes"] for r in rows),
+        max((r["largest"] for r in rows), default=0),
+    )
+
+
+def traffic(by_type: dict[str, Any]) -> str:
+    """The page's count of events messages by type, in words (KB of JSON text)."""
+    count, size, _ = totals(by_type)
+    parts = ", ".join(
+        f"{kind} {v['count']} ({v['bytes'] / 1000:,.1f} KB, largest {v['largest'] / 1000:,.1f} KB)"
+        for kind, v in sorted(by_type.items(), key=lambda kv: -kv[1]["bytes"])
+    )
+    return f"{count} messages, {size / 1000:,.1f} KB: {parts}"
+
+
 def report(
     args: argparse.Namespace, state: Any, version: str, what: str, result: dict[str, Any]
 ) -> None:
@@ -458,6 +490,15 @@ def report(
     print(describe("push: Workload created -> pending", result["workload"]))
     print(describe(f"baseline: {POLL_MS / 1000:g} s poll of GET clusters", result["poll"]))
     print(describe("baseline: GET clusters round trip", result["rtt"]))
+    messages = result["messages"]
+    print(f"opening the panel, until {QUIET_MS / 1000:g} s quiet: {traffic(messages['opening'])}")
+    for phase, what in (("clusters", "RayClusters created"), ("workloads", "Workloads created")):
+        print(f"during the {args.changes} {what}: {traffic(messages[phase])}")
+        count, size, largest = totals(messages[phase], QUEUE_TYPES)
+        print(
+            f"  queues answers ({'/'.join(QUEUE_TYPES)}): {size / args.changes / 1000:,.2f} KB "
+            f"per change ({count / args.changes:.2f} messages), largest {largest / 1000:,.1f} KB"
+        )
     ratio = statistics.median(result["poll"]) / statistics.median(result["push"])
     print(f"median speed-up over the 5 s poll: {ratio:.0f}x")
     if args.smoke:
