@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from kubernetes import client, config, watch
 from playwright.sync_api import expect, sync_playwright
 
 from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
+from jupyter_dw.server import events as events_socket
 from tests.cluster.controlplane import LocalCluster
 from tests.cluster.fixtures import cluster_role_name, make_workbench, plain_workload
 from tests.cluster.scale import ScaleShape, scale_testbed
@@ -109,12 +111,16 @@ STAMP_MESSAGES = """
 const Native = window.WebSocket;
 window.__arrived = {};
 window.__messages = {};
+window.__texts = [];
+window.__extensions = null;
 window.__lastMessageAt = performance.now();
 window.WebSocket = class extends Native {
   constructor(...args) {
     super(...args);
     if (String(args[0]).includes('dw/api/events')) {
+      this.addEventListener('open', () => { window.__extensions = this.extensions; });
       this.addEventListener('message', event => {
+        window.__texts.push(event.data);
         const t = performance.timeOrigin + performance.now();
         window.__lastMessageAt = performance.now();
         const m = JSON.parse(event.data);
@@ -304,6 +310,8 @@ def measure(
             settled = time.monotonic() - opened - QUIET_MS / 1000
             print(f"panel settled {settled:.1f} s after its queues and cards showed")
             opening = page.evaluate("window.__messages")
+            wire = Wire(page.evaluate("window.__extensions"))
+            sent = {"opening": wire.add(page.evaluate("window.__texts.splice(0)"))}
             page.evaluate(OBSERVE, {"pollMs": POLL_MS})
 
             push: list[float] = []
@@ -334,6 +342,7 @@ def measure(
                 Path(args.profile).write_text(json.dumps(profiler.send("Profiler.stop")["profile"]))
             cluster_messages = page.evaluate("window.__messages")
             page.evaluate("window.__messages = {}")
+            sent["clusters"] = wire.add(page.evaluate("window.__texts.splice(0)"))
 
             workload: list[float] = []
             # Kueue's own count, as the panel shows it now: each new Workload adds one.
@@ -368,6 +377,7 @@ def measure(
                 workload.append(seen - written)
 
             workload_messages = page.evaluate("window.__messages")
+            sent["workloads"] = wire.add(page.evaluate("window.__texts.splice(0)"))
             # The poll baseline saw every probe by now or within one more interval.
             page.wait_for_function(
                 "() => Object.keys(window.__bench.polled)"
@@ -403,6 +413,8 @@ def measure(
             "clusters": cluster_messages,
             "workloads": workload_messages,
         },
+        "sent": sent,
+        "compressed": wire.compressor is not None,
     }
 
 
@@ -452,6 +464,36 @@ class BareWatch:
         self._watch.stop()
 
 
+class Wire:
+    """The bytes the server sent for the page's messages: their frames' payloads as its
+    permessage-deflate made them, made again here with its settings, in order (the context is
+    kept across messages), when the page's socket agreed on it (``extensions``); else the
+    text's."""
+
+    def __init__(self, extensions: str | None) -> None:
+        settings: dict[str, Any] = getattr(events_socket, "COMPRESSION", None) or {}
+        self.compressor = (
+            zlib.compressobj(
+                settings.get("compression_level", 6),
+                zlib.DEFLATED,
+                -zlib.MAX_WBITS,
+                settings.get("mem_level", 8),
+            )
+            if (extensions or "").startswith("permessage-deflate")
+            else None
+        )
+
+    def add(self, texts: list[str]) -> int:
+        """The bytes sent for ``texts`` (RFC 7692: each flushed, its 4-byte tail removed)."""
+        if self.compressor is None:
+            return sum(len(t.encode()) for t in texts)
+        sync = zlib.Z_SYNC_FLUSH
+        return sum(
+            len(self.compressor.compress(t.encode()) + self.compressor.flush(sync)) - 4
+            for t in texts
+        )
+
+
 QUEUE_TYPES = ("queues", "queue")
 """The messages that carry the queues answer: whole, or the records a change altered."""
 
@@ -490,10 +532,17 @@ def report(
     print(describe("push: Workload created -> pending", result["workload"]))
     print(describe(f"baseline: {POLL_MS / 1000:g} s poll of GET clusters", result["poll"]))
     print(describe("baseline: GET clusters round trip", result["rtt"]))
-    messages = result["messages"]
-    print(f"opening the panel, until {QUIET_MS / 1000:g} s quiet: {traffic(messages['opening'])}")
+    messages, sent = result["messages"], result["sent"]
+    print(f"permessage-deflate agreed: {result['compressed']}")
+    print(
+        f"opening the panel, until {QUIET_MS / 1000:g} s quiet: {traffic(messages['opening'])}; "
+        f"{sent['opening'] / 1000:,.1f} KB sent"
+    )
     for phase, what in (("clusters", "RayClusters created"), ("workloads", "Workloads created")):
-        print(f"during the {args.changes} {what}: {traffic(messages[phase])}")
+        print(
+            f"during the {args.changes} {what}: {traffic(messages[phase])}; "
+            f"{sent[phase] / 1000:,.1f} KB sent"
+        )
         count, size, largest = totals(messages[phase], QUEUE_TYPES)
         print(
             f"  queues answers ({'/'.join(QUEUE_TYPES)}): {size / args.changes / 1000:,.2f} KB "

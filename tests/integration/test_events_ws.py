@@ -261,6 +261,20 @@ async def test_snapshot_says_what_cannot_be_read(kueue, jp_ws_fetch):
     events.close()
 
 
+async def test_the_socket_is_compressed_when_the_client_offers_it(kueue, jp_ws_fetch):
+    """permessage-deflate, as a browser offers it: a snapshot at 5,000 Workloads is megabytes
+    of JSON that compresses to a fraction. A client that does not offer it reads plain text."""
+    make_queue(kueue)
+    for offered, extension in (({}, "permessage-deflate"), (None, None)):
+        ws = await jp_ws_fetch("dw", "api", "events", compression_options=offered)
+        events = Events(ws)
+        snapshot = await events.next()
+        assert snapshot["type"] == "snapshot" and snapshot["queues"]["queues"], snapshot
+        agreed = ws.headers.get("Sec-WebSocket-Extensions")
+        assert (agreed or "").split(";")[0] == (extension or ""), agreed
+        events.close()
+
+
 async def test_unauthenticated_socket_is_refused(jp_ws_fetch):
     with pytest.raises(HTTPClientError) as refused:
         await jp_ws_fetch("dw", "api", "events", headers={"Authorization": "token wrong"})
