@@ -543,7 +543,10 @@ class ChangeFeed:
         """Workload ``name`` now (``DELETED`` with no record once it is gone or no longer
         listed); then each waiting Workload of its queue whose position moved with it (when
         the queue's pending list changed: at most one visibility call, shared by every
-        viewer)."""
+        viewer). A record equal to the one this viewer was told sends nothing, one whose
+        position alone moved goes with the others' positions: a change of what no record shows
+        (an annotation, Kueue's resourceVersion), or the caches' first list of 5,000 Workloads
+        reaching a socket opened while they synced, is not news."""
         assert self.workloads is not None
         cause = Cause(WORKLOAD.kind, name, event_type)
         queue = (obj.get("spec") or {}).get("queueName")
@@ -554,13 +557,17 @@ class ChangeFeed:
         others = others if moved else []
         infos = self.workloads.describe_many([name, *others])
         info = infos.pop(name, None)  # None: gone, or a replaced slice
-        known = self._workloads.pop(name)
-        if info is not None:
-            self._workloads.put(info)
+        known = self._workloads.get(name)
         found: list[Message] = []
-        if info is not None or known is not None:
-            event = event_type if info is not None else DELETED
-            found.append(WorkloadChanged(event, name, queue, cause, info))
+        if info is None:
+            if self._workloads.pop(name) is not None:
+                found.append(WorkloadChanged(DELETED, name, queue, cause, None))
+        elif known is not None and (info == known or _position_only(known, info)):
+            # Its job's record comes with the change itself (see _job_messages).
+            return self._moved({name: info, **infos}, cause, own=name)
+        else:
+            self._workloads.put(info)
+            found.append(WorkloadChanged(event_type, name, queue, cause, info))
         return [*found, *self._moved(infos, cause)]
 
     def _workloads_moved(self, cause: Cause) -> list[Message]:
@@ -580,11 +587,13 @@ class ChangeFeed:
         self._positions_seen.update(versions)
         return changed
 
-    def _moved(self, infos: dict[str, WorkloadInfo], cause: Cause) -> list[Message]:
+    def _moved(
+        self, infos: dict[str, WorkloadInfo], cause: Cause, own: str | None = None
+    ) -> list[Message]:
         """The records of ``infos`` that differ from those this viewer was told: those whose
         position alone moved in one :class:`PositionsChanged` per LocalQueue (at scale a
         queue change moves hundreds), any other as its own :class:`WorkloadChanged`; then the
-        record of each job whose Workload moved."""
+        record of each job whose Workload moved (but ``own``'s, the changed Workload's)."""
         changed: list[Message] = []
         by_queue: dict[str | None, list[WorkloadInfo]] = {}
         jobs: list[Message] = []
@@ -597,7 +606,8 @@ class ChangeFeed:
                 by_queue.setdefault(info.queue, []).append(info)
             else:
                 changed.append(WorkloadChanged("MODIFIED", name, info.queue, cause, info))
-            jobs.extend(self._owning_job_moved(info, cause))
+            if name != own:
+                jobs.extend(self._owning_job_moved(info, cause))
         positions = [
             PositionsChanged(queue, cause, tuple(moved)) for queue, moved in by_queue.items()
         ]

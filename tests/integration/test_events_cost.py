@@ -135,15 +135,12 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
     core.workloads.describe_many(waiting)
     assert board.calls - before == 1
 
-    # Sockets: a change that moves no position (an annotation) reaches every socket without a
-    # visibility call.
+    # Sockets: a change that moves no position (an annotation) asks no visibility call (and
+    # sends nothing: no record changed).
     sockets = [(await open_events(jp_ws_fetch))[0] for _ in range(4)]
+    await eventually(lambda: board.settled, "the snapshots' positions read")
     before = board.calls
-    await asyncio.to_thread(annotate, custom, kueue.api_version, namespace, "waiting-3")
-    for events in sockets:
-        await events.until(
-            lambda m: m["type"] == "workload" and m["name"] == "waiting-3", "the annotated one"
-        )
+    await annotated(session, board, custom, kueue.api_version, namespace, "waiting-3")
     assert board.calls == before, "a change that moves no position asked the visibility API"
 
     # A Workload leaves the pending list: every socket hears the others move, and the socket
@@ -224,11 +221,7 @@ async def test_a_change_in_a_queue_where_nothing_waits_asks_no_positions(
     events, _ = await open_events(jp_ws_fetch)
     await eventually(lambda: board.settled, "the snapshot's positions read")
     before = board.calls
-    await asyncio.to_thread(annotate, custom, kueue.api_version, namespace, "alone")
-    await events.until(lambda m: m["type"] == "workload" and m["name"] == "alone", "its change")
-    # A read the change scheduled would be under way or done by now (it is scheduled before
-    # the message is sent): wait for none to be left, then count.
-    await eventually(lambda: board.settled, "no visibility call left")
+    await annotated(session, board, custom, kueue.api_version, namespace, "alone")
     assert board.calls == before, "a change in a queue where nothing waits asked for positions"
     events.close()
 
@@ -237,6 +230,31 @@ def annotate(custom: client.CustomObjectsApi, version: str, namespace: str, name
     """A change of Workload ``name`` that moves no position: an annotation."""
     patch = {"metadata": {"annotations": {"example.com/note": "hello"}}}
     custom.patch_namespaced_custom_object(KUEUE, version, namespace, "workloads", name, patch)
+
+
+SETTLE_S = 1.0
+"""Time for the sockets to take a change the server's cache holds (a read it schedules is
+scheduled then, and :attr:`PositionBoard.settled` says when it is done)."""
+
+
+async def annotated(
+    session: Any, board: Any, custom: Any, version: str, namespace: str, name: str
+) -> None:
+    """Annotate Workload ``name``; return once the server's cache holds the annotation, its
+    sockets have had the time to take the change and no visibility call is left."""
+    await asyncio.to_thread(annotate, custom, version, namespace, name)
+    await asyncio.to_thread(
+        wait_cache,
+        session,
+        WORKLOAD,
+        lambda c: (
+            "example.com/note"
+            in ((c.get(name, namespace) or {}).get("metadata") or {}).get("annotations", {})
+        ),
+        f"the server's cache holding {name}'s annotation",
+    )
+    await asyncio.sleep(SETTLE_S)
+    await eventually(lambda: board.settled, "no visibility call left")
 
 
 def admitted(workload: dict[str, Any] | None) -> bool:

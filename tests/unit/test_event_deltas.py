@@ -106,3 +106,29 @@ def test_a_record_that_changed_more_than_its_position_is_sent_whole() -> None:
     messages = feed._moved({"w-1": changed}, CAUSE)
     assert [type(m) for m in messages] == [WorkloadChanged]
     assert messages[0].to_json()["workload"]["position_in_local_queue"] == 1
+
+
+def test_a_workload_change_that_alters_no_record_sends_nothing() -> None:
+    """The caches' first list reaching a socket opened while they synced (an ADDED for each
+    Workload the snapshot had), or an annotation: no record changed, nothing is sent."""
+    current = {"w-1": record("w-1", 0), "w-2": record("w-2", 1)}
+    versions = {"lq": 1}
+    fake: Any = SimpleNamespace(
+        describe_many=lambda names: {n: current[n] for n in names if n in current},
+        positions=SimpleNamespace(refresh=lambda queues: {q: versions["lq"] for q in queues}),
+    )
+    feed = ChangeFeed(fake, fake, fake, fake)
+    feed._workloads.reset(current.values())
+    feed._positions_seen = dict(versions)
+    obj = waiting("w-1", "2")
+
+    assert feed._workload_messages("ADDED", "w-1", obj) == []
+    current["w-1"] = record("w-1", 1, version="3")  # its position alone
+    [moved] = feed._workload_messages("MODIFIED", "w-1", obj)
+    assert moved.to_json()["positions"] == {"w-1": [1, 1]}
+    current["w-1"] = replace(current["w-1"], message="no quota at all")
+    [changed] = feed._workload_messages("MODIFIED", "w-1", obj)
+    assert isinstance(changed, WorkloadChanged) and changed.workload == current["w-1"]
+    del current["w-1"]
+    [gone] = feed._workload_messages("DELETED", "w-1", obj)
+    assert (gone.to_json()["event"], gone.to_json()["workload"]) == ("DELETED", None)
