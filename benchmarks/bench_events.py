@@ -31,11 +31,13 @@ import argparse
 import asyncio
 import contextlib
 import json
+import re
 import statistics
 import sys
 import tempfile
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from benchmarks.testbed import GROUP, connect
+from jupyter_dw.server import events as events_socket
 from tests.cluster.fixtures import cluster_role_name, make_workbench, plain_workload
 from tests.cluster.scale import ScaleShape, process_cpu_seconds, scale_testbed
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
@@ -56,6 +59,73 @@ WAIT = 60.0
 
 Key = tuple[str, str]
 """``(workload name, watch event)``."""
+
+MESSAGE_TYPE = re.compile(r'"type": "(\w+)"')
+QUEUE_TYPES = ("queues", "queue")
+"""The messages that carry the queues answer: whole, or the records a change altered."""
+
+
+@dataclass
+class Traffic:
+    """What one socket received, by message type: ``[count, characters, largest, wire]`` (the
+    characters of the JSON text: its bytes, but for non-ASCII text; ``wire``: the bytes of
+    its frames' payloads as the server's permessage-deflate sent them when the socket agreed
+    on it, made again here with the server's settings; else the characters)."""
+
+    by_type: dict[str, list[int]] = field(default_factory=dict)
+    compressor: Any = field(default=None, repr=False)
+
+    def add(self, text: str) -> None:
+        # The type without parsing: most messages name it first (a snapshot near its start).
+        found = MESSAGE_TYPE.search(text, 0, 2000)
+        entry = self.by_type.setdefault(found.group(1) if found else "?", [0, 0, 0, 0])
+        entry[0] += 1
+        entry[1] += len(text)
+        entry[2] = max(entry[2], len(text))
+        if self.compressor is None:
+            entry[3] += len(text)
+        else:  # as tornado's _PerMessageDeflateCompressor does (RFC 7692: tail removed)
+            data = text.encode()
+            entry[3] += len(self.compressor.compress(data) + self.compressor.flush(Z_SYNC)) - 4
+
+    def next_phase(self) -> Traffic:
+        """A new count that goes on with this socket's compression context."""
+        return Traffic(compressor=self.compressor)
+
+    def total(self, types: tuple[str, ...] | None = None) -> tuple[int, int, int, int]:
+        """``(messages, characters, largest, wire)`` of ``types`` (default: every type)."""
+        rows = [v for k, v in self.by_type.items() if types is None or k in types]
+        return (
+            sum(r[0] for r in rows),
+            sum(r[1] for r in rows),
+            max((r[2] for r in rows), default=0),
+            sum(r[3] for r in rows),
+        )
+
+    def describe(self) -> str:
+        count, size, _, wire = self.total()
+        parts = ", ".join(
+            f"{kind} {n} ({chars / 1000:,.1f} KB, largest {largest / 1000:,.1f} KB)"
+            for kind, (n, chars, largest, _) in sorted(
+                self.by_type.items(), key=lambda kv: -kv[1][1]
+            )
+        )
+        return f"{count} messages, {size / 1000:,.1f} KB ({wire / 1000:,.1f} KB sent): {parts}"
+
+
+Z_SYNC = zlib.Z_SYNC_FLUSH
+COMPRESSION: dict[str, Any] = getattr(events_socket, "COMPRESSION", None) or {}
+"""The server's permessage-deflate settings (none before the socket had them)."""
+
+
+def server_compressor(ws: WebSocketClientConnection) -> Any:
+    """A compressor like the server's for this socket, when the two agreed on
+    permessage-deflate (None: frames go uncompressed)."""
+    agreed = ws.headers.get("Sec-WebSocket-Extensions") or ""
+    if not agreed.startswith("permessage-deflate"):
+        return None
+    level = COMPRESSION.get("compression_level", 6)
+    return zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS, COMPRESSION.get("mem_level", 8))
 
 
 @dataclass
@@ -108,14 +178,19 @@ def reference_watch(
                 stream.stop()
 
 
-async def read_socket(ws: WebSocketClientConnection, seen: dict[Key, float], stamps: Stamps):
-    """Stamp the first ``workload`` message about each probe, on arrival. Reads from the
-    start (tornado's client answers the server's pings only while it reads)."""
+async def read_socket(
+    ws: WebSocketClientConnection, seen: dict[Key, float], stamps: Stamps, traffic: list[Traffic]
+):
+    """Stamp the first ``workload`` message about each probe, on arrival, and count every
+    message in ``traffic[-1]`` (a new phase appends another). Reads from the start (tornado's
+    client answers the server's pings only while it reads)."""
     while True:
         text = await ws.read_message()
         at = time.time()
         if text is None:
             return
+        assert isinstance(text, str)
+        traffic[-1].add(text)
         if '"type": "workload"' not in text[:40]:
             continue
         message = json.loads(text)
@@ -125,16 +200,31 @@ async def read_socket(ws: WebSocketClientConnection, seen: dict[Key, float], sta
             stamps.changed.set()
 
 
-async def open_socket(lab: LabServer) -> tuple[WebSocketClientConnection, dict[str, Any]]:
+QUIET_S = 3.0
+"""A socket's opening is over when no message has come for this long."""
+
+
+async def quiet(phases: list[Traffic]) -> None:
+    """Until no message has come to the socket counted in ``phases`` for :data:`QUIET_S`."""
+    last = -1
+    while (count := phases[-1].total()[0]) != last:
+        last = count
+        await asyncio.sleep(QUIET_S)
+
+
+async def open_socket(lab: LabServer) -> tuple[WebSocketClientConnection, dict[str, Any], str]:
     request = HTTPRequest(
         f"ws://127.0.0.1:{lab.port}/dw/api/events",
         headers={"Authorization": f"token {lab.token}"},
         request_timeout=WAIT,
     )
-    ws = await websocket_connect(request, max_message_size=MAX_MESSAGE)
-    snapshot = json.loads(await asyncio.wait_for(ws.read_message(), 5 * WAIT))
+    # Offering permessage-deflate, as browsers do.
+    ws = await websocket_connect(request, max_message_size=MAX_MESSAGE, compression_options={})
+    text = await asyncio.wait_for(ws.read_message(), 5 * WAIT)
+    assert isinstance(text, str)
+    snapshot = json.loads(text)
     assert snapshot["type"] == "snapshot", snapshot["type"]
-    return ws, snapshot
+    return ws, snapshot, text
 
 
 async def measure(
@@ -158,14 +248,24 @@ async def measure(
     await asyncio.to_thread(started.wait, WAIT)
     opened, readers = [], []
     snapshot_ms = []
+    traffic: list[list[Traffic]] = []
     for _ in range(sockets):
         start = time.perf_counter()
-        ws, snapshot = await open_socket(lab)
+        ws, snapshot, text = await open_socket(lab)
         snapshot_ms.append((time.perf_counter() - start) * 1000)
         assert len(snapshot["workloads"]) >= workloads, len(snapshot["workloads"])
         opened.append(ws)
         stamps.sockets.append({})
-        readers.append(asyncio.ensure_future(read_socket(ws, stamps.sockets[-1], stamps)))
+        traffic.append([Traffic(compressor=server_compressor(ws))])
+        traffic[-1][-1].add(text)
+        readers.append(
+            asyncio.ensure_future(read_socket(ws, stamps.sockets[-1], stamps, traffic[-1]))
+        )
+    # The first socket's opening: its snapshot, then what the server sends after it by itself
+    # (the positions it reads in the background), until nothing came for QUIET_S.
+    await quiet(traffic[0])
+    for phases in traffic:
+        phases.append(phases[-1].next_phase())  # the changes' own
     pids = {"jupyter": lab.process.pid if lab.process else None}
     cpu_before = {name: process_cpu_seconds(pid) if pid else None for name, pid in pids.items()}
     calls_before = visibility_calls(lab)
@@ -219,6 +319,9 @@ async def measure(
         for name, before in cpu_before.items()
     }
     return {
+        "opening": traffic[0][0].by_type,
+        "compressed": traffic[0][0].compressor is not None,
+        "changes_traffic": [phases[-1].by_type for phases in traffic],
         "after_watch": after_watch,
         "slowest_socket": [s * 1000 for s in slowest],
         "after_write": after_write,
@@ -324,6 +427,21 @@ def main() -> None:
     cpu = ", ".join(
         f"{name} {seconds:.1f} s" if seconds is not None else f"{name} ?"
         for name, seconds in result["cpu_s"].items()
+    )
+    print(f"permessage-deflate agreed: {result['compressed']}")
+    opening = Traffic(result["opening"])
+    print(f"opening one socket (snapshot, then until {QUIET_S:g} s quiet): {opening.describe()}")
+    changes = [Traffic(t) for t in result["changes_traffic"]]
+    print(f"during the {args.changes} changes, the first socket: {changes[0].describe()}")
+    per_socket = [t.total(QUEUE_TYPES) for t in changes]
+    print(
+        f"queues answers ({'/'.join(QUEUE_TYPES)}) per change and socket: "
+        f"{statistics.fmean(c[1] for c in per_socket) / args.changes / 1000:,.2f} KB "
+        f"({statistics.fmean(c[0] for c in per_socket) / args.changes:.2f} messages), "
+        f"largest {max(c[2] for c in per_socket) / 1000:,.1f} KB; every message: "
+        f"{statistics.fmean(t.total()[1] for t in changes) / args.changes / 1000:,.2f} KB "
+        f"per change and socket ({changes[0].total()[3] / args.changes / 1000:,.2f} KB sent "
+        "to the first)"
     )
     snapshots = ", ".join(f"{ms / 1000:.1f}" for ms in result["snapshot_ms"])
     print(f"socket opened -> snapshot read, s: {snapshots}")

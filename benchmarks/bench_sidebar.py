@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from kubernetes import client, config, watch
 from playwright.sync_api import expect, sync_playwright
 
 from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
+from jupyter_dw.server import events as events_socket
 from tests.cluster.controlplane import LocalCluster
 from tests.cluster.fixtures import cluster_role_name, make_workbench, plain_workload
 from tests.cluster.scale import ScaleShape, scale_testbed
@@ -109,18 +111,23 @@ STAMP_MESSAGES = """
 const Native = window.WebSocket;
 window.__arrived = {};
 window.__messages = {};
+window.__texts = [];
+window.__extensions = null;
 window.__lastMessageAt = performance.now();
 window.WebSocket = class extends Native {
   constructor(...args) {
     super(...args);
     if (String(args[0]).includes('dw/api/events')) {
+      this.addEventListener('open', () => { window.__extensions = this.extensions; });
       this.addEventListener('message', event => {
+        window.__texts.push(event.data);
         const t = performance.timeOrigin + performance.now();
         window.__lastMessageAt = performance.now();
         const m = JSON.parse(event.data);
-        const kind = window.__messages[m.type] ??= { count: 0, bytes: 0 };
+        const kind = window.__messages[m.type] ??= { count: 0, bytes: 0, largest: 0 };
         kind.count += 1;
         kind.bytes += event.data.length;
+        kind.largest = Math.max(kind.largest, event.data.length);
         if (m.type === 'cluster' && m.state) window.__arrived[m.name] ??= t;
       });
     }
@@ -302,6 +309,9 @@ def measure(
             )
             settled = time.monotonic() - opened - QUIET_MS / 1000
             print(f"panel settled {settled:.1f} s after its queues and cards showed")
+            opening = page.evaluate("window.__messages")
+            wire = Wire(page.evaluate("window.__extensions"))
+            sent = {"opening": wire.add(page.evaluate("window.__texts.splice(0)"))}
             page.evaluate(OBSERVE, {"pollMs": POLL_MS})
 
             push: list[float] = []
@@ -330,8 +340,9 @@ def measure(
                 bare.append(watched.seen(name) - written)
             if profiler is not None:
                 Path(args.profile).write_text(json.dumps(profiler.send("Profiler.stop")["profile"]))
-                messages = page.evaluate("window.__messages")
-                print(f"events messages in the page during the {args.changes} changes:", messages)
+            cluster_messages = page.evaluate("window.__messages")
+            page.evaluate("window.__messages = {}")
+            sent["clusters"] = wire.add(page.evaluate("window.__texts.splice(0)"))
 
             workload: list[float] = []
             # Kueue's own count, as the panel shows it now: each new Workload adds one.
@@ -365,6 +376,8 @@ def measure(
                 )
                 workload.append(seen - written)
 
+            workload_messages = page.evaluate("window.__messages")
+            sent["workloads"] = wire.add(page.evaluate("window.__texts.splice(0)"))
             # The poll baseline saw every probe by now or within one more interval.
             page.wait_for_function(
                 "() => Object.keys(window.__bench.polled)"
@@ -395,6 +408,13 @@ def measure(
         "workload": workload,
         "poll": poll,
         "rtt": rtt,
+        "messages": {
+            "opening": opening,
+            "clusters": cluster_messages,
+            "workloads": workload_messages,
+        },
+        "sent": sent,
+        "compressed": wire.compressor is not None,
     }
 
 
@@ -444,6 +464,60 @@ class BareWatch:
         self._watch.stop()
 
 
+class Wire:
+    """The bytes the server sent for the page's messages: their frames' payloads as its
+    permessage-deflate made them, made again here with its settings, in order (the context is
+    kept across messages), when the page's socket agreed on it (``extensions``); else the
+    text's."""
+
+    def __init__(self, extensions: str | None) -> None:
+        settings: dict[str, Any] = getattr(events_socket, "COMPRESSION", None) or {}
+        self.compressor = (
+            zlib.compressobj(
+                settings.get("compression_level", 6),
+                zlib.DEFLATED,
+                -zlib.MAX_WBITS,
+                settings.get("mem_level", 8),
+            )
+            if (extensions or "").startswith("permessage-deflate")
+            else None
+        )
+
+    def add(self, texts: list[str]) -> int:
+        """The bytes sent for ``texts`` (RFC 7692: each flushed, its 4-byte tail removed)."""
+        if self.compressor is None:
+            return sum(len(t.encode()) for t in texts)
+        sync = zlib.Z_SYNC_FLUSH
+        return sum(
+            len(self.compressor.compress(t.encode()) + self.compressor.flush(sync)) - 4
+            for t in texts
+        )
+
+
+QUEUE_TYPES = ("queues", "queue")
+"""The messages that carry the queues answer: whole, or the records a change altered."""
+
+
+def totals(by_type: dict[str, Any], types: tuple[str, ...] | None = None) -> tuple[int, int, int]:
+    """``(messages, characters, largest)`` of ``types`` (default: all) in a page's count."""
+    rows = [v for k, v in by_type.items() if types is None or k in types]
+    return (
+        sum(r["count"] for r in rows),
+        sum(r["bytes"] for r in rows),
+        max((r["largest"] for r in rows), default=0),
+    )
+
+
+def traffic(by_type: dict[str, Any]) -> str:
+    """The page's count of events messages by type, in words (KB of JSON text)."""
+    count, size, _ = totals(by_type)
+    parts = ", ".join(
+        f"{kind} {v['count']} ({v['bytes'] / 1000:,.1f} KB, largest {v['largest'] / 1000:,.1f} KB)"
+        for kind, v in sorted(by_type.items(), key=lambda kv: -kv[1]["bytes"])
+    )
+    return f"{count} messages, {size / 1000:,.1f} KB: {parts}"
+
+
 def report(
     args: argparse.Namespace, state: Any, version: str, what: str, result: dict[str, Any]
 ) -> None:
@@ -458,6 +532,22 @@ def report(
     print(describe("push: Workload created -> pending", result["workload"]))
     print(describe(f"baseline: {POLL_MS / 1000:g} s poll of GET clusters", result["poll"]))
     print(describe("baseline: GET clusters round trip", result["rtt"]))
+    messages, sent = result["messages"], result["sent"]
+    print(f"permessage-deflate agreed: {result['compressed']}")
+    print(
+        f"opening the panel, until {QUIET_MS / 1000:g} s quiet: {traffic(messages['opening'])}; "
+        f"{sent['opening'] / 1000:,.1f} KB sent"
+    )
+    for phase, what in (("clusters", "RayClusters created"), ("workloads", "Workloads created")):
+        print(
+            f"during the {args.changes} {what}: {traffic(messages[phase])}; "
+            f"{sent[phase] / 1000:,.1f} KB sent"
+        )
+        count, size, largest = totals(messages[phase], QUEUE_TYPES)
+        print(
+            f"  queues answers ({'/'.join(QUEUE_TYPES)}): {size / args.changes / 1000:,.2f} KB "
+            f"per change ({count / args.changes:.2f} messages), largest {largest / 1000:,.1f} KB"
+        )
     ratio = statistics.median(result["poll"]) / statistics.median(result["push"])
     print(f"median speed-up over the 5 s poll: {ratio:.0f}x")
     if args.smoke:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from ..domain.cluster_state import ClusterSnapshot, transition
@@ -133,14 +133,27 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class QueuesChanged:
-    """A LocalQueue, ClusterQueue, Cohort or ResourceFlavor changed: the queues now."""
+    """A LocalQueue, ClusterQueue, Cohort or ResourceFlavor changed: the queues now.
+
+    ``changed`` names the LocalQueues whose records differ from the answer this viewer was
+    told last, when nothing else did (no queue came or went): the socket then sends only
+    those records (a ``queue`` message); None: the whole answer (a ``queues`` message). A
+    view in the same process reads ``queues`` whole either way (no copy is made)."""
 
     cause: Cause
     queues: QueueList | None
     error: DWError | None
+    changed: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The events socket's ``queues`` message."""
+        """The events socket's ``queue`` message (``changed`` given: those records only), or
+        its ``queues`` message (the whole answer, or its error)."""
+        if self.changed is not None and self.queues is not None:
+            return {
+                "type": "queue",
+                **self.cause.to_json(),
+                "queues": self.queues.records_json(self.changed),
+            }
         return {
             "type": "queues",
             **self.cause.to_json(),
@@ -205,6 +218,30 @@ class WorkloadChanged:
 
 
 @dataclass(frozen=True)
+class PositionsChanged:
+    """Waiting Workloads of LocalQueue ``queue`` moved in Kueue's order, and nothing else of
+    them changed: their records now (``workloads``, positions included; one message per
+    queue and change, however many moved)."""
+
+    queue: str | None
+    cause: Cause
+    workloads: tuple[WorkloadInfo, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The events socket's ``positions`` message: ``{name: [position in the LocalQueue,
+        in the ClusterQueue]}`` (each null while not known) of each Workload that moved."""
+        return {
+            "type": "positions",
+            "queue": self.queue,
+            "cause": self.cause.to_json(),
+            "positions": {
+                w.name: [w.position_in_local_queue, w.position_in_cluster_queue]
+                for w in self.workloads
+            },
+        }
+
+
+@dataclass(frozen=True)
 class JobChanged:
     """A job of a workload kind (a RayJob, a TrainJob) changed, or its Workload did: ``kind`` is
     the kind's word (``rayjob``, ``trainjob``), ``job`` its record (None once it is gone)."""
@@ -237,7 +274,9 @@ class HealthChanged:
         return {"type": "health", **self.health.to_json()}
 
 
-Message = QueuesChanged | ClusterChanged | WorkloadChanged | JobChanged | HealthChanged
+Message = (
+    QueuesChanged | ClusterChanged | WorkloadChanged | PositionsChanged | JobChanged | HealthChanged
+)
 
 
 class ChangeFeed:
@@ -276,6 +315,8 @@ class ChangeFeed:
         self._positions_seen: dict[str, int] = {}
         """The version of each LocalQueue's pending list this viewer's records were made
         with (see :class:`PositionBoard`): a queue change re-reads only the others."""
+        self._queues_told: QueueList | None = None
+        """The queues answer this viewer was told last (a change sends what differs)."""
 
     def listen(self, on_change: Callable[[str, str, Object], None]) -> Callable[[], None]:
         """Register ``on_change`` on the session's caches and on its watch health (called on
@@ -307,6 +348,7 @@ class ChangeFeed:
     def snapshot(self) -> Snapshot:
         """Queues and clusters now (blocking)."""
         queues, queues_error = _answer(self.queues.list) if self.watch_queues else (None, None)
+        self._queues_told = queues
         clusters, clusters_error = (
             _answer(self._live_clusters) if self.watch_clusters else (None, None)
         )
@@ -396,8 +438,7 @@ class ChangeFeed:
             cause = Cause(QUEUE_KINDS[plural], name, event_type)
             found: list[Message] = []
             if self.watch_queues:
-                queues, error = _answer(self.queues.list)
-                found.append(QueuesChanged(cause, queues, error))
+                found.extend(self._queues_messages(cause))
             return [
                 *found,
                 *self._waiting_clusters_moved(cause),
@@ -421,6 +462,19 @@ class ChangeFeed:
         event = event_type if plural == RAY_CLUSTER.plural else "MODIFIED"
         message = self.cluster_message(cluster, event, cause)
         return [*found, message] if message is not None else found
+
+    def _queues_messages(self, cause: Cause) -> list[Message]:
+        """The queues answer now, as what differs from the one this viewer was told: the
+        records of the LocalQueues that changed (nothing when none did), or the whole answer
+        when a queue came or went, the answer's other fields changed, or it is an error."""
+        queues, error = _answer(self.queues.list)
+        told, self._queues_told = self._queues_told, queues
+        changed = (
+            self.queues.changes(told, queues) if told is not None and queues is not None else None
+        )
+        if changed == ():
+            return []
+        return [QueuesChanged(cause, queues, error, changed)]
 
     def _job_messages(self, plural: str, event_type: str, name: str, obj: Object) -> list[Message]:
         """A job's record when it or its Workload changed (its state is both)."""
@@ -489,7 +543,10 @@ class ChangeFeed:
         """Workload ``name`` now (``DELETED`` with no record once it is gone or no longer
         listed); then each waiting Workload of its queue whose position moved with it (when
         the queue's pending list changed: at most one visibility call, shared by every
-        viewer)."""
+        viewer). A record equal to the one this viewer was told sends nothing, one whose
+        position alone moved goes with the others' positions: a change of what no record shows
+        (an annotation, Kueue's resourceVersion), or the caches' first list of 5,000 Workloads
+        reaching a socket opened while they synced, is not news."""
         assert self.workloads is not None
         cause = Cause(WORKLOAD.kind, name, event_type)
         queue = (obj.get("spec") or {}).get("queueName")
@@ -500,13 +557,17 @@ class ChangeFeed:
         others = others if moved else []
         infos = self.workloads.describe_many([name, *others])
         info = infos.pop(name, None)  # None: gone, or a replaced slice
-        known = self._workloads.pop(name)
-        if info is not None:
-            self._workloads.put(info)
+        known = self._workloads.get(name)
         found: list[Message] = []
-        if info is not None or known is not None:
-            event = event_type if info is not None else DELETED
-            found.append(WorkloadChanged(event, name, queue, cause, info))
+        if info is None:
+            if self._workloads.pop(name) is not None:
+                found.append(WorkloadChanged(DELETED, name, queue, cause, None))
+        elif known is not None and (info == known or _position_only(known, info)):
+            # Its job's record comes with the change itself (see _job_messages).
+            return self._moved({name: info, **infos}, cause, own=name)
+        else:
+            self._workloads.put(info)
+            found.append(WorkloadChanged(event_type, name, queue, cause, info))
         return [*found, *self._moved(infos, cause)]
 
     def _workloads_moved(self, cause: Cause) -> list[Message]:
@@ -526,15 +587,31 @@ class ChangeFeed:
         self._positions_seen.update(versions)
         return changed
 
-    def _moved(self, infos: dict[str, WorkloadInfo], cause: Cause) -> list[Message]:
-        moved: list[Message] = []
+    def _moved(
+        self, infos: dict[str, WorkloadInfo], cause: Cause, own: str | None = None
+    ) -> list[Message]:
+        """The records of ``infos`` that differ from those this viewer was told: those whose
+        position alone moved in one :class:`PositionsChanged` per LocalQueue (at scale a
+        queue change moves hundreds), any other as its own :class:`WorkloadChanged`; then the
+        record of each job whose Workload moved (but ``own``'s, the changed Workload's)."""
+        changed: list[Message] = []
+        by_queue: dict[str | None, list[WorkloadInfo]] = {}
+        jobs: list[Message] = []
         for name, info in infos.items():
-            if info == self._workloads.get(name):
+            known = self._workloads.get(name)
+            if info == known:
                 continue
             self._workloads.put(info)
-            moved.append(WorkloadChanged("MODIFIED", name, info.queue, cause, info))
-            moved.extend(self._owning_job_moved(info, cause))
-        return moved
+            if known is not None and _position_only(known, info):
+                by_queue.setdefault(info.queue, []).append(info)
+            else:
+                changed.append(WorkloadChanged("MODIFIED", name, info.queue, cause, info))
+            if name != own:
+                jobs.extend(self._owning_job_moved(info, cause))
+        positions = [
+            PositionsChanged(queue, cause, tuple(moved)) for queue, moved in by_queue.items()
+        ]
+        return [*changed, *positions, *jobs]
 
     def _owning_job_moved(self, info: WorkloadInfo, cause: Cause) -> list[Message]:
         """The record of the RayJob or TrainJob whose Workload ``info`` moved: its card shows
@@ -651,6 +728,18 @@ class ChangeFeed:
             ):
                 return str(owner.get("name"))
         return None
+
+
+def _position_only(before: WorkloadInfo, after: WorkloadInfo) -> bool:
+    """Whether ``after`` differs from ``before`` in its positions alone."""
+    return (
+        replace(
+            before,
+            position_in_local_queue=after.position_in_local_queue,
+            position_in_cluster_queue=after.position_in_cluster_queue,
+        )
+        == after
+    )
 
 
 def _answer(func: Callable[[], T]) -> tuple[T | None, DWError | None]:

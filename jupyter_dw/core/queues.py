@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -68,6 +68,42 @@ class QueueList(ByName["QueueSummary"]):
     def _queues_json(self) -> tuple[dict[str, Any], ...]:
         return tuple(self.formatted.get(q) or q.to_json() for q in self.queues)
 
+    def records_json(self, names: Iterable[str]) -> list[dict[str, Any]]:
+        """The REST records of the queues called ``names`` (in the answer's order), as
+        :meth:`to_json` lists them: what a ``queue`` events message carries."""
+        wanted = set(names)
+        return [
+            {**q, "resources": [dict(r) for r in q["resources"]]}
+            for summary, q in zip(self.queues, self._queues_json, strict=True)
+            if summary.name in wanted
+        ]
+
+    def changed_since(self, before: QueueList) -> tuple[str, ...] | None:
+        """The names of the LocalQueues whose records differ from ``before``'s, in this
+        answer's order; None when more than records changed (a queue came or went, or the
+        answer's other fields: then the whole answer is news)."""
+        if (
+            self.namespace,
+            self.kueue_api,
+            self.quota_visible,
+            self.cohorts_visible,
+            self.priority_classes,
+        ) != (
+            before.namespace,
+            before.kueue_api,
+            before.quota_visible,
+            before.cohorts_visible,
+            before.priority_classes,
+        ):
+            return None
+        if [q.name for q in self.queues] != [q.name for q in before.queues]:
+            return None
+        return tuple(
+            now.name
+            for now, then in zip(self.queues, before.queues, strict=True)
+            if now is not then and now != then
+        )
+
     def get(self, name: str) -> QueueSummary | None:
         """The queue called ``name``, if there is one."""
         return next((q for q in self.queues if q.name == name), None)
@@ -76,6 +112,14 @@ class QueueList(ByName["QueueSummary"]):
     def default(self) -> QueueSummary | None:
         """The namespace's default queue, if it has one."""
         return next((q for q in self.queues if q.default), None)
+
+
+@dataclass
+class _LastDelta:
+    """The last :meth:`QueueService.changes` asked: every viewer told ``before`` asks the same
+    question after a change, and the first answer serves the others."""
+
+    entry: tuple[QueueList, QueueList, tuple[str, ...] | None] | None = None
 
 
 @dataclass
@@ -92,6 +136,7 @@ class QueueService:
 
     session: KubeSession
     _last: _LastList = field(default_factory=_LastList, init=False, repr=False, compare=False)
+    _delta: _LastDelta = field(default_factory=_LastDelta, init=False, repr=False, compare=False)
 
     def state(self, timeout: float | None = None) -> QueueState:
         """The parsed Kueue objects (waits for the caches' first sync)."""
@@ -129,3 +174,13 @@ class QueueService:
         )
         self._last.entry = (state, about, answer)
         return answer
+
+    def changes(self, before: QueueList, now: QueueList) -> tuple[str, ...] | None:
+        """:meth:`QueueList.changed_since`, compared once for every viewer that was told
+        ``before`` (the sockets of one server ask the same question after each change)."""
+        last = self._delta.entry
+        if last is not None and last[0] is before and last[1] is now:
+            return last[2]
+        changed = now.changed_since(before)
+        self._delta.entry = (before, now, changed)
+        return changed

@@ -20,7 +20,14 @@ from traitlets import Bool, Dict, Instance, Int, List, TraitType, Unicode
 from ..core.cluster_results import ClusterInfo, FitResult
 from ..core.clusters import new_idempotency_key
 from ..core.errors import DWError, InvalidRequest
-from ..core.feed import ClusterChanged, HealthChanged, Message, QueuesChanged, WorkloadChanged
+from ..core.feed import (
+    ClusterChanged,
+    HealthChanged,
+    Message,
+    PositionsChanged,
+    QueuesChanged,
+    WorkloadChanged,
+)
 from ..core.holdings import holdings
 from ..domain.freshness import FRESH
 from ..domain.spec_policy import SIZE_OF, SIZES, SpecPolicy
@@ -318,6 +325,11 @@ class QueueBoard(_Live, anywidget.AnyWidget):
         elif isinstance(message, WorkloadChanged):
             if self._rows is not None:
                 self._rows.put(message.name, message.workload)
+                self._show_workloads()
+        elif isinstance(message, PositionsChanged):
+            if self._rows is not None:
+                for info in message.workloads:
+                    self._rows.put(info.name, info)
                 self._show_workloads()
         elif isinstance(message, ClusterChanged) and message.holding is not None:
             queue, holding = message.holding

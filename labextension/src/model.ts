@@ -20,6 +20,7 @@ import {
   KubeRayJobCreateRequest,
   KubeRayJobRequest,
   Milestone,
+  PositionsMessage,
   QueueHolding,
   Queues,
   ScaleResult,
@@ -68,12 +69,36 @@ export const DEFAULT_BACKOFF: IBackoff = { initial: 500, max: 10000 };
 /** The RayJob's plural: the one workload kind the sidebar's form creates. */
 export const RAYJOBS = 'rayjobs';
 
+/** A queue's Workloads in the server's order: those holding quota first, then the waiting ones
+ * by Kueue's position, then the rest by age. */
+function workloadOrder(a: Workload, b: Workload): number {
+  return (
+    Number(b.quota_reserved) - Number(a.quota_reserved) ||
+    (a.position_in_local_queue ?? Infinity) - (b.position_in_local_queue ?? Infinity) ||
+    (a.created ?? '').localeCompare(b.created ?? '') ||
+    a.name.localeCompare(b.name)
+  );
+}
+
 /** A new queues answer keeping the previous answer's equal queues (see `sharing.ts`). */
 function shareQueues(previous: Queues | null, fresh: Queues | null | undefined): Queues | null {
   if (previous === null || fresh === null || fresh === undefined) {
     return fresh ?? null;
   }
   return { ...fresh, queues: keepEqual(previous.queues, fresh.queues, q => q.name) };
+}
+
+/**
+ * The answer with the records of `changed` in place of those of the same name (a `queue`
+ * message); the other queues keep their objects. Null stays null: a `queue` message follows
+ * a snapshot or a `queues` message, which set the answer first.
+ */
+function replaceQueues(previous: Queues | null, changed: Queues['queues']): Queues | null {
+  if (previous === null || changed.length === 0) {
+    return previous;
+  }
+  const byName = new Map(changed.map(q => [q.name, q]));
+  return { ...previous, queues: previous.queues.map(q => byName.get(q.name) ?? q) };
 }
 
 /**
@@ -224,13 +249,7 @@ export class DWModel {
         }
       }
       for (const group of groups.values()) {
-        group.sort(
-          (a, b) =>
-            Number(b.quota_reserved) - Number(a.quota_reserved) ||
-            (a.position_in_local_queue ?? Infinity) - (b.position_in_local_queue ?? Infinity) ||
-            (a.created ?? '').localeCompare(b.created ?? '') ||
-            a.name.localeCompare(b.name)
-        );
+        group.sort(workloadOrder);
       }
       this._byQueue = groups;
     }
@@ -443,6 +462,12 @@ export class DWModel {
         this._queues = shareQueues(this._queues, message.queues) ?? this._queues;
         this._queuesError = message.queues_error;
         break;
+      case 'queue':
+        this._queues = replaceQueues(this._queues, message.queues);
+        break;
+      case 'positions':
+        this._applyPositions(message);
+        break;
       case 'cluster': {
         const before = this._clusters.get(message.name);
         this._pending.push({
@@ -510,6 +535,40 @@ export class DWModel {
         this._transitions.emit(transition);
       }
     }
+  }
+
+  /**
+   * A `positions` message: the moved Workloads' records get their new positions; only their
+   * queue's list is sorted again (at scale, one message per queue as the server's positions
+   * land after the snapshot: regrouping all 5,000 Workloads for each would cost more).
+   */
+  private _applyPositions(message: PositionsMessage): void {
+    const queue = message.queue ?? '';
+    const moved = new Map<string, Workload>();
+    for (const [name, [local, cluster]] of Object.entries(message.positions)) {
+      const before = this._workloads.get(name);
+      if (before !== undefined) {
+        const after = {
+          ...before,
+          position_in_local_queue: local,
+          position_in_cluster_queue: cluster
+        };
+        this._workloads.set(name, after);
+        moved.set(name, after);
+      }
+    }
+    const group = this._byQueue?.get(queue);
+    if (this._byQueue === null || group === undefined) {
+      this._byQueue = null;
+      return;
+    }
+    // A new array (views memoize on it), with every moved record of this queue in it.
+    const next = group.map(w => moved.get(w.name) ?? w);
+    if (next.filter(w => moved.has(w.name)).length !== moved.size) {
+      this._byQueue = null; // a record the grouping placed elsewhere: group again
+      return;
+    }
+    this._byQueue.set(queue, next.sort(workloadOrder));
   }
 
   /** The records a snapshot replaces (to tell what changed while the socket was away). */

@@ -1437,8 +1437,10 @@ export interface components {
     EventMessage:
       | components['schemas']['SnapshotMessage']
       | components['schemas']['QueuesMessage']
+      | components['schemas']['QueueMessage']
       | components['schemas']['ClusterMessage']
       | components['schemas']['WorkloadMessage']
+      | components['schemas']['PositionsMessage']
       | components['schemas']['KubeRayJobMessage']
       | components['schemas']['TrainJobMessage']
       | components['schemas']['HealthMessage']
@@ -1506,10 +1508,47 @@ export interface components {
       type: 'queues';
       event: components['schemas']['ChangeEvent'];
       /** @enum {unknown} */
-      kind: 'LocalQueue' | 'ClusterQueue' | 'Cohort' | 'ResourceFlavor';
+      kind: 'LocalQueue' | 'ClusterQueue' | 'Cohort' | 'ResourceFlavor' | 'WorkloadPriorityClass';
       name: string;
       queues: null | components['schemas']['Queues'];
       queues_error: components['schemas']['NullableError'];
+    };
+    /** @description Like `queues`, but only the records changed: the LocalQueues whose records differ from the answer this socket sent last (their headroom, counts or state, recomputed by the server), each to replace the record of the same `name`. Sent when no LocalQueue came or went and nothing else of the answer changed; otherwise a `queues` message carries the whole answer. A change that alters no record sends neither. */
+    QueueMessage: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'queue';
+      event: components['schemas']['ChangeEvent'];
+      /** @enum {unknown} */
+      kind: 'LocalQueue' | 'ClusterQueue' | 'Cohort' | 'ResourceFlavor' | 'WorkloadPriorityClass';
+      name: string;
+      queues: components['schemas']['Queue'][];
+    };
+    /** @description Waiting Workloads of LocalQueue `queue` moved in Kueue's order and nothing else of them changed (a Workload ahead was admitted or left, or the visibility API's answer landed after the snapshot): one message per queue and change, however many moved. `positions` maps each moved Workload's name to its position in the LocalQueue and in its ClusterQueue (0-based, each null while not known): the Workload records' `position_in_local_queue` and `position_in_cluster_queue`. */
+    PositionsMessage: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'positions';
+      queue: string | null;
+      cause: {
+        /** @enum {unknown} */
+        kind:
+          | 'Workload'
+          | 'LocalQueue'
+          | 'ClusterQueue'
+          | 'Cohort'
+          | 'ResourceFlavor'
+          | 'WorkloadPriorityClass';
+        name: string;
+        event: components['schemas']['ChangeEvent'];
+      };
+      positions: {
+        [key: string]: (number | null)[];
+      };
     };
     /** @description RayCluster `name` changed, or its Workload or one of its pods did (`cause`), or a queue change moved its position. `state` is the cluster now (null once gone); `milestones` the names crossed since the previous message about it on this socket. */
     ClusterMessage: {

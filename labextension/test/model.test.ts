@@ -258,6 +258,81 @@ describe('events', () => {
     ]);
   });
 
+  it("replaces only a queue message's records, keeping the others' objects", async () => {
+    const { model, sockets } = await started();
+    const queue = (name: string, pending: number) =>
+      ({ name, pending }) as unknown as Queues['queues'][number];
+    const [a, b] = [queue('a', 0), queue('b', 0)];
+    sockets[0].deliver(snapshot([], { ...QUEUES, queues: [a, b] }));
+    const kept = model.queues?.queues[0];
+    const seen = vi.fn();
+    model.changed.connect(seen);
+    const changed = queue('b', 3);
+    sockets[0].deliver({
+      type: 'queue',
+      event: 'MODIFIED',
+      kind: 'LocalQueue',
+      name: 'b',
+      queues: [changed]
+    });
+    expect(model.queues?.queues).toEqual([a, changed]);
+    expect(model.queues?.queues[0]).toBe(kept);
+    expect(model.queues?.namespace).toBe('ns');
+    expect(seen).toHaveBeenCalledTimes(1);
+  });
+
+  it("moves a queue's Workloads with one positions message", async () => {
+    const { model, sockets } = await started();
+    const held = workload('held', { state: 'admitted', quota_reserved: true });
+    const [first, second, third] = ['w-1', 'w-2', 'w-3'].map((name, i) =>
+      workload(name, { position_in_local_queue: i, position_in_cluster_queue: i + 10 })
+    );
+    const other = workload('other', { queue: 'other', position_in_local_queue: 0 });
+    sockets[0].deliver({
+      ...snapshot([]),
+      workloads: [first, second, third, held, other]
+    } as EventMessage);
+    expect(model.workloadsIn('team').map(w => w.name)).toEqual(['held', 'w-1', 'w-2', 'w-3']);
+    const before = model.workloadsIn('team');
+
+    // w-1 left (its own message); the two behind it moved up: one message for both.
+    sockets[0].deliver({
+      type: 'workload',
+      event: 'DELETED',
+      name: 'w-1',
+      queue: 'team',
+      cause: { kind: 'Workload', name: 'w-1', event: 'DELETED' },
+      workload: null
+    });
+    sockets[0].deliver({
+      type: 'positions',
+      queue: 'team',
+      cause: { kind: 'ClusterQueue', name: 'cq', event: 'MODIFIED' },
+      positions: { 'w-3': [1, 11], 'w-2': [0, null] }
+    });
+    expect(
+      model
+        .workloadsIn('team')
+        .map(w => [w.name, w.position_in_local_queue, w.position_in_cluster_queue])
+    ).toEqual([
+      ['held', null, null],
+      ['w-2', 0, null],
+      ['w-3', 1, 11]
+    ]);
+    expect(model.workloadsIn('team')).not.toBe(before);
+    const otherNow = model.workloadsIn('other');
+
+    // Grouped already: a later message sorts its own queue again, the others are kept.
+    sockets[0].deliver({
+      type: 'positions',
+      queue: 'team',
+      cause: { kind: 'LocalQueue', name: 'team', event: 'MODIFIED' },
+      positions: { 'w-3': [0, 10], 'w-2': [1, 11], unknown: [2, 12] }
+    });
+    expect(model.workloadsIn('team').map(w => w.name)).toEqual(['held', 'w-3', 'w-2']);
+    expect(model.workloadsIn('other')).toBe(otherNow);
+  });
+
   it('follows the watch health: reconnecting, then live again', async () => {
     const { model, sockets } = await started();
     sockets[0].deliver(snapshot([cluster('a')]));

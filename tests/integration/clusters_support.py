@@ -61,13 +61,51 @@ async def call(
 # --------------------------------------------------------------------------------------------
 
 
+QUEUE_MESSAGES = ("queues", "queue")
+"""The message types that change the queues answer: the whole of it, or the records changed."""
+
+
 @dataclass
 class Events:
-    """A connected ``dw/api/events`` socket, read message by message."""
+    """A connected ``dw/api/events`` socket, read message by message. Like the sidebar, it
+    keeps the queues answer and the Workload records its messages make (:attr:`queues`,
+    :attr:`workloads`), so a test can wait for what a view would show."""
 
     ws: WebSocketClientConnection
     seen: list[dict[str, Any]] = field(default_factory=list)
     _reading: asyncio.Future[Any] | None = None
+    queues: dict[str, Any] | None = None
+    """The ``GET queues`` answer as the messages read so far make it."""
+    workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The Workload records, by name, as the messages read so far make them."""
+
+    def queue(self, name: str) -> dict[str, Any] | None:
+        """LocalQueue ``name``'s record in :attr:`queues`."""
+        return next((q for q in (self.queues or {}).get("queues") or [] if q["name"] == name), None)
+
+    def _apply(self, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind in ("snapshot", "queues") and message["queues"] is not None:
+            self.queues = message["queues"]
+        if kind == "snapshot":
+            self.workloads = {w["name"]: w for w in message["workloads"] or []}
+        elif kind == "queue" and self.queues is not None:
+            changed = {q["name"]: q for q in message["queues"]}
+            queues = [changed.get(q["name"], q) for q in self.queues["queues"]]
+            self.queues = {**self.queues, "queues": queues}
+        elif kind == "workload":
+            if message["workload"] is None:
+                self.workloads.pop(message["name"], None)
+            else:
+                self.workloads[message["name"]] = message["workload"]
+        elif kind == "positions":
+            for name, (local, cluster) in message["positions"].items():
+                if name in self.workloads:
+                    self.workloads[name] = {
+                        **self.workloads[name],
+                        "position_in_local_queue": local,
+                        "position_in_cluster_queue": cluster,
+                    }
 
     def reading(self) -> asyncio.Future[Any]:
         """The read of the next message, started once and kept until it is taken: a wait
@@ -83,6 +121,7 @@ class Events:
         assert text is not None, "the server closed the events socket"
         message = json.loads(text)
         self.seen.append(message)
+        self._apply(message)
         return message
 
     async def next(self, timeout: float = WAIT_TIMEOUT) -> dict[str, Any]:
@@ -275,7 +314,7 @@ async def headroom_becomes(events: Events, jp_fetch: Any, queue: Queue, amount: 
         _, queues = await call(jp_fetch, "GET", "queues")
         if cpu_headroom(queues, queue) == amount:
             return
-        await events.until(lambda m: m["type"] == "queues", f"headroom {amount} CPU")
+        await events.until(lambda m: m["type"] in QUEUE_MESSAGES, f"headroom {amount} CPU")
 
 
 async def queues_listing(jp_fetch: Any, jp_ws_fetch: Any, queue: Queue) -> dict[str, Any]:
@@ -287,7 +326,7 @@ async def queues_listing(jp_fetch: Any, jp_ws_fetch: Any, queue: Queue) -> dict[
             _, queues = await call(jp_fetch, "GET", "queues")
             if queue.local_queue in [q["name"] for q in queues.get("queues") or []]:
                 return queues
-            await events.until(lambda m: m["type"] == "queues", f"queue {queue.local_queue}")
+            await events.until(lambda m: m["type"] in QUEUE_MESSAGES, f"queue {queue.local_queue}")
     finally:
         events.close()
 

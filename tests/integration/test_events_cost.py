@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -17,14 +18,28 @@ from jupyter_dw.k8s.resources import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD
 from jupyter_dw.server.events import SLOW_READER_CODE, EventsHandler
 from jupyter_dw.server.handlers import CORE_SETTING
 from tests.cluster.fixtures import WAIT_TIMEOUT, plain_workload
-from tests.integration.clusters_support import KUEUE, Events, make_queue, open_events
+from tests.integration.clusters_support import (
+    KUEUE,
+    QUEUE_MESSAGES,
+    Events,
+    make_queue,
+    open_events,
+)
 from tests.integration.test_events_ws import eventually
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
 pytestmark = pytest.mark.cluster
 
 WORKBENCH_RULES = namespace_rules()
-WORKBENCH_CLUSTER_RULES = CLUSTER_READ_RULES
+# The priority classes too: a change of one sends a whole queues answer (the slow reader's).
+WORKBENCH_CLUSTER_RULES = [
+    *CLUSTER_READ_RULES,
+    {
+        "apiGroups": [KUEUE],
+        "resources": ["workloadpriorityclasses"],
+        "verbs": ["get", "list", "watch"],
+    },
+]
 
 DEFAULT_QUEUE = f"{KUEUE}/default-queue"
 
@@ -120,15 +135,12 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
     core.workloads.describe_many(waiting)
     assert board.calls - before == 1
 
-    # Sockets: a change that moves no position (an annotation) reaches every socket without a
-    # visibility call.
+    # Sockets: a change that moves no position (an annotation) asks no visibility call (and
+    # sends nothing: no record changed).
     sockets = [(await open_events(jp_ws_fetch))[0] for _ in range(4)]
+    await eventually(lambda: board.settled, "the snapshots' positions read")
     before = board.calls
-    await asyncio.to_thread(annotate, custom, kueue.api_version, namespace, "waiting-3")
-    for events in sockets:
-        await events.until(
-            lambda m: m["type"] == "workload" and m["name"] == "waiting-3", "the annotated one"
-        )
+    await annotated(session, board, custom, kueue.api_version, namespace, "waiting-3")
     assert board.calls == before, "a change that moves no position asked the visibility API"
 
     # A Workload leaves the pending list: every socket hears the others move, and the socket
@@ -144,16 +156,17 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
         first,
     )
     for events in sockets:
-        moved = await events.until(
-            lambda m: (
-                m["type"] == "workload"
-                and m["name"] == second
-                and m["workload"] is not None
-                and m["workload"]["position_in_local_queue"] == 0
+        # The others moved up: one `positions` message for them all.
+        await events.until(
+            lambda m, events=events: (
+                m["type"] == "positions"
+                and (events.workloads.get(second) or {}).get("position_in_local_queue") == 0
             ),
             "the second one first in its queue",
         )
-        assert moved["workload"]["state"] == "queued"
+        assert events.workloads[second]["state"] == "queued"
+    moved = [m for m in sockets[0].seen[marks[0] :] if m["type"] == "positions"]
+    assert max(len(m["positions"]) for m in moved) > 1, moved  # several in one message
     await asyncio.to_thread(
         wait_cache,
         session,
@@ -162,22 +175,18 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
         "Kueue counting one fewer",
     )
 
-    def cluster_queue_changed(m: dict[str, Any]) -> bool:
-        return m["type"] == "queues" and m["kind"] == "ClusterQueue"
-
     def counted(m: dict[str, Any]) -> bool:
         # The summary's count is the LocalQueue's status: Kueue may write it before or after
-        # the ClusterQueue's, so the two are waited for apart.
-        return m["type"] == "queues" and m["queues"]["queues"][0]["pending"] == len(waiting) - 1
+        # the ClusterQueue's, which changes no record of ours (its pending count is not one).
+        return m["type"] == "queue" and m["queues"][0]["pending"] == len(waiting) - 1
 
-    # The deletion's ClusterQueue and LocalQueue changes too have reached every socket.
+    # The deletion's LocalQueue change too has reached every socket, as its record alone.
     for events, mark in zip(sockets, marks, strict=True):
-        for predicate, what in (
-            (cluster_queue_changed, "the ClusterQueue's change"),
-            (counted, "the queue counting one fewer"),
-        ):
-            if not any(predicate(m) for m in events.seen[mark:]):
-                await events.until(predicate, what)
+        if not any(counted(m) for m in events.seen[mark:]):
+            await events.until(counted, "the queue counting one fewer")
+    # The ClusterQueue's status change is in the cache: once the board has nothing left to
+    # ask, every call it caused is counted.
+    await eventually(lambda: board.settled, "no visibility call left")
     assert board.calls - before <= 2, board.calls - before
     for events in sockets:
         events.close()
@@ -212,11 +221,7 @@ async def test_a_change_in_a_queue_where_nothing_waits_asks_no_positions(
     events, _ = await open_events(jp_ws_fetch)
     await eventually(lambda: board.settled, "the snapshot's positions read")
     before = board.calls
-    await asyncio.to_thread(annotate, custom, kueue.api_version, namespace, "alone")
-    await events.until(lambda m: m["type"] == "workload" and m["name"] == "alone", "its change")
-    # A read the change scheduled would be under way or done by now (it is scheduled before
-    # the message is sent): wait for none to be left, then count.
-    await eventually(lambda: board.settled, "no visibility call left")
+    await annotated(session, board, custom, kueue.api_version, namespace, "alone")
     assert board.calls == before, "a change in a queue where nothing waits asked for positions"
     events.close()
 
@@ -225,6 +230,31 @@ def annotate(custom: client.CustomObjectsApi, version: str, namespace: str, name
     """A change of Workload ``name`` that moves no position: an annotation."""
     patch = {"metadata": {"annotations": {"example.com/note": "hello"}}}
     custom.patch_namespaced_custom_object(KUEUE, version, namespace, "workloads", name, patch)
+
+
+SETTLE_S = 1.0
+"""Time for the sockets to take a change the server's cache holds (a read it schedules is
+scheduled then, and :attr:`PositionBoard.settled` says when it is done)."""
+
+
+async def annotated(
+    session: Any, board: Any, custom: Any, version: str, namespace: str, name: str
+) -> None:
+    """Annotate Workload ``name``; return once the server's cache holds the annotation, its
+    sockets have had the time to take the change and no visibility call is left."""
+    await asyncio.to_thread(annotate, custom, version, namespace, name)
+    await asyncio.to_thread(
+        wait_cache,
+        session,
+        WORKLOAD,
+        lambda c: (
+            "example.com/note"
+            in ((c.get(name, namespace) or {}).get("metadata") or {}).get("annotations", {})
+        ),
+        f"the server's cache holding {name}'s annotation",
+    )
+    await asyncio.sleep(SETTLE_S)
+    await eventually(lambda: board.settled, "no visibility call left")
 
 
 def admitted(workload: dict[str, Any] | None) -> bool:
@@ -246,24 +276,52 @@ class SlowReader:
         monkeypatch.setattr(EventsHandler, "open", open_and_track)
 
 
-async def block_socket(toggle: Any, handler: EventsHandler, limit: int = 2000) -> tuple[int, str]:
-    """Change LocalQueue ``lq-0``'s default-queue annotation until the server's writes to a
-    socket that does not read are stuck (its changes start to coalesce); returns how many
-    changes that took and the last value written."""
+async def block_socket(
+    toggle: Toggles, handler: EventsHandler, limit: int = 2000
+) -> tuple[int, str]:
+    """Change the WorkloadPriorityClass's description until the server's writes to a socket
+    that does not read are stuck (its changes start to coalesce); returns how many changes
+    that took and the last value written. Each change is a whole ``queues`` answer (~100 KB at
+    120 LocalQueues: the answer's priority classes changed), so the buffers fill quickly."""
     value = "false"
     for i in range(limit):
         value = "true" if i % 2 else "false"
-        await asyncio.to_thread(toggle, "lq-0", value)
+        await asyncio.to_thread(toggle, toggle.priority_class, value)
         if handler.backlog.coalesced >= 10:
             return i + 1, value
     raise AssertionError(f"{limit} changes and the server's writes never blocked")
 
 
+@dataclass
+class Toggles:
+    """Sets ``lq-<i>``'s default-queue annotation, or the description of WorkloadPriorityClass
+    :attr:`priority_class`."""
+
+    custom: client.CustomObjectsApi
+    version: str
+    namespace: str
+    priority_class: str
+
+    def __call__(self, name: str, value: str) -> None:
+        if name == self.priority_class:
+            self.custom.patch_cluster_custom_object(
+                KUEUE, self.version, "workloadpriorityclasses", name, {"description": value}
+            )
+            return
+        self.custom.patch_namespaced_custom_object(
+            KUEUE,
+            self.version,
+            self.namespace,
+            "localqueues",
+            name,
+            {"metadata": {"annotations": {DEFAULT_QUEUE: value}}},
+        )
+
+
 @pytest.fixture
-def many_queues(kube, kueue, namespace):
-    """120 LocalQueues (each queues message then carries ~100 KB: buffers fill quickly) and a
-    function that sets ``lq-<i>``'s default-queue annotation (``lq-0`` sorts before ``team``:
-    annotated "true", it is the default)."""
+def many_queues(kube, kueue, namespace) -> Toggles:
+    """120 LocalQueues (a whole queues answer then carries ~100 KB) and a WorkloadPriorityClass
+    whose change sends a whole answer; :class:`Toggles` changes either."""
     queue = make_queue(kueue)
     custom = client.CustomObjectsApi(kube)
     with ThreadPoolExecutor(8) as pool:
@@ -272,18 +330,15 @@ def many_queues(kube, kueue, namespace):
     # slow socket later is only what the test changes.
     for i in range(120):
         kueue.wait_active("localqueues", f"lq-{i}")
-
-    def toggle(name: str, value: str) -> None:
-        custom.patch_namespaced_custom_object(
-            KUEUE,
-            kueue.api_version,
-            namespace,
-            "localqueues",
-            name,
-            {"metadata": {"annotations": {DEFAULT_QUEUE: value}}},
-        )
-
-    return toggle
+    body = {
+        "apiVersion": f"{KUEUE}/{kueue.api_version}",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": f"{kueue.prefix}-toggled"},
+        "value": 10,
+        "description": "false",
+    }
+    priority_class = kueue._create_cluster_scoped("workloadpriorityclasses", body)
+    return Toggles(custom, kueue.api_version, namespace, priority_class)
 
 
 async def read_all(events: Events, until: Any, what: str) -> list[dict[str, Any]]:
@@ -296,10 +351,12 @@ async def read_all(events: Events, until: Any, what: str) -> list[dict[str, Any]
             return read
 
 
-def lq0_default(message: dict[str, Any]) -> bool | None:
+def described(toggle: Toggles, message: dict[str, Any]) -> str | None:
+    """The toggled WorkloadPriorityClass's description in a whole ``queues`` answer."""
     if message["type"] != "queues" or message["queues"] is None:
         return None
-    return next(q["default"] for q in message["queues"]["queues"] if q["name"] == "lq-0")
+    classes = message["queues"]["priority_classes"] or []
+    return next((c["description"] for c in classes if c["name"] == toggle.priority_class), None)
 
 
 async def synced(session: Any) -> None:
@@ -323,7 +380,7 @@ async def test_a_socket_that_does_not_read_holds_one_change_per_object(
     folded = handler.backlog.coalesced
     for i in range(100):  # 100 more changes of one object, and a few of three others
         last = "true" if (made + i) % 2 else "false"
-        await asyncio.to_thread(many_queues, "lq-0", last)
+        await asyncio.to_thread(many_queues, many_queues.priority_class, last)
         if i % 25 == 0:
             await asyncio.to_thread(many_queues, f"lq-{1 + i // 25}", "false")
         assert len(handler.backlog) <= objects, len(handler.backlog)
@@ -332,9 +389,11 @@ async def test_a_socket_that_does_not_read_holds_one_change_per_object(
     assert len(handler.backlog) <= objects, len(handler.backlog)
     # Reading again: the latest state arrives, without every change on the way.
     read = await read_all(
-        events, lambda m: lq0_default(m) is (last == "true") and not len(handler.backlog), "last"
+        events,
+        lambda m: described(many_queues, m) == last and not len(handler.backlog),
+        "last",
     )
-    queues_messages = [m for m in read if m["type"] == "queues"]
+    queues_messages = [m for m in read if m["type"] in QUEUE_MESSAGES]
     assert len(queues_messages) < made + 100, (made, len(queues_messages))
     events.close()
 

@@ -17,6 +17,7 @@ from jupyter_dw.server.handlers import AUTH_RESOURCE
 from tests.cluster.fixtures import WAIT_TIMEOUT, condition, plain_workload, watch_until
 from tests.integration.clusters_support import (
     KUEUE,
+    QUEUE_MESSAGES,
     Events,
     call,
     make_queue,
@@ -62,7 +63,7 @@ async def test_tabs_share_one_set_of_watches(kueue, session, jp_fetch, jp_ws_fet
     second, snapshot_2 = await open_events(jp_ws_fetch)
     assert snapshot_1["clusters"] == snapshot_2["clusters"] == []
     # Kueue may still write the new queues' status between the two snapshots; each socket then
-    # gets a `queues` message for it. Both tabs' views must come to the same answer.
+    # gets a `queue` message for it. Both tabs' views must come to the same answer.
     await same_queues_view((first, second), (snapshot_1["queues"], snapshot_2["queues"]))
 
     during = watches(session)
@@ -102,9 +103,9 @@ async def same_queues_view(tabs: tuple[Events, Events], views: tuple[object, obj
         reads = {tab.reading(): i for i, tab in enumerate(tabs)}
         done, _ = await asyncio.wait(reads, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
         for read in done:
-            message = tabs[reads[read]].take()
-            if message["type"] == "queues":
-                latest[reads[read]] = message["queues"]
+            tab = tabs[reads[read]]
+            if tab.take()["type"] in QUEUE_MESSAGES:
+                latest[reads[read]] = tab.queues
 
 
 def in_order_once(tab: Events, name: str, expected: list[str]) -> bool:
@@ -121,13 +122,17 @@ async def test_queue_and_workload_changes_are_messages(kube, kueue, namespace, j
     # ours, or borrow what ours could) does.
     unrelated = kueue.cluster_queue("unrelated", {queue.flavor: {"cpu": "1"}})
     kueue.wait_active("clusterqueues", unrelated)
-    sibling = kueue.cluster_queue("sibling", {queue.flavor: {"cpu": "1"}}, cohort="pool")
+    kueue.cluster_queue("sibling", {queue.flavor: {"cpu": "1"}}, cohort="pool")
+    # Its CPU is ours to borrow: the queue's headroom grows (the message may name another
+    # change that re-read the queues first: it says what changed, whoever caused it).
     await events.until(
-        lambda m: m["type"] == "queues" and m["name"] == sibling, "the cohort's new member"
+        lambda m: m["type"] in QUEUE_MESSAGES and cpu_headroom(events) == "5",
+        "the cohort's new member",
     )
     kueue.local_queue("extra", queue.cluster_queue)
+    # A queue that comes brings the whole answer (whichever change re-read it first).
     message = await events.until(
-        lambda m: m["type"] == "queues" and m["kind"] == "LocalQueue" and m["name"] == "extra",
+        lambda m: m["type"] == "queues" and events.queue("extra") is not None,
         "the new LocalQueue",
     )
     assert [q["name"] for q in message["queues"]["queues"]] == ["extra", "team"]
@@ -145,15 +150,22 @@ async def test_queue_and_workload_changes_are_messages(kube, kueue, namespace, j
         lambda m: m["type"] == "workload" and m["name"] == "plain", "the plain Workload"
     )
     assert (message["event"], message["queue"]) == ("ADDED", "team")
-    # Its admission changes the queue's numbers: a queues message follows.
-    await events.until(
-        lambda m: (
-            m["type"] == "queues"
-            and any(q["name"] == "team" and q["admitted"] == 1 for q in m["queues"]["queues"])
-        ),
+    # Its admission changes the queue's numbers: a message with the queue's record follows,
+    # and with it alone (no queue came or went).
+    message = await events.until(
+        lambda m: m["type"] in QUEUE_MESSAGES and (events.queue("team") or {}).get("admitted") == 1,
         "the queue counting the admitted Workload",
     )
+    assert (message["type"], [q["name"] for q in message["queues"]]) == ("queue", ["team"])
     events.close()
+
+
+def cpu_headroom(events: Events, queue: str = "team") -> str | None:
+    """The CPU headroom of ``queue`` as the socket's messages made its record."""
+    record = events.queue(queue) or {}
+    return next(
+        (r["headroom"] for r in record.get("resources") or [] if r["resource"] == "cpu"), None
+    )
 
 
 NO_QUEUES = [r for r in namespace_rules() if "localqueues" not in r["resources"]]
@@ -247,6 +259,20 @@ async def test_snapshot_says_what_cannot_be_read(kueue, jp_ws_fetch):
     assert "localqueues.kueue.x-k8s.io" in snapshot["queues_error"]["denied"]
     assert snapshot["clusters"] == [] and snapshot["clusters_error"] is None
     events.close()
+
+
+async def test_the_socket_is_compressed_when_the_client_offers_it(kueue, jp_ws_fetch):
+    """permessage-deflate, as a browser offers it: a snapshot at 5,000 Workloads is megabytes
+    of JSON that compresses to a fraction. A client that does not offer it reads plain text."""
+    make_queue(kueue)
+    for offered, extension in (({}, "permessage-deflate"), (None, None)):
+        ws = await jp_ws_fetch("dw", "api", "events", compression_options=offered)
+        events = Events(ws)
+        snapshot = await events.next()
+        assert snapshot["type"] == "snapshot" and snapshot["queues"]["queues"], snapshot
+        agreed = ws.headers.get("Sec-WebSocket-Extensions")
+        assert (agreed or "").split(";")[0] == (extension or ""), agreed
+        events.close()
 
 
 async def test_unauthenticated_socket_is_refused(jp_ws_fetch):

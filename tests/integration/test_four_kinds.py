@@ -105,14 +105,8 @@ class Seen:
         self.snapshot_jobs = snapshot
 
     def records(self) -> dict[str, dict[str, Any]]:
-        records = {w["name"]: w for w in self.snapshot}
-        for message in self.events.seen:
-            if message["type"] == "workload":
-                if message["workload"] is None:
-                    records.pop(message["name"], None)
-                else:
-                    records[message["name"]] = message["workload"]
-        return records
+        """The Workload records as the socket's messages made them (positions included)."""
+        return dict(self.events.workloads)
 
     def states(self, name: str) -> set[str]:
         """Every state Workload ``name`` was shown in."""

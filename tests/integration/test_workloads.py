@@ -102,27 +102,26 @@ def by_owner(listing: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 class Latest:
-    """The last record the events socket gave of each Workload, by its owner's name."""
+    """The last record the events socket gave of each Workload (its ``workload`` messages, the
+    positions of its ``positions`` messages), by its owner's name."""
 
-    def __init__(self, snapshot: dict[str, Any]) -> None:
-        self.by_owner = by_owner({"workloads": snapshot["workloads"]})
+    def __init__(self, events: Events) -> None:
+        self.events = events
 
     def read(self, message: dict[str, Any]) -> None:
-        record = message.get("workload") if message["type"] == "workload" else None
-        if record is not None and record["owner"]:
-            self.by_owner[record["owner"]["name"]] = record
+        """Nothing to do: the socket keeps the records as it reads (``Events.workloads``)."""
 
     def states(self) -> dict[str, tuple[str, int | None, bool]]:
         return {
             name: (w["state"], w["position_in_local_queue"], w["reason"] is not None)
-            for name, w in self.by_owner.items()
+            for name, w in by_owner({"workloads": list(self.events.workloads.values())}).items()
         }
 
 
 async def test_every_workload_of_the_namespace(kube, kueue, namespace, jp_fetch, jp_ws_fetch):
     queue = make_queue(kueue, cpu="3", memory="8Gi")
     events, snapshot = await open_events(jp_ws_fetch)
-    latest = Latest(snapshot)
+    latest = Latest(events)
     jobs = client.BatchV1Api(kube)
     jobs.create_namespaced_job(namespace, job("fits", queue.local_queue, "1"))
     fits = job_workload(kueue, "fits", admitted, "admitted")
@@ -224,17 +223,17 @@ async def test_every_workload_of_the_namespace(kube, kueue, namespace, jp_fetch,
     )
     assert gone["event"] == "DELETED"
     # Kueue may move it up while the first one is being deleted (before it is gone).
-    moved = await seen_or_next(
+    # (a `positions` message when only its position moved, else its `workload` message)
+    await seen_or_next(
         events,
         mark,
         lambda m: (
-            m["type"] == "workload"
-            and m["name"] == behind["name"]
-            and (m["workload"] or {}).get("position_in_local_queue") == 0
+            m["type"] in ("workload", "positions")
+            and (events.workloads.get(behind["name"]) or {}).get("position_in_local_queue") == 0
         ),
         "the second one moved to the front",
     )
-    assert moved["workload"]["state"] == "queued"
+    assert events.workloads[behind["name"]]["state"] == "queued"
     # The cluster deleted frees 2 CPUs: Kueue admits the waiting one, and the socket says so.
     assert (await call(jp_fetch, "DELETE", "clusters", "ray"))[0] == 200
     now = await events.until(

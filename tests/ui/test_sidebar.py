@@ -64,7 +64,8 @@ def make_queues(kueue: KueueObjects) -> None:
         kueue.wait_active("localqueues", lq)
 
 
-# Before the page loads: every events message's type and queue names, as it arrives.
+# Before the page loads: every events message's type and queue names, as it arrives (the
+# whole answer's in a `snapshot` or `queues` message, the changed records' in a `queue` one).
 MESSAGES = """
 const Native = window.WebSocket;
 window.__dwMessages = [];
@@ -74,7 +75,8 @@ window.WebSocket = class extends Native {
     if (String(args[0]).includes('dw/api/events')) {
       this.addEventListener('message', event => {
         const m = JSON.parse(event.data);
-        const queues = m.queues ? m.queues.queues.map(q => q.name) : null;
+        const records = Array.isArray(m.queues) ? m.queues : m.queues?.queues;
+        const queues = records ? records.map(q => q.name) : null;
         window.__dwMessages.push({ type: m.type, queues });
       });
     }
