@@ -285,52 +285,26 @@ function kindNotices(t: Extract<Transition, { subject: 'kind' }>, now: number): 
   }
   const s0 = before.state;
   const s1 = after.state;
-  const base = { subject: plural, name, actions: ['show'] as NoticeAction[] };
   const created = (after as { created?: string | null }).created;
   const age = created ? (now - Date.parse(created)) / 1000 : null;
+  /** The one notice of this change (a job's notices always offer to show it). */
+  const one = (kind: NoticeKind, level: INotice['level'], text: string, key: string) => [
+    { subject: plural, name, actions: ['show'] as NoticeAction[], kind, level, text, key }
+  ];
   if (WAITING.has(s0) && HOLDS.has(s1) && waited(before, age)) {
-    return [
-      {
-        ...base,
-        kind: 'admitted',
-        level: 'success',
-        text: short(dwTrans().__('%1 %2 was admitted', t.kind, name)),
-        key: `${plural}/${name}/admitted`
-      }
-    ];
+    const text = short(dwTrans().__('%1 %2 was admitted', t.kind, name));
+    return one('admitted', 'success', text, `${plural}/${name}/admitted`);
   }
   if (FINISHED.has(s1)) {
-    return [
-      {
-        ...base,
-        kind: 'finished',
-        level: 'success',
-        text: short(endWords(t.kind, name, s1)),
-        key: `${plural}/${name}/${s1}`
-      }
-    ];
+    return one('finished', 'success', short(endWords(t.kind, name, s1)), `${plural}/${name}/${s1}`);
   }
   if (FAILED.has(s1)) {
-    return [
-      {
-        ...base,
-        kind: 'failed',
-        level: 'error',
-        text: withWhy(endWords(t.kind, name, s1), why(after)),
-        key: `${plural}/${name}/${s1}`
-      }
-    ];
+    const text = withWhy(endWords(t.kind, name, s1), why(after));
+    return one('failed', 'error', text, `${plural}/${name}/${s1}`);
   }
   if (PUSHED_OUT.has(s1)) {
-    return [
-      {
-        ...base,
-        kind: 'preempted',
-        level: 'warning',
-        text: withWhy(endWords(t.kind, name, s1), why(after)),
-        key: `${plural}/${name}/${s1}/${created ?? ''}`
-      }
-    ];
+    const text = withWhy(endWords(t.kind, name, s1), why(after));
+    return one('preempted', 'warning', text, `${plural}/${name}/${s1}/${created ?? ''}`);
   }
   return [];
 }
