@@ -84,7 +84,7 @@ def test_fits_now_then_ready_with_timed_milestones_then_deleted(kernel, kueue, k
 
 
 def test_must_wait_is_queued_with_position_then_ready_when_the_blocker_goes(kernel, kueue):
-    make_queue(kueue, cpu="4", memory="8Gi")
+    queue = make_queue(kueue, cpu="4", memory="8Gi")
     first = dw.submit(spec("first", workers=2))  # 3 of 4 CPU
     first.wait("ready", timeout=TIMEOUT)
     # Kueue writes the ClusterQueue's reservation after it admits (0.14 a moment later than
@@ -92,7 +92,12 @@ def test_must_wait_is_queued_with_position_then_ready_when_the_blocker_goes(kern
     # kernel's ClusterQueue cache until it counts the first cluster's 3 CPU.
     cluster_queues = kernel.core.session.cache(CLUSTER_QUEUE)
     assert cluster_queues is not None
-    assert cluster_queues.wait_until(lambda cqs: sum(map(reserved_cpu, cqs)) == 3, TIMEOUT)
+    assert cluster_queues.wait_until(
+        lambda cqs: any(
+            cq["metadata"]["name"] == queue.cluster_queue and reserved_cpu(cq) == 3 for cq in cqs
+        ),
+        TIMEOUT,
+    )
 
     verdict = dw.fit(spec("second", workers=2))
     assert verdict.verdict == "must-wait", verdict.message
