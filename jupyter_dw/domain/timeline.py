@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
+from jupyter_dw.domain.lenient import timestamp
 from jupyter_dw.domain.milestones import Milestone, milestone_words
 
 LIVE_STATES = frozenset(
@@ -37,7 +37,7 @@ class Span:
     @property
     def seconds(self) -> float | None:
         """How long it took, when both ends are known."""
-        start, end = _time(self.start), _time(self.end)
+        start, end = timestamp(self.start), timestamp(self.end)
         return max(0.0, (end - start).total_seconds()) if start and end else None
 
     def to_json(self) -> dict[str, Any]:
@@ -186,15 +186,6 @@ def _resize_spans(steps: Sequence[Milestone], at: dict[str, str | None]) -> list
                 )
             )
     return spans
-
-
-def _time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def job_timeline(
