@@ -4,6 +4,7 @@ for a card or a cell; the full message stays beside it. The patterns are the sch
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from decimal import Decimal
@@ -68,9 +69,11 @@ MAX_PARTS = 2
 """Reasons shown before ``and N more`` (the full message has them all)."""
 
 
+@functools.lru_cache(maxsize=4096)
 def short_reason(message: str | None) -> str | None:
     """Kueue's waiting ``message`` in one short line, or None when no known pattern is in it
-    (a surface then shows the message itself)."""
+    (a surface then shows the message itself). Remembered: every record's JSON asks, a
+    snapshot holds thousands of Workloads, and their messages repeat."""
     if not message:
         return None
     found = _shortfalls(message)
