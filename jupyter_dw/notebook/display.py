@@ -320,16 +320,19 @@ def usage_html(usage: ClusterUsage | None, idle_since: str | None) -> str:
     return f'<div class="jp-dw-usage">{"".join(rows)}</div>' if rows else ""
 
 
+def title_html(name: str, state: str, queue: str | None) -> str:
+    """A workload's first line: its name, its state's badge and its queue."""
+    return (
+        f"<div><b>{escape(name)}</b> {badge(state, color_of('state', state))}"
+        f' <span style="opacity:.7">queue {escape(queue or "?")}</span></div>'
+    )
+
+
 def cluster_html(info: ClusterInfo) -> str:
     """State badge, Kueue's reason and position while queued, workers bar, usage (used of
     held, idle, Ray's load), timeline."""
     status = info.snapshot
-    head = (
-        f"<b>{escape(status.name)}</b> "
-        f"{badge(status.state, color_of('state', status.state))}"
-        f' <span style="opacity:.7">queue {escape(status.queue or "?")}</span>'
-    )
-    parts = [f"<div>{head}</div>"]
+    parts = [title_html(status.name, status.state, status.queue)]
     if not info.freshness.live:  # the state below is the last known one: say so
         when = info.freshness.to_json()["since"] or ""
         parts.append(
@@ -383,11 +386,7 @@ def cluster_html(info: ClusterInfo) -> str:
 def kind_job_html(info: JobInfo) -> str:
     """A RayJob's or TrainJob's record: its state badge and queue, Kueue's words while it
     waits, its life as a timeline bar, what its pods use of what they hold."""
-    head = (
-        f"<b>{escape(info.name)}</b> {badge(info.state, color_of('state', info.state))}"
-        f' <span style="opacity:.7">queue {escape(info.queue or "?")}</span>'
-    )
-    parts = [f"<div>{head}</div>"]
+    parts = [title_html(info.name, info.state, info.queue)]
     if info.reason or info.message:
         parts.append(f"<div>{escape(info.reason or '')} {said(info)}</div>")
     parts.append(timeline_bar_html(info.timeline))
