@@ -45,12 +45,14 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from benchmarks.workbench import JupyterServer, is_session_check, pod_environment, workbench
+from jupyter_dw.names import KERNEL_LINK_ENV
 from tests.cluster.audit import AuditedCluster, Request, count, describe, received_between
 from tests.cluster.fixtures import KueueObjects, watch_until
 from tests.integration.clusters_support import suspended_raycluster
 
 TIMEOUT = 180.0
 CLUSTERS = ("load-0", "load-1")
+CONNECTIONS = ("own", "server")
 
 
 # -- one kernel process --------------------------------------------------------------------
@@ -84,7 +86,7 @@ async def kernel_process() -> None:
             # Its widgets' first positions read in the background, sometimes twice (the
             # watches' first lists mark the queue while the first call is under way): part of
             # showing them, not of the idle window.
-            and runtime.core.clusters.positions.settled
+            and _positions_settled(runtime)
         ):
             if loop.time() > deadline:
                 raise TimeoutError([(w.freshness, w.error) for w in widgets])
@@ -93,6 +95,13 @@ async def kernel_process() -> None:
     for widget in widgets:
         widget.close()
     await asyncio.to_thread(runtime.stop)
+
+
+def _positions_settled(runtime: Any) -> bool:
+    """Whether a kernel's own position board has read its first positions (a kernel reading
+    through its server has none: the server's board is settled when its socket showed them)."""
+    board = getattr(runtime.core.clusters, "positions", None)
+    return board is None or board.settled
 
 
 def shows_position(widget: Any) -> bool:
@@ -243,20 +252,56 @@ async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
 
     environ = pod_environment(identity)
     environ["JUPYTER_DW_ACCESS_REFRESH_INTERVAL"] = str(args.refresh)
+    results: dict[str, Any] = {
+        "kernels": args.kernels,
+        "access_refresh_interval": args.refresh,
+        "connections": {},
+    }
+    try:
+        for connection in args.connections:
+            results["connections"][connection] = await measure_connection(
+                args, directory / connection, environ, identity, plane.audit_log, connection
+            )
+    finally:
+        if not args.cluster_dir:
+            plane.down()
+    return results
+
+
+async def measure_connection(
+    args: argparse.Namespace,
+    directory: Path,
+    environ: dict[str, str],
+    identity: Any,
+    log: Any,
+    connection: str,
+) -> dict[str, Any]:
+    """One server, its kernels and sockets, two idle windows: kernels reading through the
+    server (``server``, the product's default) or each on its own connection (``own``)."""
+    directory.mkdir(parents=True)
+    runtime_dir = directory / "runtime"
+    environ = {**environ, "JUPYTER_RUNTIME_DIR": str(runtime_dir)}
     flags = (
         f"--JupyterDW.service_account_dir={identity.service_account_dir}",
         f"--JupyterDW.access_refresh_interval={args.refresh}",
     )
     server = JupyterServer(directory, environ, extra_args=flags)
+    kernel_environ = dict(environ)
+    if connection == "server":
+        # What a kernel the server starts inherits (these kernels are started here instead).
+        kernel_environ[KERNEL_LINK_ENV] = str(runtime_dir / f"jupyter_dw-{server.port}.json")
+    else:
+        kernel_environ["JUPYTER_DW_KERNELS_THROUGH_SERVER"] = "false"
     kernels: list[Kernel] = []
     sockets: list[WebSocketClientConnection] = []
     readers: list[asyncio.Task[None]] = []
     received: Counter[str] = Counter()
-    log = plane.audit_log
-    results: dict[str, Any] = {"kernels": args.kernels, "access_refresh_interval": args.refresh}
+    results: dict[str, Any] = {}
     try:
         await asyncio.to_thread(server.wait_answer, "dw/api/queues")
-        kernels = [Kernel(environ, directory / f"kernel-{i}.log") for i in range(args.kernels)]
+        kernels = [
+            Kernel(kernel_environ, directory / f"kernel-{i}.log") for i in range(args.kernels)
+        ]
         for phase, widgets, tabs in (("few", 2, 1), ("many", args.widgets, args.sockets)):
             for kernel in kernels:
                 kernel.add(widgets - kernel.widgets)
@@ -277,8 +322,8 @@ async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
                 "sockets": tabs,
             }
             print(
-                f"\n{phase}: {widgets * len(kernels)} widgets in {len(kernels)} kernels, "
-                f"{tabs} sockets, {figures['seconds']} s idle: "
+                f"\n{connection}, {phase}: {widgets * len(kernels)} widgets in {len(kernels)} "
+                f"kernels, {tabs} sockets, {figures['seconds']} s idle: "
                 f"{figures['requests_besides_watches']} requests besides watches "
                 f"({figures['recheck_requests']} of the re-check, {figures['other_requests']} "
                 "others), "
@@ -294,8 +339,6 @@ async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
         for kernel in kernels:
             await asyncio.to_thread(kernel.stop)
         server.stop()
-        if not args.cluster_dir:
-            plane.down()
     return results
 
 
@@ -307,6 +350,13 @@ def main() -> None:
     parser.add_argument("--sockets", type=int, default=5)
     parser.add_argument(
         "--refresh", type=float, default=60.0, help="access_refresh_interval (s; default 60)"
+    )
+    parser.add_argument(
+        "--connections",
+        nargs="+",
+        choices=CONNECTIONS,
+        default=list(CONNECTIONS),
+        help="kernels on their own connection (the baseline) and/or through the server",
     )
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--cluster-dir", help="reuse or keep an audited control plane here")

@@ -27,17 +27,20 @@ Result = dict[str, Any]
 def _load(what: Result) -> str:
     f = what["figures"]
     rows = [
-        "| window (idle) | widgets / kernels | sockets | requests besides watches | "
-        "… of the re-check | … others | watches opened | watches open |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| kernels connect | window (idle) | widgets / kernels | sockets | requests besides "
+        "watches | … of the re-check | … others | watches opened | watches open |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for phase in ("few", "many"):
-        p = f[phase]
-        rows.append(
-            f"| {p['seconds']:g} s | {p['widgets']} / {f['kernels']} | {p['sockets']} | "
-            f"{p['requests_besides_watches']} | {p['recheck_requests']} | {p['other_requests']} "
-            f"| {p['watches_opened']} | {p['watches_open_at_end']} |"
-        )
+    words = {"own": "each on its own (baseline)", "server": "through the server"}
+    for connection, phases in f["connections"].items():
+        for phase in ("few", "many"):
+            p = phases[phase]
+            rows.append(
+                f"| {words.get(connection, connection)} | {p['seconds']:g} s | "
+                f"{p['widgets']} / {f['kernels']} | {p['sockets']} | "
+                f"{p['requests_besides_watches']} | {p['recheck_requests']} | "
+                f"{p['other_requests']} | {p['watches_opened']} | {p['watches_open_at_end']} |"
+            )
     return "\n".join(rows)
 
 

@@ -82,11 +82,12 @@ class JupyterServer:
         extension: bool = True,
         extra_args: tuple[str, ...] = (),
         log_name: str = "server.log",
+        port: int | None = None,
     ) -> None:
-        self.port = free_port()
+        self.port = port or free_port()
         self.token = secrets.token_hex(16)
         self.log_path = work / log_name
-        self._log = self.log_path.open("w")
+        self._log = self.log_path.open("a")
         # A config file: a dict trait given on the command line arrives as a list of strings.
         settings = work / f"{log_name}.config.json"
         settings.write_text(

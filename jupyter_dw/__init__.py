@@ -20,6 +20,8 @@ _LAZY = {
     "submit": ".notebook.api",
     "cluster": ".notebook.api",
     "clusters": ".notebook.api",
+    "context": ".notebook.api",
+    "KernelContext": ".notebook.api",
     "ClusterSpec": ".notebook.api",
     "RayClusterHandle": ".notebook.api",
     "DWError": ".core.errors",

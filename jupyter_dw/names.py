@@ -124,3 +124,11 @@ def qualified(name: str, group: str) -> str:
 def head_service_name(cluster: str) -> str:
     """KubeRay's default name of a cluster's head Service."""
     return f"{cluster}{HEAD_SERVICE_SUFFIX}"
+
+
+# -- kernels reading through their Jupyter server (jupyter_dw.server.kernel_link) -------------
+KERNEL_LINK_ENV = "JUPYTER_DW_SERVER_LINK"
+"""Set by the server extension in its own environment, so every kernel it starts inherits it:
+the path of the file with the server's loopback URL and its kernel secret."""
+KERNEL_AUTH_SCHEME = "DW-Kernel"
+"""``Authorization: DW-Kernel <secret>``: a kernel of this server (jupyter_dw's API only)."""

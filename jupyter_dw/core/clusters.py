@@ -44,6 +44,7 @@ from ..domain.priorities import (
 )
 from ..domain.quota import QuotaTree, format_amount
 from ..domain.ray_auth import Refusal, kuberay_refusal, ray_auth_of
+from ..domain.ray_endpoints import head_image
 from ..domain.scheduling import FlavorTraits
 from ..domain.workloads import created_by
 from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
@@ -212,6 +213,16 @@ class ClusterService:
         dashboard proxy reaches (it needs only ``get rayclusters``, no list or watch)."""
         found = self.session.find_ray_cluster(check_cluster_name(name))
         return dict(found) if found is not None else None
+
+    def published_sizes(self) -> dict[str, dict[str, int | str | None]]:
+        """The defaults and limits of new clusters' sizes, as a form shows them
+        (:meth:`SpecPolicy.published_sizes`)."""
+        return self.policy.published_sizes()
+
+    def image(self, name: str) -> str | None:
+        """The image of cluster ``name``'s Ray head (None when it has none or is not cached):
+        what a kernel's Ray must match to use Ray Client."""
+        return head_image(self.session.cached_ray_cluster(check_cluster_name(name)))
 
     def get(self, name: str) -> ClusterInfo:
         """Cluster ``name`` (``KubeNotFound`` when there is none)."""

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from ..domain.cluster_state import head_ready
-from ..domain.ray_auth import RayToken, TokenUnavailable, ray_auth_of
+from ..domain.ray_auth import RayEndpoint, RayToken, TokenUnavailable, ray_auth_of
 from ..domain.ray_endpoints import NoAddress, client_address, dashboard_address
 from ..domain.ray_jobs import (
     JobList,
@@ -107,6 +107,12 @@ class RayJobService:
         with self._lock:
             self._clients[name] = (time.monotonic(), uid, client)
         return client
+
+    def endpoint(self, name: str) -> RayEndpoint:
+        """Where a kernel's own Ray clients (Ray Client, Ray's ``JobSubmissionClient``) reach
+        cluster ``name``'s head, and its token. Raises as :meth:`client`."""
+        client = self.client(name)
+        return RayEndpoint(name, client.base_url, client.token)
 
     def client_address(self, name: str) -> str:
         """The ``ray://`` address of cluster ``name``'s Ray Client server (head up)."""

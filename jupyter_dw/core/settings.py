@@ -105,6 +105,21 @@ class DWSettings(Configurable):
         where they can see it (a config file or ``JUPYTER_DW_RAY_DASHBOARD_PROXY``).""",
     )
 
+    kernels_through_server = Bool(
+        True,
+        config=True,
+        help="""Kernels of a Jupyter server that runs jupyter_dw read through it: its watches,
+        its answers and its change feed, one connection to Kubernetes for the whole workbench
+        however many kernels run. The server writes its loopback address and a random secret,
+        which opens jupyter_dw's API only, to a file in its runtime directory readable by this
+        user alone; kernels find it by an environment variable they inherit. A kernel without
+        such a server (VS Code, a server without the extension, another jupyter_dw version)
+        opens its own connection, as does one whose server stops answering. ``dw.context()``
+        says which. False: the server publishes nothing and kernels always connect on their
+        own (``JUPYTER_DW_KERNELS_THROUGH_SERVER=false`` in one kernel's environment does the
+        same for that kernel).""",
+    )
+
     watch_idle_timeout = Float(
         180.0,
         config=True,

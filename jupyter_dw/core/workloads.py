@@ -154,6 +154,17 @@ class WorkloadService:
         username = self.session.identity.username
         return maker is not None and (username is None or maker == username)
 
+    def mine(self, names: Iterable[str]) -> builtins.list[str]:
+        """Which of Workloads ``names`` :meth:`made_by_me` (their owners followed first): a
+        kernel reading through its server asks once for the Workloads it shows."""
+        self.follow_owners()
+        wanted = set(names)
+        return sorted(
+            w.name
+            for w in self.list(fresh=False).workloads
+            if w.name in wanted and self.made_by_me(w)
+        )
+
     def describe(self, name: str) -> WorkloadInfo | None:
         """Workload ``name`` as the cache holds it now (None when it does not, or it is a
         replaced slice), with its position when it waits. For the change feed."""

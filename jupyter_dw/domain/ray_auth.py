@@ -284,3 +284,32 @@ def kuberay_refusal(
             (when, Refusal(str(reason), message if isinstance(message, str) else None, when))
         )
     return max(found, key=lambda pair: pair[0])[1] if found else None
+
+
+@dataclass(frozen=True)
+class RayEndpoint:
+    """Where a kernel's own Ray clients reach a cluster's head (``base_url``: its dashboard
+    and Jobs API) and the token they send (None: the cluster has no auth). Its JSON carries
+    the token: it goes only to a kernel of the same pod, over its server's kernel channel."""
+
+    cluster: str
+    base_url: str
+    token: RayToken | None
+
+    def headers(self) -> dict[str, str]:
+        """The headers a Jobs API request carries."""
+        return {"Authorization": self.token.header()} if self.token is not None else {}
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"cluster", "base_url", "token"}``, the token revealed."""
+        return {
+            "cluster": self.cluster,
+            "base_url": self.base_url,
+            "token": self.token.reveal() if self.token is not None else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RayEndpoint:
+        """What :meth:`to_json` made."""
+        token = data.get("token")
+        return cls(str(data["cluster"]), str(data["base_url"]), RayToken(token) if token else None)

@@ -77,3 +77,13 @@ def client_address(
     """The ``ray://`` address of RayCluster ``name``'s Ray Client server."""
     reported = (KUBERAY_CLIENT_URL, "client", CLIENT_PORT)
     return _address(template, port, name, namespace, raycluster, reported)
+
+
+def head_image(raycluster: Mapping[str, Any] | None) -> str | None:
+    """The image of the head's first container (what a kernel's Ray must match to use Ray
+    Client), None when the RayCluster names none."""
+    try:
+        spec = (raycluster or {})["spec"]["headGroupSpec"]["template"]["spec"]
+        return str(spec["containers"][0]["image"])
+    except (KeyError, IndexError, TypeError):
+        return None

@@ -33,14 +33,13 @@ from .kinds import calls_for
 from .kinds.rayjob import RayJobSpec
 from .kinds.trainjob import TrainJobSpec
 from .ray_connect import (
-    image_of,
     installed_ray,
     job_submission_client,
     ray_init,
     version_mismatches,
 )
 from .requests import create_with_key, request_body
-from .runtime import runtime
+from .runtime import Connection, runtime
 
 # -- errors: one small hierarchy under DWError, each with ``error``, ``reason`` and ``hint`` ---
 
@@ -186,6 +185,35 @@ def submit(
     return RayClusterHandle(info.snapshot.name, _last=info)
 
 
+@dataclass(frozen=True)
+class KernelContext:
+    """``dw.context()``: how this kernel reaches Kubernetes (``connection``: through its
+    Jupyter server, or on its own, and why) and what that session is (``session``: the
+    ``GET context`` answer: namespace, identity, installed APIs, permissions, watches)."""
+
+    connection: Connection
+    session: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"connection": {"mode", "why"}, **GET context}``."""
+        return {"connection": self.connection.to_json(), **self.session}
+
+    def _repr_html_(self) -> str:
+        from .display import context_html
+
+        return context_html(self.connection.mode, self.connection.why, self.session)
+
+
+def context() -> KernelContext:
+    """How this kernel reaches Kubernetes and who it is there: ``connection.mode`` is
+    ``server`` when it reads through its Jupyter server (one connection per workbench, the
+    server's watches and permissions) or ``own``; ``session`` as ``GET context`` answers."""
+    rt = runtime()
+    session = rt.core.context().to_json()
+    assert rt.connection is not None  # set when the core was made
+    return KernelContext(rt.connection, session)
+
+
 def cluster(name: str) -> RayClusterHandle:
     """The handle of an existing cluster (``NotFound`` when there is none)."""
     info = runtime().core.clusters.get(name)
@@ -303,7 +331,7 @@ class RayClusterHandle:
         def wake(*_: object) -> None:  # on a cache's thread: the event is the loop's
             loop.call_soon_threadsafe(changed.set)
 
-        remove = runtime().core.session.add_listener(wake)
+        remove = runtime().add_listener(wake)
         deadline = loop.time() + timeout
         try:
             while True:
@@ -336,7 +364,7 @@ class RayClusterHandle:
         Warns when this kernel's Ray or Python version differs from the cluster image's,
         which makes ``ray.init`` fail."""
         info = self._last or self.status()
-        image = image_of(runtime().core.session.cached_ray_cluster(self.name))
+        image = runtime().core.clusters.image(self.name)
         for problem in version_mismatches(image, installed_ray(), sys.version_info[:2]):
             warnings.warn(problem, stacklevel=2)
         return info.ray_address
@@ -355,7 +383,7 @@ class RayClusterHandle:
         process. So this sets both in this kernel's environment: **one cluster's token per
         kernel**, visible to ``!`` subprocesses and ``%env``. ``h.submit_job`` and ``h.jobs``
         need no such thing."""
-        image = image_of(runtime().core.session.cached_ray_cluster(self.name))
+        image = runtime().core.clusters.image(self.name)
         problems = version_mismatches(image, installed_ray(), sys.version_info[:2])
         return ray_init(self.name, image, problems, **kwargs)
 
@@ -462,6 +490,7 @@ __all__ = [
     "DWError",
     "InvalidScale",
     "InvalidSpec",
+    "KernelContext",
     "NameTaken",
     "NotElastic",
     "NotFound",
@@ -474,6 +503,7 @@ __all__ = [
     "WaitTimeout",
     "cluster",
     "clusters",
+    "context",
     "fit",
     "queues",
     "submit",

@@ -5,6 +5,7 @@ Pure functions of the core's results, registered by :mod:`.formatters`; escaped,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from decimal import Decimal
 from html import escape
@@ -326,6 +327,27 @@ def title_html(name: str, state: str, queue: str | None) -> str:
         f"<div><b>{escape(name)}</b> {badge(state, color_of('state', state))}"
         f' <span style="opacity:.7">queue {escape(queue or "?")}</span></div>'
     )
+
+
+def context_html(mode: str, why: str, session: Mapping[str, Any]) -> str:
+    """``dw.context()``: how the kernel connects, who it is, where, and the watches' health."""
+    identity = session.get("identity") or {}
+    health = (session.get("health") or {}).get("state") or "?"
+    rows = (
+        ("Connection", f"{'through the Jupyter server' if mode == 'server' else 'its own'}"),
+        ("Why", why),
+        ("Namespace", session.get("namespace") or "?"),
+        ("Identity", identity.get("username") or "?"),
+        ("API server", session.get("api_server") or "?"),
+        ("Kueue", session.get("kueue_api") or "not installed"),
+        ("Watches", health),
+    )
+    cells = "".join(
+        f'<tr><th style="text-align:left;padding-right:1em">{escape(k)}</th>'
+        f"<td>{escape(str(v))}</td></tr>"
+        for k, v in rows
+    )
+    return f"<table>{cells}</table>"
 
 
 def cluster_html(info: ClusterInfo) -> str:

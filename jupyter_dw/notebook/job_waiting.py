@@ -64,7 +64,7 @@ def wait_until(check: Callable[[], Any], timed_out: Callable[[], Exception], tim
     """Call ``check`` now and after every change the session's watches see, until it returns
     something (its answer) or raises; ``timed_out()`` is raised after ``timeout`` seconds."""
     changed = threading.Event()
-    remove = runtime().core.session.add_listener(lambda *_: changed.set())
+    remove = runtime().add_listener(lambda *_: changed.set())
     deadline = time.monotonic() + timeout
     try:
         while True:

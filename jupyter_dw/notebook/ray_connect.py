@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import RayNotInstalled, RayVersionMismatch
@@ -53,8 +52,7 @@ def ray_init(cluster: str, image: str | None, problems: list[str], **kwargs: Any
     ray = _ray(None)
     jobs = runtime().core.jobs
     address = jobs.client_address(cluster)
-    raycluster = runtime().core.session.cached_ray_cluster(cluster) or {}
-    token = jobs.token(raycluster)
+    token = jobs.endpoint(cluster).token
     if token is not None:
         # Ray Client reads these when it builds its channel, and caches the token for the
         # process: one cluster's token per kernel (docs/explanation/security.md).
@@ -93,8 +91,8 @@ def job_submission_client(cluster: str) -> Any:
     _ray(None)
     from ray.job_submission import JobSubmissionClient
 
-    client = runtime().core.jobs.client(cluster)
-    return JobSubmissionClient(client.base_url, headers=client.headers())
+    endpoint = runtime().core.jobs.endpoint(cluster)
+    return JobSubmissionClient(endpoint.base_url, headers=endpoint.headers())
 
 
 _IMAGE_TAG = re.compile(r"(?:^|[/:])ray(?:-ml|-llm)?:(\d+\.\d+\.\d+)(?:-py(\d)(\d+))?")
@@ -125,11 +123,3 @@ def version_mismatches(
                 f"image Python {wanted[0]}.{wanted[1]}: ray.init needs the same minor version."
             )
     return problems
-
-
-def image_of(raycluster: Mapping[str, Any] | None) -> str | None:
-    try:
-        spec = (raycluster or {})["spec"]["headGroupSpec"]["template"]["spec"]
-        return str(spec["containers"][0]["image"])
-    except (KeyError, IndexError, TypeError):
-        return None

@@ -13,11 +13,15 @@ import queue
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
 from ..core.errors import DWError
 from ..core.feed import Change, ChangeFeed, Message
 from ..core.services import DWCore
 from ..core.settings import DWSettings, load_settings
+from .server_core import ServerCore
+from .server_feed import ServerFeed
+from .server_link import CONNECT_GRACE, ServerGone, ServerLink, find_link
 
 log = logging.getLogger(__name__)
 
@@ -42,18 +46,40 @@ class _Subscription:
     loop: asyncio.AbstractEventLoop
 
 
+@dataclass(frozen=True)
+class Connection:
+    """How this kernel reaches Kubernetes: ``server`` (through its Jupyter server's
+    jupyter_dw: one connection per workbench) or ``own``; ``why`` says why, in words."""
+
+    mode: str
+    why: str
+
+    def to_json(self) -> dict[str, str]:
+        """``{"mode", "why"}``."""
+        return {"mode": self.mode, "why": self.why}
+
+
 class KernelRuntime:
     """The kernel process's core, its live feed and its clean-up at shutdown."""
 
-    def __init__(self, settings: DWSettings | None = None) -> None:
+    def __init__(
+        self, settings: DWSettings | None = None, environ: Mapping[str, str] | None = None
+    ) -> None:
         self._settings = settings
-        self._lock = threading.Lock()
-        self._core: DWCore | None = None
+        self._environ = environ
+        """Where the server's link is looked up (default: the process environment)."""
+        self._lock = threading.RLock()
+        self._core: DWCore | ServerCore | None = None
+        self.connection: Connection | None = None
+        """None until first use."""
         self._subscriptions: list[_Subscription] = []
+        self._listeners: list[Callable[..., None]] = []
         self._changes: queue.SimpleQueue[Change | None] = queue.SimpleQueue()
         self._feed: ChangeFeed | None = None
         self._feed_thread: threading.Thread | None = None
         self._remove_listener: Callable[[], None] | None = None
+        self._close_events: Callable[[], None] | None = None
+        self._snapshot_seen = threading.Event()
         self._ephemeral: set[str] = set()
         self._atexit = False
 
@@ -61,22 +87,69 @@ class KernelRuntime:
 
     @property
     def core(self) -> DWCore:
-        """The started core (built and connected on first use; raises the DWError)."""
+        """The started core (built and connected on first use; raises the DWError): the
+        server's, read through it, when this kernel's Jupyter server runs jupyter_dw
+        (``connection`` says which), else one of its own. Both answer the same calls with
+        the same types (a :class:`ServerCore` has the methods a kernel calls)."""
         with self._lock:
             if self._core is None:
                 settings = self._settings or load_settings()
-                self._core = DWCore.from_settings(
-                    settings, kernel_base_url() + "dw/ray", lazy_watches=True
-                )
+                self._core = self._connect(settings)
                 self._register_shutdown()
             core = self._core
+        if isinstance(core, ServerCore):
+            return cast(DWCore, core)
         core.session.wait_ready()
         return core
 
+    def _connect(self, settings: DWSettings) -> DWCore | ServerCore:
+        if not settings.kernels_through_server:
+            why = "kernels_through_server is off"
+        else:
+            info, why = find_link(self._environ)
+            if info is not None:
+                link = ServerLink(info, settings.request_timeout)
+                try:
+                    link.call("session", "identity", [], {}, grace=CONNECT_GRACE)
+                except (ServerGone, DWError) as err:
+                    why = f"its Jupyter server did not answer ({err}): connected on its own"
+                else:
+                    self.connection = Connection("server", why)
+                    return ServerCore(link, self.add_listener, self._server_gone)
+        self.connection = Connection("own", why)
+        return self._own_core(settings)
+
+    def _own_core(self, settings: DWSettings) -> DWCore:
+        return DWCore.from_settings(settings, kernel_base_url() + "dw/ray", lazy_watches=True)
+
+    def _server_gone(self, why: str) -> DWCore:
+        """The server stopped answering for good: connect on our own, and move the live views
+        and waits over. Returns the new core."""
+        with self._lock:
+            core = self._core
+            if isinstance(core, DWCore):
+                return core
+            close, self._close_events = self._close_events, None
+            log.warning("jupyter_dw: %s; this kernel connects to Kubernetes on its own", why)
+            own = self._own_core(self._settings or load_settings())
+            self._core = own
+            self.connection = Connection("own", f"its Jupyter server went away ({why})")
+            listeners = list(self._listeners)
+            resubscribe = bool(self._subscriptions)
+        if close is not None:
+            close()
+        own.session.wait_ready()
+        for listener in listeners:
+            own.session.add_listener(listener)
+        if resubscribe:
+            self._start_feed()
+        return own
+
     @property
     def started(self) -> bool:
-        """Whether anything has contacted Kubernetes yet."""
-        return self._core is not None and self._core.session.ready
+        """Whether anything has contacted Kubernetes (or the server) yet."""
+        core = self._core
+        return core is not None and (isinstance(core, ServerCore) or core.session.ready)
 
     def stop(self) -> None:
         """Delete the ephemeral clusters, stop the feed and the watches."""
@@ -84,10 +157,14 @@ class KernelRuntime:
             core, self._core = self._core, None
             ephemeral, self._ephemeral = set(self._ephemeral), set()
             remove, self._remove_listener = self._remove_listener, None
+            close, self._close_events = self._close_events, None
             self._subscriptions.clear()
+            self._listeners.clear()
             self._feed = None
         if remove is not None:
             remove()
+        if close is not None:
+            close()
         self._changes.put(None)
         if core is None:
             return
@@ -117,22 +194,36 @@ class KernelRuntime:
 
     # -- live changes ----------------------------------------------------------------------
 
+    def add_listener(self, listener: Callable[..., None]) -> Callable[[], None]:
+        """Call ``listener(...)`` (on another thread) after every change the watches see;
+        what a wait wakes on. Returns a function that removes it."""
+        core = self._core if self._core is not None else self.core
+        if isinstance(core, DWCore):
+            return core.session.add_listener(listener)
+        with self._lock:
+            self._listeners.append(listener)
+        self._open_events()
+
+        def remove() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return remove
+
     def subscribe(
         self, callback: Subscriber, loop: asyncio.AbstractEventLoop | None = None
     ) -> Callable[[], None]:
         """Call ``callback(message)`` on ``loop`` (default: the caller's, i.e. the kernel's)
         for every change message. Returns an unsubscribe function."""
-        core = self.core
+        self.core  # noqa: B018  # connected first
         subscription = _Subscription(callback, loop or _current_loop())
         with self._lock:
             self._subscriptions.append(subscription)
-            if self._feed is None:
-                self._feed = core.change_feed()
-                self._remove_listener = self._feed.listen(lambda *change: self._changes.put(change))
-                self._feed_thread = threading.Thread(
-                    target=self._run_feed, args=(self._feed,), name="dw-kernel-feed", daemon=True
-                )
-                self._feed_thread.start()
+        if isinstance(self._core, ServerCore):
+            self._open_events()
+        else:
+            self._start_feed()
 
         def unsubscribe() -> None:
             with self._lock:
@@ -140,6 +231,61 @@ class KernelRuntime:
                     self._subscriptions.remove(subscription)
 
         return unsubscribe
+
+    def _start_feed(self) -> None:
+        """The own core's change feed, on its thread (once)."""
+        with self._lock:
+            core = self._core
+            if self._feed is not None or not isinstance(core, DWCore):
+                return
+            self._feed = core.change_feed()
+            self._remove_listener = self._feed.listen(lambda *change: self._changes.put(change))
+            self._feed_thread = threading.Thread(
+                target=self._run_feed, args=(self._feed,), name="dw-kernel-feed", daemon=True
+            )
+            self._feed_thread.start()
+
+    def _open_events(self) -> None:
+        """The server's events socket, followed on its thread (once)."""
+        with self._lock:
+            core = self._core
+            if not isinstance(core, ServerCore):
+                return
+            if self._close_events is None:
+                feed = ServerFeed()
+                self._snapshot_seen.clear()
+                self._close_events = core.link.open_events(
+                    lambda data: self._on_server_message(feed, data), self._events_gone
+                )
+        # What a view reads after subscribing must not be older than the socket's first
+        # snapshot: later changes then reach it as messages.
+        if not self._snapshot_seen.wait(core.link.timeout):
+            log.warning("jupyter_dw: the server's events socket sent no snapshot yet")
+
+    def _events_gone(self, why: str) -> None:
+        self._server_gone(why)
+
+    def _on_server_message(self, feed: ServerFeed, data: dict[str, Any]) -> None:
+        try:
+            messages = feed.messages(data)
+        except Exception:  # keep following: the next message may read
+            log.exception("jupyter_dw: a message from the server could not be read")
+            return
+        if feed.snapshots:
+            self._snapshot_seen.set()
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(data.get("type"))
+        self._publish(messages)
+
+    def _publish(self, messages: list[Message]) -> None:
+        with self._lock:
+            subscriptions = list(self._subscriptions)
+        for message in messages:
+            for sub in subscriptions:
+                if not sub.loop.is_closed():
+                    sub.loop.call_soon_threadsafe(_deliver, sub.callback, message)
 
     def _run_feed(self, feed: ChangeFeed) -> None:
         try:
@@ -155,12 +301,7 @@ class KernelRuntime:
             except Exception:  # keep the feed alive for the next change
                 log.exception("jupyter_dw: a change could not be read")
                 continue
-            with self._lock:
-                subscriptions = list(self._subscriptions)
-            for message in messages:
-                for sub in subscriptions:
-                    if not sub.loop.is_closed():
-                        sub.loop.call_soon_threadsafe(_deliver, sub.callback, message)
+            self._publish(messages)
 
 
 def _deliver(callback: Subscriber, message: Message) -> None:

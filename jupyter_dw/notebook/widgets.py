@@ -407,7 +407,7 @@ class ClusterBuilder(_Live, w.VBox):
             rt = self._follow(self._on_change)
             # The configured defaults as a request writes them: the form as it starts builds
             # the spec the server makes of a request that gives no size.
-            sizes = rt.core.clusters.policy.published_sizes()
+            sizes = rt.core.clusters.published_sizes()
             self._set_sizes(sizes)
             self.limits.value = _limits_html(sizes)
             queues = rt.core.queues.list()

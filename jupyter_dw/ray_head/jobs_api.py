@@ -38,6 +38,11 @@ class RayJobsClient:
         auth = "token" if self._token is not None else "none"
         return f"RayJobsClient({self.base_url!r}, auth={auth})"
 
+    @property
+    def token(self) -> RayToken | None:
+        """The token it sends (None: the cluster has no auth)."""
+        return self._token
+
     def headers(self) -> dict[str, str]:
         """The headers every request carries (the token's, when the cluster has one)."""
         return {"Authorization": self._token.header()} if self._token is not None else {}

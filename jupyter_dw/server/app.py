@@ -19,7 +19,8 @@ from ..core.settings import SECTION, DWSettings, environment_config
 from .core_loader import CoreLoader
 from .dashboard_proxy import DASHBOARD_SETTING, PROXY_PREFIX, DashboardProxy, dashboard_routes
 from .events import SOCKETS_SETTING, EventsHandler
-from .handlers import CORE_SETTING, EXECUTOR_SETTING, route_table
+from .handlers import CORE_SETTING, EXECUTOR_SETTING, KERNEL_LINK_SETTING, route_table
+from .kernel_link import KernelLink, kernel_url
 
 if TYPE_CHECKING:
     from ..core.services import DWCore
@@ -51,8 +52,14 @@ class JupyterDW(ExtensionApp, DWSettings):
             if self.ray_dashboard_proxy
             else None
         )
+        self.kernel_link = (
+            KernelLink(self.serverapp.runtime_dir, self.serverapp.port)
+            if self.kernels_through_server and not self.serverapp.sock
+            else None
+        )
         self.settings.update(
             {
+                KERNEL_LINK_SETTING: self.kernel_link,
                 CORE_SETTING: self.core_loader,
                 EXECUTOR_SETTING: self.executor,
                 DASHBOARD_SETTING: self.dashboard_proxy,
@@ -60,6 +67,20 @@ class JupyterDW(ExtensionApp, DWSettings):
             }
         )
         IOLoop.current().add_callback(self.core_loader.start)
+        IOLoop.current().add_callback(self._publish_kernel_link)
+
+    def _publish_kernel_link(self) -> None:
+        """Once the server listens (its port is final then), tell kernels where it is."""
+        app = self.serverapp
+        if self.kernel_link is None or app is None:
+            return
+        from .._version import __version__
+
+        url = kernel_url(app.ip, app.port, app.base_url, bool(app.certfile))
+        try:
+            self.kernel_link.publish(url, __version__)
+        except OSError as err:  # kernels then connect on their own, as without a server
+            self.log.warning("jupyter_dw: kernels will not read through this server: %s", err)
 
     def _make_core(self) -> DWCore:
         """The core, its session started in the background (on the loader's thread)."""
@@ -130,6 +151,8 @@ class JupyterDW(ExtensionApp, DWSettings):
     async def stop_extension(self) -> None:
         """Close the events sockets, then stop the watches and the worker threads on server
         shutdown."""
+        if self.kernel_link is not None:
+            self.kernel_link.withdraw()
         for socket in list(self.event_sockets):
             socket.going_away()
         runner = getattr(self, "idle_runner", None)

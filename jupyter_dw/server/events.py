@@ -20,7 +20,7 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..core.backlog import DEFAULT_LIMIT, ChangeBacklog
 from ..core.errors import DWError
-from .handlers import AUTH_RESOURCE, ExtensionObjectsMixin
+from .handlers import AUTH_RESOURCE, KernelAuthMixin
 from .job_stream import JobWatches
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def handshake_problem(headers: Any) -> str | None:
 
 
 class EventsHandler(
-    ExtensionObjectsMixin, ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler
+    KernelAuthMixin, ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler
 ):
     """``GET events``: the WebSocket of changes (docs/explanation/architecture.md).
 

@@ -14,6 +14,7 @@ from concurrent.futures import Executor
 from http.client import responses
 from typing import TYPE_CHECKING, Any
 
+from jupyter_server.auth import User
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
@@ -22,6 +23,7 @@ from tornado import web
 
 from .._version import __version__
 from ..core.errors import DWError, InvalidRequest
+from .kernel_link import KERNEL_USER, KernelLink
 
 if TYPE_CHECKING:
     from ..core.cluster_results import ClusterInfo
@@ -32,6 +34,7 @@ AUTH_RESOURCE = "jupyter_dw"
 """The resource name a jupyter_server Authorizer sees for every jupyter_dw endpoint."""
 API_PREFIX = "dw/api"
 CORE_SETTING = "jupyter_dw_core"
+KERNEL_LINK_SETTING = "jupyter_dw_kernel_link"
 EXECUTOR_SETTING = "jupyter_dw_executor"
 IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
 """``POST clusters``: one key per user action, the same on its retries (see openapi.yaml)."""
@@ -89,7 +92,32 @@ class ExtensionObjectsMixin:
         return await asyncio.get_running_loop().run_in_executor(executor, func, *args)
 
 
-class DWHandler(ExtensionObjectsMixin, JSONErrorsMixin, ExtensionHandlerMixin, APIHandler):
+class KernelAuthMixin(ExtensionObjectsMixin):
+    """A kernel of this server is known by its secret (:mod:`.kernel_link`) instead of
+    jupyter_server's identity: it opens jupyter_dw's API only (these handlers), and no XSRF
+    check applies (a browser cannot send that header to another site)."""
+
+    from_kernel = False
+    """Whether the request carries this server's kernel secret."""
+
+    async def prepare(self, *args: Any, **kwargs: Any) -> None:
+        """The kernel's secret, else :meth:`ExtensionObjectsMixin.prepare`."""
+        link: KernelLink | None = self.settings.get(KERNEL_LINK_SETTING)
+        request = self.request  # type: ignore[attr-defined]  # the handler's
+        if link is None or not link.authenticates(request.headers.get("Authorization")):
+            await super().prepare(*args, **kwargs)
+            return
+        if not self.check_host():  # type: ignore[attr-defined]  # JupyterHandler's
+            raise web.HTTPError(403)
+        self.from_kernel = True
+        user = User(KERNEL_USER)
+        # What JupyterHandler.prepare sets: tornado's and jupyter_server's current user.
+        setattr(self, "current_user", user)  # noqa: B010
+        setattr(self, "_jupyter_current_user", user)  # noqa: B010
+        await self.wait_for_core()
+
+
+class DWHandler(KernelAuthMixin, JSONErrorsMixin, ExtensionHandlerMixin, APIHandler):
     """Base class: JSON errors in the ``{"error", "reason", "hint"}`` shape."""
 
     auth_resource = AUTH_RESOURCE
@@ -282,6 +310,7 @@ def route_table(
     # Imported here: those modules import this one's base class and settings names.
     from .events import EventsHandler
     from .jobs_handlers import JobLogsHandler, JobsHandler, JobStopHandler
+    from .kernel_handlers import KernelCallHandler
     from .kind_handlers import kind_routes
 
     job = url_path_join(prefix, "clusters", "([^/]+)", "jobs", "([^/]+)")
@@ -301,4 +330,5 @@ def route_table(
         (url_path_join(job, "stop"), JobStopHandler),
         *kind_routes(prefix),
         (url_path_join(prefix, "events"), EventsHandler),
+        (url_path_join(prefix, "kernel", "call"), KernelCallHandler),
     ]

@@ -9,7 +9,9 @@ or ``server_options`` by indirect parametrization.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from typing import Any
 
 import pytest
@@ -87,11 +89,35 @@ def kernel(identity, kernel_settings):
         "JUPYTER_DW_SERVICE_ACCOUNT_DIR": str(identity.service_account_dir),
         **kernel_settings,
     }
-    runtime = KernelRuntime(load_settings(environ=environ, paths=[]))
+    # Its own connection: the server extension a test may run in this process publishes its
+    # link in os.environ, which this kernel does not look at (``server_kernel`` does).
+    runtime = KernelRuntime(load_settings(environ=environ, paths=[]), environ=environ)
     previous = set_runtime(runtime)
     yield runtime
     set_runtime(previous)
     runtime.stop()
+
+
+@pytest.fixture
+async def server_kernel(identity, kernel_settings, jp_serverapp, jp_fetch):
+    """A kernel of the test's Jupyter server: it reads through the server (its link found as
+    a real kernel finds it, from the variable it inherits). Its calls block: an async test
+    runs them with ``asyncio.to_thread`` (the server answers on the test's own loop)."""
+    from jupyter_dw.core.settings import load_settings
+    from jupyter_dw.names import KERNEL_LINK_ENV
+    from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
+
+    await jp_fetch("dw", "api", "version")  # the server listens: its link is published
+    environ = {
+        "JUPYTER_DW_SERVICE_ACCOUNT_DIR": str(identity.service_account_dir),
+        KERNEL_LINK_ENV: os.environ[KERNEL_LINK_ENV],
+        **kernel_settings,
+    }
+    runtime = KernelRuntime(load_settings(environ=environ, paths=[]), environ=environ)
+    previous = set_runtime(runtime)
+    yield runtime
+    set_runtime(previous)
+    await asyncio.to_thread(runtime.stop)
 
 
 # --------------------------------------------------------------------------------------------

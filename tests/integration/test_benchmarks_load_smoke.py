@@ -55,17 +55,25 @@ def audited_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def test_bench_load_counts_requests_and_watches(audited_plane: Path, tmp_path: Path) -> None:
     figures = run_smoke("bench_load", tmp_path / "load.json", "--cluster-dir", str(audited_plane))
-    few, many = figures["few"], figures["many"]
-    assert many["widgets"] > few["widgets"] and many["sockets"] > few["sockets"]
-    for phase in (few, many):
-        assert phase["watches_open_at_end"] > 0  # the audit log saw the workbench's watches
-        assert phase["requests_besides_watches"] == (
-            phase["recheck_requests"] + phase["other_requests"]
-        )
-        # The goal's claims: nothing but the periodic re-check asks anything while idle ...
-        assert phase["other_requests"] == 0, phase["requests_besides_watches_by_kind"]
-    # ... and more widgets and tabs open no more watches.
-    assert many["watches_open_by_resource"] == few["watches_open_by_resource"]
+    connections = figures["connections"]
+    assert set(connections) == {"own", "server"}
+    for phases in connections.values():
+        few, many = phases["few"], phases["many"]
+        assert many["widgets"] > few["widgets"] and many["sockets"] > few["sockets"]
+        for phase in (few, many):
+            assert phase["watches_open_at_end"] > 0  # the audit log saw the workbench's watches
+            assert phase["requests_besides_watches"] == (
+                phase["recheck_requests"] + phase["other_requests"]
+            )
+            # The goal's claims: nothing but the periodic re-check asks anything while idle ...
+            assert phase["other_requests"] == 0, phase["requests_besides_watches_by_kind"]
+        # ... and more widgets and tabs open no more watches.
+        assert many["watches_open_by_resource"] == few["watches_open_by_resource"]
+    # Kernels reading through the server open no watch of their own: the workbench's watches
+    # are the server's, however many kernels run (each own kernel adds its own).
+    own, server = connections["own"]["many"], connections["server"]["many"]
+    assert server["watches_open_at_end"] < own["watches_open_at_end"]
+    assert server["watches_open_at_end"] <= 12
 
 
 def test_bench_codeflare_counts_every_step_of_both(audited_plane: Path, tmp_path: Path) -> None:

@@ -1,0 +1,186 @@
+"""A kernel reading through its Jupyter server sees exactly what a kernel with its own connection
+sees: the same queues, fits, positions and states through a sequence of changes, and its live
+views get the same messages. Both kernels run beside one real server on the real control plane.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from jupyter_dw.core.feed import ClusterChanged, QueuesChanged
+from jupyter_dw.notebook.runtime import KernelRuntime
+from tests.cluster.fixtures import WAIT_TIMEOUT
+from tests.integration.clusters_support import make_queue, small_cluster
+from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
+
+pytestmark = pytest.mark.cluster
+
+WORKBENCH_RULES = namespace_rules()
+WORKBENCH_CLUSTER_RULES = CLUSTER_READ_RULES
+
+
+def cluster_view(info: Any) -> dict[str, Any]:
+    """What a user reads of a cluster, without the times a reader computes from its clock."""
+    data = info.to_json()
+    keep = (
+        "name", "queue", "state", "reason", "admitted", "quota_reserved", "flavors",
+        "head_ready", "workers_ready", "workers_desired", "position_in_local_queue",
+        "position_in_cluster_queue", "cluster_queue", "summary",
+    )  # fmt: skip
+    return {key: data.get(key) for key in keep}
+
+
+def workload_view(workloads: Any) -> list[tuple[Any, ...]]:
+    return [
+        (w.name, w.queue, w.state, w.position_in_local_queue, w.position_in_cluster_queue)
+        for w in workloads.workloads
+    ]
+
+
+class Both:
+    """The kernel with its own connection and the one reading through the server."""
+
+    def __init__(self, own: KernelRuntime, through: KernelRuntime) -> None:
+        self.own, self.through = own, through
+
+    def same(
+        self,
+        read: Callable[[KernelRuntime], Any],
+        wanted: Callable[[Any], bool] = lambda _: True,
+        what: str = "",
+    ) -> Any:
+        """``read`` of both kernels, once they agree and ``wanted`` holds; woken by their
+        change listeners (never a fixed sleep)."""
+        changed = threading.Event()
+        removes = [rt.add_listener(lambda *_: changed.set()) for rt in (self.own, self.through)]
+        deadline = time.monotonic() + WAIT_TIMEOUT
+        try:
+            while True:
+                changed.clear()
+                mine, theirs = read(self.own), read(self.through)
+                if mine == theirs and wanted(mine):
+                    return mine
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not changed.wait(remaining):
+                    raise AssertionError(f"{what}: own {mine!r} vs through the server {theirs!r}")
+        finally:
+            for remove in removes:
+                remove()
+
+
+def scenario(own: KernelRuntime, through: KernelRuntime, queue: str) -> list[Any]:
+    both = Both(own, through)
+    assert own.connection is None or own.connection.mode == "own"
+    through.core  # noqa: B018  # connects
+    assert through.connection is not None and through.connection.mode == "server"
+    assert through.connection.why.startswith("through the Jupyter server at http://127.0.0.1:")
+
+    messages: list[Any] = []
+    loop = asyncio.new_event_loop()
+    through.subscribe(messages.append, loop)
+
+    queues = both.same(lambda rt: rt.core.queues.list().to_json(), what="queues")
+    assert [q["name"] for q in queues["queues"]] == [queue]
+
+    fits = both.same(
+        lambda rt: rt.core.clusters.fit(small_cluster("a", workers=2)).to_json(), what="fit a"
+    )
+    assert fits["verdict"] == "fits-now"
+
+    made = through.core.clusters.create(small_cluster("a", workers=2), None)
+    assert made.name == "a" and made.queue == queue
+    both.same(
+        lambda rt: cluster_view(rt.core.clusters.get("a")),
+        lambda view: view["state"] == "ready",
+        "cluster a ready",
+    )
+    # 3 of 4 CPUs held: b (3 CPUs) must wait, first in line.
+    waits = both.same(
+        lambda rt: rt.core.clusters.fit(small_cluster("b", workers=2)).to_json()["verdict"],
+        what="fit b",
+    )
+    assert waits == "must-wait"
+    own.core.clusters.create(small_cluster("b", workers=2), None)
+    b = both.same(
+        lambda rt: cluster_view(rt.core.clusters.get("b")),
+        lambda view: view["state"] == "queued" and view["position_in_local_queue"] == 0,
+        "cluster b queued first",
+    )
+    assert b["summary"]
+    both.same(lambda rt: workload_view(rt.core.workloads.list(queue)), what="workloads")
+    both.same(
+        lambda rt: rt.core.queues.list().to_json(),
+        lambda q: q["queues"][0]["pending"] == 1,
+        "queues with b pending",
+    )
+
+    through.core.clusters.delete("a")
+    both.same(
+        lambda rt: cluster_view(rt.core.clusters.get("b")),
+        lambda view: view["state"] == "ready",
+        "cluster b ready once a is gone",
+    )
+    both.same(lambda rt: [c.name for c in rt.core.clusters.entries()], lambda n: n == ["b"])
+    own.core.clusters.delete("b")
+    both.same(lambda rt: [c.name for c in rt.core.clusters.entries()], lambda n: n == [])
+
+    loop.run_until_complete(asyncio.sleep(0))  # deliver what the feed handed the loop
+    loop.close()
+    return messages
+
+
+async def test_a_kernel_through_the_server_sees_what_an_own_kernel_sees(
+    kernel, server_kernel, kueue
+):
+    queue = make_queue(kueue, cpu="4", memory="8Gi")
+    messages = await asyncio.to_thread(scenario, kernel, server_kernel, queue.local_queue)
+    # Its live views were told every step, as typed messages.
+    states = [m.cluster.state for m in messages if isinstance(m, ClusterChanged) and m.name == "b"
+              and m.cluster is not None]  # fmt: skip
+    assert "queued" in states and states[-1] == "ready", states
+    gone = [m for m in messages if isinstance(m, ClusterChanged) and m.cluster is None]
+    assert {m.name for m in gone} == {"a", "b"}
+    assert any(isinstance(m, QueuesChanged) and m.queues is not None for m in messages)
+
+
+async def test_a_kernel_through_the_server_opens_no_connection_of_its_own(server_kernel, kueue):
+    make_queue(kueue)
+
+    def use() -> None:
+        server_kernel.core.queues.list()
+        server_kernel.core.workloads.list()
+        server_kernel.core.clusters.entries()
+
+    await asyncio.to_thread(use)
+    core = server_kernel.core
+    assert not hasattr(core, "change_feed")  # a ServerCore: no session, cache or watch
+    assert core.link.calls == 4  # the connect check, then one call per read
+
+
+async def test_errors_come_back_as_the_same_classes(server_kernel, kernel, kueue):
+    import jupyter_dw as dw
+
+    make_queue(kueue)
+
+    def both_raise(call: Callable[[Any], Any]) -> tuple[Any, Any]:
+        caught = []
+        for rt in (kernel, server_kernel):
+            with pytest.raises(dw.DWError) as err:
+                call(rt.core)
+            caught.append(err.value)
+        return caught[0], caught[1]
+
+    own, through = await asyncio.to_thread(both_raise, lambda core: core.clusters.get("nothere"))
+    assert type(own) is type(through) is dw.NotFound
+    assert own.to_json() == through.to_json()
+    own, through = await asyncio.to_thread(
+        both_raise, lambda core: core.clusters.create({"name": "Bad_Name", "workers": -1}, None)
+    )
+    assert type(own) is type(through) is dw.InvalidSpec
+    assert own.to_json() == through.to_json() and through.errors
