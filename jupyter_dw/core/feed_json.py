@@ -33,6 +33,11 @@ from .feed import (
 )
 from .queues import QueueList
 
+_TYPES = frozenset(
+    {"snapshot", "error", "health", "queues", "queue", "positions", "workload", "cluster"}
+)
+"""The feed's own message types (besides each workload kind's ``word``)."""
+
 Read = Message | Snapshot | DWError
 """What one message of the socket is: the snapshot, a change, or the error it closes with."""
 
@@ -69,6 +74,8 @@ def message_from_json(data: Any, state: FeedState) -> Read:
     :class:`DecodeError` for a message that is not one of the feed's, or a delta about
     records ``state`` does not hold."""
     kind = decode_key(str, data, "type")
+    if kind not in _TYPES and kind not in {k.word for k in KINDS}:
+        raise DecodeError(f"not a message of the change feed: type {kind!r}")
     if kind == "snapshot":
         return snapshot_from_json(data)
     if kind == "error":
@@ -114,7 +121,7 @@ def message_from_json(data: Any, state: FeedState) -> Read:
                 cause=cause,
                 job=decode_key(job_kind.record_type | None, data, kind),
             )
-    raise DecodeError(f"not a message of the change feed: type {kind!r}")
+    raise AssertionError(f"message type {kind!r} is listed but not read")  # pragma: no cover
 
 
 def snapshot_from_json(data: Any) -> Snapshot:

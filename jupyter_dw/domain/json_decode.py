@@ -254,14 +254,14 @@ def _union(members: tuple[Any, ...]) -> Decoder:
     def read(data: Any) -> Any:
         if data is None and optional:
             return None
+        if len(choices) == 1:
+            return choices[0](data)
         problems = []
         for choice in choices:  # in the order the hint lists them: the first that reads
             try:
                 return choice(data)
             except DecodeError as err:
                 problems.append(str(err))
-        if len(problems) == 1:
-            raise DecodeError(problems[0])
         raise DecodeError(f"matches none of its types ({'; '.join(problems)})")
 
     return read
