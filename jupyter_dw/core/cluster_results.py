@@ -18,15 +18,20 @@ from ..domain.fit_suggestion import Suggestion
 from ..domain.freshness import FRESH, Freshness
 from ..domain.idle_rule import IdleVerdict
 from ..domain.job_kind import JobRequest
+from ..domain.json_decode import DecodeError, decode, decode_fields, decode_key, decode_one_of
+from ..domain.kinds import KINDS
 from ..domain.milestones import Milestone
 from ..domain.priorities import PreemptedBy
 from ..domain.ray_auth import RayAuth
 from ..domain.slices import ScaleChange
 from ..domain.stop_record import StopRecord
 from ..domain.timeline import Timeline, cluster_timeline
-from ..domain.usage import ClusterUsage, usage_json
+from ..domain.usage import ClusterUsage, usage_from_json, usage_json
 from ..names import CLIENT_PORT
 from .listing import ByName
+
+FIT_NAME = "fit-check"
+"""The name a fit check uses when the request names no cluster yet (sizing comes first)."""
 
 
 @dataclass(frozen=True)
@@ -258,6 +263,21 @@ class ClusterInfo:
             "usage": self.usage_json(),
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClusterInfo:
+        """What :meth:`to_json` made: the snapshot's fields are the same object's, ``usage``
+        holds ``idle_since`` and the verdict; ``ray_address`` and ``timeline`` are made again
+        from the rest."""
+        usage, idle_since, verdict = usage_from_json(data)
+        return decode_fields(
+            cls,
+            data,
+            snapshot=decode(ClusterSnapshot, data),
+            usage=usage,
+            idle_since=idle_since,
+            idle_verdict=verdict,
+        )
+
     def usage_json(self) -> dict[str, Any] | None:
         """REST's ``usage``: the :class:`ClusterUsage` with ``idle_since`` and the idle rule's
         verdict (``idle_action``); None when usage is off."""
@@ -383,6 +403,22 @@ class FitResult:
             "default_queue": self.default_queue,
             "suggestion": self.suggestion.to_json() if self.suggestion else None,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FitResult:
+        """What :meth:`to_json` made: the verdict's fields are the same object's; ``spec`` is
+        a cluster's or a workload kind's request, whichever it reads as (a spec without a name
+        was judged as :data:`FIT_NAME`)."""
+        spec = decode_key(Mapping[str, Any], data, "spec")
+        named = spec.get("name") is not None
+        requests = (ValidatedClusterSpec, *(kind.request_type for kind in KINDS))
+        try:
+            request = decode_one_of(requests, spec if named else {**spec, "name": FIT_NAME})
+        except DecodeError as err:
+            raise err.within("spec") from None
+        return decode_fields(
+            cls, data, assessment=decode(FitVerdict, data), spec=request, named=named
+        )
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from ..names import (
     RAY_NODE_TYPE_LABEL,
 )
 from .cluster_objects import kuberay_warnings, ray_cluster_by_uid, ray_pods, slices_of
-from .cluster_results import ClusterInfo, ClusterList, Deleted, FitResult, PodInfo
+from .cluster_results import FIT_NAME, ClusterInfo, ClusterList, Deleted, FitResult, PodInfo
 from .elastic import ElasticSupport
 from .errors import (
     InvalidName,
@@ -75,10 +75,6 @@ Snapshot = tuple[Object, list[Object], ClusterSnapshot]
 
 CLUSTER_SOURCES = (RAY_CLUSTER.plural, WORKLOAD.plural, POD.plural)
 """The caches a cluster's state is read from."""
-
-FIT_NAME = "fit-check"
-"""The name a fit check uses when the request names no cluster yet (sizing comes first)."""
-
 
 IDEMPOTENCY_KEY_FIELD = "idempotency_key"
 """The ``errors`` key of a malformed idempotency key (REST: the ``Idempotency-Key`` header)."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain.freshness import WatchHealth
-from ..domain.spec_policy import SpecPolicy
+from ..domain.json_decode import decode_fields, decode_key
+from ..domain.spec_policy import PublishedPolicy, SpecPolicy
 from ..k8s.access import AccessResult, Identity
 from ..k8s.discovery import Discovery
 from ..k8s.elastic import NOT_PROBED, ElasticJobs
@@ -34,7 +36,8 @@ class SessionContext:
     health: WatchHealth
     elastic_jobs: ElasticJobs = NOT_PROBED
     autoscaler_quota: AutoscalerQuota = ASSUMED
-    policy: SpecPolicy = field(default_factory=SpecPolicy)
+    policy: SpecPolicy | PublishedPolicy = field(default_factory=SpecPolicy)
+    """The configured policy; read back from a server's answer, what it publishes of it."""
 
     @classmethod
     def of(
@@ -94,3 +97,26 @@ class SessionContext:
                 "sizes": self.policy.published_sizes(),
             },
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SessionContext:
+        """What :meth:`to_json` made. What it leaves out is not known here: the identity's
+        ``uid``, which Kueue kinds are served, and of the policy all but what it publishes
+        (a client reading through the server leaves those to the server)."""
+        credentials = decode_key(Mapping[str, str], data, "credentials")
+        kueue = decode_key(Mapping[str, Any], data, "kueue")
+        caches = decode_key(Mapping[str, Mapping[str, Any]], data, "caches")
+        return decode_fields(
+            cls,
+            data,
+            credentials_source=decode_key(str, credentials, "source"),
+            credentials_description=decode_key(str, credentials, "description"),
+            discovery=Discovery.from_json(data),
+            caches={
+                plural: (decode_key(bool, cache, "synced"), decode_key(str | None, cache, "error"))
+                for plural, cache in caches.items()
+            },
+            elastic_jobs=decode_key(ElasticJobs, kueue, "elastic_jobs"),
+            autoscaler_quota=decode_key(AutoscalerQuota, kueue, "autoscaler_in_quota"),
+            policy=decode_key(PublishedPolicy, data, "cluster_policy"),
+        )

@@ -5,6 +5,10 @@ lint`` checks that surfaces import neither layer). All are a :class:`DWError` wi
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+from typing import Any
+
 from ..domain.errors import DWError, InvalidRequest
 from ..k8s.access import NEEDED_PERMISSIONS
 from ..k8s.errors import (
@@ -57,6 +61,7 @@ __all__ = [
     "RayVersionMismatch",
     "SettingsUnreadable",
     "WrongState",
+    "error_from_json",
 ]
 
 
@@ -81,7 +86,7 @@ class InvalidFilter(InvalidRequest, code="invalid_filter"):
     """A ``queue`` or ``kind`` filter no Workload can match (400); nothing was read."""
 
 
-class WrongState(DWError, status=409):
+class WrongState(DWError, status=409, codes=("not_stopped", "not_admitted")):
     """The cluster is not in a state the action applies to (409); nothing was changed.
     ``state`` is the cluster's state now."""
 
@@ -98,3 +103,29 @@ class WrongState(DWError, status=409):
 class SettingsUnreadable(DWError, status=500, code="settings_unreadable"):
     """A configuration file could not be read, so the administrator's defaults and limits
     may be missing: writes are refused (fail closed) until it is fixed."""
+
+
+def error_from_json(status: int | None, data: Mapping[str, Any]) -> DWError:
+    """The error a server answered with ``status`` (None: not an HTTP answer, a message's
+    ``error``) and the JSON ``data`` (``{"error", "reason", "hint", "code", ...}``): the
+    class whose ``codes`` has its ``code``, with its ``shown`` fields; a plain
+    :class:`DWError` when no class has it (jupyter_server's own refusals have no code)."""
+    code = data.get("code")
+    cls = _classes_by_code().get(code, DWError) if isinstance(code, str) else DWError
+    return cls.from_json(data, status)
+
+
+_SENT_FROM = ("jupyter_dw.domain.", "jupyter_dw.k8s.", "jupyter_dw.ray_head.", "jupyter_dw.core.")
+"""The layers whose errors a server sends (a kernel's own, made in ``notebook/``, are not)."""
+
+
+@functools.cache
+def _classes_by_code() -> dict[str, type[DWError]]:
+    found: dict[str, type[DWError]] = {}
+    waiting = [DWError]
+    while waiting:
+        cls = waiting.pop()
+        waiting.extend(cls.__subclasses__())
+        if cls.__module__.startswith(_SENT_FROM):
+            found.update(dict.fromkeys(cls.codes, cls))
+    return found

@@ -15,15 +15,16 @@ from typing import Any, Generic
 from ..domain.cluster_spec import REQUEST_ERROR_KEY, SpecError
 from ..domain.fit import PodSetRequest
 from ..domain.job_kind import Info, JobKind, MissingReference, QueueChoices, Request
+from ..domain.json_decode import DecodeError, decode_fields, decode_key
+from ..domain.kinds import KINDS
 from ..domain.kueue_model import default_local_queue
 from ..domain.workloads import is_replaced_slice
 from ..k8s.resources import Resource, by_kind, kind_resource
 from ..k8s.session import KubeSession
 from ..names import IDEMPOTENCY_KEY_ANNOTATION
 from .cluster_objects import workloads_of_job
-from .cluster_results import Deleted, FitResult
+from .cluster_results import FIT_NAME, Deleted, FitResult
 from .clusters import (
-    FIT_NAME,
     ClusterService,
     check_idempotency_key,
     new_idempotency_key,
@@ -61,6 +62,16 @@ class JobList(ByName[Info]):
             "positions_visible": self.positions_visible,
             self.plural: [j.to_json() for j in self.jobs],
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> JobList[Any]:
+        """What :meth:`to_json` made: the kind is the one whose plural keys the jobs."""
+        kind = next((k for k in KINDS if k.plural in data), None)
+        if kind is None:
+            plurals = ", ".join(k.plural for k in KINDS)
+            raise DecodeError(f"a job list has one of {plurals}")
+        jobs = decode_key(tuple[kind.record_type, ...], data, kind.plural)  # type: ignore[name-defined]
+        return decode_fields(cls, data, jobs=jobs, plural=kind.plural)
 
 
 @dataclass(frozen=True)

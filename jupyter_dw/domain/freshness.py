@@ -5,10 +5,13 @@ docs/explanation/watch-health.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+
+from jupyter_dw.domain.json_decode import DecodeError, decode_fields
+from jupyter_dw.domain.lenient import timestamp
 
 LIVE, RECONNECTING, STALE = "live", "reconnecting", "stale"
 STATES = (LIVE, RECONNECTING, STALE)
@@ -43,6 +46,14 @@ class Freshness:
     def to_json(self) -> dict[str, Any]:
         """``{"state", "reason", "since"}`` (``since``: RFC 3339 UTC, or null)."""
         return {"state": self.state, "reason": self.reason, "since": _rfc3339(self.since)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Freshness:
+        """What :meth:`to_json` made (``since`` back to seconds, to its milliseconds)."""
+        moment = timestamp(data["since"])
+        if moment is None and data["since"] is not None:
+            raise DecodeError(f"must be an RFC 3339 time, got {data['since']!r}", "since")
+        return decode_fields(cls, data, since=moment.timestamp() if moment else None)
 
 
 FRESH = Freshness()

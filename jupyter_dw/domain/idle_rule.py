@@ -58,6 +58,7 @@ class IdleVerdict:
             "idle_seconds": self.idle_seconds,
             "waiting": self.waiting,
             "warning": self.warning,
+            "act": self.act,
             "held_back": self.held_back,
         }
 

@@ -12,12 +12,20 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.fit import PodSetRequest
+from jupyter_dw.domain.json_decode import decode_fields
 from jupyter_dw.domain.kueue_words import Summarized
 from jupyter_dw.domain.lenient import mapping, text
 from jupyter_dw.domain.timeline import Timeline, job_timeline
-from jupyter_dw.domain.usage import ClusterUsage, Subject, usage_json
+from jupyter_dw.domain.usage import ClusterUsage, Subject, usage_from_json, usage_json
 from jupyter_dw.domain.validation import dns1035_label_error
-from jupyter_dw.domain.workloads import WorkloadInfo, created_by, held_by_kueue, workload_fields
+from jupyter_dw.domain.workloads import (
+    JobWorkload,
+    WorkloadInfo,
+    created_by,
+    held_by_kueue,
+    job_workload_from_json,
+    workload_fields,
+)
 from jupyter_dw.names import PRIORITY_CLASS_LABEL, QUEUE_LABEL
 
 JobState = Literal[
@@ -40,6 +48,7 @@ controller's (``stopped``: a RayJob's only)."""
 
 Reading = tuple[JobState, str | None, str | None]
 """``(state, reason, message)``."""
+_Record = TypeVar("_Record", bound="JobInfo")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,7 +66,8 @@ class JobInfo(Summarized):
     state: JobState
     reason: str | None
     message: str | None
-    workload: WorkloadInfo | None
+    workload: JobWorkload | None
+    """Its Workload's name, positions and amounts (None before Kueue made one)."""
     created: str | None
     end_time: str | None
     owner: str | None = None
@@ -98,6 +108,16 @@ class JobInfo(Summarized):
             **workload_fields(self.workload),
             "usage": usage_json(self.usage, self.idle_since),
         }
+
+    @classmethod
+    def from_json(cls: type[_Record], data: Mapping[str, Any]) -> _Record:
+        """What :meth:`to_json` made (the Workload's part and ``usage`` read back into
+        ``workload``, ``usage`` and ``idle_since``; ``final``, ``summary`` and ``timeline``
+        are made again from the rest)."""
+        usage, idle_since, _ = usage_from_json(data)  # a job's has no idle verdict
+        return decode_fields(
+            cls, data, workload=job_workload_from_json(data), usage=usage, idle_since=idle_since
+        )
 
 
 _NOT_SHOWN = frozenset({"workload", "usage", "idle_since"})
@@ -210,6 +230,12 @@ class JobKind(ABC, Generic[Request, Info]):
     follows: ClassVar[str]
     """What follows a delete (``"its cluster and Workload follow"``)."""
 
+    # -- its request and its record, as classes (what their JSON is read back as) ----------
+    request_type: ClassVar[type[JobRequest]]
+    """Its validated request's class (a fit's ``spec``)."""
+    record_type: ClassVar[type[JobInfo]]
+    """Its record's class (``GET <plural>``, the ``<word>`` messages)."""
+
     # -- its request -----------------------------------------------------------------------
     fields: ClassVar[tuple[str, ...]]
     """Every field a request may carry; the same names in REST JSON, Python and ``%dw``."""
@@ -292,7 +318,7 @@ class JobKind(ABC, Generic[Request, Info]):
             state=state,
             reason=reason,
             message=message,
-            workload=workload,
+            workload=JobWorkload.of(workload) if workload is not None else None,
             created=text(metadata.get("creationTimestamp")),
         )
 

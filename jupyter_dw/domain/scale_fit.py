@@ -13,6 +13,7 @@ from typing import Any
 from jupyter_dw.domain.fit import FITS_NOW, FitVerdict, assess_fit
 from jupyter_dw.domain.fit_suggestion import largest_fitting
 from jupyter_dw.domain.flavor_assigner import HEAD_POD_SET, PodSetRequest
+from jupyter_dw.domain.json_decode import decode_fields, decode_key
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota, LocalQueueInfo
 from jupyter_dw.domain.lenient import mapping as _map
 from jupyter_dw.domain.priorities import Ahead
@@ -78,6 +79,26 @@ class ScaleFit:
             "to": self.to_workers,
             "starts_now": self.starts_now,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ScaleFit:
+        """What :meth:`to_json` made. Its ``verdict`` has the numbers the JSON keeps; what it
+        leaves out (the verdict's own sentence, the assignment, what is ahead, the queues and
+        admission checks) is empty: a reader has this fit's ``message`` instead."""
+        verdict = decode_fields(
+            FitVerdict,
+            data,
+            message="",
+            assignment={},
+            ahead=None,
+            queue=None,
+            cluster_queue=None,
+        )
+        counts = {
+            "from_workers": decode_key(int, data, "from"),
+            "to_workers": decode_key(int, data, "to"),
+        }
+        return decode_fields(cls, data, verdict=verdict, **counts)
 
 
 def held_flavors(pod_set_flavors: Mapping[str, Mapping[str, str]], pod_set: str) -> set[str]:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from jupyter_dw.domain.json_decode import decode_fields, decode_key
 from jupyter_dw.domain.lenient import mapping as _map
 from jupyter_dw.domain.lenient import text as _text
 from jupyter_dw.names import (
@@ -228,6 +229,15 @@ class ScaleChange:
             "since": self.since,
             "workload": self.workload,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ScaleChange:
+        """What :meth:`to_json` made (``from``/``to``: the counts)."""
+        counts = {
+            "from_workers": decode_key(int, data, "from"),
+            "to_workers": decode_key(int, data, "to"),
+        }
+        return decode_fields(cls, data, **counts)
 
 
 def _int(value: Any) -> int | None:

@@ -227,6 +227,21 @@ class SpecPolicy:
         return value
 
 
+@dataclass(frozen=True)
+class PublishedPolicy:
+    """What a server publishes of its :class:`SpecPolicy` (``GET context``'s
+    ``cluster_policy``): the default image and each sized field's default and limit as a
+    request writes them. All a client reading through that server knows of the policy (the
+    server applies the rest)."""
+
+    default_image: str
+    sizes: Mapping[str, Mapping[str, int | str | None]]
+
+    def published_sizes(self) -> dict[str, dict[str, int | str | None]]:
+        """As :meth:`SpecPolicy.published_sizes`."""
+        return {field: dict(size) for field, size in self.sizes.items()}
+
+
 def _raise_policy_problems(problems: Mapping[str, str]) -> None:
     details = "; ".join(f"{name}: {message}" for name, message in problems.items())
     raise ValueError(f"invalid SpecPolicy: {details}")

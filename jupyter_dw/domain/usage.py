@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
 
+from jupyter_dw.domain.idle_rule import IdleVerdict
+from jupyter_dw.domain.json_decode import DecodeError, decode_fields, decode_key
 from jupyter_dw.domain.lenient import mapping as _map
 from jupyter_dw.domain.lenient import text as _text
 from jupyter_dw.domain.quantity import QuantityError, parse_quantity
@@ -143,6 +145,17 @@ class RayLoad:
             "actors_alive": self.actors_alive,
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RayLoad:
+        """What :meth:`to_json` made (each resource's ``used`` and ``total`` back to a pair)."""
+        figures = decode_key(Mapping[str, Mapping[str, Decimal]] | None, data, "resources")
+        resources = (
+            {name: (pair["used"], pair["total"]) for name, pair in figures.items()}
+            if figures is not None
+            else None
+        )
+        return decode_fields(cls, data, resources=resources)
+
 
 def _number(value: Decimal) -> float:
     return float(value)
@@ -248,6 +261,11 @@ class ClusterUsage:
             "idle_basis": self.idle_basis,
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClusterUsage:
+        """What :meth:`to_json` made (``reason``: the metrics API's)."""
+        return decode_fields(cls, data, metrics_reason=decode_key(str | None, data, "reason"))
+
 
 def usage_json(
     usage: ClusterUsage | None,
@@ -259,6 +277,22 @@ def usage_json(
     if usage is None:
         return None
     return {**usage.to_json(), "idle_since": idle_since, "idle_action": idle_action}
+
+
+def usage_from_json(record: Any) -> tuple[ClusterUsage | None, str | None, IdleVerdict | None]:
+    """The ``usage`` of a cluster's or a job's JSON (what :func:`usage_json` made) as the
+    record's ``usage``, ``idle_since`` and ``idle_verdict`` (all None when usage is off)."""
+    data = decode_key(Mapping[str, Any] | None, record, "usage")
+    if data is None:
+        return None, None, None
+    try:
+        return (
+            ClusterUsage.from_json(data),
+            decode_key(str | None, data, "idle_since"),
+            decode_key(IdleVerdict | None, data, "idle_action"),
+        )
+    except DecodeError as err:
+        raise err.within("usage") from None
 
 
 def cluster_pods(pods: Iterable[Mapping[str, Any]], cluster: str) -> list[Mapping[str, Any]]:

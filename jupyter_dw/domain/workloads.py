@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from jupyter_dw.domain.json_decode import decode_fields, decode_key
 from jupyter_dw.domain.kueue_state import WorkloadState, kueue_state, pending_positions
 from jupyter_dw.domain.kueue_words import Summarized
 from jupyter_dw.domain.lenient import mapping as _map
@@ -474,14 +475,57 @@ def created_by(obj: Mapping[str, Any]) -> str | None:
     return _text(annotations.get(OWNER_ANNOTATION)) or None
 
 
-def workload_fields(workload: WorkloadInfo | None) -> dict[str, Any]:
-    """The Kueue part of a job's JSON (RayJob, TrainJob): its Workload's name, positions and
-    what it asks for and holds."""
-    shown = workload.to_json() if workload else {}
+@dataclass(frozen=True)
+class JobWorkload:
+    """What a job's record (a RayJob's, a TrainJob's) holds of its Workload: its name, its
+    positions while it waits, when Kueue admitted it, and what it holds and asks for. The
+    Workload's state is in the job's own (``held_by_kueue``); its whole record is the
+    ``workloads`` answer's."""
+
+    name: str
+    position_in_local_queue: int | None = None
+    position_in_cluster_queue: int | None = None
+    admitted_at: str | None = None
+    resources: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
+    requests: Mapping[str, Decimal] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, info: WorkloadInfo) -> JobWorkload:
+        """A job's part of Workload ``info``."""
+        return cls(
+            name=info.name,
+            position_in_local_queue=info.position_in_local_queue,
+            position_in_cluster_queue=info.position_in_cluster_queue,
+            admitted_at=info.admitted_at,
+            resources=info.resources,
+            requests=info.requests,
+        )
+
+
+def workload_fields(workload: JobWorkload | None) -> dict[str, Any]:
+    """The Kueue part of a job's JSON (RayJob, TrainJob): its Workload's name, positions, when
+    it was admitted and what it asks for and holds (as :meth:`WorkloadInfo.to_json` words
+    them); :func:`job_workload_from_json` reads it back."""
+    if workload is None:
+        return {
+            "workload": None,
+            "position_in_local_queue": None,
+            "position_in_cluster_queue": None,
+            "admitted_at": None,
+            "resources": {},
+            "requests": {},
+        }
     return {
-        "workload": workload.name if workload else None,
-        "position_in_local_queue": workload.position_in_local_queue if workload else None,
-        "position_in_cluster_queue": workload.position_in_cluster_queue if workload else None,
-        "resources": shown.get("resources", {}),
-        "requests": shown.get("requests", {}),
+        "workload": workload.name,
+        "position_in_local_queue": workload.position_in_local_queue,
+        "position_in_cluster_queue": workload.position_in_cluster_queue,
+        "admitted_at": workload.admitted_at,
+        "resources": {f: _quantities(a) for f, a in sorted(workload.resources.items())},
+        "requests": _quantities(workload.requests),
     }
+
+
+def job_workload_from_json(record: Mapping[str, Any]) -> JobWorkload | None:
+    """The :class:`JobWorkload` in a job's JSON (what :func:`workload_fields` made)."""
+    name = decode_key(str | None, record, "workload")
+    return decode_fields(JobWorkload, record, name=name) if name is not None else None

@@ -11,8 +11,9 @@ import re
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from jupyter_dw.domain.json_decode import decode_fields, decode_key
 from jupyter_dw.domain.rbac_rules import ResourceRule, rules_allow
 from jupyter_dw.names import qualified
 
@@ -186,6 +187,17 @@ class AccessResult:
     def to_json(self) -> dict[str, Any]:
         """The permission and its verdict, as ``GET context`` lists it."""
         return {**self.permission.to_json(), "allowed": self.allowed, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AccessResult:
+        """What :meth:`to_json` made (``scope`` is ``namespaced``; ``permission`` is made
+        again from the rest)."""
+        scope = decode_key(Literal["namespace", "cluster"], data, "scope")
+        subresource = decode_key(str | None, data, "subresource")
+        permission = decode_fields(
+            Permission, data, namespaced=scope == "namespace", subresource=subresource or ""
+        )
+        return decode_fields(cls, data, permission=permission)
 
 
 def check_access(

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from ..domain.job_kind import JobKind
+from ..domain.json_decode import decode_key
 from ..domain.kinds.rayjob import RAYJOB
 from ..domain.kinds.trainjob import TRAINJOB
 from .errors import KubeError, NotInstalled
@@ -172,6 +174,25 @@ class Discovery:
                 "api_version": TRAINJOB.version if self.serves(TRAINJOB) else None,
             },
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Discovery:
+        """What :meth:`to_json` made (its ``kueue``, ``kuberay`` and ``trainer`` parts).
+        ``kueue_resources``, which Kueue kinds are served, is not in it: a client reading
+        through a server asks the server, not Kubernetes, and never needs it."""
+        kueue = decode_key(Mapping[str, Any], data, "kueue")
+        kuberay = decode_key(Mapping[str, Any], data, "kuberay")
+        trainer = decode_key(Mapping[str, Any], data, "trainer")
+        served = {RAYJOB.plural: kuberay.get("rayjobs"), TRAINJOB.plural: trainer.get("installed")}
+        return cls(
+            kueue_served=decode_key(tuple[str, ...], kueue, "served_versions"),
+            kueue_version=decode_key(str | None, kueue, "api_version"),
+            cohort_version=decode_key(str | None, kueue, "cohort_api_version"),
+            visibility_version=decode_key(str | None, kueue, "visibility_api_version"),
+            ray_version=decode_key(str | None, kuberay, "api_version"),
+            kinds_served=frozenset(plural for plural, yes in served.items() if yes is True),
+            ray_auth_options=decode_key(bool | None, kuberay, "auth_options"),
+        )
 
 
 AGGREGATED_DISCOVERY = ",".join(

@@ -28,6 +28,9 @@ class KubeBusy(KubeUnreachable, code="busy"):
     Fairness queues are full). 503 to our clients, as any temporarily unavailable API server;
     ``retry_after`` is the API server's advice in seconds when it gave one."""
 
+    retry_after: int | None = None
+    """None also on an error read back from a server's answer (a header carries it)."""
+
     def __init__(
         self, error: str, reason: str | None, hint: str | None, retry_after: int | None
     ) -> None:
@@ -35,7 +38,9 @@ class KubeBusy(KubeUnreachable, code="busy"):
         self.retry_after = retry_after
 
 
-class WebhookUnavailable(KubeError, status=503):
+class WebhookUnavailable(
+    KubeError, status=503, codes=("kueue_webhook_unavailable", "webhook_unavailable")
+):
     """An admission webhook with ``failurePolicy: Fail`` could not be called (its server is
     down or slow), so the API server refused the write: nothing was created. ``webhook`` is
     the webhook's name as the API server gives it; ``code`` is
@@ -70,6 +75,10 @@ class KubeForbidden(KubeError, status=403, code="forbidden"):
 class KubeApiError(KubeError, code="api_error"):
     """Any other error status from the API server; ``status`` is the API server's."""
 
+    api_status: int | None = None
+    """The API server's own status; None on an error read back from a server's answer (it
+    sends only its own ``status``)."""
+
     def __init__(
         self, status: int, error: str, reason: str | None = None, hint: str | None = None
     ) -> None:
@@ -81,14 +90,14 @@ class KubeApiError(KubeError, code="api_error"):
         self.api_status = status
 
 
-class KubeNotFound(KubeApiError, code="not_found"):
+class KubeNotFound(KubeApiError, status=404, code="not_found"):
     """The object does not exist (404)."""
 
     def __init__(self, error: str, reason: str | None = None, hint: str | None = None) -> None:
         super().__init__(404, error, reason, hint)
 
 
-class KubeConflict(KubeApiError, code="already_exists"):
+class KubeConflict(KubeApiError, status=409, code="already_exists"):
     """An object of that name already exists (409 AlreadyExists)."""
 
     def __init__(self, error: str, reason: str | None = None, hint: str | None = None) -> None:
@@ -99,6 +108,9 @@ class KubeRejected(KubeError, InvalidRequest, status=400, code="rejected"):
     """The API server refused an object: schema validation (422 Invalid) or an admission
     webhook or policy (which answer 403, though no permission is missing). A bad request
     (``errors`` per field) that Kubernetes, not jupyter_dw, found bad."""
+
+    api_status: int | None = None
+    """As :attr:`KubeApiError.api_status`."""
 
     def __init__(
         self,
@@ -112,7 +124,11 @@ class KubeRejected(KubeError, InvalidRequest, status=400, code="rejected"):
         self.api_status = api_status
 
 
-class NotInstalled(KubeError, status=503):
+class NotInstalled(
+    KubeError,
+    status=503,
+    codes=("kueue_not_installed", "kuberay_not_installed", "trainer_not_installed"),
+):
     """A required API (Kueue, KubeRay) is not served by the cluster."""
 
     def __init__(self, product: str, reason: str, hint: str, code: str) -> None:

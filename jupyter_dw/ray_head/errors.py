@@ -56,6 +56,9 @@ class JobFailed(DWError, status=409, code="job_failed"):
     """A Ray job ended without succeeding (``FAILED`` or ``STOPPED``): Ray's message and the
     last lines of its log. ``job`` is the job as Ray last reported it."""
 
+    job: Any = None
+    """None on an error read back from a server's answer (it does not send the job)."""
+
     def __init__(self, error: str, reason: str | None, hint: str | None, job: Any) -> None:
         super().__init__(error, reason, hint)
         self.job = job

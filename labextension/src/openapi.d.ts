@@ -791,7 +791,7 @@ export interface components {
       idle_basis: 'ray' | 'metrics' | null;
       /** @description When the samples first found it idle since it was last busy (RFC 3339). */
       idle_since: string | null;
-      /** @description What the administrator's idle rule (`idle_cluster_timeout`) will do to this idle cluster and when (`at`); `warning` once within `idle_cluster_warning` of it; `held_back` while no Workload waits in its ClusterQueue or cohort (with `idle_cluster_only_when_others_wait`). Null when the cluster is not idle, the rule is off, or it is not a cluster of this workbench's owner. */
+      /** @description What the administrator's idle rule (`idle_cluster_timeout`) will do to this idle cluster and when (`at`); `warning` once within `idle_cluster_warning` of it; `held_back` while no Workload waits in its ClusterQueue or cohort (with `idle_cluster_only_when_others_wait`); `act` once `at` has passed and it is not held back (the rule acts on its next pass). Null when the cluster is not idle, the rule is off, or it is not a cluster of this workbench's owner. */
       idle_action: null | {
         /** @enum {unknown} */
         action: 'stop' | 'delete';
@@ -799,6 +799,7 @@ export interface components {
         idle_seconds: number;
         waiting: number;
         warning: boolean;
+        act: boolean;
         held_back: boolean;
       };
     };
@@ -1202,6 +1203,8 @@ export interface components {
       workload: string | null;
       position_in_local_queue: number | null;
       position_in_cluster_queue: number | null;
+      /** @description When Kueue admitted its Workload (null while not admitted). */
+      admitted_at: components['schemas']['NullableTime'];
       resources: {
         [key: string]: components['schemas']['Quantities'];
       };
@@ -1291,6 +1294,8 @@ export interface components {
       workload: string | null;
       position_in_local_queue: number | null;
       position_in_cluster_queue: number | null;
+      /** @description When Kueue admitted its Workload (null while not admitted). */
+      admitted_at: components['schemas']['NullableTime'];
       resources: {
         [key: string]: components['schemas']['Quantities'];
       };

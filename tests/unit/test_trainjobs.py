@@ -5,7 +5,7 @@ tests/integration/test_trainjobs.py."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -147,9 +147,8 @@ def _workload(state: str) -> Any:
         reason = "Pending" if state == "queued" else "Admitted"
         message = "waiting" if state == "queued" else None
         admitted_at = None
-
-        def to_json(self) -> dict[str, Any]:
-            return {"resources": {}, "requests": {}}
+        resources: ClassVar[dict[str, Any]] = {}
+        requests: ClassVar[dict[str, Any]] = {}
 
     fake = Fake()
     fake.state = state  # type: ignore[attr-defined]

@@ -23,6 +23,7 @@ from jupyter_dw.domain.job_kind import (
     QueueChoices,
     Reading,
 )
+from jupyter_dw.domain.json_decode import DecodeError, decode, decode_fields, decode_key
 from jupyter_dw.domain.lenient import mapping, text
 from jupyter_dw.domain.request_fields import RequestFields, SpecError, name_parser
 from jupyter_dw.domain.usage import CLUSTER, Subject
@@ -119,6 +120,17 @@ class ValidatedRayJob:
             "ttl_seconds_after_finished": self.ttl_seconds_after_finished,
             "cluster": cluster,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ValidatedRayJob:
+        """What :meth:`to_json` made (its cluster's name, queue and priority are the job's)."""
+        own = {name: data[name] for name in CLUSTER_FIELDS_NOT_USED if name in data}
+        cluster = {**decode_key(Mapping[str, Any], data, "cluster"), **own}
+        try:
+            spec = decode(ValidatedClusterSpec, cluster)
+        except DecodeError as err:
+            raise err.within("cluster") from None
+        return decode_fields(cls, data, cluster=spec)
 
     def to_rayjob(
         self, namespace: str, owner: str | None = None, *, auth_options_served: bool = True
@@ -377,6 +389,8 @@ class RayJobKind(JobKind[ValidatedRayJob, RayJobInfo]):
         "kuberay_not_installed",
     )
     watched_with = (RAYCLUSTER_KIND,)
+    request_type = ValidatedRayJob
+    record_type = RayJobInfo
     word = "rayjob"
     does = "run RayJobs (a job with its own cluster)"
     max_name_length = MAX_RAYJOB_NAME_LENGTH

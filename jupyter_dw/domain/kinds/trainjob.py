@@ -28,6 +28,7 @@ from jupyter_dw.domain.job_kind import (
     QueueChoices,
     Reading,
 )
+from jupyter_dw.domain.json_decode import decode_fields, decode_key
 from jupyter_dw.domain.lenient import conditions, is_true, mapping, text, words
 from jupyter_dw.domain.managed_metadata import managed_metadata
 from jupyter_dw.domain.quantity import format_quantity
@@ -152,6 +153,17 @@ class ValidatedTrainJob:
             "command": list(self.command) if self.command is not None else None,
             "image": self.image,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ValidatedTrainJob:
+        """What :meth:`to_json` made (``resources_per_node``'s ``gpu`` is ``nvidia.com/gpu``)."""
+        shown = decode_key(Mapping[str, Decimal] | None, data, "resources_per_node")
+        resources = (
+            {_RESOURCE_OF.get(name, name): amount for name, amount in shown.items()}
+            if shown is not None
+            else None
+        )
+        return decode_fields(cls, data, resources_per_node=resources)
 
     def to_trainjob(self, namespace: str, owner: str | None = None) -> dict[str, Any]:
         """The TrainJob to create in ``namespace``, suspended until Kueue admits it."""
@@ -379,6 +391,8 @@ class TrainJobKind(JobKind[ValidatedTrainJob, TrainJobInfo]):
         "trainer_not_installed",
     )
     references = ((TRAINER_GROUP, "clustertrainingruntimes"),)
+    request_type = ValidatedTrainJob
+    record_type = TrainJobInfo
     pod_label = JOBSET_NAME_LABEL
     word = "trainjob"
     does = "run TrainJobs (Kubeflow Trainer)"
