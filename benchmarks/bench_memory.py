@@ -14,6 +14,11 @@ minus that of the same process on an empty namespace (same imports, same caches 
 - **baseline**: the same Workloads and pods listed once and held as the full dicts the API
   server sends (``json.loads`` of the list answers), in the same kind of process.
 
+And what a kernel showing live widgets (a ``QueueBoard`` and a ``ClusterStatus``) holds on
+that namespace, over a **bare kernel** (the same imports, no widget, nothing connected), in
+a fresh process each: reading through a real ``jupyter server`` with jupyter_dw (the
+product's default: one connection per workbench), and on its own connection (the baseline).
+
 Usage: ``.venv/bin/python -m benchmarks.bench_memory [--workloads 5000] [--runs 2] [--json FILE]
 [--smoke]`` (``--smoke``: 100 Workloads on 5 LocalQueues, checks only that it runs).
 """
@@ -27,6 +32,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -160,6 +166,97 @@ def hold(holder: str, namespace: str, api_version: str) -> dict[str, Any]:
     return figures
 
 
+KERNELS = ("bare", "server", "own")
+"""A kernel with nothing shown, and one showing live widgets through its server or on its own."""
+
+
+def kernel_hold(mode: str, namespace: str, workloads: int) -> dict[str, Any]:
+    """A kernel process's RSS once its widgets show every Workload (none for ``bare``)."""
+    import asyncio
+
+    import jupyter_dw as dw
+    from jupyter_dw.core.settings import load_settings
+    from jupyter_dw.notebook import widgets  # noqa: F401  # what a kernel showing them imports
+    from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
+
+    if mode == "bare":
+        return {"rss_mib": rss_mib()}
+    runtime = KernelRuntime(load_settings(paths=[]))
+    set_runtime(runtime)
+
+    async def show() -> list[Any]:
+        shown = [dw.QueueBoard(), dw.ClusterStatus("ray-000")]
+        board = shown[0]
+        deadline = asyncio.get_running_loop().time() + 300
+        while sum(board.workload_counts.values()) != workloads:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(board.workload_counts)
+            await asyncio.sleep(0.05)
+        return shown
+
+    shown = asyncio.run(show())
+    assert runtime.connection is not None and runtime.connection.mode == mode, runtime.connection
+    figures = {"rss_mib": rss_mib(), "widgets": len(shown)}
+    runtime.stop()
+    return figures
+
+
+def measure_kernel(mode: str, namespace: str, workloads: int, environ: dict[str, str]) -> float:
+    """:func:`kernel_hold` in a fresh process: its RSS (MiB)."""
+    answer = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_memory", "--kernel", mode, namespace,
+         str(workloads)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=environ,
+    )  # fmt: skip
+    rss: float = json.loads(answer.stdout.strip().splitlines()[-1])["rss_mib"]
+    return rss
+
+
+def measure_kernels(namespace: str, workloads: int, runs: int) -> dict[str, Any]:
+    """Kernels on ``namespace``: bare, through a real server, on their own (``runs`` each)."""
+    from benchmarks.workbench import JupyterServer
+    from jupyter_dw.names import KERNEL_LINK_ENV
+
+    with tempfile.TemporaryDirectory(prefix="dw-bench-memory-") as tmp:
+        work = Path(tmp)
+        environ = {
+            **os.environ,
+            "JUPYTER_RUNTIME_DIR": str(work / "runtime"),
+            "JUPYTER_DW_NAMESPACE": namespace,
+            "JUPYTER_DW_SERVICE_ACCOUNT_DIR": "/nonexistent",  # the administrator's kubeconfig
+        }
+        server = JupyterServer(work, environ)
+        try:
+            server.wait_answer("dw/api/queues", timeout=300)
+            kernels = {
+                "bare": {**environ, "JUPYTER_DW_KERNELS_THROUGH_SERVER": "false"},
+                "server": {
+                    **environ,
+                    KERNEL_LINK_ENV: str(work / "runtime" / f"jupyter_dw-{server.port}.json"),
+                },
+                "own": {**environ, "JUPYTER_DW_KERNELS_THROUGH_SERVER": "false"},
+            }
+            rss: dict[str, list[float]] = {mode: [] for mode in KERNELS}
+            for _ in range(runs):
+                for mode in KERNELS:
+                    rss[mode].append(measure_kernel(mode, namespace, workloads, kernels[mode]))
+        finally:
+            server.stop()
+    bare = statistics.median(rss["bare"])
+    results: dict[str, Any] = {"bare_mib": round(bare, 1)}
+    for mode in ("server", "own"):
+        added = [r - bare for r in rss[mode]]
+        results[mode] = {
+            "added_mib": round(statistics.median(added), 1),
+            "runs": [round(a, 1) for a in added],
+        }
+        print(f"kernel with live widgets, {mode}: {results[mode]['added_mib']} MiB over bare")
+    return results
+
+
 def measure_holder(holder: str, namespace: str, api_version: str) -> dict[str, Any]:
     """:func:`hold` in a fresh process (its memory is its own)."""
     answer = subprocess.run(
@@ -185,7 +282,12 @@ def main() -> None:
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--smoke", action="store_true", help="tiny: every figure measured")
     parser.add_argument("--hold", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--kernel", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.kernel:
+        mode, namespace, workloads = args.kernel
+        print(json.dumps(kernel_hold(mode, namespace, int(workloads))))
+        return
     if args.hold:
         holder, namespace, api_version = args.hold
         print(json.dumps(hold(holder, namespace, api_version)))
@@ -222,6 +324,7 @@ def main() -> None:
                 "added_mib": round(statistics.median(added), 1),
                 "runs": [round(a, 1) for a in added],
             }
+        results["kernels"] = measure_kernels(testbed.namespace, args.workloads, args.runs)
     finally:
         core.delete_namespace(empty)
         # The gated pods go at once (never scheduled); then the scale objects, waited for so

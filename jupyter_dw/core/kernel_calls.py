@@ -71,8 +71,9 @@ def allowed(service: str, method: str) -> bool:
 def kernel_call(
     core: DWCore, service: str, method: str, args: list[Any], kwargs: Mapping[str, Any]
 ) -> Any:
-    """Run ``service.method(*args, **kwargs)`` on ``core`` (blocking) and return its answer
-    as JSON; DWErrors pass through. An attribute (``session.identity``) is read, not called."""
+    """Run ``service.method(*args, **kwargs)`` on ``core`` (blocking, once its session is
+    ready) and return its answer as JSON; DWErrors pass through. An attribute
+    (``session.identity``) is read, not called."""
     target = _target(core, service) if allowed(service, method) else None
     if target is None:
         raise UnknownCall(
@@ -80,6 +81,9 @@ def kernel_call(
             "it is not one of the calls a kernel makes through its server",
             "Use the same jupyter_dw version in the kernel as in the Jupyter server.",
         )
+    # As a kernel's own core does before its first call: a kernel started with the server
+    # waits for its session rather than hearing "not connected yet".
+    core.session.wait_ready()
     member = getattr(target, method)
     value = member(*args, **dict(kwargs)) if callable(member) else member
     return to_json(value)

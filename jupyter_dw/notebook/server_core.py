@@ -19,7 +19,7 @@ from ..core.queues import QueueService
 from ..core.ray_jobs import RayJobService
 from ..core.workloads import WorkloadService
 from ..domain.freshness import WatchHealth
-from ..domain.job_kind import JobKind
+from ..domain.job_kind import Info
 from ..domain.json_decode import decode
 from ..domain.kinds import KINDS
 from ..domain.workloads import WorkloadInfo
@@ -186,15 +186,6 @@ class ServerContext:
         return self.answer
 
 
-def _kind_types(kind: JobKind[Any, Any]) -> dict[Any, Any]:
-    """The kind's ``Request`` and ``Info`` TypeVars bound to its own classes."""
-    for base in getattr(type(kind), "__orig_bases__", ()):
-        if typing.get_origin(base) is JobKind:
-            params = typing.get_origin(base).__parameters__
-            return dict(zip(params, typing.get_args(base), strict=True))
-    return {}
-
-
 class ServerCore:
     """A kernel's core read through its server: ``queues``, ``clusters``, ``workloads``,
     ``jobs``, ``kind(plural)``, ``session`` and ``context()`` as :class:`DWCore` has them."""
@@ -210,7 +201,7 @@ class ServerCore:
         self.session = RemoteSession(link, gone, add_listener)
         self._kinds = {
             kind.plural: RemoteService(
-                link, gone, KIND_PREFIX + kind.plural, KindService, _kind_types(kind)
+                link, gone, KIND_PREFIX + kind.plural, KindService, {Info: kind.record_type}
             )
             for kind in KINDS
         }

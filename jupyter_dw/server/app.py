@@ -67,10 +67,13 @@ class JupyterDW(ExtensionApp, DWSettings):
             }
         )
         IOLoop.current().add_callback(self.core_loader.start)
+        # Now, so a kernel started at once finds it; again once the server listens (a port
+        # taken makes jupyter_server try the next ones: the port is final then).
+        self._publish_kernel_link()
         IOLoop.current().add_callback(self._publish_kernel_link)
 
     def _publish_kernel_link(self) -> None:
-        """Once the server listens (its port is final then), tell kernels where it is."""
+        """Tell kernels where this server is."""
         app = self.serverapp
         if self.kernel_link is None or app is None:
             return

@@ -9,7 +9,6 @@ or ``server_options`` by indirect parametrization.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from typing import Any
@@ -99,15 +98,15 @@ def kernel(identity, kernel_settings):
 
 
 @pytest.fixture
-async def server_kernel(identity, kernel_settings, jp_serverapp, jp_fetch):
+def server_kernel(identity, kernel_settings, jp_serverapp, http_server_client):
     """A kernel of the test's Jupyter server: it reads through the server (its link found as
     a real kernel finds it, from the variable it inherits). Its calls block: an async test
-    runs them with ``asyncio.to_thread`` (the server answers on the test's own loop)."""
+    runs them with ``asyncio.to_thread`` (the server answers on the test's own loop, its HTTP
+    server started by ``http_server_client``)."""
     from jupyter_dw.core.settings import load_settings
     from jupyter_dw.names import KERNEL_LINK_ENV
     from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
 
-    await jp_fetch("dw", "api", "version")  # the server listens: its link is published
     environ = {
         "JUPYTER_DW_SERVICE_ACCOUNT_DIR": str(identity.service_account_dir),
         KERNEL_LINK_ENV: os.environ[KERNEL_LINK_ENV],
@@ -117,7 +116,7 @@ async def server_kernel(identity, kernel_settings, jp_serverapp, jp_fetch):
     previous = set_runtime(runtime)
     yield runtime
     set_runtime(previous)
-    await asyncio.to_thread(runtime.stop)
+    runtime.stop()  # after the test: its loop no longer runs the server, whose stop is near
 
 
 # --------------------------------------------------------------------------------------------

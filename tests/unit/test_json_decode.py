@@ -63,6 +63,7 @@ from jupyter_dw.core.feed_json import (
     apply_queue_records,
     message_from_json,
 )
+from jupyter_dw.core.kernel_calls import UnknownCall
 from jupyter_dw.core.kind_service import JobList
 from jupyter_dw.core.queues import QueueList
 from jupyter_dw.core.scaling import ScaleResult
@@ -598,6 +599,7 @@ def test_the_context_reads_back_with_what_it_publishes() -> None:
 
 ERRORS = [
     DWError("The events stream failed", "KeyError: 'x'"),
+    UnknownCall("A kernel may not call session.stop", "not listed", "Same versions."),
     InvalidRequest(
         "Invalid scale request", "dry_run must be a boolean", "Nothing.", {"dry_run": "no"}
     ),

@@ -23,7 +23,13 @@ PHASE = {
     "sockets": 1,
 }
 RESULTS = {
-    "load": {"kernels": 5, "few": PHASE, "many": {**PHASE, "widgets": 20, "sockets": 5}},
+    "load": {
+        "kernels": 5,
+        "connections": {
+            connection: {"few": PHASE, "many": {**PHASE, "widgets": 20, "sockets": 5}}
+            for connection in ("own", "server")
+        },
+    },
     "memory": {
         "workloads": 5000,
         "pods": 5000,
