@@ -18,7 +18,7 @@ import enum
 import functools
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Literal, TypeVar, Union, cast, overload
 
@@ -228,13 +228,7 @@ def _sequence(item: Decoder, build: Callable[[list[Any]], Any]) -> Decoder:
     def read(data: Any) -> Any:
         if not isinstance(data, list | tuple):
             raise DecodeError(f"must be a JSON array, got {_shown(data)}")
-        found = []
-        for index, value in enumerate(data):
-            try:
-                found.append(item(value))
-            except DecodeError as err:
-                raise err.within(f"[{index}]") from None
-        return build(found)
+        return build(_items((item, value) for value in data))
 
     return read
 
@@ -243,15 +237,20 @@ def _fixed(items: tuple[Decoder, ...]) -> Decoder:
     def read(data: Any) -> tuple[Any, ...]:
         if not isinstance(data, list | tuple) or len(data) != len(items):
             raise DecodeError(f"must be a JSON array of {len(items)}, got {_shown(data)}")
-        found = []
-        for index, (item, value) in enumerate(zip(items, data, strict=True)):
-            try:
-                found.append(item(value))
-            except DecodeError as err:
-                raise err.within(f"[{index}]") from None
-        return tuple(found)
+        return tuple(_items(zip(items, data, strict=True)))
 
     return read
+
+
+def _items(pairs: Iterable[tuple[Decoder, Any]]) -> list[Any]:
+    """Each value of an array read by its decoder (errors name its index)."""
+    found = []
+    for index, (item, value) in enumerate(pairs):
+        try:
+            found.append(item(value))
+        except DecodeError as err:
+            raise err.within(f"[{index}]") from None
+    return found
 
 
 def _union(members: tuple[Any, ...]) -> Decoder:
