@@ -143,12 +143,31 @@ def _usage(what: Result) -> str:
     return "\n".join(rows)
 
 
+def _decode(what: Result) -> str:
+    f = what["figures"]
+    return "\n".join(
+        [
+            f"| events snapshot: {f['queues']} LocalQueues, {f['workloads']:,} Workloads, "
+            f"{f['clusters']} clusters ({f['snapshot_kib']:,} KiB) | median of {f['rounds']} |",
+            "| --- | --- |",
+            f"| the server: `to_json` + `json.dumps` | {f['encode_ms']} ms |",
+            f"| baseline, same run: `json.loads` (any client) | {f['parse_ms']} ms |",
+            f"| the kernel: decoded into the core's objects (added) | {f['decode_ms']} ms |",
+            f"| a `workload` message: `json.loads` / + decoded | {f['workload_parse_ms']} ms / "
+            f"{f['workload_decode_ms']} ms |",
+            f"| a `cluster` message: `json.loads` / + decoded | {f['cluster_parse_ms']} ms / "
+            f"{f['cluster_decode_ms']} ms |",
+        ]
+    )
+
+
 TABLES: dict[str, Callable[[Result], str]] = {
     "load": _load,
     "memory": _memory,
     "startup": _startup,
     "codeflare": _codeflare,
     "usage": _usage,
+    "decode": _decode,
 }
 
 

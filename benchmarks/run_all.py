@@ -40,9 +40,17 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_memory": [],
     "bench_startup": ["--pairs", "10"],
     "bench_codeflare": [],
+    "bench_decode": [],
 }
 """Each benchmark and the arguments the benchmarks page's figures were measured with."""
-TAKES_JSON = {"bench_load", "bench_usage", "bench_memory", "bench_startup", "bench_codeflare"}
+TAKES_JSON = {
+    "bench_load",
+    "bench_usage",
+    "bench_memory",
+    "bench_startup",
+    "bench_codeflare",
+    "bench_decode",
+}
 TAKES_SMOKE = {"bench_queues", *TAKES_JSON}
 
 

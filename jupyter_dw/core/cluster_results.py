@@ -408,7 +408,7 @@ class FitResult:
     def from_json(cls, data: Mapping[str, Any]) -> FitResult:
         """What :meth:`to_json` made: the verdict's fields are the same object's; ``spec`` is
         a cluster's or a workload kind's request, whichever it reads as (a spec without a name
-        was judged as :data:`FIT_NAME`)."""
+        was judged under the name ``fit-check``)."""
         spec = decode_key(Mapping[str, Any], data, "spec")
         named = spec.get("name") is not None
         requests = (ValidatedClusterSpec, *(kind.request_type for kind in KINDS))

@@ -18,7 +18,7 @@ import enum
 import functools
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Literal, TypeVar, Union, cast, overload
 
@@ -80,23 +80,29 @@ def decode_fields(cls: type[T], data: Any, **known: Any) -> T:
     """A dataclass ``cls`` from the JSON object ``data``, key by field; ``known`` gives fields
     already read another way (a ``from_json`` reading a reshaped part). A field without a key
     takes its default; one with no default is an error."""
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):  # JSON's own type first
         raise DecodeError(f"{cls.__name__} must be a JSON object, got {_shown(data)}")
     values: dict[str, Any] = {}
     for name, read, required in _plan(cast(Any, cls)):  # type[T] is hashable at run time
-        if name in known:
+        if known and name in known:
             values[name] = known[name]
-        elif name in data:
-            try:
-                values[name] = read(data[name])
-            except DecodeError as err:
-                raise err.within(name) from None
-        elif required:
-            raise DecodeError(f"{cls.__name__} has no {name!r}")
+            continue
+        value = data.get(name, _ABSENT)
+        if value is _ABSENT:
+            if required:
+                raise DecodeError(f"{cls.__name__} has no {name!r}")
+            continue
+        try:
+            values[name] = read(value)
+        except DecodeError as err:
+            raise err.within(name) from None
     try:
         return cls(**values)
     except (TypeError, ValueError) as err:  # the record's own checks (__post_init__)
         raise DecodeError(f"not a valid {cls.__name__}: {err}") from None
+
+
+_ABSENT = object()
 
 
 @functools.cache
@@ -106,7 +112,7 @@ def _plan(cls: Any) -> tuple[tuple[str, Decoder, bool], ...]:
     return tuple(
         (
             f.name,
-            _lazy(hints[f.name]),
+            _field_decoder(hints[f.name]),
             f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
         )
         for f in dataclasses.fields(cls)
@@ -114,17 +120,18 @@ def _plan(cls: Any) -> tuple[tuple[str, Decoder, bool], ...]:
     )
 
 
-def _lazy(hint: Any) -> Decoder:
-    """The decoder of ``hint``, made when first used: a field a ``from_json`` always reads
-    itself needs none, and a record may hold one of its own kind."""
-    made: list[Decoder] = []
+def _field_decoder(hint: Any) -> Decoder:
+    """The decoder of a field's ``hint``; for a hint no JSON is read as (a Protocol), one that
+    says so when used: a ``from_json`` that always reads that field itself needs none."""
+    try:
+        return decoder(hint)
+    except NoDecoder as err:
+        problem = err
 
-    def read(data: Any) -> Any:
-        if not made:
-            made.append(decoder(hint))
-        return made[0](data)
+        def refuse(data: Any) -> Any:
+            raise problem
 
-    return read
+        return refuse
 
 
 @functools.cache
@@ -204,7 +211,7 @@ def _container(kind: Any, origin: Any, args: tuple[Any, ...]) -> Decoder:
 
 def _mapping(key: Decoder, value: Decoder) -> Decoder:
     def read(data: Any) -> dict[Any, Any]:
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):
             raise DecodeError(f"must be a JSON object, got {_shown(data)}")
         found = {}
         for k, v in data.items():
@@ -221,13 +228,7 @@ def _sequence(item: Decoder, build: Callable[[list[Any]], Any]) -> Decoder:
     def read(data: Any) -> Any:
         if not isinstance(data, list | tuple):
             raise DecodeError(f"must be a JSON array, got {_shown(data)}")
-        found = []
-        for index, value in enumerate(data):
-            try:
-                found.append(item(value))
-            except DecodeError as err:
-                raise err.within(f"[{index}]") from None
-        return build(found)
+        return build(_items((item, value) for value in data))
 
     return read
 
@@ -236,15 +237,20 @@ def _fixed(items: tuple[Decoder, ...]) -> Decoder:
     def read(data: Any) -> tuple[Any, ...]:
         if not isinstance(data, list | tuple) or len(data) != len(items):
             raise DecodeError(f"must be a JSON array of {len(items)}, got {_shown(data)}")
-        found = []
-        for index, (item, value) in enumerate(zip(items, data, strict=True)):
-            try:
-                found.append(item(value))
-            except DecodeError as err:
-                raise err.within(f"[{index}]") from None
-        return tuple(found)
+        return tuple(_items(zip(items, data, strict=True)))
 
     return read
+
+
+def _items(pairs: Iterable[tuple[Decoder, Any]]) -> list[Any]:
+    """Each value of an array read by its decoder (errors name its index)."""
+    found = []
+    for index, (item, value) in enumerate(pairs):
+        try:
+            found.append(item(value))
+        except DecodeError as err:
+            raise err.within(f"[{index}]") from None
+    return found
 
 
 def _union(members: tuple[Any, ...]) -> Decoder:
@@ -294,9 +300,14 @@ def _decimal(data: Any) -> Decimal:
     if isinstance(data, bool) or not isinstance(data, str | int | float):
         raise DecodeError(f"must be a quantity, got {_shown(data)}")
     try:
-        return parse_quantity(data)
+        return _quantity(data)
     except QuantityError as err:
         raise DecodeError(str(err)) from None
+
+
+_quantity = functools.lru_cache(maxsize=4096, typed=True)(parse_quantity)
+"""Quantities repeat (every Workload of a shape asks "1" and "2Gi"): each is parsed once. A
+Decimal is immutable, so one is shared safely. Keyed by value and type (1 and 1.0 apart)."""
 
 
 def _exactly(cls: type) -> Decoder:

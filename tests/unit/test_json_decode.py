@@ -122,8 +122,7 @@ from tests.unit.test_rayjobs import workload as rayjob_workload
 from tests.unit.test_trainjobs import parse as parse_trainjob
 from tests.unit.test_trainjobs import trainjob
 from tests.unit.test_usage import metrics, pod
-from tests.unit.test_workloads import cond as wl_cond
-from tests.unit.test_workloads import real, with_conditions
+from tests.unit.test_workloads import preempted, real
 
 
 def through_json(value: Any) -> Any:
@@ -297,17 +296,7 @@ def test_the_queues_read_back(made: QueueList) -> None:
 
 
 def preempted_workload() -> WorkloadInfo:
-    message = (
-        "Preempted to accommodate a workload (UID: 1111-wl, JobUID: 2222-job) due to "
-        "prioritization in the ClusterQueue"
-    )
-    workload = with_conditions(
-        real("v1beta2-admitted"),
-        wl_cond("QuotaReserved", "False", "Preempted", message),
-        wl_cond("Admitted", "False", "NoReservation"),
-        wl_cond("Evicted", reason="Preempted", message=message, at="T5"),
-        wl_cond("Preempted", reason="InClusterQueue", message=message, at="T5"),
-    )
+    workload = preempted()
     name = workload["metadata"]["name"]
     found = workload_info(workload, {**cs.pending_entry(0, 2), "metadata": {"name": name}})
     assert found is not None and found.preempted_by is not None

@@ -70,6 +70,20 @@ RESULTS = {
             for name, metrics, ray in (("off", 0.0, 0.0), ("usage", 4.0, 12.0), ("rule", 4.0, 12.0))
         },
     },
+    "decode": {
+        "queues": 200,
+        "workloads": 5000,
+        "clusters": 50,
+        "rounds": 20,
+        "snapshot_kib": 3723.0,
+        "encode_ms": 101.9,
+        "parse_ms": 32.8,
+        "decode_ms": 111.8,
+        "workload_parse_ms": 0.004,
+        "workload_decode_ms": 0.017,
+        "cluster_parse_ms": 0.011,
+        "cluster_decode_ms": 0.045,
+    },
 }
 
 
@@ -100,6 +114,8 @@ def test_every_table_is_rendered_between_its_markers(tmp_path: Path) -> None:
     assert "baseline, same run | 60 s | 4.0 | 0.0 | 4.0 | 0.0 | 0 | 0.0 |" in text
     assert "| (b) usage on, every 15 s | 60 s | 8.0 | 4.0 | 4.0 | 0.0 | 0 | 12.0 | 0.5 |" in text
     assert "(`idle_cluster_timeout = 3600`) | 60 s | 8.0 | 4.0 | 4.0 | 0.0 | 0 | 12.0 |" in text
+    assert "| the kernel: decoded into the core's objects (added) | 111.8 ms |" in text
+    assert "| a `workload` message: `json.loads` / + decoded | 0.004 ms / 0.017 ms |" in text
 
 
 def test_a_failed_or_missing_run_leaves_its_table(tmp_path: Path) -> None:

@@ -137,19 +137,23 @@ def test_a_replaced_elastic_slice_is_not_listed():
     assert workload_info(workload) is None
 
 
-def test_preempted_names_the_preemptor_from_kueues_message():
+def preempted() -> dict[str, Any]:
+    """An admitted Workload Kueue preempted (its message names the preemptor)."""
     message = (
         "Preempted to accommodate a workload (UID: 1111-wl, JobUID: 2222-job) due to "
         "prioritization in the ClusterQueue"
     )
-    workload = with_conditions(
+    return with_conditions(
         real("v1beta2-admitted"),
         cond("QuotaReserved", "False", "Preempted", message),
         cond("Admitted", "False", "NoReservation"),
         cond("Evicted", reason="Preempted", message=message, at="T5"),
         cond("Preempted", reason="InClusterQueue", message=message, at="T5"),
     )
-    info = workload_info(workload)
+
+
+def test_preempted_names_the_preemptor_from_kueues_message():
+    info = workload_info(preempted())
     assert info is not None
     assert (info.state, info.reason, info.since) == ("preempted", "InClusterQueue", "T5")
     assert info.preempted_by is not None
