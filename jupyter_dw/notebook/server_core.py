@@ -5,6 +5,7 @@ back as the type the method declares. No cache, watch or session of its own.
 
 from __future__ import annotations
 
+import importlib
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -29,10 +30,26 @@ if TYPE_CHECKING:
     from ..core.services import DWCore
 
 
+RESULT_MODULES = (
+    "jupyter_dw.core.cluster_results",
+    "jupyter_dw.core.scaling",
+    "jupyter_dw.core.kind_service",
+    "jupyter_dw.core.ray_jobs",
+    "jupyter_dw.domain.ray_jobs",
+)
+"""Where the result types live that a service names only for type checkers (imported under
+``TYPE_CHECKING`` to avoid an import cycle): they resolve its annotations here."""
+
+
 @cache
-def _returns(owner: type, method: str) -> Any:
+def returns(owner: type, method: str) -> Any:
     """What ``owner.method`` declares it returns (its string annotations resolved)."""
-    return typing.get_type_hints(getattr(owner, method)).get("return", Any)
+    names: dict[str, Any] = {}
+    for module in RESULT_MODULES:
+        names.update(vars(importlib.import_module(module)))
+    function = getattr(owner, method)
+    module_names = vars(importlib.import_module(function.__module__))
+    return typing.get_type_hints(function, {**names, **module_names}).get("return", Any)
 
 
 def _bound(hint: Any, types: dict[Any, Any]) -> Any:
@@ -82,7 +99,7 @@ class RemoteService:
     def __getattr__(self, method: str) -> Callable[..., Any]:
         if method.startswith("_") or not allowed(self._service, method):
             raise AttributeError(f"{self._service}.{method} is not read through the server")
-        returns = _bound(_returns(self._local, method), self._types)
+        answer_type = _bound(returns(self._local, method), self._types)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
@@ -90,7 +107,7 @@ class RemoteService:
             except ServerGone as err:
                 member = getattr(own_service(self._gone(str(err)), self._service), method)
                 return member(*args, **kwargs) if callable(member) else member
-            return decode(returns, answer)
+            return decode(answer_type, answer)
 
         call.__name__ = method
         return call
