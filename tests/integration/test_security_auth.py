@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,7 +39,10 @@ from tornado.httpclient import HTTPClientError, HTTPRequest, HTTPResponse
 from tornado.routing import PathMatches
 from tornado.websocket import WebSocketError, websocket_connect
 
+from jupyter_dw.names import KERNEL_LINK_ENV
+from jupyter_dw.notebook.server_link import read_link
 from jupyter_dw.server.handlers import route_table
+from jupyter_dw.server.kernel_handlers import KernelCallHandler
 from tests.cluster.fixtures import WAIT_TIMEOUT
 from tests.integration.clusters_support import create_suspended_raycluster, rayclusters
 from tests.integration.test_dashboard_proxy import (  # the stand-in dashboard
@@ -191,6 +195,13 @@ def raw(http_server_client, jp_http_port, jp_base_url, jp_serverapp) -> Client:
     )
 
 
+def kernel_secret() -> dict[str, str]:
+    """The header of a kernel of the test's server (the secret it published)."""
+    info = read_link(os.environ[KERNEL_LINK_ENV])
+    assert info is not None, "the server published no kernel link"
+    return {"Authorization": f"DW-Kernel {info.secret}"}
+
+
 def refused(response: HTTPResponse, base_url: str) -> bool:
     """401/403, a redirect to the login page, or jupyter_server's answer to a cross-origin API
     request (a bare 404, without the ``code`` of jupyter_dw's own errors)."""
@@ -236,6 +247,14 @@ async def test_every_route_refuses_missing_wrong_and_cross_origin_credentials(
                 continue
             path = route.path(method)
             attacks = [{}, {"Authorization": "token wrong-token"}]
+            control_headers = token
+            if route.handler is KernelCallHandler:
+                # The kernel channel opens to the kernel secret only: a wrong secret, and on
+                # the call itself the user's own token, are attacks; the control carries the
+                # secret. (A preflight with the token is jupyter_server's, as on any route.)
+                attacks.append({"Authorization": "DW-Kernel wrong-secret"})
+                attacks += [token] if method == "POST" else []
+                control_headers = kernel_secret()
             if method in WRITES:
                 attacks += [
                     browser,  # the user's cookies without the XSRF token
@@ -253,7 +272,7 @@ async def test_every_route_refuses_missing_wrong_and_cross_origin_credentials(
                     continue
                 assert refused(response, jp_base_url), (method, path, headers, describe(response))
             # Control on another name: a DELETE that got through must not remove the cluster.
-            control = await raw.fetch(method, route.path(method, name=ABSENT), token)
+            control = await raw.fetch(method, route.path(method, name=ABSENT), control_headers)
             assert not refused(control, jp_base_url), (method, path, describe(control))
             if websocket:
                 for headers in ({}, {"Authorization": "token wrong"}, {**browser, "Origin": EVIL}):
