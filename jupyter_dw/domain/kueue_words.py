@@ -119,6 +119,7 @@ def _shortfalls(message: str) -> list[tuple[int, str]]:
 class Summarized:
     """A record holding Kueue's ``message``: its ``summary`` is that message in one line."""
 
+    __slots__ = ()  # a record with slots of its own stays without a __dict__
     message: str | None
 
     @property

@@ -56,7 +56,7 @@ def _amount(value: Any) -> Decimal | None:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Owner:
     """The job a Workload was made for: its controller ``ownerReference``. ``api_group`` is
     ``""`` for the core group (a Pod)."""
@@ -238,7 +238,7 @@ def _quantities(amounts: Mapping[str, Decimal]) -> dict[str, str]:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Priority:
     """The Workload's priority: the class it names (a WorkloadPriorityClass, or a pod
     PriorityClass when ``source`` says so) and the value Kueue orders it by."""
@@ -281,7 +281,7 @@ _SINCE: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkloadInfo(Summarized):
     """One Workload as every surface shows it.
 
