@@ -181,6 +181,11 @@ def kernel_hold(mode: str, namespace: str, workloads: int) -> dict[str, Any]:
 
     if mode == "bare":
         return {"rss_mib": rss_mib()}
+    profile = os.environ.get("DW_BENCH_PROFILE") == "1"
+    if profile:
+        import tracemalloc
+
+        tracemalloc.start(3)
     runtime = KernelRuntime(load_settings(paths=[]))
     set_runtime(runtime)
 
@@ -197,6 +202,12 @@ def kernel_hold(mode: str, namespace: str, workloads: int) -> dict[str, Any]:
     shown = asyncio.run(show())
     assert runtime.connection is not None and runtime.connection.mode == mode, runtime.connection
     figures = {"rss_mib": rss_mib(), "widgets": len(shown)}
+    if profile:  # where a kernel's memory goes (to stderr: not a figure)
+        import tracemalloc
+
+        top = tracemalloc.take_snapshot().statistics("traceback")[:25]
+        for stat in top:
+            print(stat, *stat.traceback.format()[-3:], sep="\n  ", file=sys.stderr)
     runtime.stop()
     return figures
 
@@ -207,7 +218,7 @@ def measure_kernel(mode: str, namespace: str, workloads: int, environ: dict[str,
         [sys.executable, "-m", "benchmarks.bench_memory", "--kernel", mode, namespace,
          str(workloads)],
         check=True,
-        capture_output=True,
+        stdout=subprocess.PIPE,
         text=True,
         env=environ,
     )  # fmt: skip
@@ -283,6 +294,9 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny: every figure measured")
     parser.add_argument("--hold", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--kernel", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--kernels-only", action="store_true", help="measure the kernels, not the holders"
+    )
     args = parser.parse_args()
     if args.kernel:
         mode, namespace, workloads = args.kernel
@@ -308,7 +322,7 @@ def main() -> None:
         pods = [worker_pod(i, f"ray-{i % 500:03d}") for i in range(args.workloads)]
         seconds = create_all(api, f"/api/v1/namespaces/{testbed.namespace}/pods", pods)
         print(f"{len(pods)} pods created in {seconds:.1f} s")
-        for holder in HOLDERS:
+        for holder in () if args.kernels_only else HOLDERS:
             added = []
             for _ in range(args.runs):
                 base = measure_holder(holder, empty, version)
@@ -339,11 +353,12 @@ def main() -> None:
             delete_scale(api, testbed, timeout=900)
         except (TimeoutError, client.ApiException) as err:
             print(f"teardown still going on: {err}", file=sys.stderr)
-    print(
-        f"\nRSS added by {args.workloads} Workloads and {args.workloads} pods (median of "
-        f"{args.runs}): jupyter_dw {results['jupyter_dw']['added_mib']} MiB, baseline (full "
-        f"dicts) {results['baseline']['added_mib']} MiB"
-    )
+    if not args.kernels_only:
+        print(
+            f"\nRSS added by {args.workloads} Workloads and {args.workloads} pods (median of "
+            f"{args.runs}): jupyter_dw {results['jupyter_dw']['added_mib']} MiB, baseline (full "
+            f"dicts) {results['baseline']['added_mib']} MiB"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
 

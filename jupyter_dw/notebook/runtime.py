@@ -19,6 +19,7 @@ from ..core.errors import DWError
 from ..core.feed import Change, ChangeFeed, Message
 from ..core.services import DWCore
 from ..core.settings import DWSettings, load_settings
+from ..core.workloads import WorkloadList
 from .server_core import ServerCore
 from .server_feed import ServerFeed
 from .server_link import CONNECT_GRACE, ServerGone, ServerLink, find_link
@@ -79,6 +80,9 @@ class KernelRuntime:
         self._feed_thread: threading.Thread | None = None
         self._remove_listener: Callable[[], None] | None = None
         self._close_events: Callable[[], None] | None = None
+        self._server_feed: ServerFeed | None = None
+        self._events_workloads = False
+        """Whether the open events socket is sent the Workloads (a view that shows them)."""
         self._snapshot_seen = threading.Event()
         self._ephemeral: set[str] = set()
         self._atexit = False
@@ -115,7 +119,7 @@ class KernelRuntime:
                     why = f"its Jupyter server did not answer ({err}): connected on its own"
                 else:
                     self.connection = Connection("server", why)
-                    return ServerCore(link, self.add_listener, self._server_gone)
+                    return ServerCore(link, self.add_listener, self._server_gone, self.told)
         self.connection = Connection("own", why)
         return self._own_core(settings)
 
@@ -158,6 +162,7 @@ class KernelRuntime:
             ephemeral, self._ephemeral = set(self._ephemeral), set()
             remove, self._remove_listener = self._remove_listener, None
             close, self._close_events = self._close_events, None
+            self._server_feed = None
             self._subscriptions.clear()
             self._listeners.clear()
             self._feed = None
@@ -212,16 +217,22 @@ class KernelRuntime:
         return remove
 
     def subscribe(
-        self, callback: Subscriber, loop: asyncio.AbstractEventLoop | None = None
+        self,
+        callback: Subscriber,
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        workloads: bool = False,
     ) -> Callable[[], None]:
         """Call ``callback(message)`` on ``loop`` (default: the caller's, i.e. the kernel's)
-        for every change message. Returns an unsubscribe function."""
+        for every change message; ``workloads``: the view shows Workloads (their
+        ``workload`` and ``positions`` messages; a kernel reading through its server is
+        sent them only while such a view is live). Returns an unsubscribe function."""
         self.core  # noqa: B018  # connected first
         subscription = _Subscription(callback, loop or _current_loop())
         with self._lock:
             self._subscriptions.append(subscription)
         if isinstance(self._core, ServerCore):
-            self._open_events()
+            self._open_events(workloads)
         else:
             self._start_feed()
 
@@ -231,6 +242,12 @@ class KernelRuntime:
                     self._subscriptions.remove(subscription)
 
         return unsubscribe
+
+    def told(self) -> WorkloadList | None:
+        """Every Workload as this kernel's live views were told (the same records), or None
+        when its events socket is not sent them."""
+        feed = self._server_feed
+        return feed.told_workloads() if feed is not None and self._events_workloads else None
 
     def _start_feed(self) -> None:
         """The own core's change feed, on its thread (once)."""
@@ -245,17 +262,25 @@ class KernelRuntime:
             )
             self._feed_thread.start()
 
-    def _open_events(self) -> None:
-        """The server's events socket, followed on its thread (once)."""
+    def _open_events(self, workloads: bool = False) -> None:
+        """The server's events socket, followed on its thread: opened once, and again (told
+        against what the first one said) when a view that shows Workloads comes."""
         with self._lock:
             core = self._core
             if not isinstance(core, ServerCore):
                 return
-            if self._close_events is None:
-                feed = ServerFeed()
+            before = self._server_feed
+            if self._close_events is None or (workloads and not self._events_workloads):
+                if self._close_events is not None:
+                    self._close_events()
+                feed = ServerFeed(before)
+                self._server_feed = feed
+                self._events_workloads = workloads or self._events_workloads
                 self._snapshot_seen.clear()
                 self._close_events = core.link.open_events(
-                    lambda data: self._on_server_message(feed, data), self._events_gone
+                    lambda data: self._on_server_message(feed, data),
+                    self._events_gone,
+                    self._events_workloads,
                 )
         # What a view reads after subscribing must not be older than the socket's first
         # snapshot: later changes then reach it as messages.
@@ -266,6 +291,8 @@ class KernelRuntime:
         self._server_gone(why)
 
     def _on_server_message(self, feed: ServerFeed, data: dict[str, Any]) -> None:
+        if feed is not self._server_feed:
+            return  # a socket closed for a new one: its last messages are the new one's too
         try:
             messages = feed.messages(data)
         except Exception:  # keep following: the next message may read
@@ -273,11 +300,11 @@ class KernelRuntime:
             return
         if feed.snapshots:
             self._snapshot_seen.set()
+        self._publish(messages)  # first: a wait woken next finds the views' messages queued
         with self._lock:
             listeners = list(self._listeners)
         for listener in listeners:
             listener(data.get("type"))
-        self._publish(messages)
 
     def _publish(self, messages: list[Message]) -> None:
         with self._lock:

@@ -21,8 +21,10 @@ from ..core.feed import (
     WorkloadChanged,
 )
 from ..core.feed_json import FeedState, message_from_json
+from ..core.workloads import WorkloadList
 from ..domain.json_decode import DecodeError
 from ..domain.kinds import KINDS
+from ..domain.workloads import sorted_workloads
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +38,25 @@ NOT_FEED = frozenset({"jobs", "job_logs"})
 class ServerFeed:
     """One socket's messages in, typed messages out (:meth:`messages`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, before: ServerFeed | None = None) -> None:
         self.snapshots = 0
-        """Snapshots read (the first one, and one per reconnection)."""
+        """Snapshots read on this feed's socket (the first one, one per reconnection)."""
         self._state = FeedState()
-        self._snapshot: Snapshot | None = None
+        self._snapshot: Snapshot | None = before._snapshot if before is not None else None
+        """What the views were told last (``before``'s: a socket opened again to be sent the
+        Workloads too tells its first snapshot against it)."""
+
+    def told_workloads(self) -> WorkloadList | None:
+        """Every Workload as the views were told (None before a snapshot with Workloads):
+        the same records, so a view that lists them holds no second copy."""
+        snapshot = self._snapshot
+        if snapshot is None or snapshot.workloads is None:
+            return None
+        return WorkloadList(
+            namespace=snapshot.namespace or "",
+            positions_visible=snapshot.positions_visible,
+            workloads=tuple(sorted_workloads(self._state.workloads.values())),
+        )
 
     def messages(self, data: Mapping[str, Any]) -> list[Message]:
         """The typed messages one socket message makes."""
@@ -76,7 +92,10 @@ def resync(before: Snapshot, now: Snapshot) -> list[Message]:
         queue = cluster.queue if cluster is not None else None
         holding = (queue, holdings[queue]) if queue is not None and queue in holdings else None
         out.append(ClusterChanged(event, name, Cause(RESYNC, name, event), cluster, (), holding))
-    for event, name, workload in differences(before.workloads, now.workloads):
+    # Workloads told before (a socket without them, opened again with them: what is in them
+    # now is read by the view that asked, after this snapshot).
+    told = before.workloads is not None
+    for event, name, workload in differences(before.workloads, now.workloads) if told else ():
         queue = workload.queue if workload is not None else None
         out.append(WorkloadChanged(event, name, queue, Cause(RESYNC, name, event), workload))
     for kind in KINDS:

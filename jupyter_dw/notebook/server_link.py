@@ -14,6 +14,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,8 +107,8 @@ class ServerLink:
         self.grace = RETURN_GRACE if grace is None else grace
         """Seconds a call waits for a server that stopped answering."""
         self._lock = threading.Lock()
-        self.calls = 0
-        """Calls made (the benchmarks count them)."""
+        self.calls: Counter[str] = Counter()
+        """Calls made, by ``service.method`` (tests and benchmarks count them)."""
 
     @property
     def url(self) -> str:
@@ -144,6 +145,7 @@ class ServerLink:
             {"service": service, "method": method, "args": args, "kwargs": dict(kwargs)}
         ).encode()
         deadline = time.monotonic() + (self.grace if grace is None else grace)
+        self.calls[f"{service}.{method}"] += 1
         while True:
             try:
                 return self._post(body)
@@ -157,7 +159,6 @@ class ServerLink:
         request = urllib.request.Request(
             self.url + CALL_PATH, data=body, headers=self._headers(), method="POST"
         )
-        self.calls += 1
         try:
             with urllib.request.urlopen(
                 request, timeout=self.timeout, context=_context(self.url)
@@ -179,14 +180,19 @@ class ServerLink:
             raise _Retry(f"the server does not answer ({err})") from None
 
     def open_events(
-        self, on_message: Callable[[dict[str, Any]], None], on_down: Callable[[str], None]
+        self,
+        on_message: Callable[[dict[str, Any]], None],
+        on_down: Callable[[str], None],
+        workloads: bool = True,
     ) -> Callable[[], None]:
         """Follow the events socket on a thread of its own: ``on_message(json)`` for each
         message (a ``snapshot`` first, and again after each reconnection); ``on_down(why)``
-        once the server is gone for good. Returns a function that closes it."""
+        once the server is gone for good; without ``workloads`` the server sends none (no
+        view of this kernel shows them). Returns a function that closes it."""
         stop = threading.Event()
+        query = "" if workloads else "?workloads=0"
         thread = threading.Thread(
-            target=lambda: asyncio.run(self._follow(on_message, on_down, stop)),
+            target=lambda: asyncio.run(self._follow(on_message, on_down, stop, query)),
             name="dw-kernel-events",
             daemon=True,
         )
@@ -198,6 +204,7 @@ class ServerLink:
         on_message: Callable[[dict[str, Any]], None],
         on_down: Callable[[str], None],
         stop: threading.Event,
+        query: str,
     ) -> None:
         from tornado.httpclient import HTTPRequest
         from tornado.websocket import websocket_connect
@@ -205,7 +212,7 @@ class ServerLink:
         failures = 0
         down_since: float | None = None
         while not stop.is_set():
-            url = "ws" + self.url[len("http") :] + EVENTS_PATH
+            url = "ws" + self.url[len("http") :] + EVENTS_PATH + query
             try:
                 socket = await websocket_connect(
                     HTTPRequest(

@@ -81,10 +81,10 @@ class _Live:
 
     _unsubscribe: Any = None
 
-    def _follow(self, on_change: Any) -> KernelRuntime:
+    def _follow(self, on_change: Any, workloads: bool = False) -> KernelRuntime:
         """Subscribe ``on_change`` (on the kernel's loop); returns the runtime."""
         rt = runtime()
-        self._unsubscribe = rt.subscribe(on_change)
+        self._unsubscribe = rt.subscribe(on_change, workloads=workloads)
         return rt
 
     def close(self) -> None:
@@ -287,7 +287,7 @@ class QueueBoard(_Live, anywidget.AnyWidget):
         super().__init__(**kwargs)
         self._rows: QueueRows | None = None
         try:
-            rt = self._follow(self._on_change)
+            rt = self._follow(self._on_change, workloads=True)
             self.queues = rt.core.queues.list().to_json()["queues"]
             self.freshness = rt.core.session.watch_health().freshness.to_json()
         except DWError as err:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import replace
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized, ws_authenticated
@@ -20,6 +21,7 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..core.backlog import DEFAULT_LIMIT, ChangeBacklog
 from ..core.errors import DWError
+from ..core.feed import PositionsChanged, WorkloadChanged
 from .handlers import AUTH_RESOURCE, KernelAuthMixin
 from .job_stream import JobWatches
 
@@ -40,6 +42,9 @@ does), unless ``ServerApp.websocket_compression_options`` says otherwise. A snap
 Workloads is ~3.5 MB of JSON, mostly the same keys again: level 1 makes it a small fraction of
 that in a few milliseconds on the IO loop (docs/explanation/benchmarks.md); later messages
 compress against the ones before (the context is kept per socket)."""
+
+WORKLOAD_MESSAGES = (WorkloadChanged, PositionsChanged)
+"""What a socket opened with ``?workloads=0`` is not sent."""
 
 HANDSHAKE_HINT = "Open dw/api/events as a WebSocket (new WebSocket(url) in a browser)."
 _WEBSOCKET_VERSIONS = ("7", "8", "13")
@@ -173,9 +178,17 @@ class EventsHandler(
 
     # -- the sending task ----------------------------------------------------------------
 
+    @property
+    def _wants_workloads(self) -> bool:
+        """``?workloads=0``: a reader that shows no Workload (a kernel's cluster widgets) is
+        sent none, neither in its snapshot nor after: at 5,000 Workloads that is most of it."""
+        return self.get_query_argument("workloads", "1") != "0"
+
     async def _run(self) -> None:
         try:
             snapshot = await self.run_blocking(self._feed.snapshot)
+            if not self._wants_workloads:
+                snapshot = replace(snapshot, workloads=None, workloads_error=None)
             await self._send(snapshot.to_json())
             while True:
                 change = self.backlog.take()
@@ -186,7 +199,8 @@ class EventsHandler(
                         await self._wake.wait()
                         continue
                 for message in await self.run_blocking(self._feed.messages, *change):
-                    await self._send(message.to_json())
+                    if self._wants_workloads or not isinstance(message, WORKLOAD_MESSAGES):
+                        await self._send(message.to_json())
         except (WebSocketClosedError, asyncio.CancelledError):
             return
         except Exception as err:  # a bug: say so and close, rather than go silent

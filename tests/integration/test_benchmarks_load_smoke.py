@@ -104,6 +104,12 @@ def test_bench_memory_measures_both_holders(cluster: ClusterState, tmp_path: Pat
     for holder in ("jupyter_dw", "baseline"):
         assert len(figures[holder]["runs"]) >= 1
         assert isinstance(figures[holder]["added_mib"], float)
+    kernels = figures["kernels"]
+    assert kernels["bare_mib"] > 0
+    for mode in ("server", "own"):
+        assert len(kernels[mode]["runs"]) >= 1  # each kernel asserted its own connection mode
+    # A kernel reading through its server holds no watch cache of its own.
+    assert kernels["server"]["added_mib"] < kernels["own"]["added_mib"]
 
 
 def test_bench_startup_measures_paired_starts(cluster: ClusterState, tmp_path: Path) -> None:
