@@ -166,8 +166,9 @@ def hold(holder: str, namespace: str, api_version: str) -> dict[str, Any]:
     return figures
 
 
-KERNELS = ("bare", "server", "own")
-"""A kernel with nothing shown, and one showing live widgets through its server or on its own."""
+KERNELS = ("bare", "server", "own", "server-status")
+"""A kernel with nothing shown; one showing live widgets (a QueueBoard and a ClusterStatus)
+through its server or on its own; one showing only the ClusterStatus, through its server."""
 
 
 def kernel_hold(mode: str, namespace: str, workloads: int) -> dict[str, Any]:
@@ -190,6 +191,8 @@ def kernel_hold(mode: str, namespace: str, workloads: int) -> dict[str, Any]:
     set_runtime(runtime)
 
     async def show() -> list[Any]:
+        if mode == "server-status":
+            return [dw.ClusterStatus("ray-000")]
         shown = [dw.QueueBoard(), dw.ClusterStatus("ray-000")]
         board = shown[0]
         deadline = asyncio.get_running_loop().time() + 300
@@ -200,7 +203,8 @@ def kernel_hold(mode: str, namespace: str, workloads: int) -> dict[str, Any]:
         return shown
 
     shown = asyncio.run(show())
-    assert runtime.connection is not None and runtime.connection.mode == mode, runtime.connection
+    connection = mode.split("-")[0]
+    assert runtime.connection is not None and runtime.connection.mode == connection, mode
     figures = {"rss_mib": rss_mib(), "widgets": len(shown)}
     if profile:  # where a kernel's memory goes (to stderr: not a figure)
         import tracemalloc
@@ -248,6 +252,10 @@ def measure_kernels(namespace: str, workloads: int, runs: int) -> dict[str, Any]
                     **environ,
                     KERNEL_LINK_ENV: str(work / "runtime" / f"jupyter_dw-{server.port}.json"),
                 },
+                "server-status": {
+                    **environ,
+                    KERNEL_LINK_ENV: str(work / "runtime" / f"jupyter_dw-{server.port}.json"),
+                },
                 "own": {**environ, "JUPYTER_DW_KERNELS_THROUGH_SERVER": "false"},
             }
             rss: dict[str, list[float]] = {mode: [] for mode in KERNELS}
@@ -258,7 +266,7 @@ def measure_kernels(namespace: str, workloads: int, runs: int) -> dict[str, Any]
             server.stop()
     bare = statistics.median(rss["bare"])
     results: dict[str, Any] = {"bare_mib": round(bare, 1)}
-    for mode in ("server", "own"):
+    for mode in KERNELS[1:]:
         added = [r - bare for r in rss[mode]]
         results[mode] = {
             "added_mib": round(statistics.median(added), 1),

@@ -46,17 +46,31 @@ def _load(what: Result) -> str:
 
 def _memory(what: Result) -> str:
     f = what["figures"]
-    return "\n".join(
-        [
-            f"| RSS added by {f['workloads']:,} Workloads and {f['pods']:,} pods | median | runs |",
-            "| --- | --- | --- |",
+    rows = [
+        f"| RSS added by {f['workloads']:,} Workloads and {f['pods']:,} pods | median | runs |",
+        "| --- | --- | --- |",
+    ]
+    if "jupyter_dw" in f:
+        rows += [
             f"| jupyter_dw's watch caches | {f['jupyter_dw']['added_mib']} MiB | "
             f"{', '.join(str(r) for r in f['jupyter_dw']['runs'])} |",
             f"| baseline, same run: the same objects as full dicts | "
             f"{f['baseline']['added_mib']} MiB | "
             f"{', '.join(str(r) for r in f['baseline']['runs'])} |",
         ]
-    )
+    words = {
+        "server": "a kernel showing a QueueBoard and a ClusterStatus, through its server",
+        "server-status": "a kernel showing a ClusterStatus only, through its server",
+        "own": "baseline, same run: the same kernel and widgets on its own connection",
+    }
+    for mode, word in words.items():
+        if mode in f.get("kernels", {}):
+            k = f["kernels"][mode]
+            rows.append(
+                f"| {word} (over a bare kernel) | {k['added_mib']} MiB | "
+                f"{', '.join(str(r) for r in k['runs'])} |"
+            )
+    return "\n".join(rows)
 
 
 def _startup(what: Result) -> str:
