@@ -24,23 +24,45 @@ PAGE = HERE.parent / "docs" / "explanation" / "benchmarks.md"
 Result = dict[str, Any]
 
 
+LOAD_CONNECTIONS = {"own": "each on its own", "server": "through the server"}
+LOAD_WINDOWS = {
+    "few": "2 widgets a kernel, 1 socket",
+    "many": "more widgets and sockets",
+    "none": "the same, no Workload depending on Kueue",
+}
+
+
 def _load(what: Result) -> str:
     f = what["figures"]
     rows = [
-        "| kernels connect | window (idle) | widgets / kernels | sockets | requests besides "
-        "watches | … of the re-check | … others | watches opened | watches open |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| kernels connect | idle window | Workloads | widgets / kernels | sockets | requests "
+        "besides watches | … of the re-check | … a minute per session | … others | watches "
+        "opened | watches open |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    words = {"own": "each on its own (baseline)", "server": "through the server"}
+
+    def row(connection: str, title: str, p: Result) -> str:
+        per_session = p.get("recheck_per_process_per_minute")
+        return (
+            f"| {connection} | {title} ({p['seconds']:g} s) | "
+            f"{'yes' if p.get('workloads', True) else 'no'} | {p['widgets']} / {f['kernels']} | "
+            f"{p['sockets']} | {p['requests_besides_watches']} | {p['recheck_requests']} | "
+            f"{'—' if per_session is None else f'{per_session:.1f}'} | {p['other_requests']} | "
+            f"{p['watches_opened']} | {p['watches_open_at_end']} |"
+        )
+
     for connection, phases in f["connections"].items():
-        for phase in ("few", "many"):
-            p = phases[phase]
+        if connection == "server" and "before" in f:
             rows.append(
-                f"| {words.get(connection, connection)} | {p['seconds']:g} s | "
-                f"{p['widgets']} / {f['kernels']} | {p['sockets']} | "
-                f"{p['requests_besides_watches']} | {p['recheck_requests']} | "
-                f"{p['other_requests']} | {p['watches_opened']} | {p['watches_open_at_end']} |"
+                row(
+                    f"{LOAD_CONNECTIONS['server']}, baseline, same run",
+                    "discovery and Kueue's probe at every re-check",
+                    f["before"],
+                )
             )
+        for phase, title in LOAD_WINDOWS.items():
+            if phase in phases:
+                rows.append(row(LOAD_CONNECTIONS.get(connection, connection), title, phases[phase]))
     return "\n".join(rows)
 
 

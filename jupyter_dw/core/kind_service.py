@@ -202,8 +202,9 @@ class KindService(Generic[Request, Info]):
         return tuple(by_kind(kind) for kind in self.kind.watched_with)
 
     def _require(self) -> Resource:
-        self.session.wait_ready()
-        return self.session.discovery.require(self.kind)
+        # The session asks discovery again before saying the kind is not served: a CRD
+        # installed after start-up is found by the first request that needs it.
+        return self.session.require(self.kind)
 
     def _check_name(self, name: Any) -> str:
         """``name`` if it can be the kind's name, else :class:`InvalidName` (400, nothing

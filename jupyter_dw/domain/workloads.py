@@ -229,6 +229,14 @@ def held_per_flavor(workload: Object) -> dict[str, Amounts]:
     return held
 
 
+def kueue_decides(workload: Object) -> bool:
+    """Whether Kueue still has something to decide about the Workload: it is active (not
+    stopped by ``spec.active: false``) and not finished, so it waits for admission, or runs
+    and may be preempted or evicted. A finished or stopped one waits on nobody."""
+    active = _map(_map(workload).get("spec")).get("active")
+    return active is not False and not is_true(workload, "Finished")
+
+
 def _quantities(amounts: Mapping[str, Decimal]) -> dict[str, str]:
     return {name: format_amount(name, value) or "0" for name, value in sorted(amounts.items())}
 

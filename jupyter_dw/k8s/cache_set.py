@@ -40,6 +40,7 @@ from .watch_cache import (
     ApiListWatch,
     Backoff,
     IndexFunc,
+    InterruptionListener,
     Object,
     WatchCache,
     label_index,
@@ -160,7 +161,8 @@ class _Registration:
 class CacheSet:
     """The watch caches of one connection. ``lock`` is the session's: changing the set and
     binding listeners happen atomically with the session's own state. Listeners outlive a
-    :meth:`reset` (a session stopped and started again keeps them)."""
+    :meth:`reset` (a session stopped and started again keeps them). ``on_interrupted`` is
+    given to every cache (see :class:`~.watch_cache.WatchCache`)."""
 
     def __init__(
         self,
@@ -170,9 +172,11 @@ class CacheSet:
         backoff: Backoff | None,
         idle_timeout: float,
         lazy: bool,
+        on_interrupted: InterruptionListener | None = None,
     ) -> None:
         self._lock = lock
         self._on_health = on_health
+        self._on_interrupted = on_interrupted
         self._backoff = backoff
         self._idle_timeout = idle_timeout
         self._lazy = lazy
@@ -234,6 +238,7 @@ class CacheSet:
                 on_health=lambda _health: self._on_health(),
                 projection=_PROJECTIONS.get(plural, slim),
                 inherited=self._inherited.pop(plural, None),
+                on_interrupted=self._on_interrupted,
             )
             for registration in self._listeners:
                 registration.removers.append(

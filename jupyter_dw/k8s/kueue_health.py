@@ -34,6 +34,22 @@ class KueueHealth:
         self.returns = 0
         """How many times Kueue answered again after it did not (a restart may have changed
         its configuration: what was learned from it is worth asking again)."""
+        self._answered = False  # a call other than the probe got Kueue's answer
+        self.probes = 0
+        """How many probes asked the visibility API (for diagnostics and tests)."""
+
+    def answered(self) -> None:
+        """A call Kueue's process serves (a visibility API read) answered: Kueue is live, and
+        the next re-check needs no probe (:meth:`take_answered`)."""
+        with self._lock:
+            self._answered = True
+        self.set(LIVE, None)
+
+    def take_answered(self) -> bool:
+        """Whether Kueue answered a call since the last time this was asked."""
+        with self._lock:
+            answered, self._answered = self._answered, False
+        return answered
 
     @property
     def live(self) -> bool:
@@ -51,6 +67,7 @@ class KueueHealth:
         if version is None:
             self.set(LIVE, None)  # cannot tell: assume it works
             return
+        self.probes += 1
         try:
             api.get(f"/apis/{VISIBILITY_GROUP}/{version}", timeout=min(timeout, 10))
         except KubeError as err:

@@ -1,7 +1,8 @@
 """``KubeSession``: the one object every surface shares to see Kueue from this identity.
 
 It connects, keeps its watch caches matching what discovery serves and the permissions allow
-(re-checked every ``refresh_interval`` and after a 403 or 404), and stops. It owns what it
+(permissions re-checked every ``refresh_interval`` and after a 403; discovery when a signal
+says the APIs may have changed: ``recheck_schedule``), and stops. It owns what it
 knows (``session_state``) and the reads and writes it answers (``session_answers``). Why and
 how: docs/explanation/architecture.md, "The session".
 """
@@ -18,6 +19,8 @@ from typing import Any
 from jupyter_dw.domain.freshness import STALE, WatchHealth
 
 from ..domain.errors import DWError
+from ..domain.job_kind import JobKind
+from ..domain.workloads import kueue_decides
 from .access import (
     NEEDED_PERMISSIONS,
     AccessResult,
@@ -32,11 +35,12 @@ from .cache_set import CacheSet, Kind, SessionListener, served, wanted_caches
 from .client import DEFAULT_TIMEOUT, FailedCall, KubeApi
 from .discovery import Discovery, discover
 from .elastic import NOT_PROBED, ElasticJobs, probe_elastic_jobs
-from .errors import KubeError, NotReady
+from .errors import KubeError, NotInstalled, NotReady
 from .kueue_health import KueueHealth, kueue_failure
 from .listeners import Listeners
 from .metrics import MetricsRead
-from .resources import LOCAL_QUEUE, RAY_CLUSTER, Resource
+from .recheck_schedule import SECOND_LOOK_SECONDS, RecheckSchedule
+from .resources import LOCAL_QUEUE, RAY_CLUSTER, WORKLOAD, Resource
 from .session_answers import SessionAnswers
 from .session_state import Connection, SessionState
 from .watch_cache import DEFAULT_IDLE_TIMEOUT, Backoff, Object, WatchCache
@@ -46,7 +50,7 @@ __all__ = ["KubeSession", "SessionListener"]
 log = logging.getLogger(__name__)
 
 DEFAULT_REFRESH_INTERVAL = 60.0
-"""Seconds between two re-checks of discovery and permissions when nothing asks sooner."""
+"""Seconds between two re-checks of the permissions when nothing asks sooner."""
 MIN_REFRESH_GAP = 2.0
 """A 403 or 404 asks for a re-check at once, but at most one per this many seconds."""
 LOSS_GRACE = 10.0
@@ -66,7 +70,10 @@ class KubeSession:
 
     ``namespace`` None means the service account's namespace, else the kubeconfig context's
     (``default`` if it names none). ``request_timeout`` bounds each API call and how long a
-    request waits for the caches' first sync.
+    request waits for the caches' first sync. ``refresh_interval``: seconds between two
+    re-checks of the permissions; ``discovery_refresh_interval``: seconds between two
+    re-checks of the served APIs and Kueue's controller whatever the signals (0: on signals
+    only, see :mod:`.recheck_schedule`).
 
     Typical use::
 
@@ -93,11 +100,13 @@ class KubeSession:
         lazy_watches: bool = False,
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
         watch_idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        discovery_refresh_interval: float = 0.0,
     ) -> None:
         if refresh_interval <= 0:
             raise ValueError(f"refresh_interval must be positive, got {refresh_interval}")
         if watch_idle_timeout <= 0:
             raise ValueError(f"watch_idle_timeout must be positive, got {watch_idle_timeout}")
+        self._schedule = RecheckSchedule(refresh_interval, discovery_refresh_interval)
         self.refresh_interval = refresh_interval
         self.watch_idle_timeout = watch_idle_timeout
         self.request_timeout = request_timeout
@@ -118,14 +127,17 @@ class KubeSession:
             backoff=backoff,
             idle_timeout=watch_idle_timeout,
             lazy=lazy_watches,
+            on_interrupted=self._watch_interrupted,
         )
         self._state = SessionState(cache_set, request_timeout, namespace or None)
-        self._answers = SessionAnswers(self._state, self.wait_ready)
+        self._answers = SessionAnswers(self._state, self.wait_ready, self._kueue_answered)
         self._refresh_wake = threading.Event()
         self._refresh_stop = threading.Event()
         self._refresh_exact = threading.Event()  # a 403 asked: review each permission
         self.refreshes = 0
         """How many re-checks ran after start (for diagnostics and tests)."""
+        self.discoveries = 0
+        """How many of them asked discovery (for diagnostics and tests)."""
         self._reset_state()
 
     def _reset_state(self) -> None:
@@ -249,6 +261,7 @@ class KubeSession:
                 credentials, api, namespace, discovery, identity, access
             )
         self._last_refresh = time.monotonic()
+        self._schedule.connected(self._kueue.returns)
         log.info(
             "jupyter_dw: %s as %s in namespace %s; Kueue %s, KubeRay %s",
             credentials.description,
@@ -326,44 +339,58 @@ class KubeSession:
         """Run discovery and the access check again now, then start the caches newly
         allowed and stop those no longer allowed. True when anything changed.
 
-        Runs by itself every ``refresh_interval`` seconds and soon after a 403 or a missing
-        resource; raises :class:`KubeError` when the API server cannot answer (the previous
-        answers stay). Costs one aggregated discovery GET (plus the RayCluster schema's
-        OpenAPI index), one SelfSubjectRulesReview (:func:`~.access.recheck_access`) and
-        the Kueue probe; ``exact`` (after a 403) reviews each permission instead.
+        Raises :class:`KubeError` when the API server cannot answer (the previous answers
+        stay). Costs one aggregated discovery GET (plus the RayCluster schema's OpenAPI
+        index) and one SelfSubjectRulesReview (:func:`~.access.recheck_access`); ``exact``
+        (after a 403) reviews each permission instead. The re-check that runs by itself
+        (every ``refresh_interval``, sooner after a 403 or a signal) asks discovery only when
+        :class:`~.recheck_schedule.RecheckSchedule` says so.
         """
+        return self._recheck(exact, discover=True, periodic=False)
+
+    def _recheck(self, exact: bool, discover: bool, periodic: bool) -> bool:
+        """:meth:`refresh`, asking discovery only when ``discover``; Kueue's controller is
+        probed when ``periodic`` or :meth:`_kueue_probe_due`."""
         with self._lock:
             connection = self._state.connection
         if connection is None or not self._state.started.is_set():
             return False
         api = connection.api
-        discovery, access = self._ask_again(connection, exact)
+        kueue_returns = self._kueue.returns
+        fresh, access = self._ask_again(connection, exact, discover)
+        if fresh is not None:
+            self._schedule.discovered(kueue_returns)
         with self._lock:
             known = self._connection_of(api)
             if self._stopping or known is None:
                 return False
-            discovery = self._discovery_to_believe(known.discovery, discovery)
+            discovery = (
+                known.discovery  # as now: another re-check may have replaced it meanwhile
+                if fresh is None
+                else self._discovery_to_believe(known.discovery, fresh)
+            )
             checked = replace(known, discovery=discovery, access=access)
             self._state.connection = checked
             self.refreshes += 1
+            self.discoveries += discover
         changed = _changed(known, checked)
         if changed:
             _log_change(known, checked)
         self._sync_caches(api)
-        # Kept at every re-check: nothing else notices Kueue's process stopping while nobody
-        # calls it (its Workloads are served by the API server, not by Kueue).
-        self._kueue.probe(api, discovery, self.request_timeout)
+        if periodic or self._kueue_probe_due():
+            self._kueue.probe(api, discovery, self.request_timeout)
         if self._elastic_worth_asking(changed):
             self._probe_elastic(api)
         return changed
 
     def _ask_again(
-        self, connection: Connection, exact: bool
-    ) -> tuple[Discovery, dict[Permission, AccessResult]]:
-        """Discovery and the access verdicts as the API server gives them now (I/O)."""
+        self, connection: Connection, exact: bool, discover_too: bool
+    ) -> tuple[Discovery | None, dict[Permission, AccessResult]]:
+        """Discovery (None unless ``discover_too``) and the access verdicts as the API server
+        gives them now (I/O)."""
         api, namespace = connection.api, connection.namespace
         try:
-            discovery = discover(api)
+            discovery = discover(api) if discover_too else None
             if exact:
                 return discovery, check_access(api, namespace)
             return discovery, recheck_access(api, namespace, connection.access)
@@ -381,12 +408,54 @@ class KubeSession:
         now = time.monotonic()
         self._loss_since = self._loss_since or now
         if now - self._loss_since < LOSS_GRACE:
+            self._schedule.ask_discovery()
             self._refresh_wake.set()
             return known
         self._loss_since = None
         return fresh
 
+    def _watch_interrupted(self) -> None:
+        """A watch ended early or opened again after failures (on a cache's thread): the
+        served APIs may have changed (a CRD updated in place, an API server restarted). A
+        re-check with discovery runs now and another ``SECOND_LOOK_SECONDS`` later."""
+        if self._schedule.watch_interrupted():
+            self._refresh_wake.set()
+            second_look = threading.Timer(SECOND_LOOK_SECONDS, self._refresh_wake.set)
+            second_look.daemon = True  # never keeps a process alive
+            second_look.start()
+
+    def require(self, kind: JobKind[Any, Any]) -> Resource:
+        """The resource of workload kind ``kind`` (:meth:`Discovery.require`). When discovery
+        says it is not served, it is asked again first (a full :meth:`refresh`, at most once
+        per ``refresh_interval``): a CRD installed after start-up is found by the first
+        request that needs it, with no periodic discovery. Raises ``NotInstalled`` when it
+        is still not served."""
+        self.wait_ready()
+        try:
+            return self.discovery.require(kind)
+        except NotInstalled:
+            if not self._schedule.may_rediscover_now():
+                raise
+        self.refresh()
+        return self.discovery.require(kind)
+
     # -- Kueue's controller --------------------------------------------------------------
+
+    def _kueue_answered(self) -> None:
+        self._kueue.answered()
+
+    def _kueue_probe_due(self) -> bool:
+        """Whether a re-check probes Kueue's controller: nothing but the probe notices its
+        process stopping while nobody calls it (its Workloads are served by the API server),
+        but that matters only while Kueue decides something here, a Workload of the namespace
+        that is active and not finished; and a visibility call answered since the last
+        re-check already said it runs."""
+        if self._kueue.take_answered():
+            return False
+        cache = self._state.caches.get(WORKLOAD.plural)
+        if cache is None or not cache.started:
+            return False  # not read: nothing shown depends on Kueue's answers
+        return any(kueue_decides(workload) for workload in cache.snapshot())
 
     def _probe_kueue_quietly(self) -> None:
         with self._lock:
@@ -399,6 +468,12 @@ class KubeSession:
             log.exception("jupyter_dw: checking whether Kueue answers failed")
 
     # -- watch health --------------------------------------------------------------------
+
+    @property
+    def kueue_probes(self) -> int:
+        """How many times this connection probed Kueue's controller (for diagnostics and
+        tests)."""
+        return self._kueue.probes
 
     def watch_health(self) -> WatchHealth:
         """Each open cache's health (one not opened yet, watching lazily, is not listed; one
@@ -428,8 +503,9 @@ class KubeSession:
         ).start()
 
     def _refresh_loop(self, stop: threading.Event) -> None:
-        """Re-check every ``refresh_interval``, or sooner when :meth:`_on_api_failure` asks,
-        but never twice within ``MIN_REFRESH_GAP``. Waits on events: no polling."""
+        """Re-check every ``refresh_interval``, or sooner when :meth:`_on_api_failure` or
+        :meth:`_watch_interrupted` asks, but never twice within ``MIN_REFRESH_GAP``; what a
+        re-check asks is :meth:`_recheck_as_planned`'s. Waits on events: no polling."""
         while not stop.is_set():
             asked = self._refresh_wake.is_set()
             gap = min(MIN_REFRESH_GAP, self.refresh_interval) if asked else self.refresh_interval
@@ -448,7 +524,7 @@ class KubeSession:
             exact = self._refresh_exact.is_set()
             self._refresh_exact.clear()
             try:
-                self.refresh(exact=exact)
+                self._recheck_as_planned(exact)
             except Exception as err:  # keep following the cluster whatever one re-check hit
                 if stop.is_set():
                     return  # stopped mid-check: the client was closed under us
@@ -456,6 +532,15 @@ class KubeSession:
                     log.info("jupyter_dw: re-checking permissions and APIs failed: %s", err)
                 else:
                     log.exception("jupyter_dw: re-checking permissions and APIs failed")
+
+    def _recheck_as_planned(self, exact: bool) -> None:
+        """One re-check: the rules review, and discovery when the schedule says so."""
+        with self._lock:
+            connection = self._state.connection
+        if connection is None:
+            return
+        plan = self._schedule.plan(connection.discovery, self._kueue.returns)
+        self._recheck(exact, plan.discover, plan.periodic)
 
     def _on_api_failure(self, failure: FailedCall) -> None:
         """A 403, or a 404 for a resource (not an object), from an API group we use: the
@@ -472,6 +557,8 @@ class KubeSession:
             # The rules review cannot tell a RoleBinding's rule from a ClusterRoleBinding's
             # (see recheck_access): after a refusal, ask about each permission exactly.
             self._refresh_exact.set()
+        if failure.status == 404 and failure.object_name is None:
+            self._schedule.ask_discovery()  # a resource gone: uninstalled, or moved version
         if failure.status == 403 or (failure.status == 404 and failure.object_name is None):
             self._refresh_wake.set()
 

@@ -6,6 +6,7 @@ rule: the queries over these reads are in ``jupyter_dw.core``."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from . import kuberay, visibility, workload_writes
@@ -41,11 +42,19 @@ CACHE_CATCH_UP_SECONDS = 5.0
 
 class SessionAnswers:
     """Reads from the caches and the writes that keep them current (see the module), over
-    the session's state; ``wait_ready`` is the session's (it starts the session if need be)."""
+    the session's state; ``wait_ready`` is the session's (it starts the session if need be),
+    ``kueue_answered`` is called when a visibility API read got Kueue's answer (Kueue's
+    process serves it: the session then needs no probe to know Kueue is up)."""
 
-    def __init__(self, state: SessionState, wait_ready: WaitReady) -> None:
+    def __init__(
+        self,
+        state: SessionState,
+        wait_ready: WaitReady,
+        kueue_answered: Callable[[], None] = lambda: None,
+    ) -> None:
         self._state = state
         self._wait_ready = wait_ready
+        self._kueue_answered = kueue_answered
 
     # -- generic reads ---------------------------------------------------------------------
 
@@ -194,8 +203,10 @@ class SessionAnswers:
             return None  # not served, or the start-time access review said no: don't ask
         version = self._state.discovery.visibility_version
         assert version is not None
-        return visibility.pending_workloads(
-            self._state.api, version, self._state.namespace, local_queue
+        return self._heard(
+            visibility.pending_workloads(
+                self._state.api, version, self._state.namespace, local_queue
+            )
         )
 
     def pod_metrics(self) -> MetricsRead:
@@ -214,7 +225,16 @@ class SessionAnswers:
         version = self._state.discovery.visibility_version if self._state.ready else None
         if not (version and allowed):
             return None
-        return visibility.cluster_queue_pending_workloads(self._state.api, version, cluster_queue)
+        return self._heard(
+            visibility.cluster_queue_pending_workloads(self._state.api, version, cluster_queue)
+        )
+
+    def _heard(self, answer: list[Object] | None) -> list[Object] | None:
+        """``answer``, after telling the session Kueue answered when it did (None: it did
+        not, or could not tell)."""
+        if answer is not None:
+            self._kueue_answered()
+        return answer
 
     def create_raycluster(self, obj: Object) -> Object:
         """Create ``obj`` in the namespace (server-side dry run first): see

@@ -37,6 +37,8 @@ IndexFunc = Callable[[Object], Iterable[str]]
 """The index values of an object (none, one or several), like client-go's ``IndexFunc``."""
 HealthListener = Callable[[Freshness], None]
 """Called with the cache's new :class:`Freshness` whenever its state or reason changes."""
+InterruptionListener = Callable[[], None]
+"""Called when a watch was interrupted: see ``WatchCache(on_interrupted=...)``."""
 
 GONE = 410
 LIST_PAGE_SIZE = 100
@@ -47,11 +49,17 @@ HEALTHY_WATCH_SECONDS = 5.0
 """A watch open this long before it failed was healthy: its failure starts a new backoff."""
 DEFAULT_IDLE_TIMEOUT = 180.0
 """Seconds without any byte on a watch (events, bookmarks) before it is taken for dead."""
+EARLY_END_MARGIN = 5.0
+"""A watch the API server ends more than this many seconds before its ``timeoutSeconds`` was
+ended on purpose (its storage torn down, the server shutting down), not by its timeout."""
 
 
 class WatchStream(Protocol):
     """Raw watch events (``{"type", "object"}`` dicts); ``close`` may be called from another
     thread and must make a blocked iteration end promptly."""
+
+    lasts: float | None
+    """The seconds the watch was opened for (its ``timeoutSeconds``), None when unbounded."""
 
     def __iter__(self) -> Iterator[Object]: ...
 
@@ -142,6 +150,11 @@ class WatchCache:
     ``inherited`` is what an earlier cache of the same resource held when it was stopped:
     the first list is then told against it (what went away meanwhile comes as DELETED, what
     is unchanged as nothing), not against an empty cache.
+    ``on_interrupted`` is called (on the cache's thread) when the API server ends a watch
+    well before its ``timeoutSeconds`` (it does so about a second after the resource's CRD
+    changed, tearing down its storage, and when it shuts down), and when a list or watch opens
+    again after failures (the API server is back): moments when what it serves may have
+    changed. Not for a watch ended by its timeout, a silent one re-opened, or a 410.
     """
 
     def __init__(
@@ -155,6 +168,7 @@ class WatchCache:
         on_health: HealthListener | None = None,
         projection: Projection | None = None,
         inherited: Mapping[tuple[str, str], Object] | None = None,
+        on_interrupted: InterruptionListener | None = None,
     ) -> None:
         self.name = name or list_watch.description
         # What is kept of each object listed or watched (see .projection), before any
@@ -185,6 +199,8 @@ class WatchCache:
         self._generation = 0
         self._health = Freshness(RECONNECTING, "first list not done yet", time.time())
         self._on_health = on_health
+        self._on_interrupted = on_interrupted
+        self._failing = False  # a list or watch failed since the last one that opened
         self.relists = 0
         """How many times the cache listed (1 + one per 410 Gone); for diagnostics."""
         self.idle_reopens = 0
@@ -372,6 +388,7 @@ class WatchCache:
             except Exception as err:
                 if self._stop.is_set():
                     break
+                self._failing = True
                 with self._lock:
                     self._last_error = err
                     self._lock.notify_all()  # wake wait_synced(give_up=...)
@@ -423,6 +440,7 @@ class WatchCache:
         for event_type, obj in events:
             self._notify(event_type, obj)
         self._observe(LIVE, None)
+        self._opened()
 
     def _observe(self, state: str, reason: str | None) -> None:
         """Record an observation of the cache's health; tell the listener if it changed."""
@@ -455,6 +473,7 @@ class WatchCache:
             return False
         # Opened from the remembered version: the API server sends every change since.
         self._observe(LIVE, None)
+        self._opened()
         delivered = False
         started = self._watch_opened = time.monotonic()
         try:
@@ -467,7 +486,25 @@ class WatchCache:
             with self._lock:
                 self._stream = None
             _close_quietly(stream)
-        return delivered or (time.monotonic() - started) >= self._min_watch_seconds
+        lasted = time.monotonic() - started
+        if stream.lasts is not None and lasted < stream.lasts - EARLY_END_MARGIN:
+            self._interrupted(f"the API server ended the watch after {lasted:.0f}s")
+        return delivered or lasted >= self._min_watch_seconds
+
+    def _opened(self) -> None:
+        """A list or watch opened: after failures, that is an interruption to tell."""
+        if self._failing:
+            self._failing = False
+            self._interrupted("open again after failures")
+
+    def _interrupted(self, why: str) -> None:
+        log.debug("%s: interrupted (%s)", self.name, why)
+        if self._on_interrupted is None or self._stop.is_set():
+            return
+        try:
+            self._on_interrupted()
+        except Exception:  # a broken listener must not stop the cache
+            log.exception("%s: interruption listener failed", self.name)
 
     def _apply(self, event: Object) -> None:
         event_type = event.get("type")
@@ -619,17 +656,21 @@ class ApiListWatch:
             if getattr(err, "api_status", None) == GONE:
                 raise ResourceGone(str(err)) from err
             raise
-        return HttpWatchStream(response, self._idle_timeout)
+        return HttpWatchStream(response, self._idle_timeout, lasts=timeout)
 
 
 class HttpWatchStream:
     """Watch events read line by line from a streaming HTTP response whose read timeout is
-    ``idle_timeout``: a silence that long raises :class:`WatchIdle`."""
+    ``idle_timeout``: a silence that long raises :class:`WatchIdle`. ``lasts``: the watch's
+    ``timeoutSeconds``."""
 
-    def __init__(self, response: Any, idle_timeout: float | None = None) -> None:
+    def __init__(
+        self, response: Any, idle_timeout: float | None = None, lasts: float | None = None
+    ) -> None:
         self._response = response
         self._idle_timeout = idle_timeout
         self._closed = False
+        self.lasts = lasts
 
     def __iter__(self) -> Iterator[Object]:
         try:

@@ -1,6 +1,7 @@
 """The cheap re-check against the real API server: one SelfSubjectRulesReview gives the same
-verdict as one SelfSubjectAccessReview per permission, and aggregated discovery the same
-``Discovery`` as one GET per group version."""
+verdict as one SelfSubjectAccessReview per permission, aggregated discovery the same
+``Discovery`` as one GET per group version, and Kueue's controller is probed only while a
+Workload of the namespace depends on it."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from jupyter_dw.k8s.access import NEEDED_PERMISSIONS, check_access, recheck_acce
 from jupyter_dw.k8s.auth import load_credentials
 from jupyter_dw.k8s.client import KubeApi
 from jupyter_dw.k8s.discovery import _Served, discover
-from jupyter_dw.k8s.resources import RAY_CLUSTER
+from jupyter_dw.k8s.resources import RAY_CLUSTER, WORKLOAD
 from jupyter_dw.k8s.session import KubeSession
 from tests.cluster.fixtures import WAIT_TIMEOUT
 from tests.cluster.kubeapi import wait_for
+from tests.integration.clusters_support import make_queue, suspended_raycluster
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, KUEUE, namespace_rules
 
 pytestmark = pytest.mark.cluster
@@ -125,3 +127,39 @@ def test_a_role_granted_after_start_shows_after_one_recheck(kube, workbench, nam
     finally:
         session.stop()
         api.close()
+
+
+def test_kueue_is_probed_only_while_a_workload_of_the_namespace_depends_on_it(
+    kube, kueue, workbench, namespace
+):
+    """Nothing but the probe notices Kueue's process stopping while nobody calls it; it is
+    asked at a re-check only while a Workload here is active and not finished, and not when a
+    visibility call (served by Kueue's process) answered since the last re-check."""
+    identity = workbench(rules=namespace_rules(), cluster_rules=CLUSTER_READ_RULES)
+    make_queue(kueue)
+    credentials = load_credentials(identity.service_account_dir, environ=identity.environ)
+    session = KubeSession(credentials=credentials, namespace=namespace, refresh_interval=3600)
+    session.start()
+    try:
+        assert session.workloads() == []  # synced: nothing here waits on Kueue
+        session.refresh()
+        session.refresh()
+        assert session.kueue_probes == 0
+
+        waiting = suspended_raycluster("waits")
+        waiting["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
+        client.CustomObjectsApi(kube).create_namespaced_custom_object(
+            "ray.io", "v1", namespace, "rayclusters", waiting
+        )
+        cache = session.cache(WORKLOAD)
+        assert cache is not None and cache.wait_until(lambda objs: len(objs) == 1, WAIT_TIMEOUT)
+        session.refresh()
+        assert session.kueue_probes == 1  # its Workload depends on Kueue now
+
+        assert session.pending_workloads("team") is not None  # Kueue's process answered
+        session.refresh()
+        assert session.kueue_probes == 1  # that answer stood for the probe
+        session.refresh()
+        assert session.kueue_probes == 2
+    finally:
+        session.stop()

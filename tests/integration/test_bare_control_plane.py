@@ -13,16 +13,18 @@ from typing import Any
 import pytest
 
 from jupyter_dw.core.queue_state import queue_state
+from jupyter_dw.domain.kinds.rayjob import RAYJOB
 from jupyter_dw.k8s.auth import load_credentials
 from jupyter_dw.k8s.client import KubeApi
 from jupyter_dw.k8s.discovery import discover
 from jupyter_dw.k8s.errors import NotInstalled
-from jupyter_dw.k8s.resources import LOCAL_QUEUE, RAY_CLUSTER
+from jupyter_dw.k8s.resources import LOCAL_QUEUE, RAY_CLUSTER, RAY_JOB
 from jupyter_dw.k8s.session import KubeSession
+from tests.cluster import manifests
 from tests.cluster.bare import BareControlPlane
 from tests.cluster.controlplane import ClusterState
 from tests.cluster.fixtures import WorkbenchIdentity
-from tests.cluster.kubeapi import wait_for
+from tests.cluster.kubeapi import AdminApi, object_path, wait_for
 from tests.integration.rbac_examples import by_name, doctor_json, run_doctor
 
 pytestmark = pytest.mark.cluster
@@ -197,3 +199,107 @@ def test_whether_kuberay_supports_ray_auth_is_read_from_its_schema(bare):
         api.close()
         if admin.get(current) is None:
             admin.create(current)
+
+
+def session_of(bare: BareControlPlane, refresh_interval: float) -> KubeSession:
+    """A started session of the bare plane's admin (every permission: no 403 re-checks)."""
+    credentials = load_credentials(
+        "/nonexistent", environ={"KUBECONFIG": bare_state(bare).kubeconfig}
+    )
+    session = KubeSession(
+        credentials=credentials, namespace="default", refresh_interval=refresh_interval
+    )
+    session.start()
+    return session
+
+
+def test_idle_rechecks_ask_no_discovery_once_kueue_and_kuberay_are_served(bare):
+    """The re-check every refresh_interval is the rules review alone: discovery is asked again
+    only on a signal, and a quiet cluster gives none."""
+    install(bare, crds(bare))
+    session = session_of(bare, refresh_interval=0.2)
+    try:
+        wait_for(lambda: session.refreshes >= 5, timeout=TIMEOUT, what="5 re-checks")
+        assert session.discoveries == 0
+        assert {"localqueues", "workloads", "rayclusters"} <= set(session.watched)
+    finally:
+        session.stop()
+
+
+def test_kuberay_upgraded_in_place_is_seen_through_the_watch_it_ends(bare):
+    """A CRD changed in place (KubeRay upgraded: here its RayCluster schema loses
+    ``spec.authOptions``) makes the API server end the RayCluster watch about a second later;
+    that asks discovery again at once, though the next regular re-check is an hour away."""
+    admin = bare.admin()
+    install(bare, crds(bare))
+    [crd] = [c for c in crds(bare) if c["metadata"]["name"] == "rayclusters.ray.io"]
+    session = session_of(bare, refresh_interval=3600)
+    try:
+        wait_for(
+            lambda: (
+                session.discovery.ray_auth_options is True
+                and (cache := session.cache(RAY_CLUSTER)) is not None
+                and cache.watching
+            ),
+            timeout=SCHEMA_TIMEOUT,
+            what="the RayCluster schema with authOptions, and its watch open",
+        )
+        served = admin.get(crd)
+        assert served is not None
+        older = copy.deepcopy(served)
+        for version in older["spec"]["versions"]:
+            spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            spec["properties"].pop("authOptions", None)
+        admin.request("PUT", object_path(older), older)
+
+        wait_for(
+            lambda: session.discovery.ray_auth_options is False,
+            timeout=SCHEMA_TIMEOUT,
+            what="the session to read the schema without authOptions",
+        )
+        assert session.refreshes <= 2  # the signal's re-check and its second look, no other
+    finally:
+        session.stop()
+        admin.delete(crd)
+        wait_for(lambda: admin.get(crd) is None, timeout=TIMEOUT, what="the CRD gone")
+        admin.create(crd)
+
+
+def test_a_kind_installed_later_is_found_by_the_request_that_needs_it(bare):
+    """With Kueue and KubeRay served, re-checks ask no discovery: a workload kind whose CRD
+    comes later (KubeRay's RayJob) is found when a request needs it (discovery asked again
+    first, at most once per refresh_interval), not by a periodic discovery."""
+    admin = bare.admin()
+    install(bare, crds(bare))
+    [rayjobs] = [
+        c
+        for c in manifests.kuberay_crds(bare.versions)
+        if c["metadata"]["name"] == "rayjobs.ray.io"
+    ]
+    session = session_of(bare, refresh_interval=2.0)
+    try:
+        with pytest.raises(NotInstalled):
+            session.require(RAYJOB)
+        assert session.discoveries == 1  # the request asked discovery again before saying no
+        wait_for(lambda: session.refreshes >= 3, timeout=TIMEOUT, what="3 re-checks")
+        assert session.discoveries == 1  # ... and the regular re-checks ask none
+        admin.create(rayjobs)
+        wait_for(lambda: _established(admin, rayjobs), timeout=TIMEOUT, what="RayJob CRD")
+
+        assert (
+            wait_for(
+                lambda: session.require(RAYJOB), timeout=TIMEOUT, what="RayJobs found by a request"
+            )
+            == RAY_JOB
+        )
+        wait_for(lambda: "rayjobs" in session.watched, timeout=TIMEOUT, what="RayJobs watched")
+    finally:
+        session.stop()
+        admin.delete(rayjobs)
+        wait_for(lambda: admin.get(rayjobs) is None, timeout=TIMEOUT, what="RayJob CRD gone")
+
+
+def _established(admin: AdminApi, crd: dict[str, Any]) -> bool:
+    served = admin.get(crd) or {}
+    conditions = (served.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)

@@ -53,14 +53,22 @@ def audited_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     plane.down()
 
 
+RULES_REVIEW = "create selfsubjectrulesreviews"
+KUEUE_PROBE = "get /apis/visibility.kueue.x-k8s.io/"
+DISCOVERY = {"get /apis", "get /openapi/v3"}
+
+
 def test_bench_load_counts_requests_and_watches(audited_plane: Path, tmp_path: Path) -> None:
-    figures = run_smoke("bench_load", tmp_path / "load.json", "--cluster-dir", str(audited_plane))
+    # Re-checks every 2 s: each 5 s window holds some in every session.
+    figures = run_smoke(
+        "bench_load", tmp_path / "load.json", "--cluster-dir", str(audited_plane), "--refresh", "2"
+    )
     connections = figures["connections"]
     assert set(connections) == {"own", "server"}
     for phases in connections.values():
         few, many = phases["few"], phases["many"]
         assert many["widgets"] > few["widgets"] and many["sockets"] > few["sockets"]
-        for phase in (few, many):
+        for phase in (few, many, phases.get("none", few), figures["before"]):
             assert phase["watches_open_at_end"] > 0  # the audit log saw the workbench's watches
             assert phase["requests_besides_watches"] == (
                 phase["recheck_requests"] + phase["other_requests"]
@@ -74,6 +82,14 @@ def test_bench_load_counts_requests_and_watches(audited_plane: Path, tmp_path: P
     own, server = connections["own"]["many"], connections["server"]["many"]
     assert server["watches_open_at_end"] < own["watches_open_at_end"]
     assert server["watches_open_at_end"] <= 12
+    # The cadence before asks discovery at every re-check; the default only the rules review,
+    # and Kueue's probe while a Workload of the namespace depends on Kueue.
+    assert set(figures["before"]["requests_besides_watches_by_kind"]) >= DISCOVERY
+    for phase in (connections[c][w] for c in ("own", "server") for w in ("few", "many")):
+        asked = set(phase["requests_besides_watches_by_kind"])
+        assert RULES_REVIEW in asked and any(k.startswith(KUEUE_PROBE) for k in asked), asked
+        assert not asked & DISCOVERY, asked
+    assert set(connections["server"]["none"]["requests_besides_watches_by_kind"]) == {RULES_REVIEW}
 
 
 def test_bench_codeflare_counts_every_step_of_both(audited_plane: Path, tmp_path: Path) -> None:

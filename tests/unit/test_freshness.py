@@ -86,3 +86,19 @@ def test_kueue_down_is_told_by_its_visibility_api_or_its_webhook():
     assert "webhook cannot be called" in (_kueue_failure(webhook) or "")
     other = FailedCall("GET", "/apis/ray.io/v1/namespaces/ns/rayclusters", 503, "Unavailable", "")
     assert _kueue_failure(other) is None  # the API server's own 503 says nothing of Kueue
+
+
+def test_a_visibility_answer_says_kueue_is_live_and_spares_the_next_probe():
+    from jupyter_dw.k8s.kueue_health import KueueHealth
+
+    changes: list[str] = []
+    health = KueueHealth(lambda: changes.append(health.freshness.state))
+    health.set("stale", "Kueue is not answering")
+    assert health.take_answered() is False  # nothing answered yet
+
+    health.answered()
+
+    assert health.live and changes == ["stale", "live"]
+    assert health.returns == 1  # back: what was learned from it is worth asking again
+    assert health.take_answered() is True
+    assert health.take_answered() is False  # taken: the re-check after it probes again

@@ -228,6 +228,8 @@ class _Listing:
         self.events = []
 
         class Stream:
+            lasts = None
+
             def __iter__(self) -> Any:
                 return iter(events)
 

@@ -25,9 +25,14 @@ PHASE = {
 RESULTS = {
     "load": {
         "kernels": 5,
+        "before": {**PHASE, "recheck_per_process_per_minute": 4.0},
         "connections": {
-            connection: {"few": PHASE, "many": {**PHASE, "widgets": 20, "sockets": 5}}
-            for connection in ("own", "server")
+            "own": {"few": PHASE, "many": {**PHASE, "widgets": 20, "sockets": 5}},
+            "server": {
+                "few": PHASE,
+                "many": {**PHASE, "widgets": 20, "recheck_per_process_per_minute": 2.0},
+                "none": {**PHASE, "workloads": False, "recheck_per_process_per_minute": 1.0},
+            },
         },
     },
     "memory": {
@@ -106,7 +111,19 @@ def test_every_table_is_rendered_between_its_markers(tmp_path: Path) -> None:
     assert readme_tables.render(tmp_path, readme) == list(RESULTS)
     text = readme.read_text()
     assert "old " not in text and text.startswith("# Title") and text.endswith("the end\n")
-    assert "| 60 s | 20 / 5 | 5 | 7 | 7 | 0 | 0 | 50 |" in text
+    assert (
+        "| each on its own | more widgets and sockets (60 s) | yes | 20 / 5 | 5 | 7 | 7 | — |"
+        in text
+    )
+    assert "Kueue's probe at every re-check (60 s) | yes | 10 / 5 | 1 | 7 | 7 | 4.0 |" in text
+    assert (
+        "| through the server | more widgets and sockets (60 s) | yes | 20 / 5 | 1 | 7 | 7 | 2.0 |"
+        in text
+    )
+    assert (
+        "no Workload depending on Kueue (60 s) | no | 10 / 5 | 1 | 7 | 7 | 1.0 | 0 | 0 | 50 |"
+        in text
+    )
     assert "| jupyter_dw's watch caches | 41.5 MiB | 41.5, 42.0 |" in text
     assert "| added (per pair) | 50.0 ms | |" in text
     assert "(Ready → known: 12.0 ms)" in text

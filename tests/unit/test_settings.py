@@ -68,6 +68,14 @@ def test_bad_environment_values_name_the_variable(variable, value):
         environment_config({variable: value})
 
 
+def test_discovery_refresh_interval_is_off_by_default_and_never_negative():
+    assert load_settings(environ={}, paths=[]).session_options()["discovery_refresh_interval"] == 0
+    env = {"JUPYTER_DW_DISCOVERY_REFRESH_INTERVAL": "60"}
+    assert load_settings(environ=env, paths=[]).discovery_refresh_interval == 60
+    with pytest.raises(TraitError, match="discovery_refresh_interval must be 0"):
+        load_settings(environ={"JUPYTER_DW_DISCOVERY_REFRESH_INTERVAL": "-1"}, paths=[])
+
+
 def test_an_inconsistent_combination_is_refused():
     env = {"JUPYTER_DW_MAX_WORKERS": "2", "JUPYTER_DW_DEFAULT_WORKERS": "3"}
     with pytest.raises(TraitError, match="defaults and limits"):

@@ -51,11 +51,23 @@ class Block:
         self.events = events
 
 
+class Ends:
+    """A watch script: ``events``, then the stream ends, opened for ``lasts`` seconds (its
+    ``timeoutSeconds``)."""
+
+    def __init__(self, lasts: float, *events: dict[str, Any]) -> None:
+        self.lasts = lasts
+        self.events = events
+
+
 class FakeStream:
-    def __init__(self, events: tuple[dict[str, Any], ...], block: bool) -> None:
+    def __init__(
+        self, events: tuple[dict[str, Any], ...], block: bool, lasts: float | None = None
+    ) -> None:
         self.events = events
         self.block = block
         self.closed = threading.Event()
+        self.lasts = lasts
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for item in self.events:
@@ -100,6 +112,8 @@ class FakeListWatch:
                 raise script
             if isinstance(script, Block):
                 stream = FakeStream(script.events, block=True)
+            elif isinstance(script, Ends):
+                stream = FakeStream(script.events, block=False, lasts=script.lasts)
             else:
                 stream = FakeStream(tuple(script), block=False)
             self.streams.append(stream)
@@ -396,3 +410,39 @@ def test_reconnect_backoff_is_capped_lower():
     backoff = Backoff(initial=1.0, maximum=30.0, reconnect_maximum=2.0)
     assert 1.0 <= backoff.delay(10, reconnecting=True) <= 2.0
     assert 15.0 <= backoff.delay(10) <= 30.0
+
+
+def test_a_watch_the_api_server_ends_early_tells_of_an_interruption(fake, make_cache):
+    """A CRD changed: the API server ends its resource's watches long before their timeout
+    (the served APIs may have changed); a watch ended by its own timeout tells nothing."""
+    fake.lists.append(([obj("a", "5")], "10"))
+    fake.watches.append(Ends(0.0, event(MODIFIED, obj("a", "11"))))  # its timeout: nothing
+    fake.watches.append(Ends(600.0, event(MODIFIED, obj("a", "12"))))  # ended early
+    told: list[int] = []
+    cache = make_cache(on_interrupted=lambda: told.append(len(fake.streams)))
+    cache.start()
+
+    fake.wait(lambda: len(fake.watch_versions) == 3)
+    assert told == [2]  # by the second watch only
+    assert fake.watch_versions == ["10", "11", "12"]  # resumed, no new list
+    assert fake.list_calls == 1
+
+
+def test_a_cache_back_after_failures_tells_of_an_interruption_once(fake, make_cache):
+    """An API server restarted: the first list or watch that opens after failures tells; the
+    first list of a new cache, a silent watch re-opened and a 410 do not."""
+    fake.lists.append(([obj("a", "5")], "10"))
+    fake.lists.append(([obj("a", "5")], "30"))
+    fake.watches.append(WatchIdle("silent"))
+    fake.watches.append([gone()])
+    fake.watches.append(KubeUnreachable("down", None, None))
+    fake.watches.append(KubeUnreachable("down", None, None))
+    fake.watches.append(Block())
+    told: list[str] = []
+    cache = make_cache(on_interrupted=lambda: told.append(f"after watch {len(fake.streams)}"))
+    cache.start()
+
+    fake.wait(lambda: len(fake.watch_versions) == 5)
+    assert cache.wait_until(lambda _: bool(told), WAIT)
+    assert told == ["after watch 2"]  # the watch that opened after the two failures
+    assert cache.relists == 2  # the 410's list told nothing either

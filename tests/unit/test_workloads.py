@@ -24,6 +24,7 @@ from jupyter_dw.domain.kueue_state import kueue_state
 from jupyter_dw.domain.workloads import (
     Owner,
     kind_filter_problem,
+    kueue_decides,
     matches,
     pod_requests,
     sorted_workloads,
@@ -313,3 +314,16 @@ def test_filters_and_order():
         admitted.name,
         waiting.name,
     ]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_kueue_decides_about_a_waiting_or_admitted_workload_only_while_it_is_active(version):
+    """What the session's Kueue probe is kept for: a Workload Kueue may still admit, preempt
+    or evict; a finished or stopped one waits on nobody."""
+    assert kueue_decides(real(f"{version}-pending"))
+    assert kueue_decides(real(f"{version}-admitted"))
+    finished = with_conditions(real(f"{version}-admitted"), cond("Finished", reason="Succeeded"))
+    assert not kueue_decides(finished)
+    stopped = real(f"{version}-pending")
+    stopped["spec"]["active"] = False
+    assert not kueue_decides(stopped)
