@@ -22,6 +22,7 @@ _LAZY = {
     "clusters": ".notebook.api",
     "context": ".notebook.api",
     "KernelContext": ".notebook.api",
+    "Connection": ".notebook.runtime",
     "ClusterSpec": ".notebook.api",
     "RayClusterHandle": ".notebook.api",
     "DWError": ".core.errors",

@@ -35,7 +35,7 @@ export function remedyFor(error: Pick<ErrorBody, 'code' | 'denied'>): IRemedy | 
     return {
       kind: 'permission',
       text: trans.__(
-        'In a terminal of this Jupyter server, run the doctor: it lists every permission jupyter_dw uses, which of them this identity lacks, and prints the YAML (a Role and RoleBinding) a cluster administrator applies to grant them. Once it is applied, restart this Jupyter server and reload the page.'
+        'In a terminal of this Jupyter server, run the doctor: it lists every permission jupyter_dw uses, which of them this identity lacks, and prints the YAML (a Role and RoleBinding) a cluster administrator applies to grant them. Once it is applied, this panel shows what it allows within a minute, without a restart.'
       ),
       command: DOCTOR_COMMAND
     };
@@ -44,7 +44,7 @@ export function remedyFor(error: Pick<ErrorBody, 'code' | 'denied'>): IRemedy | 
     return {
       kind: 'install',
       text: trans.__(
-        'Until %1 is installed this part of the panel stays empty; once it is, restart this Jupyter server. The doctor says what the cluster serves and what is missing.',
+        'Until %1 is installed this part of the panel stays empty; once it is, it fills in by itself (within a minute, or at the first action that needs it). The doctor says what the cluster serves and what is missing.',
         PRODUCTS[code]
       ),
       command: DOCTOR_COMMAND
