@@ -93,8 +93,10 @@ class RayJobService:
         keep = ENDPOINT_TTL if keep is None else keep
         if cached is not None and seen_uid == uid and time.monotonic() - made < keep:
             return cached
+        # A cluster MultiKueue sent to a worker: the worker's address, or RunsOnWorker.
+        on_worker = self.clusters.worker_dashboard_base(dict(raycluster))
         try:
-            base = dashboard_address(
+            base = on_worker or dashboard_address(
                 self.dashboard_template,
                 self.dashboard_port,
                 name,
@@ -103,7 +105,9 @@ class RayJobService:
             )
         except NoAddress as err:
             raise _no_address(name, err) from None
-        client = RayJobsClient(base, self.token(raycluster), name, self.request_timeout)
+        # The token Secret of a cluster on a worker is the worker's: its gateway authenticates.
+        token = None if on_worker else self.token(raycluster)
+        client = RayJobsClient(base, token, name, self.request_timeout)
         with self._lock:
             self._clients[name] = (time.monotonic(), uid, client)
         return client
