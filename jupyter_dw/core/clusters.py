@@ -342,7 +342,17 @@ class ClusterService:
 
     def dashboard_url(self, name: str) -> str | None:
         """``{base_url}dw/ray/<name>/``: the Ray dashboard through the Jupyter server; None
-        when the proxy is turned off (``ray_dashboard_proxy``)."""
+        when the proxy is turned off (``ray_dashboard_proxy``), or the cached cluster runs on
+        a MultiKueue worker whose dashboards are not reachable from here (no
+        ``worker_dashboard``: its record's ``dashboard_note`` says so)."""
+        url = self._proxy_url(name)
+        if url is None or self.worker_dashboard or self.session is None:
+            return url
+        raycluster = self.session.cached_ray_cluster(name)
+        where = self.placement_of(raycluster) if raycluster is not None else None
+        return None if where is not None and where.dispatched else url
+
+    def _proxy_url(self, name: str) -> str | None:
         if self.dashboard_base is None:
             return None
         return f"{self.dashboard_base.rstrip('/')}/{quote(name, safe='')}/"
@@ -408,7 +418,7 @@ class ClusterService:
         idle_since = self.usage.idle_since(status.name) if self.usage is not None else None
         return ClusterInfo(
             snapshot=status,
-            dashboard_url=self.dashboard_url(status.name),
+            dashboard_url=self._proxy_url(status.name),
             owner=created_by(raycluster),
             pods=tuple(_pod_info(pod) for pod in pods),
             milestones=milestones(status, raycluster, None, pods, slices=slices),
@@ -440,7 +450,7 @@ class ClusterService:
         on_worker = f"runs on worker cluster {where.worker_cluster}"
         return ClusterInfo(
             snapshot=status,
-            dashboard_url=self.dashboard_url(status.name) if reachable else None,
+            dashboard_url=self._proxy_url(status.name) if reachable else None,
             owner=created_by(raycluster),
             pods=(),
             milestones=milestones(status, raycluster, None, (), slices=slices),

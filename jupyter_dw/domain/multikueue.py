@@ -114,6 +114,13 @@ class WorkerCluster:
     reason: str | None = None
     message: str | None = None
 
+    @property
+    def words(self) -> str:
+        """``worker-1 (reached)``, or why Kueue does not reach it."""
+        if self.active:
+            return f"{self.name} (reached)"
+        return f"{self.name} (not reached: {self.message or self.reason or 'no reason given'})"
+
     def to_json(self) -> dict[str, Any]:
         """``{"name", "active", "reason", "message"}``."""
         return {
