@@ -7,6 +7,7 @@ that may not read MultiKueue's objects still sees where its workloads went."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -56,7 +57,15 @@ def worker_has(worker_kube: client.ApiClient, namespace: str, plural: str, name:
 
 
 async def test_a_cluster_runs_on_the_worker_and_every_answer_says_so(
-    kube, worker_kube, mk_queue: MirroredQueue, identity, jp_fetch, jp_ws_fetch
+    kube,
+    worker_kube,
+    mk_queue: MirroredQueue,
+    identity,
+    jp_fetch,
+    jp_ws_fetch,
+    http_server_client,
+    jp_base_url,
+    jp_auth_header,
 ):
     namespace = mk_queue.namespace
     request = small_cluster("far", workers=1, queue="team")
@@ -106,6 +115,13 @@ async def test_a_cluster_runs_on_the_worker_and_every_answer_says_so(
     code, jobs = await call(jp_fetch, "GET", "clusters", "far", "jobs")
     assert (code, jobs["code"]) == (409, "runs_on_worker_cluster"), jobs
     assert WORKER in jobs["error"]
+    # A proxy URL typed by hand: refused with the same words, nothing proxied anywhere.
+    entry = await http_server_client.fetch(
+        f"{jp_base_url}dw/ray/far/", headers=jp_auth_header, follow_redirects=False,
+        raise_error=False,
+    )  # fmt: skip
+    assert entry.code == 409, (entry.code, entry.body)
+    assert json.loads(entry.body)["code"] == "runs_on_worker_cluster"
 
     code, deleted = await call(jp_fetch, "DELETE", "clusters", "far")
     assert code == 200, deleted
