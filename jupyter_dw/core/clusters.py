@@ -457,10 +457,7 @@ class ClusterService:
             freshness=health.of_cluster(CLUSTER_SOURCES, follows_workload=bool(slices)),
             ray_auth=ray_auth_of(raycluster),
             usage=(
-                ClusterUsage(
-                    metrics_reason=f"{on_worker}: its pods' use is measured there",
-                    ray_reason=f"{on_worker}: Ray is not asked from here",
-                )
+                ClusterUsage(metrics_reason=f"{on_worker}: its pods' use is measured there")
                 if self.usage is not None
                 else None
             ),

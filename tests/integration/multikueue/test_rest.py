@@ -232,3 +232,23 @@ async def test_without_multikueue_objects_the_workload_still_says_where(
     assert code == 200, fit
     assert fit["multikueue"] is None and fit["admission_checks"] == [ADMISSION_CHECK]
     await call(jp_fetch, "DELETE", "clusters", "blind")
+
+
+async def test_an_autoscaling_cluster_in_kueues_words(
+    mk_queue: MirroredQueue, identity, jp_fetch, jp_ws_fetch, kueue_api_version
+):
+    """Kueue 0.19 refuses Ray's autoscaler on a cluster MultiKueue would dispatch (its words
+    reach the user, nothing is created); 0.14 dispatches it like any other."""
+    request = small_cluster("elastic", workers=1, queue="team", min_workers=1, max_workers=3)
+    events, _ = await open_events(jp_ws_fetch)
+    try:
+        code, answer = await call(jp_fetch, "POST", "clusters", body=request)
+        if kueue_api_version == "v1beta2":
+            assert (code, answer["code"]) == (400, "rejected"), answer
+            assert "not supported for a MultiKueue-managed elastic RayCluster" in answer["reason"]
+            return
+        assert code == 201, answer
+        placed = await events.cluster_state("elastic", on_worker, "elastic on worker-1")
+    finally:
+        events.close()
+    assert placed is not None and placed["elastic"] is True
