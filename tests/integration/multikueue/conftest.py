@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 from kubernetes import client
+from tornado.httpclient import HTTPResponse
 
 from tests.cluster.controlplane import ClusterState
 from tests.cluster.multikueue import MirroredQueue, MultiKueueBed, kept_or_temporary
@@ -61,6 +62,22 @@ def namespace(mk_bed: MultiKueueBed) -> Iterator[str]:
     mk_bed.mirror_namespace(name)
     yield name
     mk_bed.remove_namespace(name)
+
+
+@pytest.fixture
+def enter_dashboard(http_server_client, jp_base_url, jp_auth_header):
+    """``await enter_dashboard(name)``: the dashboard proxy's entry route for cluster ``name``
+    (a capability's redirect, or the refusal), Jupyter-token authenticated, not followed."""
+
+    async def fetch(name: str) -> HTTPResponse:
+        return await http_server_client.fetch(
+            f"{jp_base_url}dw/ray/{name}/",
+            headers=jp_auth_header,
+            follow_redirects=False,
+            raise_error=False,
+        )
+
+    return fetch
 
 
 @pytest.fixture

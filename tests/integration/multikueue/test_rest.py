@@ -45,6 +45,22 @@ def on_worker(state: dict[str, Any] | None) -> bool:
     return placement.get("worker_cluster") == WORKER
 
 
+async def ready_on_worker(jp_fetch, jp_ws_fetch, request: dict[str, Any]) -> dict[str, Any]:
+    """Create cluster ``request`` through the REST API; its state once it is ready on the
+    worker, as the events socket tells it."""
+    name = request["name"]
+    events, _ = await open_events(jp_ws_fetch)
+    try:
+        assert (await call(jp_fetch, "POST", "clusters", body=request))[0] == 201
+        ready = await events.cluster_state(
+            name, lambda s: state_is("ready")(s) and on_worker(s), f"{name} ready on worker-1"
+        )
+    finally:
+        events.close()
+    assert ready is not None
+    return ready
+
+
 def worker_has(worker_kube: client.ApiClient, namespace: str, plural: str, name: str) -> bool:
     """Whether the worker holds ``plural`` ``name`` (watched until it does)."""
     custom = client.CustomObjectsApi(worker_kube)
@@ -63,9 +79,7 @@ async def test_a_cluster_runs_on_the_worker_and_every_answer_says_so(
     identity,
     jp_fetch,
     jp_ws_fetch,
-    http_server_client,
-    jp_base_url,
-    jp_auth_header,
+    enter_dashboard,
 ):
     namespace = mk_queue.namespace
     request = small_cluster("far", workers=1, queue="team")
@@ -80,15 +94,7 @@ async def test_a_cluster_runs_on_the_worker_and_every_answer_says_so(
     (team,) = [q for q in queues["queues"] if q["name"] == "team"]
     assert team["multikueue"]["workers"] == [WORKER]
 
-    events, _ = await open_events(jp_ws_fetch)
-    try:
-        assert (await call(jp_fetch, "POST", "clusters", body=request))[0] == 201
-        ready = await events.cluster_state(
-            "far", lambda s: state_is("ready")(s) and on_worker(s), "ready on worker-1"
-        )
-    finally:
-        events.close()
-    assert ready is not None
+    ready = await ready_on_worker(jp_fetch, jp_ws_fetch, request)
     assert (ready["head_ready"], ready["workers_ready"], ready["workers_desired"]) == (True, 1, 1)
     assert worker_has(worker_kube, namespace, "rayclusters", "far")
 
@@ -116,10 +122,7 @@ async def test_a_cluster_runs_on_the_worker_and_every_answer_says_so(
     assert (code, jobs["code"]) == (409, "runs_on_worker_cluster"), jobs
     assert WORKER in jobs["error"]
     # A proxy URL typed by hand: refused with the same words, nothing proxied anywhere.
-    entry = await http_server_client.fetch(
-        f"{jp_base_url}dw/ray/far/", headers=jp_auth_header, follow_redirects=False,
-        raise_error=False,
-    )  # fmt: skip
+    entry = await enter_dashboard("far")
     assert entry.code == 409, (entry.code, entry.body)
     assert json.loads(entry.body)["code"] == "runs_on_worker_cluster"
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from tests.cluster.multikueue import MirroredQueue
-from tests.integration.clusters_support import call, open_events, small_cluster, state_is
+from tests.integration.clusters_support import call, small_cluster
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
 from .conftest import WORKER
-from .test_rest import MULTIKUEUE_READ_RULES, on_worker
+from .test_rest import MULTIKUEUE_READ_RULES, ready_on_worker
 
 pytestmark = [pytest.mark.cluster, pytest.mark.multikueue]
 
@@ -72,20 +72,10 @@ async def test_the_workers_gateway_serves_its_dashboard_and_jobs(
     identity,
     jp_fetch,
     jp_ws_fetch,
+    enter_dashboard,
     http_server_client,
-    jp_base_url,
-    jp_auth_header,
 ):
-    events, _ = await open_events(jp_ws_fetch)
-    try:
-        request = small_cluster("gw", workers=1, queue="team")
-        assert (await call(jp_fetch, "POST", "clusters", body=request))[0] == 201
-        ready = await events.cluster_state(
-            "gw", lambda s: state_is("ready")(s) and on_worker(s), "ready on worker-1"
-        )
-    finally:
-        events.close()
-    assert ready is not None
+    ready = await ready_on_worker(jp_fetch, jp_ws_fetch, small_cluster("gw", 1, queue="team"))
     assert ready["dashboard_url"] is not None and ready["dashboard_url"].endswith("/dw/ray/gw/")
     assert ready["dashboard_note"] is None
 
@@ -96,10 +86,7 @@ async def test_the_workers_gateway_serves_its_dashboard_and_jobs(
     assert (f"{root}/api/jobs/", None) in gateway.seen  # no token: the worker's gateway's call
 
     # The dashboard proxy: the entry route issues a capability, the page comes from the worker.
-    entry = await http_server_client.fetch(
-        f"{jp_base_url}dw/ray/gw/", headers=jp_auth_header, follow_redirects=False,
-        raise_error=False,
-    )  # fmt: skip
+    entry = await enter_dashboard("gw")
     assert entry.code == 302, (entry.code, entry.body)
     page = await http_server_client.fetch(
         entry.headers["Location"], follow_redirects=False, raise_error=False
