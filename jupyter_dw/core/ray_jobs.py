@@ -29,7 +29,7 @@ from ..names import CLIENT_PORT
 from ..ray_head.errors import ClusterNotReady, RayAuthRefused, RayError, RayTokenUnavailable
 from ..ray_head.jobs_api import RayJobsClient
 from .clusters import ClusterService, check_cluster_name
-from .errors import InvalidRequest
+from .errors import InvalidRequest, RunsOnWorker
 from .ray_token import ray_token
 
 ENDPOINT_TTL = 5.0
@@ -119,8 +119,17 @@ class RayJobService:
         return RayEndpoint(name, client.base_url, client.token)
 
     def client_address(self, name: str) -> str:
-        """The ``ray://`` address of cluster ``name``'s Ray Client server (head up)."""
+        """The ``ray://`` address of cluster ``name``'s Ray Client server (head up); a cluster
+        on a MultiKueue worker has none here (:class:`RunsOnWorker`)."""
         raycluster = self._ready_cluster(check_cluster_name(name))
+        where = self.clusters.placement_of(raycluster)
+        if where is not None and where.worker_cluster is not None:
+            raise RunsOnWorker(
+                f"Ray cluster {name} runs on worker cluster {where.worker_cluster}",
+                "its head is in that cluster: Ray Client reaches it only from there",
+                "Submit jobs instead (h.submit_job), through the worker's dashboard address if "
+                "an administrator set JupyterDW.multikueue_dashboard_url.",
+            )
         try:
             return client_address(
                 self.client_template, CLIENT_PORT, name, self.session.namespace, raycluster

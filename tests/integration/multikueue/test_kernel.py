@@ -10,6 +10,7 @@ import asyncio
 import pytest
 
 import jupyter_dw as dw
+from jupyter_dw.core.errors import RunsOnWorker
 from tests.cluster.multikueue import MirroredQueue
 from tests.integration.clusters_support import wait_gone
 from tests.integration.test_notebook_widgets import until
@@ -35,6 +36,8 @@ async def test_the_kernel_shows_a_cluster_running_on_the_worker(
     assert info.pods == () and info.dashboard_url is None
     assert info.dashboard_note is not None and WORKER in info.dashboard_note
     assert h.dashboard_url is None  # no proxy link to a head this workbench cannot reach
+    with pytest.raises(RunsOnWorker, match=f"runs on worker cluster {WORKER}"):
+        kernel.core.jobs.client_address("nb-far")  # what h.ray_init() connects to
     html = h._repr_html_()
     assert f"runs on worker cluster {WORKER} (sent there by MultiKueue)" in html
     assert f"1/1 workers ready on worker cluster {WORKER}" in html

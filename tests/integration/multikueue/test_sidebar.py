@@ -78,6 +78,8 @@ def test_a_card_of_a_cluster_running_on_the_worker(
     dashboard = box.get_by_role("button", name="Open the Ray dashboard of on-worker")
     expect(dashboard).to_be_disabled()
     expect(box.locator(".jp-dw-jobs")).to_have_count(0)  # no Ray jobs to read, no spinner
+    row = sidebar.locator('[data-queue="team"] .jp-dw-workload-worker')
+    expect(row).to_have_text(f"on {WORKER}")
     docs_picture(box, "multikueue-card.png")
 
     # The worker's 4 CPUs are taken (3): the next one is offered to it and waits there.
