@@ -285,6 +285,8 @@ class ClusterService:
             namespace, owner=self.session.identity.username, auth_options_served=served
         )
         obj["metadata"].setdefault("annotations", {})[IDEMPOTENCY_KEY_ANNOTATION] = key
+        # Read before the create: the answer shows the cluster as the create left it.
+        dispatching = self.dispatching()
         try:
             created = self.session.create_raycluster(obj)
         except KubeRejected as err:
@@ -293,7 +295,7 @@ class ClusterService:
             raise
         current = self.session.cached_ray_cluster(spec.name) or created
         # Just created: no positions to ask for yet.
-        [info] = self.infos([self._snapshot_of(current, None, self.dispatching())])
+        [info] = self.infos([self._snapshot_of(current, None, dispatching)])
         return info
 
     def delete(self, name: str) -> Deleted:
