@@ -186,9 +186,20 @@ async def test_a_rayjob_runs_on_the_worker(
             ),
             "the RayJob on worker-1",
         )
+        # KubeRay's status on the worker, copied back: the job's deployment moves on there.
+        mirrored = await events.since(
+            0,
+            lambda m: (
+                m["type"] == "rayjob"
+                and m["name"] == "far-job"
+                and (m.get("rayjob") or {}).get("deployment_status") is not None
+            ),
+            "the worker's RayJob status copied back",
+        )
     finally:
         events.close()
     assert message["rayjob"]["placement"]["check"] == ADMISSION_CHECK
+    assert mirrored["rayjob"]["state"] not in ("queued", "waiting-for-capacity"), mirrored
     assert worker_has(worker_kube, mk_queue.namespace, "rayjobs", "far-job")
     code, listing = await call(jp_fetch, "GET", "rayjobs")
     (job,) = [j for j in listing["rayjobs"] if j["name"] == "far-job"]
