@@ -55,6 +55,7 @@ from ..domain.quota import QuotaTree, format_amount
 from ..domain.ray_auth import Refusal, kuberay_refusal, ray_auth_of
 from ..domain.ray_endpoints import head_image
 from ..domain.scheduling import FlavorTraits
+from ..domain.slices import slice_chain
 from ..domain.usage import ClusterUsage
 from ..domain.workloads import created_by
 from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
@@ -371,8 +372,8 @@ class ClusterService:
 
     def placement_of(self, raycluster: Object) -> Placement | None:
         """Where MultiKueue sent ``raycluster`` (from its Workload in the cache), if it did."""
-        slices = slices_of(self.session, raycluster)
-        return placement(slices[-1], self.dispatching()) if slices else None
+        current = slice_chain(slices_of(self.session, raycluster)).current
+        return placement(current, self.dispatching()) if current is not None else None
 
     def worker_dashboard_base(self, raycluster: Object) -> str | None:
         """The dashboard root of a cluster that runs on a MultiKueue worker, from

@@ -26,31 +26,33 @@ WORKER = "worker-1"
 """The bed's one worker cluster (its MultiKueueCluster's name)."""
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def mk_bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MultiKueueBed]:
-    """The manager and worker planes of the session, connected."""
+    """The manager and worker planes, connected: started for this directory's tests and
+    stopped when they are done (package scope), so their two planes do not run beside the
+    rest of a ``make test`` session."""
     yield from kept_or_temporary(lambda: tmp_path_factory.mktemp("multikueue") / "bed")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster(mk_bed: MultiKueueBed) -> ClusterState:
     """The manager plane in place of the shared cluster."""
     return mk_bed.manager.running
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def kube(mk_bed: MultiKueueBed) -> client.ApiClient:
     """An admin API client of the manager."""
     return mk_bed.manager.kube()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def worker_kube(mk_bed: MultiKueueBed) -> client.ApiClient:
     """An admin API client of the worker."""
     return mk_bed.workers[WORKER].kube()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def kueue_api_version(mk_bed: MultiKueueBed) -> str:
     return mk_bed.api_version
 

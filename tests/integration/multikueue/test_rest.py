@@ -193,13 +193,14 @@ async def test_a_rayjob_runs_on_the_worker(
                 m["type"] == "rayjob"
                 and m["name"] == "far-job"
                 and (m.get("rayjob") or {}).get("deployment_status") is not None
+                and m["rayjob"]["state"] not in ("queued", "waiting-for-capacity")
             ),
-            "the worker's RayJob status copied back",
+            "the worker's RayJob status copied back, past Kueue's admission",
         )
     finally:
         events.close()
     assert message["rayjob"]["placement"]["check"] == ADMISSION_CHECK
-    assert mirrored["rayjob"]["state"] not in ("queued", "waiting-for-capacity"), mirrored
+    assert mirrored["rayjob"]["placement"]["worker_cluster"] == WORKER
     assert worker_has(worker_kube, mk_queue.namespace, "rayjobs", "far-job")
     code, listing = await call(jp_fetch, "GET", "rayjobs")
     (job,) = [j for j in listing["rayjobs"] if j["name"] == "far-job"]
