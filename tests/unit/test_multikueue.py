@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from jupyter_dw.core.cluster_results import ClusterInfo
+from jupyter_dw.core.queues import QueueList
 from jupyter_dw.domain.cluster_state import cluster_snapshot
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota, LocalQueueInfo
 from jupyter_dw.domain.multikueue import (
@@ -29,7 +32,16 @@ from jupyter_dw.domain.multikueue import (
     unreachable_dashboard,
 )
 from jupyter_dw.domain.quota import queue_summaries
-from jupyter_dw.domain.workloads import workload_info
+from jupyter_dw.domain.usage import ClusterUsage
+from jupyter_dw.domain.workloads import (
+    JobWorkload,
+    WorkloadInfo,
+    job_workload_from_json,
+    workload_fields,
+    workload_info,
+)
+from tests.unit.test_event_deltas import answer
+from tests.unit.test_json_decode import round_trip, through_json
 
 DATA = json.loads((Path(__file__).parent / "data" / "multikueue_objects.json").read_text())
 JOBS = json.loads((Path(__file__).parent / "data" / "kueue_0.19.2_job_workloads.json").read_text())
@@ -184,3 +196,40 @@ def test_a_queue_whose_cluster_queue_dispatches_says_so():
             [queue("far", "mk-cq")], [cluster_queue("mk-cq", [CHECK])], [], dispatchers=None
         )
     )
+
+
+# -- read back by a kernel through its server (jupyter_dw.domain.json_decode) -----------------
+
+
+@pytest.mark.parametrize("key", ["v1beta2-admitted", "v1beta2-nominated", "v1beta1-admitted"])
+def test_a_placed_workload_reads_back(key):
+    made = workload_info(real(key), dispatching=frozenset({CHECK}))
+    assert made is not None and made.placement is not None
+    back = round_trip(WorkloadInfo, made)
+    assert back.placement == made.placement
+    job_part = JobWorkload.of(made)
+    assert job_workload_from_json(through_json(workload_fields(job_part))) == job_part
+
+
+def test_a_cluster_on_a_worker_reads_back_with_its_note():
+    snapshot = cluster_snapshot(real("v1beta2-raycluster-dispatched"), real("v1beta2-admitted"))
+    assert snapshot.placement is not None
+    note = unreachable_dashboard(snapshot.placement)
+    made = ClusterInfo(
+        snapshot,
+        None,
+        "alice",
+        (),
+        (),
+        usage=ClusterUsage(metrics_reason="runs on worker cluster worker-1: measured there"),
+        dashboard_note=note,
+    )
+    back = round_trip(ClusterInfo, made)
+    assert (back.placement, back.dashboard_note) == (made.placement, note)
+
+
+def test_a_dispatching_queue_reads_back():
+    found = dispatchers([real("v1beta2-admissioncheck")], [real("v1beta2-multikueueconfig")])
+    summary = replace(answer(1).queues[0], multikueue=found[CHECK])
+    back = round_trip(QueueList, QueueList("ns", "v1beta2", True, True, (summary,)))
+    assert back.queues[0].multikueue == found[CHECK]
