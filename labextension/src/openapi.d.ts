@@ -403,6 +403,35 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/kernel/call': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A kernel of this server calls a core method (the kernel channel: kernels only).
+     * @description How a kernel reads through its Jupyter server (one connection to Kubernetes per
+     *     workbench): `{"service", "method", "args", "kwargs"}` names one of the core methods a
+     *     kernel makes (`jupyter_dw.core.kernel_calls.KERNEL_CALLS`); the answer is
+     *     `{"result": ...}`, the method's answer as its REST form. Only with
+     *     `Authorization: DW-Kernel <secret>`, the secret the server writes for its kernels to
+     *     a file in its runtime directory that only its user can read; that secret opens
+     *     jupyter_dw's routes only. Anyone else gets 403 `kernel_only`. Errors are the core
+     *     method's own, as the REST routes answer them. Not a public API: a kernel and its
+     *     server must run the same jupyter_dw version (a kernel of another version connects
+     *     on its own).
+     */
+    post: operations['kernelCall'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/events': {
     parameters: {
       query?: never;
@@ -446,6 +475,17 @@ export interface components {
     Time: string;
     Version: {
       version: string;
+    };
+    KernelCall: {
+      /** @description `queues`, `workloads`, `clusters`, `jobs`, `session`, `core` or `kind:<plural>`. */
+      service: string;
+      method: string;
+      args?: unknown[];
+      kwargs?: Record<string, never>;
+    };
+    KernelCallResult: {
+      /** @description The method's answer, in the JSON form its REST route uses. */
+      result: unknown;
     };
     Error: {
       /** @description What went wrong, one sentence. */
@@ -2938,9 +2978,94 @@ export interface operations {
       504: components['responses']['GatewayTimeout'];
     };
   };
-  events: {
+  kernelCall: {
     parameters: {
       query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['KernelCall'];
+      };
+    };
+    responses: {
+      /** @description The method's answer. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['KernelCallResult'];
+        };
+      };
+      /** @description `unknown_call` (not a method a kernel may call), `invalid_request` (a malformed call), or the method's own 400 (`invalid_spec`, `invalid_scale`, ...). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      /** @description `kernel_only`: the request does not carry the kernel secret; or the method's `forbidden` (Kubernetes denied a permission); or jupyter_server refused it. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The method's `not_found`; or jupyter_server's answer to a request from another origin. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The method's conflict (`name_taken`, `wrong_state`, ...). */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The method's own failure (a Ray head's error, ...). */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The method's `not_installed` kind of answer. */
+      501: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      502: components['responses']['BadGateway'];
+      503: components['responses']['Unavailable'];
+      504: components['responses']['GatewayTimeout'];
+    };
+  };
+  events: {
+    parameters: {
+      query?: {
+        /** @description `0`: send no Workload (the snapshot's `workloads` is null with no error, and no `workload` or `positions` message follows), for a reader that shows none (a kernel's cluster widgets). Anything else, or absent: every Workload. */
+        workloads?: string;
+      };
       header: {
         Upgrade: 'websocket';
       };
