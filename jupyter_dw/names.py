@@ -33,7 +33,15 @@ COHORT_KIND = "Cohort"
 RESOURCE_FLAVOR_KIND = "ResourceFlavor"
 WORKLOAD_PRIORITY_CLASS_KIND = "WorkloadPriorityClass"
 ADMISSION_CHECK_KIND = "AdmissionCheck"
+MULTIKUEUE_CONFIG_KIND = "MultiKueueConfig"
+MULTIKUEUE_CLUSTER_KIND = "MultiKueueCluster"
 POD_KIND = "Pod"
+
+MULTIKUEUE_CONTROLLER = f"{KUEUE_GROUP}/multikueue"
+"""The ``controllerName`` of an AdmissionCheck run by MultiKueue (the manager's Kueue copies the
+Workload to worker clusters and the first to admit it runs the job); also the
+``spec.managedBy`` of a job it dispatches, which the manager's own controllers then leave
+alone."""
 
 # -- Kueue's labels and annotations ---------------------------------------------------------
 

@@ -21,6 +21,7 @@ from ..domain.job_kind import JobRequest
 from ..domain.json_decode import DecodeError, decode, decode_fields, decode_key, decode_one_of
 from ..domain.kinds import KINDS
 from ..domain.milestones import Milestone
+from ..domain.multikueue import Dispatcher, Placement
 from ..domain.priorities import PreemptedBy
 from ..domain.ray_auth import RayAuth
 from ..domain.slices import ScaleChange
@@ -57,7 +58,8 @@ class ClusterInfo:
     snapshot: ClusterSnapshot
     """The cluster's Kueue and KubeRay state (what ``cluster_state.cluster_snapshot`` read)."""
     dashboard_url: str | None
-    """``{base_url}dw/ray/<name>/``, or None when the dashboard proxy is turned off."""
+    """``{base_url}dw/ray/<name>/``, or None when the dashboard proxy is turned off, or the
+    cluster runs on a MultiKueue worker this workbench cannot reach (``dashboard_note``)."""
     owner: str | None
     pods: tuple[PodInfo, ...]
     milestones: tuple[Milestone, ...]
@@ -75,6 +77,9 @@ class ClusterInfo:
     idle_verdict: IdleVerdict | None = None
     """What the idle rule will do to it and when (None: not idle, not one the rule may
     touch, or the rule is off)."""
+    dashboard_note: str | None = None
+    """Why ``dashboard_url`` is None although the proxy is on: the cluster runs on a
+    MultiKueue worker cluster and no address of that worker's dashboards is configured."""
 
     # -- the snapshot's fields, read through (REST's names; tests check none is missing) --
 
@@ -229,6 +234,11 @@ class ClusterInfo:
         return self.snapshot.capacity_provisioned
 
     @property
+    def placement(self) -> Placement | None:
+        """Where MultiKueue sent it (the worker cluster it runs on); None without MultiKueue."""
+        return self.snapshot.placement
+
+    @property
     def summary(self) -> str | None:
         """Kueue's waiting ``message`` in one short line, or None when it says nothing known."""
         return self.snapshot.summary
@@ -253,6 +263,7 @@ class ClusterInfo:
         return {
             **self.snapshot.to_json(),
             "dashboard_url": self.dashboard_url,
+            "dashboard_note": self.dashboard_note,
             "ray_address": self.ray_address,
             "owner": self.owner,
             "pods": [pod.to_json() for pod in self.pods],
@@ -391,6 +402,11 @@ class FitResult:
     def admission_checks(self) -> tuple[str, ...]:
         """The AdmissionChecks the ClusterQueue requires of this cluster."""
         return self.assessment.admission_checks
+
+    @property
+    def multikueue(self) -> Dispatcher | None:
+        """The ClusterQueue's MultiKueue check: the workload runs on a worker cluster."""
+        return self.assessment.multikueue
 
     def to_json(self) -> dict[str, Any]:
         """``FitVerdict.to_json()`` plus ``spec``, ``default_queue`` and ``suggestion``."""

@@ -34,6 +34,15 @@ from ..domain.kinds.rayjob import owning_rayjob
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
 from ..domain.lenient import conditions, is_true
 from ..domain.milestones import milestones
+from ..domain.multikueue import (
+    Dispatcher,
+    Placement,
+    dispatcher_among,
+    fit_note,
+    placement,
+    unreachable_dashboard,
+    worker_dashboard,
+)
 from ..domain.priorities import (
     Ahead,
     PriorityClass,
@@ -46,10 +55,13 @@ from ..domain.quota import QuotaTree, format_amount
 from ..domain.ray_auth import Refusal, kuberay_refusal, ray_auth_of
 from ..domain.ray_endpoints import head_image
 from ..domain.scheduling import FlavorTraits
+from ..domain.slices import slice_chain
+from ..domain.usage import ClusterUsage
 from ..domain.workloads import created_by
 from ..k8s.resources import POD, RAY_CLUSTER, WORKLOAD
 from ..k8s.session import KubeSession
 from ..names import (
+    DASHBOARD_PORT,
     IDEMPOTENCY_KEY_ANNOTATION,
     RAY_NODE_TYPE_LABEL,
 )
@@ -57,12 +69,14 @@ from .cluster_objects import kuberay_warnings, ray_cluster_by_uid, ray_pods, sli
 from .cluster_results import FIT_NAME, ClusterInfo, ClusterList, Deleted, FitResult, PodInfo
 from .elastic import ElasticSupport
 from .errors import (
+    DWError,
     InvalidName,
     InvalidRequest,
     InvalidSpec,
     KubeForbidden,
     KubeRejected,
     KubeUnreachable,
+    RunsOnWorker,
 )
 from .positions import PositionBoard
 from .queue_state import QueueState, queue_state
@@ -135,6 +149,11 @@ class ClusterService:
     idle_rule: IdleRule = RULE_OFF
     """The administrator's idle rule (off by default): its verdict is shown on every surface
     for the clusters it would touch; the server acts on it (:mod:`.idle_rule`)."""
+    worker_dashboard: str = ""
+    """``JupyterDW.multikueue_dashboard_url``: where the dashboards of clusters MultiKueue
+    sent to a worker cluster are (empty: not reachable from here)."""
+    dashboard_port: int = DASHBOARD_PORT
+    """The ``{port}`` of the dashboard templates (``JupyterDW.ray_dashboard_port``)."""
 
     def __post_init__(self) -> None:
         if self.elastic is None:
@@ -191,7 +210,9 @@ class ClusterService:
         cluster_queue = tree.cluster_queue(local_queue.cluster_queue) if tree else None
         value = priority_value(priority, state.priority_classes)
         ahead = self.ahead(local_queue, cluster_queue, value, ask_positions)
-        return FitScene(local_queue, cluster_queue, tree, ahead, state.flavors)
+        checks = [r.name for r in cluster_queue.admission_checks] if cluster_queue else []
+        dispatcher = dispatcher_among(checks, state.dispatchers)
+        return FitScene(local_queue, cluster_queue, tree, ahead, state.flavors, dispatcher)
 
     def list(self) -> ClusterList:
         """Every RayCluster of the namespace, sorted by name."""
@@ -265,6 +286,8 @@ class ClusterService:
             namespace, owner=self.session.identity.username, auth_options_served=served
         )
         obj["metadata"].setdefault("annotations", {})[IDEMPOTENCY_KEY_ANNOTATION] = key
+        # Read before the create: the answer shows the cluster as the create left it.
+        dispatching = self.dispatching()
         try:
             created = self.session.create_raycluster(obj)
         except KubeRejected as err:
@@ -273,7 +296,7 @@ class ClusterService:
             raise
         current = self.session.cached_ray_cluster(spec.name) or created
         # Just created: no positions to ask for yet.
-        [info] = self.infos([self._snapshot_of(current)])
+        [info] = self.infos([self._snapshot_of(current, None, dispatching)])
         return info
 
     def delete(self, name: str) -> Deleted:
@@ -322,10 +345,58 @@ class ClusterService:
 
     def dashboard_url(self, name: str) -> str | None:
         """``{base_url}dw/ray/<name>/``: the Ray dashboard through the Jupyter server; None
-        when the proxy is turned off (``ray_dashboard_proxy``)."""
+        when the proxy is turned off (``ray_dashboard_proxy``), or the cached cluster runs on
+        a MultiKueue worker whose dashboards are not reachable from here (no
+        ``worker_dashboard``: its record's ``dashboard_note`` says so)."""
+        url = self._proxy_url(name)
+        if url is None or self.worker_dashboard or self.session is None:
+            return url
+        raycluster = self.session.cached_ray_cluster(name)
+        where = self.placement_of(raycluster) if raycluster is not None else None
+        return None if where is not None and where.dispatched else url
+
+    def _proxy_url(self, name: str) -> str | None:
         if self.dashboard_base is None:
             return None
         return f"{self.dashboard_base.rstrip('/')}/{quote(name, safe='')}/"
+
+    # -- MultiKueue: clusters that run on a worker cluster -------------------------------
+
+    def dispatching(self) -> frozenset[str] | None:
+        """The AdmissionChecks MultiKueue runs, when this identity may read them (None: not
+        readable, or the queues cannot be read at all: each Workload tells on its own)."""
+        try:
+            return queue_state(self.session).dispatching
+        except DWError:
+            return None
+
+    def placement_of(self, raycluster: Object) -> Placement | None:
+        """Where MultiKueue sent ``raycluster`` (from its Workload in the cache), if it did."""
+        current = slice_chain(slices_of(self.session, raycluster)).current
+        return placement(current, self.dispatching()) if current is not None else None
+
+    def worker_dashboard_base(self, raycluster: Object) -> str | None:
+        """The dashboard root of a cluster that runs on a MultiKueue worker, from
+        ``worker_dashboard``; None for a cluster that runs here. Raises :class:`RunsOnWorker`
+        when it runs on a worker and no address of the worker's dashboards is configured."""
+        where = self.placement_of(raycluster)
+        if where is None or where.worker_cluster is None:
+            return None
+        name = str((raycluster.get("metadata") or {}).get("name") or "")
+        if not self.worker_dashboard:
+            raise RunsOnWorker(
+                f"Ray cluster {name} runs on worker cluster {where.worker_cluster}",
+                unreachable_dashboard(where),
+                "Use its dashboard and jobs from the worker cluster, or ask an administrator "
+                "to set JupyterDW.multikueue_dashboard_url.",
+            )
+        return worker_dashboard(
+            self.worker_dashboard,
+            self.dashboard_port,
+            where.worker_cluster,
+            name,
+            self.session.namespace,
+        )
 
     # -- the seam the scaling module shares (a cluster's status, what is ahead) ----------
 
@@ -344,10 +415,13 @@ class ClusterService:
     ) -> ClusterInfo:
         pods = ray_pods(self.session, status.name)
         status = self._name_preemptor(status)
+        where = status.placement if status.placement and status.placement.dispatched else None
+        if where is not None:
+            return self._info_on_worker(raycluster, slices, status, health, where)
         idle_since = self.usage.idle_since(status.name) if self.usage is not None else None
         return ClusterInfo(
             snapshot=status,
-            dashboard_url=self.dashboard_url(status.name),
+            dashboard_url=self._proxy_url(status.name),
             owner=created_by(raycluster),
             pods=tuple(_pod_info(pod) for pod in pods),
             milestones=milestones(status, raycluster, None, pods, slices=slices),
@@ -361,6 +435,36 @@ class ClusterService:
             ),
             idle_since=idle_since,
             idle_verdict=self._idle_verdict(raycluster, status, idle_since),
+        )
+
+    def _info_on_worker(
+        self,
+        raycluster: Object,
+        slices: builtins.list[Object],
+        status: ClusterSnapshot,
+        health: WatchHealth,
+        where: Placement,
+    ) -> ClusterInfo:
+        """A cluster MultiKueue sent to a worker cluster: its state and worker counts are the
+        worker's (copied back to the RayCluster), its pods are there, not here; its dashboard
+        only where the administrator said how to reach the worker's, and what it uses is
+        measured there (never sampled here: no pods, no head to ask)."""
+        reachable = bool(self.worker_dashboard) and self.dashboard_base is not None
+        on_worker = f"runs on worker cluster {where.worker_cluster}"
+        return ClusterInfo(
+            snapshot=status,
+            dashboard_url=self._proxy_url(status.name) if reachable else None,
+            owner=created_by(raycluster),
+            pods=(),
+            milestones=milestones(status, raycluster, None, (), slices=slices),
+            freshness=health.of_cluster(CLUSTER_SOURCES, follows_workload=bool(slices)),
+            ray_auth=ray_auth_of(raycluster),
+            usage=(
+                ClusterUsage(metrics_reason=f"{on_worker}: its pods' use is measured there")
+                if self.usage is not None
+                else None
+            ),
+            dashboard_note=None if reachable else unreachable_dashboard(where),
         )
 
     def _idle_verdict(
@@ -426,14 +530,25 @@ class ClusterService:
                 err.errors,
             ) from err
 
-    def _snapshot_of(self, raycluster: Object, pending: Object | None = None) -> Snapshot:
+    def _snapshot_of(
+        self,
+        raycluster: Object,
+        pending: Object | None = None,
+        dispatching: frozenset[str] | None = None,
+    ) -> Snapshot:
         """The RayCluster with its Workloads (slices) and its status from the caches;
-        ``pending`` is the visibility API's entry of whichever of them waits (positions)."""
+        ``pending`` is the visibility API's entry of whichever of them waits (positions);
+        ``dispatching`` the AdmissionChecks MultiKueue runs (:meth:`dispatching`)."""
         slices = slices_of(self.session, raycluster)
         pods = ray_pods(self.session, str((raycluster.get("metadata") or {}).get("name")))
         refusal = self._refusal(raycluster)
         status = cluster_snapshot(
-            raycluster, pending=pending, pods=pods, slices=slices, refusal=refusal
+            raycluster,
+            pending=pending,
+            pods=pods,
+            slices=slices,
+            refusal=refusal,
+            dispatching=dispatching,
         )
         return raycluster, slices, status
 
@@ -448,11 +563,13 @@ class ClusterService:
         quota (or whose scale-up's slice does) get their positions: asked of the visibility
         API once per LocalQueue involved (``fresh``), else only for the LocalQueues a change
         marked since the board's last answer."""
-        found = [self._snapshot_of(raycluster) for raycluster in rayclusters]
+        rayclusters = builtins.list(rayclusters)
+        dispatching = self.dispatching() if rayclusters else None
+        found = [self._snapshot_of(rc, None, dispatching) for rc in rayclusters]
         waiting = [status.queue for _, _, status in found if _waiting_workload(status)]
         entries = self.positions.entries(waiting, fresh)
         return [
-            self._snapshot_of(rc, entry)
+            self._snapshot_of(rc, entry, dispatching)
             if (entry := entries.get(_waiting_workload(status) or "")) is not None
             else (rc, slices, status)
             for rc, slices, status in found
@@ -502,16 +619,34 @@ class FitScene:
     when unknown."""
     flavors: Mapping[str, FlavorTraits] | None
     """The ResourceFlavors by name; None when unreadable (every flavor is assumed usable)."""
+    multikueue: Dispatcher | None = None
+    """The ClusterQueue's MultiKueue check (readable AdmissionChecks only): the workload runs
+    on a worker cluster MultiKueue picks."""
 
     def assess(self, pod_sets: Sequence[PodSetRequest]) -> FitVerdict:
-        """The fit verdict of ``pod_sets`` (as Kueue builds them) in this queue now."""
-        return assess_fit(
+        """The fit verdict of ``pod_sets`` (as Kueue builds them) in this queue now; in a
+        queue that dispatches through MultiKueue, with what that means for the verdict (the
+        quota judged is this cluster's; MultiKueue and the worker decide the rest), not as a
+        capacity check to wait for."""
+        cluster_queue, dispatcher = self.cluster_queue, self.multikueue
+        if cluster_queue is not None and dispatcher is not None:
+            others = tuple(r for r in cluster_queue.admission_checks if r.name != dispatcher.check)
+            cluster_queue = replace(cluster_queue, admission_checks=others)
+        verdict = assess_fit(
             pod_sets,
-            self.cluster_queue,
+            cluster_queue,
             self.tree,
             self.ahead,
             local_queue=self.local_queue,
             flavors=self.flavors,
+        )
+        if dispatcher is None:
+            return verdict
+        return replace(
+            verdict,
+            message=f"{verdict.message} {fit_note(dispatcher, verdict.cluster_queue)}",
+            admission_checks=(*verdict.admission_checks, dispatcher.check),
+            multikueue=dispatcher,
         )
 
     def suggest(

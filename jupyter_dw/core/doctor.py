@@ -11,7 +11,13 @@ from typing import Any, Literal
 
 from traitlets import TraitError
 
-from ..domain.kueue_model import KueueObjectError, LocalQueueInfo, default_local_queue
+from ..domain.kueue_model import (
+    ClusterQueueQuota,
+    KueueObjectError,
+    LocalQueueInfo,
+    default_local_queue,
+)
+from ..domain.multikueue import DASHBOARD_SETTING, Dispatcher, dispatchers, worker_clusters
 from ..domain.ray_auth import DEFAULT_RAY_AUTH
 from ..domain.validation import dns1123_label_error
 from ..k8s.access import (
@@ -28,10 +34,15 @@ from ..k8s.discovery import Discovery, discover
 from ..k8s.elastic import FEATURE_GATE, ElasticJobs, probe_elastic_jobs
 from ..k8s.rbac import Subject, render_rbac
 from ..k8s.resources import (
+    ADMISSION_CHECK,
+    CLUSTER_QUEUE,
     LOCAL_QUEUE,
+    MULTIKUEUE_CLUSTER,
+    MULTIKUEUE_CONFIG,
     PENDING_WORKLOADS_SUBRESOURCE,
     RAY_CLUSTER,
     VISIBILITY_LOCAL_QUEUE,
+    ResourceKind,
 )
 from .errors import DWError
 from .settings import DWSettings, load_settings
@@ -157,7 +168,13 @@ def run_doctor(
     api = KubeApi(credentials, timeout=settings.request_timeout)
     try:
         return _Doctor(
-            api, credentials, namespace, say, settings.elastic_jobs, settings.ray_auth
+            api,
+            credentials,
+            namespace,
+            say,
+            settings.elastic_jobs,
+            settings.ray_auth,
+            settings.multikueue_dashboard_url,
         ).run()
     finally:
         api.close()
@@ -174,9 +191,11 @@ class _Doctor:
         say: Progress,
         elastic_setting: str = "auto",
         ray_auth: str = DEFAULT_RAY_AUTH,
+        worker_dashboard: str = "",
     ) -> None:
         self.elastic_setting = elastic_setting
         self.ray_auth = ray_auth
+        self.worker_dashboard = worker_dashboard
         self.api = api
         self.credentials = credentials
         self.namespace = namespace
@@ -201,6 +220,7 @@ class _Doctor:
         queues, default = self._local_queues(discovery, allowed)
         self._visibility(discovery, allowed, default or (queues[0] if queues else None))
         self._elastic_jobs(discovery, allowed, default or (queues[0] if queues else None))
+        self._multikueue(discovery, allowed)
         missing = self._permissions(access)
         return self._report(identity, discovery, queues, default, self._fix(missing, identity))
 
@@ -454,6 +474,105 @@ class _Doctor:
                 else f"Kueue's feature gate {FEATURE_GATE} must be on (the default since 0.18).",
             )
         )
+
+    def _multikueue(self, discovery: Discovery, allowed: Mapping[str, bool]) -> None:
+        """Whether MultiKueue sends this namespace's workloads to other clusters, and what
+        this workbench may see of it: the AdmissionChecks MultiKueue runs, their worker
+        clusters (and whether Kueue reaches them), the namespace's LocalQueues that lead
+        there, and whether their dashboards are reachable from here (optional: without
+        these reads each workload still says where it went, from its Workload)."""
+        unlocks = "which queues run their workloads on other clusters (MultiKueue), and where"
+        checks = discovery.kueue(ADMISSION_CHECK)
+        if checks is None:
+            return  # the Kueue check already says Kueue is missing
+        if not allowed.get(f"list {ADMISSION_CHECK.qualified}"):
+            self.checks.append(
+                Check(
+                    "api",
+                    "MultiKueue",
+                    "optional-missing",
+                    f"cannot tell: may not list {ADMISSION_CHECK.qualified}; each workload "
+                    "still says which worker cluster it was sent to (from its Workload)",
+                    unlocks,
+                    required=False,
+                    hint="Grant the optional ClusterRole (examples/rbac/clusterrole.yaml).",
+                )
+            )
+            return
+        self.say("looking for MultiKueue's admission checks")
+        try:
+            found = dispatchers(
+                self.api.get(checks.path()).get("items") or [],
+                self._cluster_scoped(discovery, allowed, MULTIKUEUE_CONFIG),
+            )
+            workers = self._cluster_scoped(discovery, allowed, MULTIKUEUE_CLUSTER)
+            leading = self._queues_to(discovery, allowed, found)
+        except DWError as err:
+            self.checks.append(
+                _failed("api", "MultiKueue", err, unlocks, "optional-missing", required=False)
+            )
+            return
+        if not found:
+            detail = "no AdmissionCheck runs MultiKueue: every workload runs in this cluster"
+            self.checks.append(Check("api", "MultiKueue", "ok", detail, unlocks, required=False))
+            return
+        parts = [d.sentence for d in found.values()]
+        if workers is not None:
+            parts.append(f"worker clusters: {', '.join(w.words for w in worker_clusters(workers))}")
+        else:
+            parts.append(f"may not list {MULTIKUEUE_CLUSTER.qualified}: reachability unknown")
+        if leading is not None:
+            parts.append(
+                f"LocalQueues of {self.namespace} that lead there: {', '.join(leading) or 'none'}"
+            )
+        parts.append(
+            f"their Ray dashboards: {self.worker_dashboard}"
+            if self.worker_dashboard
+            else f"their Ray dashboards are not reachable from this workbench ({DASHBOARD_SETTING} "
+            "is not set)"
+        )
+        self.checks.append(
+            Check("api", "MultiKueue", "ok", "; ".join(parts), unlocks, required=False)
+        )
+
+    def _cluster_scoped(
+        self, discovery: Discovery, allowed: Mapping[str, bool], kind: ResourceKind
+    ) -> list[dict[str, Any]] | None:
+        """Every object of cluster-scoped Kueue ``kind`` (one list), None when not readable."""
+        resource = discovery.kueue(kind)
+        if resource is None or not allowed.get(f"list {kind.qualified}"):
+            return None
+        items: list[dict[str, Any]] = self.api.get(resource.path()).get("items") or []
+        return items
+
+    def _queues_to(
+        self, discovery: Discovery, allowed: Mapping[str, bool], found: Mapping[str, Dispatcher]
+    ) -> list[str] | None:
+        """The namespace's LocalQueues whose ClusterQueue names one of ``found`` (None when
+        LocalQueues or ClusterQueues cannot be read)."""
+        local = discovery.kueue(LOCAL_QUEUE)
+        cluster_queues = self._cluster_scoped(discovery, allowed, CLUSTER_QUEUE)
+        if not found or local is None or cluster_queues is None:
+            return None
+        if not allowed.get(f"list {LOCAL_QUEUE.qualified}"):
+            return None
+        dispatching = set()
+        for item in cluster_queues:
+            try:
+                cq = ClusterQueueQuota.from_object(item)
+            except KueueObjectError:
+                continue
+            if any(rule.name in found for rule in cq.admission_checks):
+                dispatching.add(cq.name)
+        names = []
+        for item in self.api.get(local.path(self.namespace)).get("items") or []:
+            try:
+                queue = LocalQueueInfo.from_object(item)
+            except KueueObjectError:
+                continue
+            if queue.cluster_queue in dispatching:
+                names.append(queue.name)
+        return sorted(names)
 
     def _report(
         self,

@@ -59,10 +59,16 @@ __all__ = [
     "RayTokenUnavailable",
     "RayUnreachable",
     "RayVersionMismatch",
+    "RunsOnWorker",
     "SettingsUnreadable",
     "WrongState",
     "error_from_json",
 ]
+
+
+class RunsOnWorker(DWError, status=409, code="runs_on_worker_cluster"):
+    """The cluster runs on a MultiKueue worker cluster whose Ray head this workbench cannot
+    reach (no ``JupyterDW.multikueue_dashboard_url``): its dashboard and jobs are there."""
 
 
 class InvalidSpec(InvalidRequest, code="invalid_spec"):

@@ -22,15 +22,19 @@ from ..domain.kueue_model import (
     LocalQueueInfo,
     default_local_queue,
 )
+from ..domain.multikueue import Dispatcher, WorkerCluster, dispatchers, worker_clusters
 from ..domain.priorities import PriorityClass
 from ..domain.quota import QuotaTree
 from ..domain.scheduling import FlavorTraits
 from ..domain.validation import dns1123_subdomain_error
 from ..k8s.errors import KubeApiError
 from ..k8s.resources import (
+    ADMISSION_CHECK,
     CLUSTER_QUEUE,
     COHORT,
     LOCAL_QUEUE,
+    MULTIKUEUE_CLUSTER,
+    MULTIKUEUE_CONFIG,
     RESOURCE_FLAVOR,
     WORKLOAD_PRIORITY_CLASS,
 )
@@ -40,7 +44,16 @@ from .errors import DWError, InvalidRequest, KubeForbidden
 
 log = logging.getLogger(__name__)
 
-QUEUE_SOURCES = (LOCAL_QUEUE, CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS)
+QUEUE_SOURCES = (
+    LOCAL_QUEUE,
+    CLUSTER_QUEUE,
+    COHORT,
+    RESOURCE_FLAVOR,
+    WORKLOAD_PRIORITY_CLASS,
+    ADMISSION_CHECK,
+    MULTIKUEUE_CONFIG,
+    MULTIKUEUE_CLUSTER,
+)
 """The kinds whose caches the queues are parsed from (a LocalQueue cache is required)."""
 
 
@@ -148,6 +161,9 @@ class QueueState:
     ``cohorts`` None: Cohort objects are served but not readable; empty when there are none.
     ``flavors`` None: ResourceFlavors are not readable (every flavor is assumed usable).
     ``priority_classes`` None: WorkloadPriorityClasses are not readable (names not checked).
+    ``dispatchers``: the AdmissionChecks MultiKueue runs, by name (None: AdmissionChecks are
+    not readable; each Workload then tells where it went on its own); ``worker_clusters``:
+    the MultiKueueClusters (None: not readable).
 
     One instance answers every caller until a cache changes (:func:`queue_state`),
     so it is immutable: tuples and a read-only mapping.
@@ -158,6 +174,13 @@ class QueueState:
     cohorts: tuple[CohortQuota, ...] | None
     flavors: Mapping[str, FlavorTraits] | None = None
     priority_classes: tuple[PriorityClass, ...] | None = None
+    dispatchers: Mapping[str, Dispatcher] | None = None
+    worker_clusters: tuple[WorkerCluster, ...] | None = None
+
+    @property
+    def dispatching(self) -> frozenset[str] | None:
+        """The names of the AdmissionChecks MultiKueue runs; None when not readable."""
+        return frozenset(self.dispatchers) if self.dispatchers is not None else None
 
     @cached_property
     def quota_tree(self) -> QuotaTree | None:
@@ -171,8 +194,9 @@ class QueueState:
 
 QueueInputs = tuple[bool, tuple[tuple[WatchCache, int] | None, ...]]
 """What a :class:`QueueState` is parsed from: whether Cohorts are served, then per cache
-(LocalQueues, ClusterQueues, Cohorts, ResourceFlavors, WorkloadPriorityClasses) the cache
-object and its generation, or None when it is not read."""
+(LocalQueues, ClusterQueues, Cohorts, ResourceFlavors, WorkloadPriorityClasses,
+AdmissionChecks, MultiKueueConfigs, MultiKueueClusters) the cache object and its generation,
+or None when it is not read."""
 
 Parsed = dict[int, tuple[Object, Any]]
 """``id(object dict) -> (that dict, what it parsed to)``; the dict is held so its id stays its."""
@@ -209,7 +233,8 @@ def parse_queue_state(
     cohorts_served: bool, caches: tuple[WatchCache | None, ...], parse: Parser
 ) -> tuple[QueueInputs, QueueState]:
     """Parse the queue caches' snapshots (LocalQueues, ClusterQueues, Cohorts,
-    ResourceFlavors, WorkloadPriorityClasses; None: not read). Each snapshot is read with its
+    ResourceFlavors, WorkloadPriorityClasses, AdmissionChecks, MultiKueueConfigs,
+    MultiKueueClusters; None: not read). Each snapshot is read with its
     generation, so the inputs returned name exactly what was parsed even while the caches
     move on; ``parse`` reuses what the previous parse made of objects that did not change."""
     snapshots = [c.versioned_snapshot() if c is not None else None for c in caches]
@@ -220,7 +245,7 @@ def parse_queue_state(
             for cache, snapshot in zip(caches, snapshots, strict=True)
         ),
     )
-    local_queues, cluster_queues, cohorts, flavors, priorities = (
+    local_queues, cluster_queues, cohorts, flavors, priorities, checks, configs, workers = (
         snapshot[1] if snapshot is not None else None for snapshot in snapshots
     )
     assert local_queues is not None
@@ -247,6 +272,11 @@ def parse_queue_state(
             else None
         ),
         priority_classes=tuple(by_value) if priorities is not None else None,
+        # A few objects, rarely changed: read whole on each change of any queue cache.
+        dispatchers=(
+            MappingProxyType(dispatchers(checks, configs)) if checks is not None else None
+        ),
+        worker_clusters=worker_clusters(workers) if workers is not None else None,
     )
     return inputs, state
 

@@ -158,7 +158,11 @@ class QueueService:
         if last is not None and last[0] is state and last[1] == about:
             return last[2]
         summaries = queue_summaries(
-            state.local_queues, state.cluster_queues, state.cohorts, tree=state.quota_tree
+            state.local_queues,
+            state.cluster_queues,
+            state.cohorts,
+            tree=state.quota_tree,
+            dispatchers=state.dispatchers,
         )
         # Formatting is most of the cost after a change: reuse the JSON of every summary
         # equal to one of the last answer (a frozen value: equal summaries, equal JSON).

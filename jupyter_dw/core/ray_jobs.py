@@ -29,7 +29,7 @@ from ..names import CLIENT_PORT
 from ..ray_head.errors import ClusterNotReady, RayAuthRefused, RayError, RayTokenUnavailable
 from ..ray_head.jobs_api import RayJobsClient
 from .clusters import ClusterService, check_cluster_name
-from .errors import InvalidRequest
+from .errors import InvalidRequest, RunsOnWorker
 from .ray_token import ray_token
 
 ENDPOINT_TTL = 5.0
@@ -93,8 +93,10 @@ class RayJobService:
         keep = ENDPOINT_TTL if keep is None else keep
         if cached is not None and seen_uid == uid and time.monotonic() - made < keep:
             return cached
+        # A cluster MultiKueue sent to a worker: the worker's address, or RunsOnWorker.
+        on_worker = self.clusters.worker_dashboard_base(dict(raycluster))
         try:
-            base = dashboard_address(
+            base = on_worker or dashboard_address(
                 self.dashboard_template,
                 self.dashboard_port,
                 name,
@@ -103,7 +105,9 @@ class RayJobService:
             )
         except NoAddress as err:
             raise _no_address(name, err) from None
-        client = RayJobsClient(base, self.token(raycluster), name, self.request_timeout)
+        # The token Secret of a cluster on a worker is the worker's: its gateway authenticates.
+        token = None if on_worker else self.token(raycluster)
+        client = RayJobsClient(base, token, name, self.request_timeout)
         with self._lock:
             self._clients[name] = (time.monotonic(), uid, client)
         return client
@@ -115,8 +119,17 @@ class RayJobService:
         return RayEndpoint(name, client.base_url, client.token)
 
     def client_address(self, name: str) -> str:
-        """The ``ray://`` address of cluster ``name``'s Ray Client server (head up)."""
+        """The ``ray://`` address of cluster ``name``'s Ray Client server (head up); a cluster
+        on a MultiKueue worker has none here (:class:`RunsOnWorker`)."""
         raycluster = self._ready_cluster(check_cluster_name(name))
+        where = self.clusters.placement_of(raycluster)
+        if where is not None and where.worker_cluster is not None:
+            raise RunsOnWorker(
+                f"Ray cluster {name} runs on worker cluster {where.worker_cluster}",
+                "its head is in that cluster: Ray Client reaches it only from there",
+                "Submit jobs instead (h.submit_job), through the worker's dashboard address if "
+                "an administrator set JupyterDW.multikueue_dashboard_url.",
+            )
         try:
             return client_address(
                 self.client_template, CLIENT_PORT, name, self.session.namespace, raycluster

@@ -82,6 +82,8 @@ class DWCore:
             positions,
             usage,
             _idle_rule(settings),
+            settings.multikueue_dashboard_url,
+            settings.ray_dashboard_port,
         )
         if usage is not None and clusters.idle_rule.on:
             usage.verdict_key = clusters.idle_verdict_key

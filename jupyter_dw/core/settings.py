@@ -23,7 +23,12 @@ from ..domain.idle_rule import IdleAction, IdleRule
 from ..domain.quantity import format_quantity
 from ..domain.ray_auth import RAY_AUTH_MODES
 from ..domain.spec_policy import SpecPolicy
-from ..domain.url_templates import CLIENT_SCHEMES, DEFAULT_TEMPLATE, validate_url_template
+from ..domain.url_templates import (
+    CLIENT_SCHEMES,
+    DEFAULT_TEMPLATE,
+    WORKER_TEMPLATE_FIELDS,
+    validate_url_template,
+)
 from ..k8s.auth import DEFAULT_SERVICE_ACCOUNT_DIR
 from ..names import DASHBOARD_PORT
 from .errors import SettingsUnreadable
@@ -473,6 +478,31 @@ class DWSettings(Configurable):
         placeholders ``{name}`` (required), ``{namespace}`` and ``{port}`` (10001), as for
         ``ray_dashboard_url``.""",
     )
+
+    multikueue_dashboard_url = Unicode(
+        DEFAULT_TEMPLATE,
+        config=True,
+        help="""Where the Ray dashboard and Jobs API of a RayCluster that MultiKueue sent to a
+        worker cluster are, as seen from this server and from kernels (a gateway on each
+        worker, say). Such a cluster's pods and head Service are on the worker, not in this
+        cluster: without this setting its ``dashboard_url`` is null, with a note saying it
+        runs on worker X and is not reachable from this workbench, and its jobs cannot be
+        listed or submitted from here.
+
+        A template with the placeholders ``{worker}`` (the worker cluster's name, its
+        MultiKueueCluster's; required), ``{name}`` (the RayCluster's name, required),
+        ``{namespace}`` and ``{port}`` (``ray_dashboard_port``), as for
+        ``ray_dashboard_url``; an http:// or https:// URL. Example:
+        ``https://ray.{worker}.example.com/{namespace}/{name}``. The cluster's Ray token lives
+        on the worker: a gateway that needs one must supply it.""",
+    )
+
+    @validate("multikueue_dashboard_url")
+    def _validate_multikueue_dashboard_url(self, proposal: Any) -> str:
+        try:
+            return validate_url_template(proposal["value"], known=WORKER_TEMPLATE_FIELDS)
+        except ValueError as err:
+            raise TraitError(f"JupyterDW.multikueue_dashboard_url: {err}") from err
 
     @validate("ray_dashboard_url")
     def _validate_ray_dashboard_url(self, proposal: Any) -> str:

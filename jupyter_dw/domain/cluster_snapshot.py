@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from jupyter_dw.domain.kueue_state import CHECK_READY, AdmissionCheckStatus
 from jupyter_dw.domain.kueue_words import Summarized
+from jupyter_dw.domain.multikueue import Placement
 from jupyter_dw.domain.priorities import PreemptedBy
 from jupyter_dw.domain.slices import ScaleChange
 from jupyter_dw.domain.stop_record import StopRecord
@@ -104,6 +105,10 @@ class ClusterSnapshot(Summarized):
     stopped: StopRecord | None = None
     """While ``stopped``: who stopped it, when and why (None for a Workload deactivated by
     other means, e.g. ``kueuectl stop workload``, which leaves no record)."""
+    placement: Placement | None = None
+    """Where MultiKueue sent it: the worker cluster that runs it (its pods are there, its
+    state and worker counts are the worker's, copied back), or those it was offered to while
+    it waits; None when MultiKueue does not handle it."""
 
     @property
     def capacity_provisioned(self) -> bool:
@@ -145,4 +150,5 @@ class ClusterSnapshot(Summarized):
             "pinned_workers": self.pinned_workers,
             "scale": self.scale.to_json() if self.scale else None,
             "stopped": self.stopped.to_json() if self.stopped else None,
+            "placement": self.placement.to_json() if self.placement else None,
         }

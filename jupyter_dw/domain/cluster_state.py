@@ -5,7 +5,7 @@ malformed object. The fields read, per version: docs/explanation/kueue-mapping.m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -27,6 +27,7 @@ from jupyter_dw.domain.lenient import mapping as _map
 from jupyter_dw.domain.lenient import text as _text
 from jupyter_dw.domain.lenient import words as _words
 from jupyter_dw.domain.milestones import transition
+from jupyter_dw.domain.multikueue import placed_outcome, placement
 from jupyter_dw.domain.pod_problems import PodProblem, first_problem
 from jupyter_dw.domain.ray_auth import Refusal
 from jupyter_dw.domain.slices import ScaleChange, SliceChain, scale_change, slice_chain
@@ -306,6 +307,7 @@ def cluster_snapshot(
     pods: Iterable[Mapping[str, Any]] = (),
     slices: Iterable[Mapping[str, Any]] | None = None,
     refusal: Refusal | None = None,
+    dispatching: Collection[str] | None = None,
 ) -> ClusterSnapshot:
     """Derive a cluster's state and details; never raises on missing or malformed fields.
 
@@ -316,7 +318,10 @@ def cluster_snapshot(
     is the ``scale`` in flight. ``pending`` is the visibility API's ``pendingworkloads`` item
     of whichever of them waits (the cluster's Workload, or the scale-up's slice).
     ``refusal`` is KubeRay's refusal event of this RayCluster
-    (``ray_auth.kuberay_refusal``), if any.
+    (``ray_auth.kuberay_refusal``), if any. ``dispatching``: the AdmissionChecks MultiKueue
+    runs, when readable (see :func:`~jupyter_dw.domain.multikueue.placement`); a cluster
+    MultiKueue sent to a worker has its state from the status the worker's KubeRay wrote,
+    copied back to this RayCluster.
 
     ``state`` is the first of :data:`_RULES` that matches (see there).
     """
@@ -337,7 +342,9 @@ def cluster_snapshot(
     if elastic:
         # The spec's replicas now: KubeRay's status lags a scale by a reconcile.
         facts = replace(facts, workers_desired=size.replicas)
+    where = placement(workload, dispatching)
     state, reason, message = _state(facts)
+    _, reason, message = placed_outcome((state, reason, message), where)
     pod_set_flavors = assignments(workload)
     waiting = facts.has_workload and not facts.quota_reserved
     local, cluster = pending_positions(pending, wl_name) if waiting else (None, None)
@@ -374,6 +381,7 @@ def cluster_snapshot(
         pinned_workers=size.pinned,
         scale=_scale(chain, facts, pods, size, pending) if elastic else None,
         stopped=stop_record(raycluster) if state == "stopped" else None,
+        placement=where,
     )
 
 

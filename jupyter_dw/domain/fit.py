@@ -32,6 +32,7 @@ from jupyter_dw.domain.kueue_model import (
     LocalQueueInfo,
     ResourceGroup,
 )
+from jupyter_dw.domain.multikueue import Dispatcher
 from jupyter_dw.domain.priorities import Ahead
 from jupyter_dw.domain.quota import QuotaTree, format_amount
 from jupyter_dw.domain.scheduling import FlavorTraits, Toleration, flavor_mismatch
@@ -104,6 +105,10 @@ class FitVerdict:
     admission_checks: tuple[str, ...] = ()
     """The AdmissionChecks the ClusterQueue requires of this workload (those whose
     ``onFlavors`` match its flavors): quota first, then every one must be Ready."""
+    multikueue: Dispatcher | None = None
+    """The ClusterQueue's MultiKueue check, when it has one (and it can be read): the workload
+    then runs on a worker cluster MultiKueue picks; the quota judged here is this cluster's,
+    which Kueue reserves first."""
 
     def to_json(self) -> dict[str, Any]:
         """The verdict as JSON; amounts are canonical Kubernetes quantity strings."""
@@ -121,6 +126,7 @@ class FitVerdict:
             "queue": self.queue,
             "cluster_queue": self.cluster_queue,
             "admission_checks": list(self.admission_checks),
+            "multikueue": self.multikueue.to_json() if self.multikueue else None,
         }
 
 

@@ -15,6 +15,7 @@ from jupyter_dw.domain.fit import PodSetRequest
 from jupyter_dw.domain.json_decode import decode_fields
 from jupyter_dw.domain.kueue_words import Summarized
 from jupyter_dw.domain.lenient import mapping, text
+from jupyter_dw.domain.multikueue import Placement
 from jupyter_dw.domain.timeline import Timeline, job_timeline
 from jupyter_dw.domain.usage import ClusterUsage, Subject, usage_from_json, usage_json
 from jupyter_dw.domain.validation import dns1035_label_error
@@ -89,6 +90,11 @@ class JobInfo(Summarized):
     def position_in_local_queue(self) -> int | None:
         """Kueue's 0-based position while the job waits for quota."""
         return self.workload.position_in_local_queue if self.workload else None
+
+    @property
+    def placement(self) -> Placement | None:
+        """Where MultiKueue sent it (the worker cluster it runs on); None without MultiKueue."""
+        return self.workload.placement if self.workload else None
 
     @property
     def timeline(self) -> Timeline:

@@ -19,6 +19,7 @@ from jupyter_dw.domain.kueue_model import (
     amounts_by_key,
     default_local_queue,
 )
+from jupyter_dw.domain.multikueue import Dispatcher
 from jupyter_dw.domain.quantity import format_quantity
 
 _ZERO = Decimal(0)
@@ -404,6 +405,9 @@ class QueueSummary:
     when ClusterQueues could not be read or the ClusterQueue is missing; ``hint`` then says
     why, and says what else limits admission (stopped queues, cohort cycles).
     Headroom counts quota only: nothing is admitted while ``active`` is False.
+    ``multikueue``: its ClusterQueue's MultiKueue check (its workloads run on worker clusters;
+    the quota here is the manager's, reserved first), when the ClusterQueue and the
+    AdmissionChecks are readable.
     """
 
     name: str
@@ -418,6 +422,7 @@ class QueueSummary:
     quota_visible: bool
     hint: str | None
     resources: tuple[ResourceSummary, ...]
+    multikueue: Dispatcher | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape the server and widgets share (quantities as k8s strings)."""
@@ -434,6 +439,7 @@ class QueueSummary:
             "quota_visible": self.quota_visible,
             "hint": self.hint,
             "resources": [r.to_json() for r in self.resources],
+            "multikueue": self.multikueue.to_json() if self.multikueue else None,
         }
 
 
@@ -518,6 +524,7 @@ def _summary(
     tree: QuotaTree | None,
     cohorts_known: bool,
     default_conventions: Mapping[tuple[str | None, str], str],
+    dispatchers: Mapping[str, Dispatcher],
 ) -> QueueSummary:
     hints = _state_hints(lq)
     cq = tree.cluster_queue(lq.cluster_queue) if tree is not None else None
@@ -549,6 +556,14 @@ def _summary(
         quota_visible=cq is not None,
         hint=" ".join(hints) or None,
         resources=resources,
+        multikueue=next(
+            (
+                dispatchers[r.name]
+                for r in (cq.admission_checks if cq else ())
+                if r.name in dispatchers
+            ),
+            None,
+        ),
     )
 
 
@@ -558,6 +573,7 @@ def queue_summaries(
     cohorts: Iterable[CohortQuota] | None = None,
     *,
     tree: QuotaTree | None = None,
+    dispatchers: Mapping[str, Dispatcher] | None = None,
 ) -> list[QueueSummary]:
     """One summary per LocalQueue, sorted by namespace and name.
 
@@ -566,7 +582,8 @@ def queue_summaries(
     be read (the summary says so); pass an empty list when there are none or the Cohort API
     is not served — implicit cohorts from ClusterQueue cohort names are always built.
     ``tree``: the :class:`QuotaTree` of exactly these ClusterQueues and Cohorts, when the
-    caller has built it already (it is built here otherwise).
+    caller has built it already (it is built here otherwise). ``dispatchers``: the
+    AdmissionChecks MultiKueue runs, by name (None or empty: none known).
     """
     queues = sorted(local_queues, key=lambda q: (q.namespace or "", q.name))
     if cluster_queues is None:
@@ -578,4 +595,5 @@ def queue_summaries(
         choice = default_local_queue([q for q in queues if q.namespace == namespace])
         if choice is not None:
             conventions[(namespace, choice.queue.name)] = choice.convention
-    return [_summary(lq, tree, cohorts is not None, conventions) for lq in queues]
+    known = dispatchers or {}
+    return [_summary(lq, tree, cohorts is not None, conventions, known) for lq in queues]

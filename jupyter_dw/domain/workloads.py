@@ -6,7 +6,7 @@ as Kueue counts. Pure. The fields read, per Kueue version: docs/explanation/kueu
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -16,6 +16,7 @@ from jupyter_dw.domain.kueue_state import WorkloadState, kueue_state, pending_po
 from jupyter_dw.domain.kueue_words import Summarized
 from jupyter_dw.domain.lenient import mapping as _map
 from jupyter_dw.domain.lenient import text as _text
+from jupyter_dw.domain.multikueue import Placement, placed_outcome, placement
 from jupyter_dw.domain.priorities import PreemptedBy
 from jupyter_dw.domain.quantity import QuantityError, parse_quantity
 from jupyter_dw.domain.quota import format_amount, kueue_amount
@@ -320,6 +321,9 @@ class WorkloadInfo(Summarized):
     position_in_local_queue: int | None = None
     position_in_cluster_queue: int | None = None
     preempted_by: PreemptedBy | None = None
+    placement: Placement | None = None
+    """Where MultiKueue sent it (the worker cluster that runs its job, or those it was
+    offered to); None when MultiKueue does not handle it."""
 
     @property
     def waiting(self) -> bool:
@@ -350,6 +354,7 @@ class WorkloadInfo(Summarized):
             "position_in_local_queue": self.position_in_local_queue,
             "position_in_cluster_queue": self.position_in_cluster_queue,
             "preempted_by": self.preempted_by.to_json() if self.preempted_by else None,
+            "placement": self.placement.to_json() if self.placement else None,
         }
 
 
@@ -385,9 +390,13 @@ def is_replaced_slice(workload: Object) -> bool:
     return replaced and is_true(workload, "Finished")
 
 
-def workload_info(workload: Object, pending: Object | None = None) -> WorkloadInfo | None:
+def workload_info(
+    workload: Object, pending: Object | None = None, dispatching: Collection[str] | None = None
+) -> WorkloadInfo | None:
     """The record of one Workload; None for a replaced slice. ``pending`` is its item from the
-    visibility API's ``pendingworkloads`` (an item naming another Workload is ignored)."""
+    visibility API's ``pendingworkloads`` (an item naming another Workload is ignored).
+    ``dispatching``: the AdmissionChecks MultiKueue runs (None: not readable; see
+    :func:`~jupyter_dw.domain.multikueue.placement`)."""
     workload = _map(workload)
     if is_replaced_slice(workload):
         return None
@@ -404,6 +413,8 @@ def workload_info(workload: Object, pending: Object | None = None) -> WorkloadIn
         since = _text(_map(condition(workload, _SINCE[kueue.state])).get("lastTransitionTime"))
     admission = _map(_map(workload.get("status")).get("admission"))
     labels = _map(metadata.get("labels"))
+    where = placement(workload, dispatching)
+    _, reason, message = placed_outcome((kueue.state, kueue.reason, kueue.message), where)
     return WorkloadInfo(
         name=name,
         namespace=_text(metadata.get("namespace")),
@@ -412,8 +423,8 @@ def workload_info(workload: Object, pending: Object | None = None) -> WorkloadIn
         cluster_queue=_text(admission.get("clusterQueue")) if quota_reserved else None,
         priority=priority_of(workload),
         state=kueue.state,
-        reason=kueue.reason,
-        message=kueue.message,
+        reason=reason,
+        message=message,
         quota_reserved=quota_reserved,
         admitted=is_true(workload, "Admitted"),
         created=created,
@@ -424,6 +435,7 @@ def workload_info(workload: Object, pending: Object | None = None) -> WorkloadIn
         position_in_local_queue=local,
         position_in_cluster_queue=cluster,
         preempted_by=kueue.preempted_by,
+        placement=where,
     )
 
 
@@ -496,6 +508,8 @@ class JobWorkload:
     admitted_at: str | None = None
     resources: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
     requests: Mapping[str, Decimal] = field(default_factory=dict)
+    placement: Placement | None = None
+    """Where MultiKueue sent it (the worker cluster that runs the job); None without it."""
 
     @classmethod
     def of(cls, info: WorkloadInfo) -> JobWorkload:
@@ -507,13 +521,14 @@ class JobWorkload:
             admitted_at=info.admitted_at,
             resources=info.resources,
             requests=info.requests,
+            placement=info.placement,
         )
 
 
 def workload_fields(workload: JobWorkload | None) -> dict[str, Any]:
     """The Kueue part of a job's JSON (RayJob, TrainJob): its Workload's name, positions, when
     it was admitted and what it asks for and holds (as :meth:`WorkloadInfo.to_json` words
-    them); :func:`job_workload_from_json` reads it back."""
+    them) and where MultiKueue sent it; :func:`job_workload_from_json` reads it back."""
     if workload is None:
         return {
             "workload": None,
@@ -522,6 +537,7 @@ def workload_fields(workload: JobWorkload | None) -> dict[str, Any]:
             "admitted_at": None,
             "resources": {},
             "requests": {},
+            "placement": None,
         }
     return {
         "workload": workload.name,
@@ -530,6 +546,7 @@ def workload_fields(workload: JobWorkload | None) -> dict[str, Any]:
         "admitted_at": workload.admitted_at,
         "resources": {f: _quantities(a) for f, a in sorted(workload.resources.items())},
         "requests": _quantities(workload.requests),
+        "placement": workload.placement.to_json() if workload.placement else None,
     }
 
 

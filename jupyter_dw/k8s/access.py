@@ -19,12 +19,15 @@ from jupyter_dw.names import qualified
 
 from .errors import KubeError, KubeForbidden
 from .resources import (
+    ADMISSION_CHECK,
     CLUSTER_QUEUE,
     CLUSTER_TRAINING_RUNTIME,
     COHORT,
     EVENT,
     JOB_RESOURCES,
     LOCAL_QUEUE,
+    MULTIKUEUE_CLUSTER,
+    MULTIKUEUE_CONFIG,
     PENDING_WORKLOADS_SUBRESOURCE,
     POD,
     POD_METRICS,
@@ -155,6 +158,24 @@ NEEDED_PERMISSIONS: tuple[Permission, ...] = (
         WORKLOAD_PRIORITY_CLASS,
         ("list", "watch"),
         "offer WorkloadPriorityClasses for clusters",
+        required=False,
+    ),
+    *_perms(
+        ADMISSION_CHECK,
+        ("list", "watch"),
+        "show which queues run their workloads on other clusters (MultiKueue)",
+        required=False,
+    ),
+    *_perms(
+        MULTIKUEUE_CONFIG,
+        ("list", "watch"),
+        "name the worker clusters a MultiKueue queue may run workloads on",
+        required=False,
+    ),
+    *_perms(
+        MULTIKUEUE_CLUSTER,
+        ("list", "watch"),
+        "tell whether MultiKueue reaches its worker clusters (jupyter dw doctor)",
         required=False,
     ),
     *_perms(

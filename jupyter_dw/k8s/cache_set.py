@@ -23,11 +23,14 @@ from .discovery import Discovery
 from .errors import KubeConfigError, KubeForbidden, KubeUnauthorized, NotReady
 from .projection import Projection, slim, slim_pod
 from .resources import (
+    ADMISSION_CHECK,
     CLUSTER_QUEUE,
     COHORT,
     EVENT,
     JOB_RESOURCES,
     LOCAL_QUEUE,
+    MULTIKUEUE_CLUSTER,
+    MULTIKUEUE_CONFIG,
     POD,
     RAY_CLUSTER,
     RESOURCE_FLAVOR,
@@ -53,7 +56,10 @@ SessionListener = Callable[[str, str, Object], None]
 """Called with ``(plural, event_type, object)`` for every change in any cache."""
 
 NAMESPACED_KINDS = (LOCAL_QUEUE, WORKLOAD)
-CLUSTER_KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS)
+MULTIKUEUE_KINDS = (ADMISSION_CHECK, MULTIKUEUE_CONFIG, MULTIKUEUE_CLUSTER)
+"""What tells which ClusterQueues dispatch to worker clusters, and to which (optional: a
+Workload alone still says where it went)."""
+CLUSTER_KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS, *MULTIKUEUE_KINDS)
 
 Kind = ResourceKind | Resource
 """A resource as the caches and access checks know it: only ``group`` and ``plural`` count."""

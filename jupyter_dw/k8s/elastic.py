@@ -77,6 +77,15 @@ def probe_elastic_jobs(api: KubeApi, namespace: str, queue: str | None) -> Elast
         answer = api.post(RAY_CLUSTER.path(namespace), obj, query=[DRY_RUN])
     except KubeRejected as err:
         words = err.reason or err.error
+        if "multikueue" in words.lower():
+            # Kueue (0.19) refuses Ray's autoscaler on a cluster it would send to another
+            # cluster: the probe's queue says nothing of the feature gate, nor of other queues.
+            return ElasticJobs(
+                None,
+                "dry-run",
+                f"cannot tell: the probe's queue runs its workloads on other clusters "
+                f"(MultiKueue), where Kueue refuses autoscaling RayClusters: {words}",
+            )
         if "elastic" in words.lower() or "autoscal" in words.lower():
             return ElasticJobs(
                 False,

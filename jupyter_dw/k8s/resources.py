@@ -20,6 +20,8 @@ from jupyter_dw.names import (
     COHORT_KIND,
     KUEUE_GROUP,
     LOCAL_QUEUE_KIND,
+    MULTIKUEUE_CLUSTER_KIND,
+    MULTIKUEUE_CONFIG_KIND,
     POD_KIND,
     RAY_GROUP,
     RAY_VERSION,
@@ -137,6 +139,10 @@ WORKLOAD_PRIORITY_CLASS = ResourceKind(
     KUEUE_GROUP, "workloadpriorityclasses", WORKLOAD_PRIORITY_CLASS_KIND, namespaced=False
 )
 ADMISSION_CHECK = ResourceKind(KUEUE_GROUP, "admissionchecks", ADMISSION_CHECK_KIND, False)
+MULTIKUEUE_CONFIG = ResourceKind(KUEUE_GROUP, "multikueueconfigs", MULTIKUEUE_CONFIG_KIND, False)
+MULTIKUEUE_CLUSTER = ResourceKind(
+    KUEUE_GROUP, "multikueueclusters", MULTIKUEUE_CLUSTER_KIND, namespaced=False
+)
 
 # Kueue visibility API (aggregated; served by the Kueue process itself)
 VISIBILITY_LOCAL_QUEUE = ResourceKind(VISIBILITY_GROUP, "localqueues", LOCAL_QUEUE_KIND, True)

@@ -19,6 +19,7 @@ from ..domain.job_kind import JobInfo
 from ..domain.kueue_words import Summarized
 from ..domain.lenient import timestamp
 from ..domain.milestones import Milestone, milestone_words
+from ..domain.multikueue import Placement
 from ..domain.priorities import PreemptedBy
 from ..domain.quantity import parse_quantity
 from ..domain.quota import QueueSummary
@@ -73,6 +74,8 @@ def queue_rows(queue: QueueSummary) -> str:
         f"{queue.pending} pending · {queue.admitted} admitted</span>"
     )
     rows = [f"<div>{title}</div>"]
+    if queue.multikueue is not None:
+        rows.append(f'<div class="jp-dw-multikueue">{escape(queue.multikueue.sentence)}</div>')
     if not queue.quota_visible:
         rows.append(f'<div style="opacity:.7">quota hidden: {escape(queue.hint or "")}</div>')
     for resource in data["resources"]:
@@ -262,6 +265,8 @@ def usage_html(usage: ClusterUsage | None, idle_since: str | None) -> str:
     if usage is None:
         return ""
     rows = []
+    if not usage.resources and usage.metrics_reason:  # nothing held here (on a worker, say)
+        rows.append(f'<div style="opacity:.7">use unknown: {escape(usage.metrics_reason)}</div>')
     for resource in sorted(usage.resources, key=_order):
         use = usage.resources[resource]
         label, held = _label(resource), shown_amount(resource, use.held)
@@ -321,6 +326,13 @@ def usage_html(usage: ClusterUsage | None, idle_since: str | None) -> str:
     return f'<div class="jp-dw-usage">{"".join(rows)}</div>' if rows else ""
 
 
+def placement_html(placement: Placement | None) -> str:
+    """Where MultiKueue sent a workload (the worker cluster it runs on), in one line."""
+    if placement is None:
+        return ""
+    return f'<div class="jp-dw-placement">&#8658; {escape(placement.sentence)}</div>'
+
+
 def title_html(name: str, state: str, queue: str | None) -> str:
     """A workload's first line: its name, its state's badge and its queue."""
     return (
@@ -354,7 +366,7 @@ def cluster_html(info: ClusterInfo) -> str:
     """State badge, Kueue's reason and position while queued, workers bar, usage (used of
     held, idle, Ray's load), timeline."""
     status = info.snapshot
-    parts = [title_html(status.name, status.state, status.queue)]
+    parts = [title_html(status.name, status.state, status.queue), placement_html(status.placement)]
     if not info.freshness.live:  # the state below is the last known one: say so
         when = info.freshness.to_json()["since"] or ""
         parts.append(
@@ -381,10 +393,13 @@ def cluster_html(info: ClusterInfo) -> str:
         parts.append(f"<div><b>preempted by</b> {who}</div>")
     parts.append(checks_html(status.admission_checks))
     desired = max(status.workers_desired, 1)
+    worker = status.placement.worker_cluster if status.placement else None
+    # On a worker: KubeRay's counts there, copied back (no pod of it is in this cluster).
+    on = f" on worker cluster {worker}" if worker else ""
     parts.append(
         bar(
             status.workers_ready / desired,
-            f"{status.workers_ready}/{status.workers_desired} workers ready",
+            f"{status.workers_ready}/{status.workers_desired} workers ready{on}",
         )
     )
     parts.append(usage_html(info.usage, info.idle_since))
@@ -395,6 +410,8 @@ def cluster_html(info: ClusterInfo) -> str:
     )
     if info.dashboard_url is not None:
         where = f"<code>{escape(info.dashboard_url)}</code>"
+    elif info.dashboard_note is not None:
+        where = escape(info.dashboard_note)
     else:
         where = (
             "the proxy is turned off on this server; "
@@ -408,7 +425,7 @@ def cluster_html(info: ClusterInfo) -> str:
 def kind_job_html(info: JobInfo) -> str:
     """A RayJob's or TrainJob's record: its state badge and queue, Kueue's words while it
     waits, its life as a timeline bar, what its pods use of what they hold."""
-    parts = [title_html(info.name, info.state, info.queue)]
+    parts = [title_html(info.name, info.state, info.queue), placement_html(info.placement)]
     if info.reason or info.message:
         parts.append(f"<div>{escape(info.reason or '')} {said(info)}</div>")
     parts.append(timeline_bar_html(info.timeline))
@@ -437,6 +454,10 @@ def workload_words(info: WorkloadInfo) -> str:
         parts.append(": ".join(w for w in (info.reason, info.message) if w))
     if info.preempted_by is not None:
         parts.append(f"preempted by {preemptor_words(info.preempted_by)}")
+    if info.placement is not None and info.placement.worker_cluster is not None:
+        parts.append(f"on worker cluster {info.placement.worker_cluster}")
+    elif info.placement is not None and info.placement.nominated_clusters:
+        parts.append(f"offered to {', '.join(info.placement.nominated_clusters)}")
     held = info.to_json()["resources"]
     if held:
         parts.append(

@@ -137,6 +137,12 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
     timeline = optional_dict().tag(sync=True)
     """REST's ``timeline``: the spans the view draws as one bar."""
     dashboard_url = Unicode(None, allow_none=True).tag(sync=True)
+    dashboard_note = Unicode(None, allow_none=True).tag(sync=True)
+    """Why ``dashboard_url`` is None with the proxy on: it runs on a MultiKueue worker whose
+    dashboards this workbench cannot reach."""
+    placement = optional_dict().tag(sync=True)
+    """REST's ``placement``: the MultiKueue worker cluster it runs on (or those it was offered
+    to); None without MultiKueue."""
     dashboard = optional_dict().tag(sync=True)
     """REST's ``dashboard``: ``{"service", "port"}`` of the head, for a port-forward."""
     deleted = Bool(False).tag(sync=True)
@@ -185,6 +191,7 @@ class ClusterStatus(_Live, anywidget.AnyWidget):
                 self.preempted_by = None
                 self.admission_checks = []
                 self.scale = None
+                self.placement = None
             return
         self.show(message.cluster)
 

@@ -747,7 +747,10 @@ export class DWModel {
 
   /** Follow the jobs of every ready cluster; `always`: ask again (a new socket). */
   private _watchJobs(always: boolean): void {
-    const ready = [...this._clusters.values()].filter(c => c.state === 'ready').map(c => c.name);
+    // Not a cluster on a MultiKueue worker this workbench cannot reach (`dashboard_note`).
+    const ready = [...this._clusters.values()]
+      .filter(c => c.state === 'ready' && !c.dashboard_note)
+      .map(c => c.name);
     if (this.jobs.setClusters(ready) || always) {
       this._sendJobsRequest();
     }

@@ -669,6 +669,8 @@ export interface components {
       /** @description With quota hidden, the permission that would show it. */
       hint: string | null;
       resources: components['schemas']['QueueResource'][];
+      /** @description Its ClusterQueue's MultiKueue check: its workloads run on worker clusters (the quota here is this cluster's, reserved first). Null when there is none, or when the ClusterQueue or the AdmissionChecks cannot be read (each workload's `placement` still says where it went). */
+      multikueue: components['schemas']['NullableDispatcher'];
     };
     Queues: {
       namespace: string;
@@ -814,6 +816,10 @@ export interface components {
       stopped: null | components['schemas']['StopRecord'];
       /** @description What the cluster uses against what it holds; null when usage is off. */
       usage: null | components['schemas']['ClusterUsage'];
+      /** @description Where MultiKueue sent it: the worker cluster that runs it (its pods are there, not in this cluster; `state`, `head_ready` and the worker counts are the worker's, copied back to the RayCluster; `pods` is empty and `usage` says it is measured there), or the worker clusters it was offered to while it waits. Null when MultiKueue does not handle it. */
+      placement: components['schemas']['NullablePlacement'];
+      /** @description Why `dashboard_url` is null although the proxy is on: the cluster runs on a MultiKueue worker cluster and `JupyterDW.multikueue_dashboard_url` does not say where that worker's dashboards are. */
+      dashboard_note: string | null;
     };
     /** @description What a cluster's (or a RayJob's cluster's, or a TrainJob's) pods use now against what they request, read at most once per `usage_interval` (15 s). `resources` (cpu, memory, GPUs...): `held` is the requests of the pods on a node, `used` the metrics API's reading for cpu and memory (null with `reason` when it cannot be read, never a zero), Ray's GPUs in use for a GPU (null when Ray did not answer). `ray`: Ray's own load (null with `ray_reason` when Ray cannot be asked, or was not: a cluster whose head is not ready). `idle`: Ray reports nothing in use, no job running or pending and no live actor (`idle_basis: ray`); where Ray cannot tell, every pod uses less than `idle_cpu_fraction` of its CPU request (`metrics`); null when neither can tell. */
     ClusterUsage: {
@@ -944,6 +950,29 @@ export interface components {
       message: string | null;
       time: components['schemas']['NullableTime'];
     };
+    /** @description Where MultiKueue sent a workload, read from its Workload in this (the manager) cluster: the worker cluster that admitted it and runs its job, or those it was offered to while it waits for one to admit it. Its pods are on the worker, not here; its state is the worker's, copied back. */
+    Placement: {
+      /** @description The worker cluster that runs it (the Workload's `status.clusterName`). */
+      worker_cluster: string | null;
+      /** @description While it waits: the worker clusters MultiKueue offered it to (`status.nominatedClusterNames`). */
+      nominated_clusters: string[];
+      /** @description MultiKueue's admission check on it, when it can be told apart (by the readable AdmissionChecks, else by MultiKueue's words). */
+      check: string | null;
+      check_state: string | null;
+      check_message: string | null;
+      /** @description Where it runs or is being placed, in words. */
+      sentence: string;
+    };
+    /** @description An AdmissionCheck run by MultiKueue: its workloads run on the worker clusters of the MultiKueueConfig it names. */
+    Dispatcher: {
+      check: string;
+      /** @description The MultiKueueConfig it names. */
+      config: string | null;
+      /** @description The worker clusters (MultiKueueClusters) of that config; null when this identity may not read MultiKueueConfigs. */
+      workers: null | string[];
+    };
+    NullablePlacement: null | components['schemas']['Placement'];
+    NullableDispatcher: null | components['schemas']['Dispatcher'];
     PreemptedBy: {
       workload_uid: string | null;
       job_uid: string | null;
@@ -1015,6 +1044,8 @@ export interface components {
       position_in_cluster_queue: number | null;
       /** @description While `preempted`, the workload Kueue named as the preemptor (`name`: its job's name when that Workload is in the namespace). */
       preempted_by: null | components['schemas']['PreemptedBy'];
+      /** @description Where MultiKueue sent it; null when MultiKueue does not handle it. */
+      placement: components['schemas']['NullablePlacement'];
     };
     WorkloadList: {
       namespace: string;
@@ -1165,6 +1196,8 @@ export interface components {
         | components['schemas']['TrainJobSpec'];
       /** @description Why this queue, when the request named none. */
       default_queue: string | null;
+      /** @description The ClusterQueue's MultiKueue check, when it has one and AdmissionChecks can be read: the workload runs on a worker cluster MultiKueue picks, and that worker's quota decides when; the verdict is about this cluster's ClusterQueue quota, which Kueue reserves first (the message says so). */
+      multikueue: components['schemas']['NullableDispatcher'];
       suggestion?: null | components['schemas']['Suggestion'];
     };
     /** @description A RayJob request. `cluster` takes the fields of a cluster request (its `name`, `queue` and `priority` are the job's); it may not autoscale. */
@@ -1256,6 +1289,8 @@ export interface components {
       end_time: components['schemas']['NullableTime'];
       /** @description What the RayJob's own RayCluster's pods use against what they hold (its submitter's pod not counted) and Ray's load on it, as a cluster's `usage` (the same sample; `idle_action` always null: the idle rule acts on clusters only); null when usage is off. */
       usage: null | components['schemas']['ClusterUsage'];
+      /** @description Where MultiKueue sent it (its Workload's `placement`): the worker cluster that runs it, its status copied back here; null when MultiKueue does not handle it. */
+      placement: components['schemas']['NullablePlacement'];
     };
     KubeRayJobList: {
       namespace: string;
@@ -1346,6 +1381,8 @@ export interface components {
       end_time: components['schemas']['NullableTime'];
       /** @description What the TrainJob's pods (its JobSet's) use against what they hold, summed as a cluster's `usage` is (the same sample; `ray` null: a TrainJob has no Ray to ask; idle by the metrics API only; `idle_action` always null); null when usage is off. */
       usage: null | components['schemas']['ClusterUsage'];
+      /** @description Where MultiKueue sent it (its Workload's `placement`): the worker cluster that runs it, its status copied back here; null when MultiKueue does not handle it. */
+      placement: components['schemas']['NullablePlacement'];
     };
     TrainJobList: {
       namespace: string;

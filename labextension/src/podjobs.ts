@@ -4,7 +4,7 @@
  * when the server does not serve the kind), then the kind's `<word>` messages. One holder for
  * every kind, so a new kind is a new instance, not new code.
  */
-import type { ClusterUsage, ErrorBody, Timeline } from './api';
+import type { ClusterUsage, ErrorBody, Placement, Timeline } from './api';
 
 /**
  * What every kind's record has (the server's `JobInfo`, the same field names in every kind's
@@ -25,6 +25,8 @@ export interface IKindJob {
   usage: ClusterUsage | null;
   /** Its life as a timeline bar draws it (waiting, running, its end); absent from an older server. */
   timeline?: Timeline | null;
+  /** Where MultiKueue sent it (the worker cluster it runs on); absent from an older server. */
+  placement?: Placement | null;
 }
 
 export class PodSetJobs<T extends IKindJob = IKindJob> {

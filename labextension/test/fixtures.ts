@@ -92,6 +92,8 @@ export function cluster(name: string, extra: Partial<Cluster> = {}): Cluster {
     position_in_cluster_queue: 0,
     admission_checks: [],
     dashboard_url: `/dw/ray/${name}/`,
+    dashboard_note: null,
+    placement: null,
     ray_address: `ray://${name}-head-svc.ns.svc:10001`,
     owner: 'me',
     pods: [],

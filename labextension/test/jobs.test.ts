@@ -96,6 +96,21 @@ describe('JobsState', () => {
 });
 
 describe('DWModel and jobs', () => {
+  it('never asks for the jobs of a cluster whose head runs on an unreachable worker', async () => {
+    const { model, sockets } = await started();
+    const note = 'runs on worker cluster worker-1: its Ray dashboard is not reachable';
+    sockets[0].deliver(
+      snapshot([
+        cluster('here', { state: 'ready' }),
+        cluster('far', { state: 'ready', dashboard_url: null, dashboard_note: note })
+      ])
+    );
+    expect(sockets[0].sent.map(s => JSON.parse(s))).toEqual([
+      { type: 'watch_jobs', clusters: ['here'], logs: null }
+    ]);
+    model.dispose();
+  });
+
   it('asks for the jobs of ready clusters on each snapshot and when one becomes ready', async () => {
     const { model, sockets, stopped } = await started();
     const socket = sockets[0];

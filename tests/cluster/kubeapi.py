@@ -40,6 +40,11 @@ _KINDS: dict[str, tuple[str, bool]] = {
     "ClusterTrainingRuntime": ("clustertrainingruntimes", False),
     "TrainJob": ("trainjobs", True),
     "PriorityClass": ("priorityclasses", False),
+    "Secret": ("secrets", True),
+    "AdmissionCheck": ("admissionchecks", False),
+    "MultiKueueConfig": ("multikueueconfigs", False),
+    "MultiKueueCluster": ("multikueueclusters", False),
+    "RayJob": ("rayjobs", True),
 }
 
 

@@ -157,9 +157,11 @@ def pictures_shown() -> dict[str, str]:
 
 
 def pictures_made() -> set[str]:
-    """Every picture a browser test writes into docs/img/ (``docs_picture(target, "x.png")``)."""
+    """Every picture a browser test writes into docs/img/ (``docs_picture(target, "x.png")``):
+    tests/ui's, and those of a test bed of their own (the MultiKueue bed's)."""
     made: set[str] = set()
-    for test in (REPO / "tests" / "ui").glob("test_*.py"):
+    beds = (REPO / "tests" / "ui", REPO / "tests" / "integration" / "multikueue")
+    for test in (path for bed in beds for path in bed.glob("test_*.py")):
         made |= set(_MADE.findall(test.read_text()))
     return made
 

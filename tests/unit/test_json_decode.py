@@ -42,6 +42,7 @@ from jupyter_dw.core.errors import (
     RayTokenUnavailable,
     RayUnreachable,
     RayVersionMismatch,
+    RunsOnWorker,
     SettingsUnreadable,
     WrongState,
     _classes_by_code,
@@ -631,6 +632,7 @@ ERRORS = [
     RayNotInstalled("Ray is not installed", None, "pip install ray"),
     RayVersionMismatch("Ray versions differ", "2.9 vs 2.60", None),
     JobFailed("The job failed", "exit 1", None, RAY_JOB),
+    RunsOnWorker("Ray cluster demo runs on worker cluster w1", "not reachable here", "Ask."),
 ]
 
 

@@ -474,7 +474,9 @@ def test_visible_summary_json_shape_and_numbers():
         "quota_visible",
         "hint",
         "resources",
+        "multikueue",
     }
+    assert user["multikueue"] is None
     assert user["quota_visible"] is True
     assert user["hint"] is None
     assert (user["pending"], user["reserving"], user["admitted"]) == (1, 2, 2)

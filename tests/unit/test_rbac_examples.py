@@ -78,8 +78,9 @@ def test_the_example_cluster_role_grants_exactly_the_optional_permissions():
     names = {resource for _, resource, _ in grants(role)}
     assert {"clusterqueues", "cohorts", "resourceflavors"} <= names
     assert "workloadpriorityclasses" in names
-    # A queue's admission checks are read from its ClusterQueue: AdmissionChecks need no grant.
-    assert "admissionchecks" not in names
+    # A queue's admission checks are named by its ClusterQueue; the AdmissionChecks and
+    # MultiKueue's objects tell only which of them send workloads to other clusters, and where.
+    assert {"admissionchecks", "multikueueconfigs", "multikueueclusters"} <= names
     # Read only: list and watch objects, get the pending workloads of ClusterQueues and the
     # ClusterTrainingRuntime a TrainJob is fitted on.
     assert {verb for _, r, verb in grants(role) if "/" not in r} == {"list", "watch", "get"}

@@ -149,6 +149,7 @@ def _workload(state: str) -> Any:
         admitted_at = None
         resources: ClassVar[dict[str, Any]] = {}
         requests: ClassVar[dict[str, Any]] = {}
+        placement = None
 
     fake = Fake()
     fake.state = state  # type: ignore[attr-defined]

@@ -90,6 +90,7 @@ def test_an_admitted_job_holds_its_pod_sets_usage_in_its_flavor(version):
         "position_in_local_queue": None,
         "position_in_cluster_queue": None,
         "preempted_by": None,
+        "placement": None,
     }
     assert info.owner is not None and info.owner.kind_group == "Job.batch"
 

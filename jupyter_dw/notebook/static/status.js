@@ -220,6 +220,11 @@ function render({ model, el: root }) {
     const badge = el("span", { class: "jp-dw-state", "data-state": state || "", style: `background:${colorOf("state", state)};color:#fff;border-radius:9px;padding:1px 8px;font-size:12px;font-weight:600` }, state || "…");
     box.append(el("div", {}, el("b", {}, name), " ", badge,
       el("span", { style: "opacity:.7" }, ` queue ${model.get("queue") || "?"}`)));
+    const placement = model.get("placement");
+    // Sent by MultiKueue: the worker cluster it runs on (its pods are there), or those offered.
+    if (placement) {
+      box.append(el("div", { class: "jp-dw-placement", "data-worker": placement.worker_cluster || "" }, `\u21d2 ${placement.sentence}`));
+    }
     const reason = model.get("reason"), message = model.get("message"), summary = model.get("summary");
     // Kueue's message in one line (the server's summary), the whole of it on expand.
     const said = summary ? [summary, el("details", { class: "jp-dw-message" }, el("summary", {}, "Kueue's message"), message)]
@@ -256,7 +261,9 @@ function render({ model, el: root }) {
     } else {
       const ready = model.get("workers_ready"), desired = model.get("workers_desired");
       const progress = el("progress", { max: String(Math.max(desired, 1)), value: String(ready), "aria-label": "workers ready", style: "width:160px" });
-      box.append(el("div", {}, progress, ` ${ready}/${desired} workers ready`));
+      // On a MultiKueue worker: KubeRay's counts there, copied back (no pod of it is here).
+      const on = placement && placement.worker_cluster ? ` on worker cluster ${placement.worker_cluster}` : "";
+      box.append(el("div", {}, progress, ` ${ready}/${desired} workers ready${on}`));
     }
     const usage = usageView(model.get("usage"));
     if (usage) box.append(usage);
@@ -267,7 +274,11 @@ function render({ model, el: root }) {
     // The head Service and port as the kernel read them (before that: no names to give).
     const head = model.get("dashboard");
     const forward = head ? `kubectl port-forward svc/${head.service} ${head.port}` : "kubectl port-forward to its head Service";
-    if (proxyOff) {
+    const elsewhere = model.get("dashboard_note");
+    if (elsewhere) {
+      // Runs on a worker cluster whose dashboards are not reachable from here: no link.
+      actions.append(el("span", { class: "jp-dw-dashboard-elsewhere", style: "opacity:.7" }, `Dashboard: ${elsewhere}`));
+    } else if (proxyOff) {
       actions.append(el("span", { class: "jp-dw-dashboard-off", style: "opacity:.7" }, `Dashboard: the proxy is turned off on this server (JupyterDW.ray_dashboard_proxy); use ${forward}`));
     } else if (base && proxied) {
       actions.append(el("a", { href: `${base}dw/ray/${encodeURIComponent(name)}/`, target: "_blank", rel: "noopener", class: "jp-dw-dashboard" }, "Ray dashboard"));
@@ -290,7 +301,7 @@ function render({ model, el: root }) {
     }
     box.append(actions);
   }
-  for (const trait of ["state", "reason", "message", "summary", "position_in_local_queue", "admitted", "stopped", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "timeline", "error", "deleted", "queue", "freshness", "ray_auth", "usage", ...SCALE_TRAITS]) {
+  for (const trait of ["state", "reason", "message", "summary", "position_in_local_queue", "admitted", "stopped", "preempted_by", "admission_checks", "workers_ready", "workers_desired", "milestones", "timeline", "error", "deleted", "queue", "freshness", "ray_auth", "usage", "placement", "dashboard_note", ...SCALE_TRAITS]) {
     model.on(`change:${trait}`, draw);
   }
   model.on("change:scale_result", onResult);
@@ -309,7 +320,10 @@ function render({ model, el: root }) {
 function usageView(usage) {
   if (!usage) return null;
   const box = el("div", { class: "jp-dw-usage", style: "margin:4px 0" });
-  for (const row of usageRows(usage)) {
+  const rows = usageRows(usage);
+  // Nothing held here, and the server says why (a cluster on a MultiKueue worker).
+  if (!rows.length && usage.reason) box.append(el("div", { class: "jp-dw-usage-unknown", style: "opacity:.7" }, `use unknown: ${usage.reason}`));
+  for (const row of rows) {
     const line = el("div", { class: "jp-dw-usage-row", "data-resource": row.resource, "data-held": row.held, "data-used": row.used ?? "" });
     if (row.share !== null) {
       const fill = el("span", { style: `display:block;height:100%;width:${row.share * 100}%;background:${colorOf("state", "admitted")}` });

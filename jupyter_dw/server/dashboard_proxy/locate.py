@@ -116,7 +116,9 @@ class DashboardProxy:
             until, located = self._found.get((known, name), (0.0, None))
             if located is not None and until > time.monotonic():
                 return located
-        namespace, raycluster, token = await loop.run_in_executor(executor, _look_up, core, name)
+        namespace, raycluster, token, worker_base = await loop.run_in_executor(
+            executor, _look_up, core, name
+        )
         if raycluster is None:
             raise DashboardError(
                 404,
@@ -126,15 +128,23 @@ class DashboardProxy:
                 "raycluster_not_found",
             )
         uid = str((raycluster.get("metadata") or {}).get("uid") or "")
-        base = self.base_url(name, namespace, raycluster)
+        base = worker_base or self.base_url(name, namespace, raycluster)
         located = Located(Target(name, namespace), uid, base, token)
         self._found[(namespace, name)] = (time.monotonic() + self.exists_ttl, located)
         return located
 
 
-def _look_up(core: DWCore, name: str) -> tuple[str, dict[str, Any] | None, RayToken | None]:
-    """``(namespace, RayCluster or None, what its Ray checks or None)`` for ``name``, through
-    the core's cluster and Ray services (blocking: run in the executor)."""
+def _look_up(
+    core: DWCore, name: str
+) -> tuple[str, dict[str, Any] | None, RayToken | None, str | None]:
+    """``(namespace, RayCluster or None, what its Ray checks or None, its dashboard root on a
+    MultiKueue worker or None)`` for ``name``, through the core's cluster and Ray services
+    (blocking: run in the executor). A cluster on a worker whose dashboards this workbench
+    cannot reach raises the core's ``RunsOnWorker`` (409)."""
     raycluster = core.clusters.raycluster(name)
-    token = core.jobs.token(raycluster) if raycluster is not None else None
-    return core.session.namespace, raycluster, token
+    if raycluster is None:
+        return core.session.namespace, None, None, None
+    worker_base = core.clusters.worker_dashboard_base(raycluster)
+    # The token Secret of a cluster on a worker is the worker's: its gateway authenticates.
+    token = None if worker_base else core.jobs.token(raycluster)
+    return core.session.namespace, raycluster, token, worker_base

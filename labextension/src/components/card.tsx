@@ -5,7 +5,7 @@
  */
 import * as React from 'react';
 
-import type { Freshness } from '../api';
+import type { Freshness, Placement } from '../api';
 import { dwTrans } from '../i18n';
 import { colorOf } from '../shared/tones.js';
 
@@ -39,6 +39,22 @@ export function CardHead(props: {
           {freshness.state === 'reconnecting' ? trans.__('reconnecting…') : trans.__('stale')}
         </span>
       ) : null}
+    </div>
+  );
+}
+
+/**
+ * Where MultiKueue sent the workload (the server's sentence): the worker cluster it runs on, or
+ * those it was offered to. Nothing without MultiKueue (or from an older server).
+ */
+export function PlacementLine(props: { placement?: Placement | null }): JSX.Element | null {
+  const { placement } = props;
+  if (!placement) {
+    return null;
+  }
+  return (
+    <div className="jp-dw-placement" data-worker={placement.worker_cluster ?? ''}>
+      ⇒ {placement.sentence}
     </div>
   );
 }

@@ -6,7 +6,7 @@ import { dwTrans } from '../i18n';
 import { DWModel, dashboardOffHint, formatDuration, quotaHeldFor } from '../model';
 import { canScale } from '../shared/workers_bar.js';
 import type { IScaler } from '../scale';
-import { CardHead, CardReason, DeleteButton, QueuePosition } from './card';
+import { CardHead, CardReason, DeleteButton, PlacementLine, QueuePosition } from './card';
 import { JobsView } from './jobs';
 import { Placed } from './placed';
 import { ErrorNote } from './status';
@@ -126,6 +126,7 @@ function ClusterCard(props: {
           <> · {trans.__('by %1', c.owner === props.me ? trans.__('you') : c.owner)}</>
         ) : null}
       </div>
+      <PlacementLine placement={c.placement} />
       <CardReason reason={c.reason} message={c.message} summary={c.summary} always={queued} />
       {c.state === 'stopped' && c.stopped ? (
         <div className="jp-dw-stopped" data-stopped-by={c.stopped.reason.by ?? ''}>
@@ -170,13 +171,16 @@ function ClusterCard(props: {
       ) : null}
       <TimelineView cluster={c} />
       <JobsView cluster={c} model={props.model} />
+      {c.dashboard_note ? (
+        <div className="jp-dw-muted jp-dw-dashboard-note">{c.dashboard_note}</div>
+      ) : null}
       <div className="jp-dw-card-actions">
         <button
           type="button"
           className="jp-mod-styled jp-dw-button"
           aria-label={trans.__('Open the Ray dashboard of %1', c.name)}
           disabled={c.dashboard_url === null}
-          title={c.dashboard_url === null ? dashboardOffHint(c) : undefined}
+          title={c.dashboard_url === null ? (c.dashboard_note ?? dashboardOffHint(c)) : undefined}
           onClick={() => actions.openDashboard(c)}
         >
           {trans.__('Dashboard')}

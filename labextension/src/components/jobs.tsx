@@ -21,7 +21,9 @@ export function JobsView(props: { cluster: Cluster; model: DWModel }): JSX.Eleme
     const timer = setInterval(() => setTick(t => t + 1), 1000);
     return () => clearInterval(timer);
   }, [running]);
-  if (cluster.state !== 'ready') {
+  // A cluster on a MultiKueue worker whose head this workbench cannot reach: its jobs are
+  // there (the card says so), nothing to read from here.
+  if (cluster.state !== 'ready' || cluster.dashboard_note) {
     return null;
   }
   const selected = model.jobs.selected;

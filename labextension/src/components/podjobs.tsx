@@ -12,7 +12,7 @@ import type { WorkloadKind } from '../api';
 import { dwTrans } from '../i18n';
 import { DWModel } from '../model';
 import { IKindJob, PodSetJobs } from '../podjobs';
-import { CardHead, CardReason, DeleteButton, QueuePosition } from './card';
+import { CardHead, CardReason, DeleteButton, PlacementLine, QueuePosition } from './card';
 import { ErrorNote } from './status';
 import { TimelineBarView } from './timeline';
 import { UsageView } from './usage';
@@ -58,6 +58,7 @@ function JobCard(props: {
           <> · {trans.__('by %1', j.owner === props.me ? trans.__('you') : j.owner)}</>
         ) : null}
       </div>
+      <PlacementLine placement={j.placement} />
       <CardReason reason={j.reason} message={j.message} summary={j.summary} always={queued} />
       <QueuePosition
         queued={queued}

@@ -103,6 +103,16 @@ const QueueItem = React.memo(function QueueItem(props: {
           {trans.__('admitted')} <strong>{q.admitted}</strong>
         </span>
       </div>
+      {q.multikueue ? (
+        <div className="jp-dw-muted jp-dw-queue-multikueue" data-check={q.multikueue.check}>
+          {q.multikueue.workers && q.multikueue.workers.length > 0
+            ? trans.__(
+                'runs workloads on worker clusters %1 (MultiKueue)',
+                q.multikueue.workers.join(', ')
+              )
+            : trans.__('runs workloads on other clusters (MultiKueue)')}
+        </div>
+      ) : null}
       <HoldingLine queue={q.name} holding={props.holding} />
       {q.quota_visible ? null : (
         <p className="jp-dw-quota-hidden">

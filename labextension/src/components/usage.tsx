@@ -32,12 +32,19 @@ export function UsageView(props: { name: string; usage: ClusterUsage | null }): 
   const idle = idleText(usage);
   const ray = rayText(usage);
   const rule = ruleText(usage);
-  if (rows.length === 0 && !idle && !ray) {
+  // Nothing held here, and the server says why (a cluster on a MultiKueue worker).
+  const elsewhere = rows.length === 0 && usage.reason ? usage.reason : null;
+  if (rows.length === 0 && !idle && !ray && !elsewhere) {
     return null;
   }
   const trans = dwTrans();
   return (
     <div className="jp-dw-usage" aria-label={trans.__('Usage of %1', props.name)}>
+      {elsewhere ? (
+        <div className="jp-dw-muted jp-dw-usage-unknown">
+          {trans.__('use unknown: %1', elsewhere)}
+        </div>
+      ) : null}
       {rows.map(row => (
         <div
           key={row.resource}

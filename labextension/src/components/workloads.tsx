@@ -43,6 +43,14 @@ const WorkloadItem = React.memo(function WorkloadItem(props: {
         >
           {w.state}
         </span>
+        {w.placement?.worker_cluster ? (
+          <span
+            className="jp-dw-muted jp-dw-workload-worker"
+            data-worker={w.placement.worker_cluster}
+          >
+            {dwTrans().__('on %1', w.placement.worker_cluster)}
+          </span>
+        ) : null}
       </div>
       {words ? (
         <KueueWords
