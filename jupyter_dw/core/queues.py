@@ -7,9 +7,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ..domain.multikueue import Dispatcher, dispatchers_seen
 from ..domain.priorities import PriorityClass
 from ..domain.quota import QueueSummary, queue_summaries
+from ..k8s.resources import WORKLOAD
 from ..k8s.session import KubeSession
+from ..k8s.watch_cache import WatchCache
 from .listing import ByName
 from .queue_state import QueueState, queue_state
 
@@ -122,12 +125,25 @@ class _LastDelta:
     entry: tuple[QueueList, QueueList, tuple[str, ...] | None] | None = None
 
 
+About = tuple[str, str | None, tuple[tuple[str, Dispatcher], ...]]
+"""What an answer is made from besides the queue state: the namespace, Kueue's version and
+the MultiKueue checks the Workloads tell of (:meth:`QueueService._dispatchers_seen`)."""
+
+
 @dataclass
 class _LastList:
     """The last :class:`QueueList` and what it was built from. ``entry`` is replaced whole
     (one assignment, atomic), never mutated: readers on any thread see a matching triple."""
 
-    entry: tuple[QueueState, tuple[str, str | None], QueueList] | None = None
+    entry: tuple[QueueState, About, QueueList] | None = None
+
+
+@dataclass
+class _LastSeen:
+    """What the Workload cache last told of MultiKueue's checks per queue, and the cache and
+    its generation it was read at (replaced whole)."""
+
+    entry: tuple[WatchCache, int, Mapping[str, Dispatcher]] | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +153,7 @@ class QueueService:
     session: KubeSession
     _last: _LastList = field(default_factory=_LastList, init=False, repr=False, compare=False)
     _delta: _LastDelta = field(default_factory=_LastDelta, init=False, repr=False, compare=False)
+    _seen: _LastSeen = field(default_factory=_LastSeen, init=False, repr=False, compare=False)
 
     def state(self, timeout: float | None = None) -> QueueState:
         """The parsed Kueue objects (waits for the caches' first sync)."""
@@ -153,7 +170,8 @@ class QueueService:
         # The session hands out one QueueState per change of its caches: the same object
         # means the same inputs. The namespace and Kueue's version are read from discovery,
         # which a re-check may change without any cache changing.
-        about = (self.session.namespace, self.session.discovery.kueue_version)
+        seen = self._dispatchers_seen(state)
+        about = (self.session.namespace, self.session.discovery.kueue_version, seen)
         last = self._last.entry
         if last is not None and last[0] is state and last[1] == about:
             return last[2]
@@ -163,6 +181,7 @@ class QueueService:
             state.cohorts,
             tree=state.quota_tree,
             dispatchers=state.dispatchers,
+            seen=dict(seen),
         )
         # Formatting is most of the cost after a change: reuse the JSON of every summary
         # equal to one of the last answer (a frozen value: equal summaries, equal JSON).
@@ -178,6 +197,26 @@ class QueueService:
         )
         self._last.entry = (state, about, answer)
         return answer
+
+    def _dispatchers_seen(self, state: QueueState) -> tuple[tuple[str, Dispatcher], ...]:
+        """By LocalQueue, the MultiKueue check its Workloads were placed by, when the queue's
+        own objects cannot tell (AdmissionChecks or ClusterQueues not readable); read from
+        the Workload cache once per change of it. Never opens a watch for this: nothing when
+        the Workloads are not watched already (a kernel that shows none)."""
+        if state.dispatchers is not None and state.cluster_queues is not None:
+            return ()
+        if WORKLOAD.plural not in self.session.watched:
+            return ()
+        cache = self.session.cache(WORKLOAD)
+        if cache is None or not cache.synced:
+            return ()
+        last = self._seen.entry
+        if last is not None and last[0] is cache and last[1] == cache.generation:
+            return tuple(sorted(last[2].items()))
+        generation, workloads = cache.versioned_snapshot()
+        seen = dispatchers_seen(workloads)
+        self._seen.entry = (cache, generation, seen)
+        return tuple(sorted(seen.items()))
 
     def changes(self, before: QueueList, now: QueueList) -> tuple[str, ...] | None:
         """:meth:`QueueList.changed_since`, compared once for every viewer that was told

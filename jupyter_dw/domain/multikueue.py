@@ -241,6 +241,22 @@ def placement(
 Outcome = tuple[str, str | None, str | None]
 
 
+def dispatchers_seen(workloads: Iterable[Mapping[str, Any]]) -> dict[str, Dispatcher]:
+    """By LocalQueue: the MultiKueue check its Workloads show they were placed by, for a
+    workbench that may not read AdmissionChecks (then which workers the check may use is not
+    known: ``workers`` None). Only Workloads MultiKueue nominated or placed tell."""
+    seen: dict[str, Dispatcher] = {}
+    for workload in workloads:
+        status = _map(_map(workload).get("status"))
+        if not (status.get("clusterName") or status.get("nominatedClusterNames")):
+            continue  # the cheap test first: most Workloads were never placed
+        queue = _text(_map(_map(workload).get("spec")).get("queueName"))
+        where = placement(workload)
+        if queue and queue not in seen and where is not None and where.check is not None:
+            seen[queue] = Dispatcher(where.check)
+    return seen
+
+
 def placed_outcome(outcome: Outcome, where: Placement | None) -> Outcome:
     """``(state, reason, message)`` of a Workload (or its job) with MultiKueue's part in
     words: while it waits on MultiKueue's check (``waiting-for-capacity``), the message says

@@ -525,6 +525,7 @@ def _summary(
     cohorts_known: bool,
     default_conventions: Mapping[tuple[str | None, str], str],
     dispatchers: Mapping[str, Dispatcher],
+    seen: Mapping[str, Dispatcher],
 ) -> QueueSummary:
     hints = _state_hints(lq)
     cq = tree.cluster_queue(lq.cluster_queue) if tree is not None else None
@@ -562,7 +563,7 @@ def _summary(
                 for r in (cq.admission_checks if cq else ())
                 if r.name in dispatchers
             ),
-            None,
+            seen.get(lq.name),
         ),
     )
 
@@ -574,6 +575,7 @@ def queue_summaries(
     *,
     tree: QuotaTree | None = None,
     dispatchers: Mapping[str, Dispatcher] | None = None,
+    seen: Mapping[str, Dispatcher] | None = None,
 ) -> list[QueueSummary]:
     """One summary per LocalQueue, sorted by namespace and name.
 
@@ -583,7 +585,9 @@ def queue_summaries(
     is not served — implicit cohorts from ClusterQueue cohort names are always built.
     ``tree``: the :class:`QuotaTree` of exactly these ClusterQueues and Cohorts, when the
     caller has built it already (it is built here otherwise). ``dispatchers``: the
-    AdmissionChecks MultiKueue runs, by name (None or empty: none known).
+    AdmissionChecks MultiKueue runs, by name (None or empty: none known); ``seen``: by
+    LocalQueue, the check its Workloads show they were placed by (where the AdmissionChecks
+    or the ClusterQueue cannot be read; :func:`~jupyter_dw.domain.multikueue.dispatchers_seen`).
     """
     queues = sorted(local_queues, key=lambda q: (q.namespace or "", q.name))
     if cluster_queues is None:
@@ -595,5 +599,7 @@ def queue_summaries(
         choice = default_local_queue([q for q in queues if q.namespace == namespace])
         if choice is not None:
             conventions[(namespace, choice.queue.name)] = choice.convention
-    known = dispatchers or {}
-    return [_summary(lq, tree, cohorts is not None, conventions, known) for lq in queues]
+    known, workloads_tell = dispatchers or {}, seen or {}
+    return [
+        _summary(lq, tree, cohorts is not None, conventions, known, workloads_tell) for lq in queues
+    ]

@@ -669,7 +669,7 @@ export interface components {
       /** @description With quota hidden, the permission that would show it. */
       hint: string | null;
       resources: components['schemas']['QueueResource'][];
-      /** @description Its ClusterQueue's MultiKueue check: its workloads run on worker clusters (the quota here is this cluster's, reserved first). Null when there is none, or when the ClusterQueue or the AdmissionChecks cannot be read (each workload's `placement` still says where it went). */
+      /** @description Its ClusterQueue's MultiKueue check: its workloads run on worker clusters (the quota here is this cluster's, reserved first). Where the ClusterQueue or the AdmissionChecks cannot be read, the check its Workloads were placed by (`config` and `workers` null: not known). Null when none is known (each workload's `placement` still says where it went). */
       multikueue: components['schemas']['NullableDispatcher'];
     };
     Queues: {

@@ -26,6 +26,7 @@ from jupyter_dw.domain.multikueue import (
     Dispatcher,
     Placement,
     dispatchers,
+    dispatchers_seen,
     fit_note,
     placed_outcome,
     placement,
@@ -189,7 +190,7 @@ def test_a_queue_whose_cluster_queue_dispatches_says_so():
     assert by_name["far"].multikueue == found[CHECK]
     assert by_name["far"].to_json()["multikueue"]["workers"] == [WORKER]
     assert by_name["near"].multikueue is None
-    # Without the AdmissionChecks (not readable), no queue can say.
+    # Without the AdmissionChecks (not readable), the queue's own objects cannot say.
     assert all(
         s.multikueue is None
         for s in queue_summaries(
@@ -233,3 +234,19 @@ def test_a_dispatching_queue_reads_back():
     summary = replace(answer(1).queues[0], multikueue=found[CHECK])
     back = round_trip(QueueList, QueueList("ns", "v1beta2", True, True, (summary,)))
     assert back.queues[0].multikueue == found[CHECK]
+
+
+def test_without_the_checks_a_queues_workloads_tell():
+    nominated, admitted = real("v1beta2-nominated"), real("v1beta1-admitted")
+    plain = JOBS["v1beta2-admitted"]
+    assert dispatchers_seen([plain, nominated, admitted]) == {"team": Dispatcher(CHECK)}
+    summaries = queue_summaries(
+        [LocalQueueInfo.from_object(
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+             "metadata": {"name": "team", "namespace": "mk"}, "spec": {"clusterQueue": "cq"}}
+        )],
+        None,
+        seen=dispatchers_seen([nominated]),
+    )  # fmt: skip
+    assert summaries[0].multikueue == Dispatcher(CHECK)
+    assert "which ones this workbench may not read" in Dispatcher(CHECK).sentence

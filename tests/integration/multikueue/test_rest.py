@@ -240,7 +240,9 @@ async def test_without_multikueue_objects_the_workload_still_says_where(
     code, queues = await call(jp_fetch, "GET", "queues")
     assert code == 200, queues
     (team,) = [q for q in queues["queues"] if q["name"] == "team"]
-    assert team["multikueue"] is None  # the AdmissionChecks are not readable
+    # The AdmissionChecks are not readable: the queue's Workloads tell which check placed
+    # them, not which workers the check may use.
+    assert team["multikueue"] == {"check": ADMISSION_CHECK, "config": None, "workers": None}
     code, fit = await call(
         jp_fetch, "POST", "clusters", "fit", body=small_cluster("x", workers=1, queue="team")
     )
