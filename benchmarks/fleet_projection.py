@@ -1,0 +1,46 @@
+"""From a few measured fleet sizes to many: each cost as a fixed part plus a part per
+workbench (a least-squares line through the measured points, the plane without workbenches
+among them), and that line read at the size asked (bench_fleet.py). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Line:
+    """``fixed + per_workbench * n``, fitted through ``points`` ((n, measured) pairs)."""
+
+    fixed: float
+    per_workbench: float
+    points: tuple[tuple[float, float], ...]
+
+    def at(self, workbenches: float) -> float:
+        return self.fixed + self.per_workbench * workbenches
+
+    @property
+    def worst_residual(self) -> float:
+        """The largest distance of a measured point from the line (how straight it is)."""
+        return max(abs(y - self.at(x)) for x, y in self.points)
+
+
+def fit(points: Sequence[tuple[float, float]]) -> Line:
+    """The least-squares line through ``points``; at least two distinct sizes are needed."""
+    if len({x for x, _ in points}) < 2:
+        raise ValueError(f"a line needs two fleet sizes at least, got {sorted(points)}")
+    n = len(points)
+    mean_x = sum(x for x, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+    return Line(mean_y - slope * mean_x, slope, tuple(points))
+
+
+def per_change(window_total: float, idle_rate: float, seconds: float, changes: int) -> float:
+    """What each change cost on top of idling: a churn window's total (CPU seconds, events,
+    requests) less what the same seconds cost idle (``idle_rate`` per second), per change."""
+    if changes <= 0:
+        raise ValueError("a churn window without changes says nothing per change")
+    return (window_total - idle_rate * seconds) / changes
