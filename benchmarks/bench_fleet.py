@@ -2,7 +2,7 @@
 come and go, projected to a thousand, beside codeflare-sdk users waiting on a cluster.
 
 On an audited disposable control plane of its own (tests/cluster/audit.py; never the shared
-test plane), ``--fleet`` sizes (default 10 then 50) of workbenches, each in a namespace of its
+test plane), ``--fleet`` sizes (default 10, 25, then 50) of workbenches, each in a namespace of its
 own: a service account with a workbench's RBAC, a LocalQueue ``team`` on a ClusterQueue of its
 own (1 CPU, held by a plain Workload), and a RayCluster ``load-0`` waiting behind it (queue
 position 1). Each workbench is a real ``jupyter server`` with jupyter_dw running as that
@@ -10,13 +10,18 @@ namespace's service account, ``--kernels`` kernel processes reading through it (
 ``KernelRuntime`` showing a ``QueueBoard`` and a ``ClusterStatus`` of ``load-0``, as
 bench_load's kernels) and ``--sockets`` ``dw/api/events`` sockets standing in for sidebars.
 
-At each size, the plane without workbenches first (the baseline, same run), two windows of
+At each size, the plane without workbenches first (the baseline, same run), three windows of
 ``--seconds``:
 
 - **idle**: nobody does anything;
 - **churn**: in ``--churn`` of the namespaces a RayCluster is created and deleted every
   ``--period`` seconds (through that workbench's ``POST``/``DELETE dw/api/clusters``; by the
   administrator in the baseline), each namespace's cycle offset from the others'.
+
+- **fan-out**: the administrator changes a ResourceFlavor no queue uses ``--fanout-rate``
+  times a second: every workbench watches every flavor, so each change is one watch event per
+  workbench and nothing else follows; the API server's CPU per change over the sizes is what
+  one more watcher of a cluster-scoped kind costs it per event.
 
 Measured in each window: the workbenches' requests (audit log; besides watches, the
 periodic re-check apart), the watches they opened and hold; the API server's CPU seconds,
@@ -34,8 +39,8 @@ the fleet's sizes.
 The fleet grows only while the machine has ``--reserve-gib`` available: a size it cannot
 reach is measured at the size reached, and the results say so (``capped_at``).
 
-Usage: ``.venv/bin/python -m benchmarks.bench_fleet [--fleet 10 50] [--kernels 2]
-[--sockets 1] [--seconds 60] [--churn 10] [--period 10] [--codeflare-users 5]
+Usage: ``.venv/bin/python -m benchmarks.bench_fleet [--fleet 10 25 50] [--kernels 2]
+[--sockets 1] [--seconds 60] [--churn 10] [--period 10] [--fanout-rate 20] [--codeflare-users 5]
 [--project 1000] [--json FILE] [--smoke] [--cluster-dir DIR]`` (needs ``make cluster-build``;
 ``--smoke``: 3 workbenches, 10 s windows, 1 codeflare user: checks only that every figure was
 measured).
@@ -119,6 +124,8 @@ class Plane:
     kube: client.ApiClient
     version: str
     kueue: KueueObjects
+    fanout_flavor: str = ""
+    """A ResourceFlavor no ClusterQueue uses, changed by :func:`fan_out`."""
     namespaces: list[str] = field(default_factory=list)
     identities: dict[str, WorkbenchIdentity] = field(default_factory=dict)
     codeflare: dict[str, WorkbenchIdentity] = field(default_factory=dict)
@@ -157,6 +164,7 @@ async def make_namespaces(
     """``count`` namespaces as the module says, every queue settled: its plain Workload
     admitted, then ``load-0`` waiting behind it (in that order, so which one waits is known)."""
     flavor = plane.kueue.flavor("default")
+    plane.fanout_flavor = plane.kueue.flavor("fanout")
     custom = plane.custom
     for index in range(count):
         namespace = f"{prefix}-{index:03d}"
@@ -450,9 +458,9 @@ def measured(
         goroutines=int(m1.goroutines),
         heap_inuse_mib=round(m1.heap_inuse_bytes / 2**20, 1),
     )
-    for group in ("servers", "kernels"):
+    for group, key in (("servers", "jupyter_servers"), ("kernels", "kernel_processes")):
         a, b = getattr(begin, group), getattr(end, group)
-        figures[group] = {
+        figures[key] = {
             "processes": b.processes,
             "cpu_seconds": round(b.cpu_seconds - a.cpu_seconds, 2),
             "rss_mib": round(b.rss_mib, 1),
@@ -488,7 +496,37 @@ async def measure_size(
     busy["churning"] = len(doers)
     report(busy)
     await settle_after_churn(plane)
-    return {"idle": idle, "churn": busy}
+    begin = moment(plane, fleet)
+    ticks = await fan_out(plane, args.seconds, args.fanout_rate)
+    spread = measured(plane, fleet, users, begin, moment(plane, fleet), "fanout", ticks)
+    report(spread)
+    return {"idle": idle, "churn": busy, "fanout": spread}
+
+
+async def fan_out(plane: Plane, seconds: float, rate: float) -> int:
+    """The administrator changes a ResourceFlavor that no queue uses ``rate`` times a second
+    for ``seconds``: every workbench watches every flavor, so each change is one watch event
+    per workbench, and nothing else follows (no queue, no Workload, no position moves). The
+    API server's CPU per change over the sizes is what one more watcher of a cluster-scoped
+    kind costs it per event. The cadence is the load: nothing is waited for."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    custom = plane.custom
+    done = 0
+    while (at := start + done / rate) < start + seconds:
+        await asyncio.sleep(max(0.0, at - loop.time()))
+        body = {"metadata": {"annotations": {"bench.jupyter-dw/tick": str(done)}}}
+        await asyncio.to_thread(
+            custom.patch_cluster_custom_object,
+            GROUP,
+            plane.version,
+            "resourceflavors",
+            plane.fanout_flavor,
+            body,
+        )
+        done += 1
+    await asyncio.sleep(max(0.0, start + seconds - loop.time()))
+    return done
 
 
 def report(figures: dict[str, Any]) -> None:
@@ -501,8 +539,8 @@ def report(figures: dict[str, Any]) -> None:
         f"{figures['watches_open_at_end']} watches open ({figures['watches_opened']} opened); "
         f"API server {api['cores']} cores, {api['rss_mib']} MiB RSS, "
         f"{api['watches_open']} watches of every client, {api['watch_events']} watch events; "
-        f"Kueue {figures['kueue']['cores']} cores; servers {figures['servers']['pss_mib']} MiB "
-        f"PSS, kernels {figures['kernels']['pss_mib']} MiB PSS",
+        f"Kueue {figures['kueue']['cores']} cores; servers {figures['jupyter_servers']['pss_mib']} "
+        f"MiB PSS, kernels {figures['kernel_processes']['pss_mib']} MiB PSS",
         flush=True,
     )
     if figures["other_requests"]:
@@ -578,14 +616,24 @@ IDLE_LINES: dict[str, Callable[[dict[str, Any]], float]] = {
     "apiserver_goroutines": lambda w: w["kube-apiserver"]["goroutines"],
     "kueue_cores": lambda w: w["kueue"]["cores"],
     "etcd_cores": lambda w: w["etcd"]["cores"],
-    "workbench_pss_mib": lambda w: w["servers"]["pss_mib"] + w["kernels"]["pss_mib"],
+    "workbench_pss_mib": lambda w: (
+        w["jupyter_servers"]["pss_mib"] + w["kernel_processes"]["pss_mib"]
+    ),
 }
 """Idle costs, each a line over the sizes (the plane alone at 0)."""
 CHURN_LINES: dict[str, Callable[[dict[str, Any]], float]] = {
     "apiserver_cpu_ms_per_change": lambda w: w["kube-apiserver"]["cpu_seconds"] * 1000,
     "kueue_cpu_ms_per_change": lambda w: w["kueue"]["cpu_seconds"] * 1000,
     "watch_events_per_change": lambda w: w["kube-apiserver"]["watch_events"],
+    "watch_event_kib_per_change": lambda w: w["kube-apiserver"]["watch_event_mib"] * 1024,
 }
+FANOUT_LINES: dict[str, Callable[[dict[str, Any]], float]] = {
+    "apiserver_cpu_ms_per_flavor_change": lambda w: w["kube-apiserver"]["cpu_seconds"] * 1000,
+    "watch_events_per_flavor_change": lambda w: w["kube-apiserver"]["watch_events"],
+    "servers_cpu_ms_per_flavor_change": lambda w: w["jupyter_servers"]["cpu_seconds"] * 1000,
+}
+"""What one change of a cluster-scoped object every workbench watches costs over idling, a
+line over every size: the slope is one watcher's share, one event each."""
 """What each change costs over idling, a line over the sizes with workbenches: the same
 namespaces churn at each, so the slope is what one more workbench watching adds (the fan-out)
 and the fixed part what the change and its churning workbench cost."""
@@ -593,18 +641,24 @@ and the fixed part what the change and its churning workbench cost."""
 
 def _line(points: list[tuple[float, float]], n: int) -> dict[str, Any]:
     ln = fit(points)
+    se = ln.per_workbench_se
     return {
         "fixed": round(ln.fixed, 4),
         "per_workbench": round(ln.per_workbench, 5),
+        "per_workbench_se": round(se, 5) if se is not None else None,
+        "within_noise": ln.within_noise,
         "at": round(ln.at(n), 2),
+        "at_most": round(ln.at_most(n), 2),
         "worst_residual": round(ln.worst_residual, 4),
         "points": [[x, round(y, 4)] for x, y in ln.points],
     }
 
 
-def over_idle(read: Callable[[dict[str, Any]], float], size: dict[str, Any]) -> float:
-    """A churn window's ``read`` less the same seconds idle, per change."""
-    idle, busy = size["idle"], size["churn"]
+def over_idle(
+    read: Callable[[dict[str, Any]], float], size: dict[str, Any], phase: str = "churn"
+) -> float:
+    """A window's ``read`` less the same seconds idle, per change."""
+    idle, busy = size["idle"], size[phase]
     return per_change(read(busy), read(idle) / idle["seconds"], busy["seconds"], busy["changes"])
 
 
@@ -623,16 +677,28 @@ def project(
     churned = with_fleet if len(with_fleet) >= 2 else sizes
     for name, read in CHURN_LINES.items():
         lines[name] = _line([(s["churn"]["workbenches"], over_idle(read, s)) for s in churned], n)
+    for name, read in FANOUT_LINES.items():
+        points = [(s["fanout"]["workbenches"], over_idle(read, s, "fanout")) for s in sizes]
+        lines[name] = _line(points, n)
     last = sizes[-1]["churn"]
     rate = last["changes"] / last["seconds"]
+    # A change at n workbenches: what it costs the plane and its churning workbench (the churn
+    # line's fixed part; its own slope is lost in the noise of a few sizes), plus one event to
+    # each workbench per event it sends them, each costing what the flavor changes measured
+    # per watcher (read two standard errors high when that slope is within its noise).
+    fan = lines["apiserver_cpu_ms_per_flavor_change"]
+    per_event = fan["per_workbench"]
+    if fan["within_noise"] and fan["per_workbench_se"] is not None:
+        per_event = max(per_event, 0.0) + 2 * fan["per_workbench_se"]
+    events = lines["watch_events_per_change"]["per_workbench"]
+    change_ms = lines["apiserver_cpu_ms_per_change"]["fixed"] + events * n * per_event
     result: dict[str, Any] = {
         "workbenches": n,
         "lines": lines,
         "changes_per_second": round(rate, 3),
+        "apiserver_ms_per_change": round(change_ms, 1),
         "apiserver_cores_churning": round(
-            lines["apiserver_cores"]["at"]
-            + rate * lines["apiserver_cpu_ms_per_change"]["at"] / 1000,
-            2,
+            lines["apiserver_cores"]["at"] + rate * change_ms / 1000, 2
         ),
         "requests_per_change": {
             str(s["churn"]["workbenches"]): round(
@@ -667,12 +733,16 @@ def print_projection(projection: dict[str, Any]) -> None:
     n = projection["workbenches"]
     print(f"\nprojected to {n} workbenches (fixed + per workbench x {n}):")
     for name, ln in projection["lines"].items():
+        se = f" +- {ln['per_workbench_se']:.5f}" if ln["per_workbench_se"] is not None else ""
+        noise = ", within the noise" if ln["within_noise"] else ""
         print(
-            f"  {name:30s} {ln['fixed']:>12.3f} + {ln['per_workbench']:>10.5f} x n = "
-            f"{ln['at']:>12.2f}  (worst residual {ln['worst_residual']})"
+            f"  {name:30s} {ln['fixed']:>12.3f} + {ln['per_workbench']:>10.5f}{se} x n = "
+            f"{ln['at']:>12.2f}, at most {ln['at_most']:.2f} "
+            f"(worst residual {ln['worst_residual']}{noise})"
         )
     print(
-        f"  API server cores while {projection['changes_per_second']} changes/s: "
+        f"  API server per change: {projection['apiserver_ms_per_change']} ms; cores while "
+        f"{projection['changes_per_second']} changes/s: "
         f"{projection['apiserver_cores_churning']}; requests per change, by size: "
         f"{projection['requests_per_change']}"
     )
@@ -755,7 +825,7 @@ def main() -> None:
         "--fleet",
         type=int,
         nargs="+",
-        default=[10, 50],
+        default=[10, 25, 50],
         help="workbench counts measured, in order (the plane alone first)",
     )
     parser.add_argument("--kernels", type=int, default=2, help="per workbench")
@@ -774,6 +844,7 @@ def main() -> None:
         default=60.0,
         help="access_refresh_interval (s; default 60 as the product's)",
     )
+    parser.add_argument("--fanout-rate", type=float, default=20.0, help="flavor changes per second")
     parser.add_argument("--codeflare-users", type=int, default=5)
     parser.add_argument("--project", type=int, default=1000, help="workbenches projected to")
     parser.add_argument("--parallel", type=int, default=5, help="workbenches started at once")

@@ -124,14 +124,18 @@ def window(requests: list[Request], start: float, end: float, processes: int) ->
         "recheck_requests": rechecks,
         "recheck_per_process_per_minute": round(rechecks / processes / (end - start) * 60, 2),
         "other_requests": sum(1 for r in others if not is_session_check(r)),
-        "requests_besides_watches_by_kind": {
-            f"{verb} {resource}": n for (_, verb, resource), n in count(others).items()
-        },
+        "requests_besides_watches_by_kind": dict(Counter(kind(r) for r in others)),
         "watches_opened": sum(1 for r in inside if r.is_watch),
         "watches_open_at_end": len(watches_open),
         "watches_open_by_resource": dict(Counter(r.resource for r in watches_open)),
         "_others": others,
     }
+
+
+def kind(request: Request) -> str:
+    """``verb resource``, and whether it was a dry run (every user's counted together)."""
+    dry = " (dry run)" if "dryRun=All" in request.uri else ""
+    return f"{request.verb} {request.resource}{dry}"
 
 
 def settled(local_queue: dict[str, Any], workloads: int) -> bool:

@@ -5,6 +5,7 @@ among them), and that line read at the size asked (bench_fleet.py). Pure: no I/O
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,9 +17,23 @@ class Line:
     fixed: float
     per_workbench: float
     points: tuple[tuple[float, float], ...]
+    per_workbench_se: float | None
+    """The slope's standard error (None with two points: a line through them is exact)."""
 
     def at(self, workbenches: float) -> float:
         return self.fixed + self.per_workbench * workbenches
+
+    def at_most(self, workbenches: float) -> float:
+        """:meth:`at` with the slope two standard errors higher: a slope lost in the noise of
+        a few points is read as the most it could be, not as the little it measured."""
+        margin = 2 * self.per_workbench_se if self.per_workbench_se is not None else 0.0
+        return self.fixed + (self.per_workbench + margin) * workbenches
+
+    @property
+    def within_noise(self) -> bool:
+        """Whether the slope is smaller than two of its standard errors."""
+        se = self.per_workbench_se
+        return se is not None and abs(self.per_workbench) < 2 * se
 
     @property
     def worst_residual(self) -> float:
@@ -35,7 +50,12 @@ def fit(points: Sequence[tuple[float, float]]) -> Line:
     mean_y = sum(y for _, y in points) / n
     spread = sum((x - mean_x) ** 2 for x, _ in points)
     slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
-    return Line(mean_y - slope * mean_x, slope, tuple(points))
+    fixed = mean_y - slope * mean_x
+    se = None
+    if n > 2:
+        squares = sum((y - fixed - slope * x) ** 2 for x, y in points)
+        se = math.sqrt(squares / (n - 2) / spread)
+    return Line(fixed, slope, tuple(points), se)
 
 
 def per_change(window_total: float, idle_rate: float, seconds: float, changes: int) -> float:

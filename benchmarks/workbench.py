@@ -16,6 +16,7 @@ from typing import Any
 
 from kubernetes import client
 
+from jupyter_dw.names import ELASTIC_PROBE_PREFIX
 from tests.cluster.audit import Request
 from tests.cluster.controlplane import ClusterState, free_port
 from tests.cluster.fixtures import WorkbenchIdentity, make_workbench
@@ -51,12 +52,17 @@ def is_session_check(request: Request) -> bool:
     """Whether ``request`` is one of a jupyter_dw session's checks (at its start, then every
     ``access_refresh_interval``): discovery and other non-resource GETs, access and identity
     reviews (the rules review, access reviews, who am I), and the dry-run create that asks
-    Kueue whether it runs elastic jobs."""
+    Kueue whether it runs elastic jobs (told by its object's name from a create's own dry
+    run, which belongs to the create)."""
     return (
         request.resource.startswith("/")
         or request.resource
         in ("selfsubjectrulesreviews", "selfsubjectaccessreviews", "selfsubjectreviews")
-        or (request.verb == "create" and "dryRun=All" in request.uri)
+        or (
+            request.verb == "create"
+            and "dryRun=All" in request.uri
+            and request.name.startswith(ELASTIC_PROBE_PREFIX)
+        )
     )
 
 
