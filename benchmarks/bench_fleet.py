@@ -159,13 +159,19 @@ class Plane:
 
 
 async def make_namespaces(
-    plane: Plane, prefix: str, count: int, codeflare_users: int, directory: Path
+    plane: Plane,
+    prefix: str,
+    count: int,
+    codeflare_users: int,
+    directory: Path,
+    extra_cluster_queues: int = 0,
 ) -> None:
     """``count`` namespaces as the module says, every queue settled: its plain Workload
     admitted, then ``load-0`` waiting behind it (in that order, so which one waits is known)."""
     flavor = plane.kueue.flavor("default")
     plane.fanout_flavor = plane.kueue.flavor("fanout")
     custom = plane.custom
+    quota: dict[str, str | dict[str, str]] = {"cpu": HEAD["cpu"], "memory": "4Gi"}
     for index in range(count):
         namespace = f"{prefix}-{index:03d}"
         home = directory / namespace
@@ -175,7 +181,6 @@ async def make_namespaces(
             plane.codeflare[namespace] = workbench(
                 plane.kube, plane.state, namespace, home, CODEFLARE_ACCOUNT, EXTRA_RULES
             )
-        quota: dict[str, str | dict[str, str]] = {"cpu": HEAD["cpu"], "memory": "4Gi"}
         cluster_queue = plane.kueue.cluster_queue(f"cq-{index:03d}", {flavor: quota})
         dataclasses.replace(plane.kueue, namespace=namespace).local_queue(QUEUE, cluster_queue)
         custom.create_namespaced_custom_object(
@@ -186,6 +191,9 @@ async def make_namespaces(
             plain_workload(plane.version, "blocker", QUEUE, HEAD["cpu"]),
         )
         plane.namespaces.append(namespace)
+    for index in range(extra_cluster_queues):
+        # Other teams' queues: no namespace here points at them, every workbench sees them.
+        plane.kueue.cluster_queue(f"other-{index:04d}", {flavor: dict(quota)})
     await until(
         lambda: plane.every_queue(lambda lq: admitted(lq) == 1),
         "Kueue to admit every namespace's plain Workload",
@@ -403,6 +411,8 @@ class Moment:
     servers: GroupSample
     kernels: GroupSample
     metrics: ApiServerMetrics
+    received: Counter[str]
+    """The events messages the sidebars' sockets received so far, by type."""
 
 
 def moment(plane: Plane, fleet: list[Workbench]) -> Moment:
@@ -412,6 +422,7 @@ def moment(plane: Plane, fleet: list[Workbench]) -> Moment:
         servers=sample(b.server.process.pid for b in fleet),
         kernels=sample(k.process.pid for b in fleet for k in b.kernels),
         metrics=scrape(plane.kube),
+        received=sum((b.received for b in fleet), Counter()),
     )
 
 
@@ -466,7 +477,9 @@ def measured(
             "rss_mib": round(b.rss_mib, 1),
             "pss_mib": round(b.pss_mib, 1),
         }
-    figures["sidebar_messages"] = sum(sum(b.received.values()) for b in fleet)
+    received = sum((b.received for b in fleet), Counter()) - begin.received
+    figures["sidebar_messages"] = sum(received.values())
+    figures["sidebar_messages_by_type"] = dict(received)
     return figures
 
 
@@ -475,12 +488,10 @@ async def measure_size(
 ) -> dict[str, Any]:
     """The idle and churn windows at the fleet's current size."""
     users = [b.identity.username for b in fleet]
-    messages_before = sum(sum(b.received.values()) for b in fleet)
     begin = moment(plane, fleet)
     # The measurement is the idle time itself: nothing is waited for here.
     await asyncio.sleep(args.seconds)
     idle = measured(plane, fleet, users, begin, moment(plane, fleet), "idle")
-    idle["sidebar_messages"] -= messages_before
     report(idle)
     churners = fleet[: args.churn] if fleet else []
     doers = (
@@ -488,11 +499,9 @@ async def measure_size(
         if churners
         else [admin_churn(plane, ns) for ns in plane.namespaces[: args.churn]]
     )
-    messages_before = sum(sum(b.received.values()) for b in fleet)
     begin = moment(plane, fleet)
     changes = await churn(doers, args.seconds, args.period)
     busy = measured(plane, fleet, users, begin, moment(plane, fleet), "churn", changes)
-    busy["sidebar_messages"] -= messages_before
     busy["churning"] = len(doers)
     report(busy)
     await settle_after_churn(plane)
@@ -783,13 +792,16 @@ async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
         "access_refresh_interval": args.refresh,
         "churn_namespaces": args.churn,
         "churn_period": args.period,
+        "extra_cluster_queues": args.cluster_queues,
         "kueue": state.versions.get("kueue"),
         "sizes": [],
     }
     fleet: list[Workbench] = []
     try:
         started = time.monotonic()
-        await make_namespaces(plane, prefix, most, args.codeflare_users, directory)
+        await make_namespaces(
+            plane, prefix, most, args.codeflare_users, directory, args.cluster_queues
+        )
         print(f"{most} namespaces made and settled in {time.monotonic() - started:.1f} s")
         results["sizes"].append(await measure_size(args, plane, fleet))
         for size in sorted(args.fleet):
@@ -854,6 +866,13 @@ def main() -> None:
         "servers at 10/s keep 1.5 of this machine's 2 cores busy)",
     )
     parser.add_argument("--codeflare-users", type=int, default=5)
+    parser.add_argument(
+        "--cluster-queues",
+        type=int,
+        default=0,
+        help="other teams' ClusterQueues besides the workbenches' own (every workbench sees "
+        "them: what a cluster-scoped change costs each server grows with them)",
+    )
     parser.add_argument("--project", type=int, default=1000, help="workbenches projected to")
     parser.add_argument("--parallel", type=int, default=5, help="workbenches started at once")
     parser.add_argument(
