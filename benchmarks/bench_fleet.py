@@ -437,7 +437,9 @@ def measured(
 ) -> dict[str, Any]:
     """A window's figures (see the module)."""
     seconds = end.at - begin.at
-    asked = window(plane.audit_log.requests(users), begin.at, end.at)
+    # Each user is one session that re-checks (a workbench's server; its kernels read through
+    # it), or one codeflare-sdk process; none at all for the plane alone.
+    asked = window(plane.audit_log.requests(users), begin.at, end.at, max(len(users), 1))
     asked.pop("_others")
     n = len(fleet)
     figures: dict[str, Any] = {
