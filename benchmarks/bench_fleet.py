@@ -54,10 +54,8 @@ import compileall
 import concurrent.futures
 import contextlib
 import dataclasses
-import json
 import os
 import subprocess
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -77,7 +75,13 @@ from benchmarks.bench_usage import until
 from benchmarks.fleet_projection import fit, per_change
 from benchmarks.kernel_process import CLUSTERS, Kernel
 from benchmarks.process_stats import GroupSample, available_mib, rss_mib, sample
-from benchmarks.workbench import JupyterServer, pod_environment, workbench, write_kubeconfig
+from benchmarks.workbench import (
+    JupyterServer,
+    pod_environment,
+    run_in_temporary_directory,
+    workbench,
+    write_kubeconfig,
+)
 from jupyter_dw.names import KERNEL_LINK_ENV
 from tests.cluster.audit import AuditedCluster, AuditLog
 from tests.cluster.controlplane import ClusterState
@@ -848,18 +852,10 @@ def main() -> None:
     parser.add_argument("--sockets", type=int, default=1, help="sidebars per workbench")
     parser.add_argument("--seconds", type=float, default=60.0, help="each window")
     parser.add_argument("--churn", type=int, default=10, help="namespaces that churn")
-    parser.add_argument(
-        "--period",
-        type=float,
-        default=10.0,
-        help="s between a namespace's creates (each deleted half-way)",
-    )
-    parser.add_argument(
-        "--refresh",
-        type=float,
-        default=60.0,
-        help="access_refresh_interval (s; default 60 as the product's)",
-    )
+    period = "s between a namespace's creates (each deleted half-way)"
+    parser.add_argument("--period", type=float, default=10.0, help=period)
+    refresh = "access_refresh_interval (s; default 60 as the product's)"
+    parser.add_argument("--refresh", type=float, default=60.0, help=refresh)
     parser.add_argument(
         "--fanout-rate",
         type=float,
@@ -877,12 +873,8 @@ def main() -> None:
     )
     parser.add_argument("--project", type=int, default=1000, help="workbenches projected to")
     parser.add_argument("--parallel", type=int, default=5, help="workbenches started at once")
-    parser.add_argument(
-        "--reserve-gib",
-        type=float,
-        default=2.0,
-        help="stop growing when the machine has less available",
-    )
+    reserve = "stop growing when the machine has less available"
+    parser.add_argument("--reserve-gib", type=float, default=2.0, help=reserve)
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--cluster-dir", help="reuse or keep an audited control plane here")
     parser.add_argument("--smoke", action="store_true", help="tiny: every figure measured")
@@ -890,10 +882,7 @@ def main() -> None:
     if args.smoke:
         args.fleet, args.seconds, args.churn, args.period = [3], 10.0, 2, 4.0
         args.codeflare_users = 1
-    with tempfile.TemporaryDirectory(prefix="dw-bench-fleet-") as tmp:
-        results = asyncio.run(measure(args, Path(tmp)))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+    run_in_temporary_directory(measure, args, "dw-bench-fleet-")
 
 
 if __name__ == "__main__":

@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -55,7 +54,13 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from benchmarks.kernel_process import CLUSTERS, Kernel
-from benchmarks.workbench import JupyterServer, is_session_check, pod_environment, workbench
+from benchmarks.workbench import (
+    JupyterServer,
+    is_session_check,
+    pod_environment,
+    run_in_temporary_directory,
+    workbench,
+)
 from jupyter_dw.names import KERNEL_LINK_ENV
 from tests.cluster.audit import AuditedCluster, Request, count, describe, received_between
 from tests.cluster.fixtures import KueueObjects, WorkbenchIdentity, watch_until
@@ -398,10 +403,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         args.seconds, args.kernels, args.widgets, args.sockets = 5.0, 2, 4, 2
-    with tempfile.TemporaryDirectory(prefix="dw-bench-load-") as tmp:
-        results = asyncio.run(measure(args, Path(tmp)))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+    run_in_temporary_directory(measure, args, "dw-bench-load-")
 
 
 if __name__ == "__main__":

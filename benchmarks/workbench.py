@@ -3,14 +3,17 @@ real ``jupyter server`` running as that workbench would (in a subprocess, on its
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +210,17 @@ def write_kubeconfig(identity: WorkbenchIdentity, path: Path) -> Path:
         )
     )
     return path
+
+
+def run_in_temporary_directory(
+    measure: Callable[[Any, Path], Coroutine[Any, Any, dict[str, Any]]],
+    args: Any,
+    prefix: str,
+) -> dict[str, Any]:
+    """``measure(args, directory)`` on an event loop, in a directory removed after; its figures
+    written to ``args.json`` when given."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        results = asyncio.run(measure(args, Path(tmp)))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return results
