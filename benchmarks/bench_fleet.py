@@ -40,7 +40,7 @@ The fleet grows only while the machine has ``--reserve-gib`` available: a size i
 reach is measured at the size reached, and the results say so (``capped_at``).
 
 Usage: ``.venv/bin/python -m benchmarks.bench_fleet [--fleet 10 25 50] [--kernels 2]
-[--sockets 1] [--seconds 60] [--churn 10] [--period 10] [--fanout-rate 10] [--codeflare-users 5]
+[--sockets 1] [--seconds 60] [--churn 10] [--period 10] [--fanout-rate 10] [--codeflare-users 20]
 [--project 1000] [--json FILE] [--smoke] [--cluster-dir DIR]`` (needs ``make cluster-build``;
 ``--smoke``: 3 workbenches, 10 s windows, 1 codeflare user: checks only that every figure was
 measured).
@@ -863,7 +863,7 @@ def main() -> None:
         help="flavor changes per second (each costs every Jupyter server ~3 ms of CPU: 50 "
         "servers at 10/s keep 1.5 of this machine's 2 cores busy)",
     )
-    parser.add_argument("--codeflare-users", type=int, default=5)
+    parser.add_argument("--codeflare-users", type=int, default=20)
     parser.add_argument(
         "--cluster-queues",
         type=int,
