@@ -42,9 +42,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import subprocess
-import sys
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -56,112 +53,24 @@ from kubernetes import client, config
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
-from benchmarks.workbench import JupyterServer, is_session_check, pod_environment, workbench
+from benchmarks.kernel_process import CLUSTERS, Kernel
+from benchmarks.workbench import (
+    JupyterServer,
+    is_session_check,
+    pod_environment,
+    run_in_temporary_directory,
+    workbench,
+)
 from jupyter_dw.names import KERNEL_LINK_ENV
 from tests.cluster.audit import AuditedCluster, Request, count, describe, received_between
 from tests.cluster.fixtures import KueueObjects, WorkbenchIdentity, watch_until
 from tests.integration.clusters_support import suspended_raycluster
 
 TIMEOUT = 180.0
-CLUSTERS = ("load-0", "load-1")
 CONNECTIONS = ("own", "server")
 QUIET_SECONDS = 3.0
 """How long the workbench must have asked nothing but watches and re-checks before the window
 without Workloads starts (what deleting them made it ask is not idleness)."""
-
-
-# -- one kernel process --------------------------------------------------------------------
-
-
-async def kernel_process() -> None:
-    """A kernel's side, driven over stdin: ``add N`` shows N more widgets and answers
-    ``ready <total>`` once every widget is live; ``quit`` (or EOF) stops."""
-    import jupyter_dw as dw
-    from jupyter_dw.core.settings import load_settings
-    from jupyter_dw.notebook.runtime import KernelRuntime, set_runtime
-
-    runtime = KernelRuntime(load_settings(paths=[]))
-    set_runtime(runtime)
-    widgets: list[Any] = []
-    loop = asyncio.get_running_loop()
-    while True:
-        line = (await loop.run_in_executor(None, sys.stdin.readline)).split()
-        if not line or line[0] == "quit":
-            break
-        for _ in range(int(line[1])):
-            index = len(widgets)
-            widget = (
-                dw.QueueBoard() if index % 2 == 0 else dw.ClusterStatus(CLUSTERS[index % 4 // 2])
-            )
-            widgets.append(widget)
-        deadline = loop.time() + TIMEOUT
-        while not (
-            all(w.freshness["state"] == "live" and not w.error for w in widgets)
-            and all(shows_position(w) for w in widgets)
-            # Its widgets' first positions read in the background, sometimes twice (the
-            # watches' first lists mark the queue while the first call is under way): part of
-            # showing them, not of the idle window.
-            and _positions_settled(runtime)
-        ):
-            if loop.time() > deadline:
-                raise TimeoutError([(w.freshness, w.error) for w in widgets])
-            await asyncio.sleep(0.01)
-        print(f"ready {len(widgets)}", flush=True)
-    for widget in widgets:
-        widget.close()
-    await asyncio.to_thread(runtime.stop)
-
-
-def _positions_settled(runtime: Any) -> bool:
-    """Whether a kernel's own position board has read its first positions (a kernel reading
-    through its server has none: the server's board is settled when its socket showed them)."""
-    board = getattr(runtime.core.clusters, "positions", None)
-    return board is None or board.settled
-
-
-def shows_position(widget: Any) -> bool:
-    """Whether a widget shows what it will: a waiting cluster's queue position."""
-    state = getattr(widget, "state", None)
-    return state != "queued" or widget.position_in_local_queue is not None
-
-
-class Kernel:
-    """A kernel process of this benchmark (``python -m benchmarks.bench_load --kernel``)."""
-
-    def __init__(self, environ: dict[str, str], log: Path) -> None:
-        self._log = log.open("w")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.bench_load", "--kernel"],
-            env=environ,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-        )
-        self.widgets = 0
-
-    def add(self, widgets: int) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(f"add {widgets}\n")
-        self.process.stdin.flush()
-        self.widgets += widgets
-
-    def wait_ready(self) -> None:
-        assert self.process.stdout is not None
-        answer = self.process.stdout.readline().split()
-        if answer != ["ready", str(self.widgets)]:
-            raise RuntimeError(f"kernel answered {answer}; see {self._log.name}")
-
-    def stop(self) -> None:
-        if self.process.stdin is not None and self.process.poll() is None:
-            self.process.stdin.write("quit\n")
-            self.process.stdin.close()
-        try:
-            self.process.wait(60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
 
 
 # -- sockets standing in for sidebars --------------------------------------------------------
@@ -220,14 +129,18 @@ def window(requests: list[Request], start: float, end: float, processes: int) ->
         "recheck_requests": rechecks,
         "recheck_per_process_per_minute": round(rechecks / processes / (end - start) * 60, 2),
         "other_requests": sum(1 for r in others if not is_session_check(r)),
-        "requests_besides_watches_by_kind": {
-            f"{verb} {resource}": n for (_, verb, resource), n in count(others).items()
-        },
+        "requests_besides_watches_by_kind": dict(Counter(kind(r) for r in others)),
         "watches_opened": sum(1 for r in inside if r.is_watch),
         "watches_open_at_end": len(watches_open),
         "watches_open_by_resource": dict(Counter(r.resource for r in watches_open)),
         "_others": others,
     }
+
+
+def kind(request: Request) -> str:
+    """``verb resource``, and whether it was a dry run (every user's counted together)."""
+    dry = " (dry run)" if "dryRun=All" in request.uri else ""
+    return f"{request.verb} {request.resource}{dry}"
 
 
 def settled(local_queue: dict[str, Any], workloads: int) -> bool:
@@ -487,17 +400,10 @@ def main() -> None:
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--cluster-dir", help="reuse or keep an audited control plane here")
     parser.add_argument("--smoke", action="store_true", help="tiny: every figure measured")
-    parser.add_argument("--kernel", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.kernel:
-        asyncio.run(kernel_process())
-        return
     if args.smoke:
         args.seconds, args.kernels, args.widgets, args.sockets = 5.0, 2, 4, 2
-    with tempfile.TemporaryDirectory(prefix="dw-bench-load-") as tmp:
-        results = asyncio.run(measure(args, Path(tmp)))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+    run_in_temporary_directory(measure, args, "dw-bench-load-")
 
 
 if __name__ == "__main__":

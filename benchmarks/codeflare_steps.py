@@ -24,8 +24,15 @@ def step(name: str, call: Any) -> Any:
     return value
 
 
+KERNEL_MODULES = ("asyncio", "IPython")
+"""What every kernel has imported before its first cell: imported first, outside the steps, as
+bench_codeflare.py's jupyter_dw side does."""
+
+
 def main() -> None:
     namespace, queue, name = sys.argv[1:4]
+    for module in KERNEL_MODULES:
+        __import__(module)
     sdk = step("import", lambda: __import__("codeflare_sdk"))
     queues = step("list_queues", lambda: sdk.list_local_queues(namespace=namespace))
     assert any(q["name"] == queue for q in queues), queues

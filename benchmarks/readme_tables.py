@@ -122,33 +122,58 @@ STEP_NAMES = {
 }
 
 
+CODEFLARE_SIDES = {
+    "jupyter_dw": "jupyter_dw, kernel of its server",
+    "jupyter_dw_own": "jupyter_dw, kernel on its own",
+}
+
+
 def _codeflare(what: Result) -> str:
     f = what["figures"]
     version = f.get("codeflare_sdk_version") or "not installed"
+    sides = [side for side in (*CODEFLARE_SIDES, "codeflare_sdk") if side in f]
+    titles = {**CODEFLARE_SIDES, "codeflare_sdk": f"codeflare-sdk {version}"}
+    header = " | ".join(f"{titles[side]}: requests + watches | time" for side in sides)
     rows = [
-        f"| step | jupyter_dw: requests + watches | time | codeflare-sdk {version}: "
-        "requests + watches | time | codeflare-sdk cannot |",
-        "| --- | --- | --- | --- | --- | --- |",
+        f"| step | {header} | codeflare-sdk cannot |",
+        "| --- " * (2 + 2 * len(sides)) + "|",
     ]
     cannot = f.get("cannot", {})
     for step, title in STEP_NAMES.items():
         cells = []
-        for side in ("jupyter_dw", "codeflare_sdk"):
-            s = (f.get(side) or {}).get(step)
+        for side in sides:
+            s = f[side].get(step)
             if s is None:
                 cells += ["—", "—"]
                 continue
-            seconds = f"{s['seconds']:.2f} s"
-            if "ready_to_known_ms" in s:
-                ms = s["ready_to_known_ms"]
-                known = f"{ms:.1f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
-                seconds += f" (Ready → known: {known})"
-            checks = s.get("session_checks")
-            plural = "s" if checks != 1 else ""
-            counted = f"{s['requests']} ({checks} check{plural})" if checks else str(s["requests"])
-            cells += [f"{counted} + {s['watches']}", seconds]
+            cells += [_counted(s), _step_time(s)]
         rows.append(f"| {title} | {' | '.join(cells)} | {cannot.get(step, '')} |")
+    start = (f.get("jupyter_dw") or {}).get("server_start")
+    if start:
+        cells = [_counted(start), f"{start['seconds']:.2f} s"] + ["—", "—"] * (len(sides) - 1)
+        rows.append(
+            f"| before: the server's start (the pod's, before a notebook opens) | "
+            f"{' | '.join(cells)} | |"
+        )
     return "\n".join(rows)
+
+
+def _counted(s: Result) -> str:
+    checks = s.get("session_checks")
+    plural = "s" if checks != 1 else ""
+    counted = f"{s['requests']:g} ({checks:g} check{plural})" if checks else f"{s['requests']:g}"
+    return f"{counted} + {s['watches']:g}"
+
+
+def _step_time(s: Result) -> str:
+    seconds = f"{s['seconds']:.3f} s"
+    if "api_import_seconds" in s:
+        seconds += f" (importing the API: {s['api_import_seconds']:.3f} s)"
+    if "ready_to_known_ms" in s:
+        ms = s["ready_to_known_ms"]
+        known = f"{ms:.1f} ms" if abs(ms) < 1000 else f"{ms / 1000:.2f} s"
+        seconds += f" (Ready → known: {known})"
+    return seconds
 
 
 USAGE_ROWS = {
@@ -197,11 +222,104 @@ def _decode(what: Result) -> str:
     )
 
 
+def _fleet(what: Result) -> str:
+    f = what["figures"]
+    rows = [
+        "| workbenches (kernels) | window | requests besides watches, per minute (… re-check) "
+        "| per workbench-minute | watches open: the fleet's / every client's | API server CPU "
+        "| API server RSS | watch events sent, per s | Kueue CPU | servers + kernels, PSS |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    windows = [size[phase] for size in f["sizes"] for phase in ("idle", "churn", "fanout")]
+    codeflare = f.get("codeflare")
+    if codeflare:
+        windows += [codeflare["baseline"], codeflare]
+    for w in windows:
+        api = w["kube-apiserver"]
+        minutes = w["seconds"] / 60
+        if w["phase"] == "codeflare":
+            who = f"{w['users']} codeflare-sdk users, `wait_ready`"
+        elif w["phase"] == "alone":
+            who = "0 (the plane alone, just before)"
+        else:
+            who = f"{w['workbenches']} ({w['kernels']})"
+        window = {
+            "churn": f"churn: {w['changes']} changes",
+            "fanout": f"fan-out: {w['changes']} flavor changes",
+        }.get(w["phase"], w["phase"])
+        rows.append(
+            f"| {who} | {window}, {w['seconds']:.0f} s | "
+            f"{w['requests_besides_watches'] / minutes:.1f} ({w['recheck_requests'] / minutes:.1f})"
+            f" | {w['requests_per_workbench_minute']:.2f} | {w['watches_open_at_end']} / "
+            f"{api['watches_open']} | {api['cores']:.3f} cores | {api['rss_mib']:,.0f} MiB | "
+            f"{api['watch_events'] / w['seconds']:.1f} | {w['kueue']['cores']:.3f} cores | "
+            f"{w['jupyter_servers']['pss_mib'] + w['kernel_processes']['pss_mib']:,.0f} MiB |"
+        )
+    return "\n".join(rows) + "\n\n" + _fleet_projection(f)
+
+
+FLEET_LINES = {
+    "requests_per_minute": ("requests besides watches, per minute", "{:,.1f}"),
+    "watches_open": ("watches open (the workbenches')", "{:,.0f}"),
+    "apiserver_watches_open": ("watches open (every client's)", "{:,.0f}"),
+    "apiserver_cores": ("API server CPU, idle (cores)", "{:.3f}"),
+    "apiserver_rss_mib": ("API server RSS (MiB)", "{:,.0f}"),
+    "apiserver_goroutines": ("API server goroutines", "{:,.0f}"),
+    "kueue_cores": ("Kueue CPU, idle (cores)", "{:.3f}"),
+    "apiserver_cpu_ms_per_change": ("API server CPU per change (ms)", "{:,.1f}"),
+    "kueue_cpu_ms_per_change": ("Kueue CPU per change (ms)", "{:,.1f}"),
+    "watch_events_per_change": ("watch events sent per change", "{:,.1f}"),
+    "watch_event_kib_per_change": ("… their KiB per change", "{:,.1f}"),
+    "apiserver_cpu_ms_per_flavor_change": ("API server CPU per flavor change (ms)", "{:,.2f}"),
+    "servers_cpu_ms_per_flavor_change": ("Jupyter servers' CPU per flavor change (ms)", "{:,.2f}"),
+    "workbench_pss_mib": ("servers + kernels, PSS (MiB; in the pods)", "{:,.0f}"),
+}
+
+
+def _fleet_projection(f: Result) -> str:
+    p = f["projection"]
+    n = p["workbenches"]
+    cf = (p.get("codeflare") or {}).get("at", {}).get(str(n), {})
+    cf_cells = {
+        "requests_per_minute": cf.get("requests_per_minute"),
+        "watches_open": 0 if cf else None,
+        "apiserver_cores": cf.get("apiserver_cores"),
+    }
+    rows = [
+        f"| projected to {n:,} workbenches | fixed | per workbench | at {n:,} | worst residual "
+        f"| {n:,} codeflare-sdk users waiting |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, (title, form) in FLEET_LINES.items():
+        line = p["lines"][name]
+        theirs = cf_cells.get(name)
+        se = line.get("per_workbench_se")
+        slope = f"{line['per_workbench']:.3g}" + (f" ± {se:.2g}" if se else "")
+        at = f"**{form.format(line['at'])}**"
+        if line.get("within_noise"):
+            at = f"within the noise (≤ {form.format(line['at_most'])})"
+        rows.append(
+            f"| {title} | {form.format(line['fixed'])} | {slope} | {at} | "
+            f"{line['worst_residual']:.3g} | {form.format(theirs) if theirs is not None else ''} |"
+        )
+    rows.append(
+        f"| API server CPU per change (ms): the plane's and its workbench's, plus one event "
+        f"per workbench at the flavor changes' cost | | | **{p['apiserver_ms_per_change']:,.1f}**"
+        " | | |"
+    )
+    rows.append(
+        f"| API server CPU while {p['changes_per_second']:g} changes/s (cores) | | | "
+        f"**{p['apiserver_cores_churning']:.2f}** | | |"
+    )
+    return "\n".join(rows)
+
+
 TABLES: dict[str, Callable[[Result], str]] = {
     "load": _load,
     "memory": _memory,
     "startup": _startup,
     "codeflare": _codeflare,
+    "fleet": _fleet,
     "usage": _usage,
     "decode": _decode,
 }

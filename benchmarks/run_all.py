@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_jobs": ["--jobs", "20", "--lines", "5"],
     "bench_recovery": ["--runs", "5"],
     "bench_load": [],
+    "bench_fleet": [],
     "bench_usage": [],
     "bench_memory": [],
     "bench_startup": ["--pairs", "10"],
@@ -45,6 +46,7 @@ BENCHMARKS: dict[str, list[str]] = {
 """Each benchmark and the arguments the benchmarks page's figures were measured with."""
 TAKES_JSON = {
     "bench_load",
+    "bench_fleet",
     "bench_usage",
     "bench_memory",
     "bench_startup",

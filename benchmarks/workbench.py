@@ -3,19 +3,23 @@ real ``jupyter server`` running as that workbench would (in a subprocess, on its
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client
 
+from jupyter_dw.names import ELASTIC_PROBE_PREFIX
 from tests.cluster.audit import Request
 from tests.cluster.controlplane import ClusterState, free_port
 from tests.cluster.fixtures import WorkbenchIdentity, make_workbench
@@ -51,12 +55,17 @@ def is_session_check(request: Request) -> bool:
     """Whether ``request`` is one of a jupyter_dw session's checks (at its start, then every
     ``access_refresh_interval``): discovery and other non-resource GETs, access and identity
     reviews (the rules review, access reviews, who am I), and the dry-run create that asks
-    Kueue whether it runs elastic jobs."""
+    Kueue whether it runs elastic jobs (told by its object's name from a create's own dry
+    run, which belongs to the create)."""
     return (
         request.resource.startswith("/")
         or request.resource
         in ("selfsubjectrulesreviews", "selfsubjectaccessreviews", "selfsubjectreviews")
-        or (request.verb == "create" and "dryRun=All" in request.uri)
+        or (
+            request.verb == "create"
+            and "dryRun=All" in request.uri
+            and request.name.startswith(ELASTIC_PROBE_PREFIX)
+        )
     )
 
 
@@ -201,3 +210,17 @@ def write_kubeconfig(identity: WorkbenchIdentity, path: Path) -> Path:
         )
     )
     return path
+
+
+def run_in_temporary_directory(
+    measure: Callable[[Any, Path], Coroutine[Any, Any, dict[str, Any]]],
+    args: Any,
+    prefix: str,
+) -> dict[str, Any]:
+    """``measure(args, directory)`` on an event loop, in a directory removed after; its figures
+    written to ``args.json`` when given."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        results = asyncio.run(measure(args, Path(tmp)))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return results

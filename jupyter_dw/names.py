@@ -56,6 +56,9 @@ ELASTIC_JOB_ANNOTATION = f"{KUEUE_GROUP}/elastic-job"
 ELASTIC_JOB_SCHEDULING_GATE = f"{KUEUE_GROUP}/elastic-job"
 """The scheduling gate Kueue's webhook puts on an elastic job's pod templates (only with the
 feature gate ElasticJobsViaWorkloadSlices on); Kueue lifts it on pods its admission covers."""
+ELASTIC_PROBE_PREFIX = "jupyter-dw-elastic-probe-"
+"""The name of the RayCluster the elastic-jobs probe dry-runs (a random suffix follows): an
+audit log tells the probe from a create's own dry run by it."""
 WORKLOAD_SLICE_REPLACEMENT_ANNOTATION = f"{KUEUE_GROUP}/workload-slice-replacement-for"
 """On a Workload slice made by a scale-up: ``<namespace>/<name>`` of the slice it replaces."""
 WORKLOAD_SLICE_REPLACED_REASON = "WorkloadSliceReplaced"

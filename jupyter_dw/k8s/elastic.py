@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..domain.cluster_spec import SpecPolicy, ValidatedClusterSpec
-from ..names import ELASTIC_JOB_SCHEDULING_GATE
+from ..names import ELASTIC_JOB_SCHEDULING_GATE, ELASTIC_PROBE_PREFIX
 from .errors import KubeError, KubeForbidden, KubeRejected
 from .kuberay import DRY_RUN
 from .resources import RAY_CLUSTER
@@ -48,7 +48,7 @@ NOT_PROBED = ElasticJobs(None, "unknown", "not asked yet")
 def _probe_object(namespace: str, queue: str) -> dict[str, Any]:
     spec = ValidatedClusterSpec.from_request(
         {
-            "name": f"jupyter-dw-elastic-probe-{uuid.uuid4().hex[:8]}",
+            "name": f"{ELASTIC_PROBE_PREFIX}{uuid.uuid4().hex[:8]}",
             "queue": queue,
             "workers": 0,
             "min_workers": 0,

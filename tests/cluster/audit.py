@@ -78,6 +78,8 @@ class Request:
     resource: str
     """``resource`` or ``resource/subresource`` (``""`` for a non-resource URL: the URI then)."""
     uri: str
+    name: str
+    """The object's name when the request names one (a create's from its body), else ``""``."""
     received: float
     """When the API server received it (Unix seconds)."""
     ended: float | None
@@ -130,6 +132,7 @@ def _request(entry: dict[str, Any]) -> Request:
         verb=entry.get("verb", ""),
         resource=resource or entry.get("requestURI", "").split("?")[0],
         uri=entry.get("requestURI", ""),
+        name=ref.get("name") or "",
         received=_seconds(entry["requestReceivedTimestamp"]),
         ended=_seconds(ended) if ended else None,
     )

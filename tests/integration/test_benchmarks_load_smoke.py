@@ -1,10 +1,11 @@
-"""The load, memory, start-up and codeflare-sdk benchmarks cannot rot: each runs with
+"""The load, fleet, memory, start-up and codeflare-sdk benchmarks cannot rot: each runs with
 ``--smoke`` (tiny) and every figure it reports must have been measured.
 
-bench_load and bench_codeflare share one audited disposable control plane (started here,
-~30-45 s); bench_memory and bench_startup use the shared test plane. Cold cost: the first run
-on a machine installs codeflare-sdk from PyPI into ``~/.cache/jupyter-dw/codeflare-venv``
-(about 1 GB with Ray; a few minutes); later runs reuse it.
+bench_load, bench_fleet and bench_codeflare share one audited disposable control plane
+(started here, ~30-45 s); bench_memory and bench_startup use the shared test plane. Cold
+cost: the first run on a machine installs codeflare-sdk from PyPI into
+``~/.cache/jupyter-dw/codeflare-venv`` (about 1 GB with Ray; a few minutes); later runs reuse
+it.
 """
 
 from __future__ import annotations
@@ -97,9 +98,9 @@ def test_bench_codeflare_counts_every_step_of_both(audited_plane: Path, tmp_path
         "bench_codeflare", tmp_path / "codeflare.json", "--cluster-dir", str(audited_plane)
     )
     assert figures["codeflare_sdk_version"], figures.get("codeflare_sdk_blocked")
-    for side in ("jupyter_dw", "codeflare_sdk"):
+    for side in ("jupyter_dw", "jupyter_dw_own", "codeflare_sdk"):
         steps = figures[side]
-        assert set(steps) == {
+        assert set(steps) >= {
             "import",
             "list_queues",
             "create",
@@ -113,6 +114,52 @@ def test_bench_codeflare_counts_every_step_of_both(audited_plane: Path, tmp_path
         assert isinstance(steps["wait_ready"]["ready_to_known_ms"], float)
         assert steps["list_clusters"]["status"]
     assert figures["jupyter_dw"]["import"]["requests"] == 0  # importing contacts nothing
+    # The kernel of a server read through it: its first list asked the API server nothing
+    # (the server's caches answered), and no watch was opened for it.
+    assert figures["jupyter_dw"]["connection"] == "server"
+    assert figures["jupyter_dw"]["list_queues"]["requests"] == 0
+    assert figures["jupyter_dw"]["list_queues"]["watches"] == 0
+    assert figures["jupyter_dw"]["list_queues"]["api_import_seconds"] > 0
+    assert figures["jupyter_dw"]["server_start"]["watches"] > 0  # the server's, before
+    assert figures["jupyter_dw_own"]["connection"] == "own"
+
+
+def test_bench_fleet_measures_the_plane_alone_and_with_workbenches(
+    audited_plane: Path, tmp_path: Path
+) -> None:
+    figures = run_smoke("bench_fleet", tmp_path / "fleet.json", "--cluster-dir", str(audited_plane))
+    alone, fleet = figures["sizes"]
+    assert alone["idle"]["workbenches"] == 0 and fleet["idle"]["workbenches"] == 3
+    assert alone["idle"]["requests_besides_watches"] == 0  # no workbench, nothing audited
+    idle = fleet["idle"]
+    assert idle["jupyter_servers"]["processes"] == 3 and idle["kernel_processes"]["processes"] == 6
+    assert idle["jupyter_servers"]["pss_mib"] > 0 and idle["kernel_processes"]["pss_mib"] > 0
+    assert idle["kernels"] == 6
+    # Nothing but the session's periodic re-check asks while idle, and the kernels read
+    # through their servers: a workbench's watches are its server's, however many kernels.
+    assert idle["other_requests"] == 0, idle["requests_besides_watches_by_kind"]
+    assert 0 < idle["watches_open_per_workbench"] <= 12
+    # The API server's own count of every client's watches sees the fleet's (controllers may
+    # be re-opening one of theirs at the moment of either reading).
+    added = idle["kube-apiserver"]["watches_open"] - alone["idle"]["kube-apiserver"]["watches_open"]
+    assert abs(added - idle["watches_open_at_end"]) <= 3, (added, idle["watches_open_at_end"])
+    churn = fleet["churn"]
+    assert churn["changes"] > 0 and churn["kube-apiserver"]["watch_events"] > 0
+    # Every workbench watches every flavor: a flavor change is an event to each of them (3
+    # here; the API server's count holds the controllers' events too, which vary a little).
+    fanout, fanout_alone = fleet["fanout"], alone["fanout"]
+    per_change = {
+        w["workbenches"]: w["kube-apiserver"]["watch_events"] / w["changes"]
+        for w in (fanout, fanout_alone)
+    }
+    assert per_change[3] - per_change[0] >= 2, per_change
+    assert fanout["sidebar_messages"] == 0, fanout["sidebar_messages_by_type"]  # nothing shown
+    assert figures["codeflare_sdk_version"], figures.get("codeflare_sdk_blocked")
+    codeflare = figures["codeflare"]
+    assert codeflare["requests_per_user_minute"] > 0 and codeflare["watches_opened"] == 0
+    projection = figures["projection"]
+    assert projection["lines"]["watches_open"]["per_workbench"] <= 12
+    assert set(projection["codeflare"]["at"]) == {"3", "1000"}
 
 
 def test_bench_memory_measures_both_holders(cluster: ClusterState, tmp_path: Path) -> None:

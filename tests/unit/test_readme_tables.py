@@ -22,6 +22,33 @@ PHASE = {
     "widgets": 10,
     "sockets": 1,
 }
+
+
+def window(workbenches: int, phase: str) -> dict[str, object]:
+    """One window of bench_fleet's figures, every field the table reads."""
+    group = {"processes": 2 * workbenches, "cpu_seconds": 1.0, "rss_mib": 100.0, "pss_mib": 80.0}
+    return {
+        "phase": phase,
+        "workbenches": workbenches,
+        "kernels": 2 * workbenches,
+        "changes": 110 if phase != "idle" else 0,
+        "seconds": 60.0,
+        "requests_besides_watches": 4 * workbenches,
+        "recheck_requests": 4 * workbenches,
+        "requests_per_workbench_minute": 4.0 if workbenches else 0.0,
+        "watches_open_at_end": 12 * workbenches,
+        "kube-apiserver": {
+            "cores": 0.015,
+            "rss_mib": 1100.0,
+            "watches_open": 197 + 12 * workbenches,
+            "watch_events": 600,
+        },
+        "kueue": {"cores": 0.003},
+        "jupyter_servers": group,
+        "kernel_processes": group,
+    }
+
+
 RESULTS = {
     "load": {
         "kernels": 5,
@@ -53,7 +80,43 @@ RESULTS = {
         "cannot": {"list_queues": "names and flavors only"},
         "jupyter_dw": {
             "import": {"seconds": 0.01, "requests": 0, "watches": 0},
+            "list_queues": {
+                "seconds": 0.2,
+                "requests": 0,
+                "watches": 0,
+                "api_import_seconds": 0.18,
+            },
             "wait_ready": {"seconds": 3.0, "requests": 0, "watches": 0, "ready_to_known_ms": 12},
+            "server_start": {"seconds": 3.5, "requests": 26, "session_checks": 14, "watches": 12},
+        },
+        "jupyter_dw_own": {
+            "list_queues": {"seconds": 0.4, "requests": 19, "session_checks": 14, "watches": 4},
+        },
+    },
+    "fleet": {
+        "sizes": [
+            {phase: window(n, phase) for phase in ("idle", "churn", "fanout")} for n in (0, 10, 50)
+        ],
+        "projection": {
+            "workbenches": 1000,
+            "lines": {
+                name: {
+                    "fixed": 1.0,
+                    "per_workbench": 2.0,
+                    "per_workbench_se": 0.5,
+                    "within_noise": name == "apiserver_rss_mib",
+                    "at": 2001.0,
+                    "at_most": 3001.0,
+                    "worst_residual": 0.25,
+                }
+                for name in readme_tables.FLEET_LINES
+            },
+            "changes_per_second": 1.8,
+            "apiserver_ms_per_change": 144.3,
+            "apiserver_cores_churning": 0.67,
+            "codeflare": {
+                "at": {"1000": {"requests_per_minute": 102657.8, "apiserver_cores": 2.7}}
+            },
         },
     },
     "usage": {
@@ -127,7 +190,21 @@ def test_every_table_is_rendered_between_its_markers(tmp_path: Path) -> None:
     assert "| jupyter_dw's watch caches | 41.5 MiB | 41.5, 42.0 |" in text
     assert "| added (per pair) | 50.0 ms | |" in text
     assert "(Ready → known: 12.0 ms)" in text
-    assert "| list queues | — | — | — | — | names and flavors only |" in text
+    assert (
+        "| list queues | 0 + 0 | 0.200 s (importing the API: 0.180 s) | 19 (14 checks) + 4 | "
+        "0.400 s | names and flavors only |"
+    ) in text
+    assert "| before: the server's start (the pod's, before a notebook opens) | 26 (14 checks)" in (
+        text
+    )
+    assert "| 50 (100) | idle, 60 s | 200.0 (200.0) | 4.00 | 600 / 797 | 0.015 cores |" in text
+    assert "| 10 (20) | fan-out: 110 flavor changes, 60 s |" in text
+    assert "| watches open (the workbenches') | 1 | 2 ± 0.5 | **2,001** | 0.25 | 0 |" in text
+    assert "| API server RSS (MiB) | 1 | 2 ± 0.5 | within the noise (≤ 3,001) |" in text
+    assert (
+        "| requests besides watches, per minute | 1.0 | 2 ± 0.5 | **2,001.0** | 0.25 | 102,657.8 |"
+    ) in text
+    assert "| API server CPU while 1.8 changes/s (cores) | | | **0.67** | | |" in text
     assert "baseline, same run | 60 s | 4.0 | 0.0 | 4.0 | 0.0 | 0 | 0.0 |" in text
     assert "| (b) usage on, every 15 s | 60 s | 8.0 | 4.0 | 4.0 | 0.0 | 0 | 12.0 | 0.5 |" in text
     assert "(`idle_cluster_timeout = 3600`) | 60 s | 8.0 | 4.0 | 4.0 | 0.0 | 0 | 12.0 |" in text
