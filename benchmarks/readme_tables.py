@@ -298,6 +298,10 @@ def _fleet_projection(f: Result) -> str:
         at = f"**{form.format(line['at'])}**"
         if line.get("within_noise"):
             at = f"within the noise (≤ {form.format(line['at_most'])})"
+        elif line["per_workbench"] < 0:
+            # A cost that fell as the fleet grew (the machine's load moved under the run): no
+            # growth was measured, and a negative projection would mean nothing.
+            at = f"no growth measured (≤ {form.format(max(line['at_most'], line['fixed']))})"
         rows.append(
             f"| {title} | {form.format(line['fixed'])} | {slope} | {at} | "
             f"{line['worst_residual']:.3g} | {form.format(theirs) if theirs is not None else ''} |"

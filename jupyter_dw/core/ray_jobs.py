@@ -124,12 +124,7 @@ class RayJobService:
         raycluster = self._ready_cluster(check_cluster_name(name))
         where = self.clusters.placement_of(raycluster)
         if where is not None and where.worker_cluster is not None:
-            raise RunsOnWorker(
-                f"Ray cluster {name} runs on worker cluster {where.worker_cluster}",
-                "its head is in that cluster: Ray Client reaches it only from there",
-                "Submit jobs instead (h.submit_job), through the worker's dashboard address if "
-                "an administrator set JupyterDW.multikueue_dashboard_url.",
-            )
+            raise no_ray_client_on_worker(name, where.worker_cluster)
         try:
             return client_address(
                 self.client_template, CLIENT_PORT, name, self.session.namespace, raycluster
@@ -288,3 +283,14 @@ def _submission(request: Mapping[str, Any]) -> dict[str, Any]:
     if submission_id is not None:
         body["submission_id"] = check_job_id(submission_id)
     return body
+
+
+def no_ray_client_on_worker(name: str, worker_cluster: str) -> RunsOnWorker:
+    """The refusal of a Ray Client address for cluster ``name``, which MultiKueue sent to
+    ``worker_cluster``: its head's address is that cluster's, unreachable from here."""
+    return RunsOnWorker(
+        f"Ray cluster {name} runs on worker cluster {worker_cluster}",
+        "its head is in that cluster: Ray Client reaches it only from there",
+        "Submit jobs instead (h.submit_job), through the worker's dashboard address if "
+        "an administrator set JupyterDW.multikueue_dashboard_url.",
+    )

@@ -25,6 +25,7 @@ from ..core.errors import (
     NotInstalled,
 )
 from ..core.queues import QueueList
+from ..core.ray_jobs import no_ray_client_on_worker
 from ..core.scaling import ScaleResult
 from ..core.workloads import WorkloadList
 from .job_waiting import wait_until
@@ -362,8 +363,13 @@ class RayClusterHandle:
         """``ray://<head service>.<namespace>.svc:10001`` for ``ray.init(h.ray_address)``.
 
         Warns when this kernel's Ray or Python version differs from the cluster image's,
-        which makes ``ray.init`` fail."""
+        which makes ``ray.init`` fail. Raises :class:`~jupyter_dw.core.errors.RunsOnWorker`
+        for a cluster MultiKueue sent to a worker cluster: its head's address is that
+        cluster's, unreachable here."""
         info = self._last or self.status()
+        where = info.placement
+        if where is not None and where.worker_cluster is not None:
+            raise no_ray_client_on_worker(self.name, where.worker_cluster)
         image = runtime().core.clusters.image(self.name)
         for problem in version_mismatches(image, installed_ray(), sys.version_info[:2]):
             warnings.warn(problem, stacklevel=2)

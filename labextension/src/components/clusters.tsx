@@ -111,6 +111,8 @@ function ClusterCard(props: {
   const { actions } = props;
   const titleId = `jp-dw-cluster-${c.name}`;
   const queued = c.state === 'queued';
+  // MultiKueue sent it to a worker: its head's Ray Client address is that cluster's.
+  const onWorker = c.placement?.worker_cluster ?? null;
   const trans = dwTrans();
   return (
     <li className="jp-dw-card" data-cluster={c.name} data-state={c.state} aria-labelledby={titleId}>
@@ -189,6 +191,15 @@ function ClusterCard(props: {
           type="button"
           className="jp-mod-styled jp-dw-button"
           aria-label={trans.__('Insert ray.init code for %1 into the active notebook', c.name)}
+          disabled={onWorker !== null}
+          title={
+            onWorker !== null
+              ? trans.__(
+                  'Runs on worker cluster %1: Ray Client reaches its head only from there',
+                  onWorker
+                )
+              : undefined
+          }
           onClick={() => void actions.insertConnection(c)}
         >
           {trans.__('Insert ray.init')}

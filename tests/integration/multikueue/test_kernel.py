@@ -38,6 +38,8 @@ async def test_the_kernel_shows_a_cluster_running_on_the_worker(
     assert h.dashboard_url is None  # no proxy link to a head this workbench cannot reach
     with pytest.raises(RunsOnWorker, match=f"runs on worker cluster {WORKER}"):
         kernel.core.jobs.client_address("nb-far")  # what h.ray_init() connects to
+    with pytest.raises(RunsOnWorker, match=f"runs on worker cluster {WORKER}"):
+        h.ray_address  # noqa: B018 - the property raises: the worker's address is not ours
     html = h._repr_html_()
     assert f"runs on worker cluster {WORKER} (sent there by MultiKueue)" in html
     assert f"1/1 workers ready on worker cluster {WORKER}" in html

@@ -7,6 +7,7 @@ picture of a cluster running on a worker is taken here."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,6 +78,9 @@ def test_a_card_of_a_cluster_running_on_the_worker(
     )
     dashboard = box.get_by_role("button", name="Open the Ray dashboard of on-worker")
     expect(dashboard).to_be_disabled()
+    connect = box.get_by_role("button", name=re.compile("^Insert ray.init code for on-worker"))
+    expect(connect).to_be_disabled()  # Ray Client reaches a worker's head only from there
+    expect(connect).to_have_attribute("title", re.compile(f"Runs on worker cluster {WORKER}"))
     expect(box.locator(".jp-dw-jobs")).to_have_count(0)  # no Ray jobs to read, no spinner
     row = sidebar.locator('[data-queue="team"] .jp-dw-workload-worker')
     expect(row).to_have_text(f"on {WORKER}")
