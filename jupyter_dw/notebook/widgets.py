@@ -374,14 +374,18 @@ class QueueBoard(_Live, anywidget.AnyWidget):
                 if message.shown.count:
                     self._told[message.shown.queue] = message.shown
                 self._show_workloads()
-        elif isinstance(message, WorkloadChanged):
-            if self._rows is not None:
-                self._rows.put(message.name, message.workload)
-                self._show_workloads()
-        elif isinstance(message, PositionsChanged):
-            if self._rows is not None:
-                for info in message.workloads:
-                    self._rows.put(info.name, info)
+        elif isinstance(message, (WorkloadChanged, PositionsChanged)):
+            if self._told is not None:  # the server went away: the kernel's own feed now
+                self._told = None
+                self._choose_rows(self._runtime)  # every Workload now, this change included
+            elif self._rows is not None:
+                changed = (
+                    [(message.name, message.workload)]
+                    if isinstance(message, WorkloadChanged)
+                    else [(info.name, info) for info in message.workloads]
+                )
+                for name, info in changed:
+                    self._rows.put(name, info)
                 self._show_workloads()
         elif isinstance(message, ClusterChanged) and message.holding is not None:
             queue, holding = message.holding
