@@ -105,12 +105,14 @@ def scenario(own: KernelRuntime, through: KernelRuntime, queue: str) -> list[Any
         lambda view: view["state"] == "ready",
         "cluster a ready",
     )
-    # 3 of 4 CPUs held: b (3 CPUs) must wait, first in line.
-    waits = both.same(
+    # 3 of 4 CPUs held: b (3 CPUs) must wait, first in line. Once Kueue wrote the
+    # ClusterQueue's usage: a cluster's "ready" can come first (seen 2 in 10 under load, both
+    # kernels then saying "fits-now" alike).
+    both.same(
         lambda rt: rt.core.clusters.fit(small_cluster("b", workers=2)).to_json()["verdict"],
-        what="fit b",
+        lambda verdict: verdict == "must-wait",
+        "fit b",
     )
-    assert waits == "must-wait"
     own.core.clusters.create(small_cluster("b", workers=2), None)
     b = both.same(
         lambda rt: cluster_view(rt.core.clusters.get("b")),
