@@ -19,6 +19,11 @@ that namespace, over a **bare kernel** (the same imports, no widget, nothing con
 a fresh process each: reading through a real ``jupyter server`` with jupyter_dw (the
 product's default: one connection per workbench), and on its own connection (the baseline).
 
+And what the server's events socket costs a kernel's board, on the same server: the snapshot
+a socket is sent at open (``?workloads=1``: every Workload; ``?workloads=rows``: the rows a
+QueueBoard shows), in bytes of JSON text, and the server's RSS added per socket held open
+(:data:`SOCKETS` of each mode, after one opened and closed to warm the server up).
+
 Usage: ``.venv/bin/python -m benchmarks.bench_memory [--workloads 5000] [--runs 2] [--json FILE]
 [--smoke]`` (``--smoke``: 100 Workloads on 5 LocalQueues, checks only that it runs).
 """
@@ -230,6 +235,64 @@ def measure_kernel(mode: str, namespace: str, workloads: int, environ: dict[str,
     return rss
 
 
+SOCKETS = 10
+"""Events sockets of one mode held open at once: the server's RSS added, divided by them."""
+SOCKET_MODES = ("rows", "1")
+
+
+def process_rss_mib(pid: int) -> float:
+    """Resident memory of process ``pid`` (MiB)."""
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+async def open_socket(link_path: Path, mode: str) -> tuple[Any, int]:
+    """An events socket of the server ``link_path`` names, as its kernels open it, with
+    ``?workloads=mode``; and the length of its snapshot (JSON text, bytes)."""
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    from jupyter_dw.names import KERNEL_AUTH_SCHEME
+    from jupyter_dw.notebook.server_link import EVENTS_PATH, read_link
+
+    link = read_link(link_path)
+    assert link is not None, link_path
+    url = "ws" + link.url[len("http") :] + EVENTS_PATH + f"?workloads={mode}"
+    headers = {"Authorization": f"{KERNEL_AUTH_SCHEME} {link.secret}"}
+    socket = await websocket_connect(HTTPRequest(url, headers=headers), compression_options={})
+    text = await socket.read_message()
+    assert isinstance(text, str) and json.loads(text)["type"] == "snapshot", text
+    return socket, len(text.encode())
+
+
+def measure_sockets(link_path: Path, server_pid: int) -> dict[str, Any]:
+    """Per mode: the snapshot's bytes, and the server's RSS added per socket held open."""
+    import asyncio
+
+    async def measure(mode: str) -> dict[str, Any]:
+        warm, size = await open_socket(link_path, mode)
+        warm.close()
+        before = process_rss_mib(server_pid)
+        sockets = [(await open_socket(link_path, mode))[0] for _ in range(SOCKETS)]
+        added = (process_rss_mib(server_pid) - before) / SOCKETS
+        for socket in sockets:
+            socket.close()
+        await asyncio.sleep(1)  # the server's on_close runs before the next mode is measured
+        return {"snapshot_bytes": size, "server_mib_per_socket": round(added, 2)}
+
+    async def both() -> dict[str, Any]:
+        return {mode: await measure(mode) for mode in SOCKET_MODES}
+
+    results = asyncio.run(both())
+    for mode, figures in results.items():
+        print(
+            f"events socket ?workloads={mode}: snapshot {figures['snapshot_bytes']:,} bytes, "
+            f"server +{figures['server_mib_per_socket']} MiB per socket"
+        )
+    return results
+
+
 def measure_kernels(namespace: str, workloads: int, runs: int) -> dict[str, Any]:
     """Kernels on ``namespace``: bare, through a real server, on their own (``runs`` each)."""
     from benchmarks.workbench import JupyterServer
@@ -262,10 +325,12 @@ def measure_kernels(namespace: str, workloads: int, runs: int) -> dict[str, Any]
             for _ in range(runs):
                 for mode in KERNELS:
                     rss[mode].append(measure_kernel(mode, namespace, workloads, kernels[mode]))
+            link = Path(kernels["server"][KERNEL_LINK_ENV])
+            sockets = measure_sockets(link, server.process.pid)
         finally:
             server.stop()
     bare = statistics.median(rss["bare"])
-    results: dict[str, Any] = {"bare_mib": round(bare, 1)}
+    results: dict[str, Any] = {"bare_mib": round(bare, 1), "sockets": sockets}
     for mode in KERNELS[1:]:
         added = [r - bare for r in rss[mode]]
         results[mode] = {

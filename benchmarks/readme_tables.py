@@ -92,7 +92,21 @@ def _memory(what: Result) -> str:
                 f"| {word} (over a bare kernel) | {k['added_mib']} MiB | "
                 f"{', '.join(str(r) for r in k['runs'])} |"
             )
+    sockets = f.get("kernels", {}).get("sockets", {})
+    for mode, word in SOCKET_WORDS.items():
+        if mode in sockets:
+            s = sockets[mode]
+            rows.append(
+                f"| {word} | {s['server_mib_per_socket']} MiB | snapshot "
+                f"{s['snapshot_bytes']:,} bytes |"
+            )
     return "\n".join(rows)
+
+
+SOCKET_WORDS = {
+    "rows": "the server, per events socket of a kernel's QueueBoard (`?workloads=rows`)",
+    "1": "the server, per events socket sent every Workload (`?workloads=1`, the sidebar's)",
+}
 
 
 def _startup(what: Result) -> str:

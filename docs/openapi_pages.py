@@ -133,5 +133,10 @@ def event_names(spec: dict[str, Any]) -> list[str]:
     the browser sends."""
     message = spec["components"]["schemas"]["EventMessage"]
     names = [_ref_name(s["$ref"]) for s in message.get("oneOf", []) if "$ref" in s]
-    sent = [n for n in spec["components"]["schemas"] if n.startswith("Watch") and "Request" in n]
+    # What a reader sends on the socket: a request whose `type` names the message.
+    sent = [
+        name
+        for name, schema in spec["components"]["schemas"].items()
+        if name.endswith("Request") and "const" in schema.get("properties", {}).get("type", {})
+    ]
     return ["EventMessage", *names, *sent]

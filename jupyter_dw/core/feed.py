@@ -16,6 +16,7 @@ from ..domain.freshness import FRESH, Freshness, WatchHealth
 from ..domain.job_kind import JobKind
 from ..domain.kinds.rayjob import owning_rayjob
 from ..domain.usage import CLUSTER, QueueHolding, Subject
+from ..domain.workload_rows import QueueShown
 from ..domain.workloads import Owner, WorkloadInfo, owner_of
 from ..k8s.resources import CLUSTER_QUEUE, EVENT, LOCAL_QUEUE, POD, RAY_CLUSTER, WORKLOAD
 from ..k8s.session import KubeSession
@@ -28,6 +29,7 @@ from .holdings import holding, holdings
 from .kind_service import KindService
 from .queue_state import QUEUE_SOURCES, queue_state
 from .queues import QueueList, QueueService
+from .rows_feed import RowsChanged
 from .shown_workloads import ShownWorkloads
 from .workloads import WorkloadList, WorkloadService
 
@@ -98,9 +100,28 @@ class Snapshot:
     holdings: Mapping[str, QueueHolding] | None = None
     """What this identity's clusters hold and use, by LocalQueue (:mod:`.holdings`); None
     when the clusters cannot be read."""
+    queue_rows: tuple[QueueShown, ...] | None = None
+    """A reader of queue rows only (``?workloads=rows``, :mod:`.rows_feed`): each LocalQueue
+    holding any Workload as it is shown, instead of ``workloads`` (then None). Listed as
+    ``workloads`` (the rows, queue by queue) and ``queue_rows`` (``{queue: {"count",
+    "mine"}}``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The events socket's ``snapshot`` message."""
+        return {**self._to_json(), **self._rows_json()}
+
+    def _rows_json(self) -> dict[str, Any]:
+        if self.queue_rows is None:
+            return {}
+        return {
+            "workloads": [info.to_json() for shown in self.queue_rows for info in shown.rows],
+            "queue_rows": {
+                shown.queue: {"count": shown.count, "mine": sorted(shown.mine)}
+                for shown in self.queue_rows
+            },
+        }
+
+    def _to_json(self) -> dict[str, Any]:
         return {
             "health": self.health.to_json() if self.health else None,
             "type": "snapshot",
@@ -275,7 +296,13 @@ class HealthChanged:
 
 
 Message = (
-    QueuesChanged | ClusterChanged | WorkloadChanged | PositionsChanged | JobChanged | HealthChanged
+    QueuesChanged
+    | ClusterChanged
+    | WorkloadChanged
+    | PositionsChanged
+    | JobChanged
+    | HealthChanged
+    | RowsChanged
 )
 
 

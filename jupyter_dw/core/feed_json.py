@@ -1,9 +1,10 @@
 """The events socket's messages (``dw/api/events``) read back into what the change feed
 (:mod:`.feed`) hands a view in the same process: a :class:`~.feed.Snapshot`, then one
 :data:`~.feed.Message` per message. Two messages are deltas, read against what the reader was
-told before (:class:`FeedState`): ``queue`` carries only the LocalQueues that changed, and
-``positions`` only the moved Workloads' positions; both become whole records again here, as
-the in-process feed gives them. Pure.
+told before (:class:`FeedState`): ``queue`` carries only the LocalQueues that changed,
+``positions`` only the moved Workloads' positions, and ``rows`` only the records of a queue's
+rows the reader was not told; they become whole records again here, as the in-process feed
+gives them. Pure.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..domain.json_decode import DecodeError, decode, decode_fields, decode_key
 from ..domain.kinds import KINDS
 from ..domain.quota import QueueSummary
 from ..domain.usage import QueueHolding
+from ..domain.workload_rows import QueueShown
 from ..domain.workloads import WorkloadInfo
 from .cluster_results import ClusterInfo
 from .errors import DWError, error_from_json
@@ -32,9 +34,10 @@ from .feed import (
     WorkloadChanged,
 )
 from .queues import QueueList
+from .rows_feed import RowsChanged
 
 _TYPES = frozenset(
-    {"snapshot", "error", "health", "queues", "queue", "positions", "workload", "cluster"}
+    {"snapshot", "error", "health", "queues", "queue", "positions", "workload", "cluster", "rows"}
 )
 """The feed's own message types (besides each workload kind's ``word``)."""
 
@@ -45,15 +48,29 @@ Read = Message | Snapshot | DWError
 @dataclass(frozen=True)
 class FeedState:
     """What a reader of the socket was told last that a delta applies to: the queues answer
-    and each Workload's record, by name. :meth:`after` each message read."""
+    and each Workload's record, by name, or (a reader of queue rows) each LocalQueue's rows.
+    :meth:`after` each message read."""
 
     queues: QueueList | None = None
     workloads: Mapping[str, WorkloadInfo] = field(default_factory=dict)
+    rows: Mapping[str, QueueShown] | None = None
+    """Each LocalQueue holding any Workload as shown (``?workloads=rows``), else None."""
 
     def after(self, message: Read) -> FeedState:
         """This state once ``message`` is told."""
         if isinstance(message, Snapshot):
-            return FeedState(message.queues, {w.name: w for w in message.workloads or ()})
+            rows = message.queue_rows
+            return FeedState(
+                message.queues,
+                {w.name: w for w in message.workloads or ()},
+                {shown.queue: shown for shown in rows} if rows is not None else None,
+            )
+        if isinstance(message, RowsChanged):
+            told = dict(self.rows or {})
+            told.pop(message.shown.queue, None)
+            if message.shown.count:
+                told[message.shown.queue] = message.shown
+            return replace(self, rows=told)
         if isinstance(message, QueuesChanged):
             return replace(self, queues=message.queues)
         if isinstance(message, WorkloadChanged):
@@ -82,6 +99,8 @@ def message_from_json(data: Any, state: FeedState) -> Read:
         return error_from_json(None, data)
     if kind == "health":
         return HealthChanged(decode(WatchHealth, data))
+    if kind == "rows":
+        return rows_from_json(data, state)
     cause = decode(Cause, data) if kind in ("queues", "queue") else decode_key(Cause, data, "cause")
     if kind == "queues":
         queues = decode_key(QueueList | None, data, "queues")
@@ -137,15 +156,62 @@ def snapshot_from_json(data: Any) -> Snapshot:
         )
         for kind in kinds
     }
+    rows = decode(Mapping[str, Mapping[str, Any]] | None, data.get("queue_rows"))
+    workloads = decode_key(tuple[WorkloadInfo, ...] | None, data, "workloads")
     return decode_fields(
         Snapshot,
         data,
+        workloads=workloads if rows is None else None,
+        queue_rows=queue_rows(workloads or (), rows) if rows is not None else None,
         queues_error=_error(data, "queues_error"),
         clusters_error=_error(data, "clusters_error"),
         workloads_error=_error(data, "workloads_error"),
         jobs=jobs,
         kinds=kinds,
     )
+
+
+def queue_rows(
+    workloads: Sequence[WorkloadInfo], rows: Mapping[str, Mapping[str, Any]]
+) -> tuple[QueueShown, ...]:
+    """A rows snapshot's queues (``queue_rows``: ``{queue: {"count", "mine"}}``) with their
+    rows (``workloads``, queue by queue, each in its order)."""
+    by_queue: dict[str, list[WorkloadInfo]] = {}
+    for info in workloads:
+        if info.queue is None or info.queue not in rows:
+            raise DecodeError(f"Workload {info.name}'s queue {info.queue!r} is not in queue_rows")
+        by_queue.setdefault(info.queue, []).append(info)
+    return tuple(
+        QueueShown(
+            queue,
+            decode_key(int, told, "count"),
+            tuple(by_queue.get(queue, ())),
+            frozenset(decode_key(tuple[str, ...], told, "mine")),
+        )
+        for queue, told in rows.items()
+    )
+
+
+def rows_from_json(data: Mapping[str, Any], state: FeedState) -> RowsChanged:
+    """A ``rows`` message: the queue's rows now, the records not sent read back from those
+    ``state`` holds of that queue."""
+    if state.rows is None:
+        raise DecodeError("a rows message needs a rows snapshot told before it")
+    queue = decode_key(str, data, "queue")
+    sent = {w.name: w for w in decode_key(tuple[WorkloadInfo, ...], data, "workloads")}
+    before = state.rows.get(queue)
+    told = {w.name: w for w in before.rows} if before is not None else {}
+    names = decode_key(tuple[str, ...], data, "names")
+    unknown = [name for name in names if name not in sent and name not in told]
+    if unknown:
+        raise DecodeError(f"rows of {queue}: {', '.join(unknown)} neither sent nor told before")
+    shown = QueueShown(
+        queue,
+        decode_key(int, data, "count"),
+        tuple(sent.get(name) or told[name] for name in names),
+        frozenset(decode_key(tuple[str, ...], data, "mine")),
+    )
+    return RowsChanged(shown, tuple(sent))
 
 
 def apply_queue_records(before: QueueList, records: Iterable[QueueSummary]) -> QueueList:

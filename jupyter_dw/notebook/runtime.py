@@ -11,7 +11,7 @@ import logging
 import os
 import queue
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -19,14 +19,17 @@ from ..core.errors import DWError
 from ..core.feed import Change, ChangeFeed, Message
 from ..core.services import DWCore
 from ..core.settings import DWSettings, load_settings
-from ..core.workloads import WorkloadList
+from ..domain.workload_rows import QueueShown
 from .server_core import ServerCore
 from .server_feed import ServerFeed
-from .server_link import CONNECT_GRACE, ServerGone, ServerLink, find_link
+from .server_link import CONNECT_GRACE, EventsFollow, ServerGone, ServerLink, find_link
 
 log = logging.getLogger(__name__)
 
 Subscriber = Callable[[Message], None]
+EVENTS_MODES = ("0", "rows")
+"""The events socket's ``?workloads=`` modes a kernel opens, each sent more than the one
+before: no Workload, the queue rows (no view of a kernel lists every Workload live)."""
 
 
 def kernel_base_url(environ: Mapping[str, str] | None = None) -> str:
@@ -79,10 +82,14 @@ class KernelRuntime:
         self._feed: ChangeFeed | None = None
         self._feed_thread: threading.Thread | None = None
         self._remove_listener: Callable[[], None] | None = None
-        self._close_events: Callable[[], None] | None = None
+        self._events: EventsFollow | None = None
         self._server_feed: ServerFeed | None = None
-        self._events_workloads = False
-        """Whether the open events socket is sent the Workloads (a view that shows them)."""
+        self._events_mode = "0"
+        """What the open events socket is sent of the Workloads (:data:`EVENTS_MODES`): the
+        most any view of this kernel shows."""
+        self._expanded: dict[object, frozenset[str]] = {}
+        """The queues each rows view shows whole; the socket is asked for their union."""
+        self._expand_asked: frozenset[str] = frozenset()
         self._snapshot_seen = threading.Event()
         self._ephemeral: set[str] = set()
         self._atexit = False
@@ -119,7 +126,7 @@ class KernelRuntime:
                     why = f"its Jupyter server did not answer ({err}): connected on its own"
                 else:
                     self.connection = Connection("server", why)
-                    return ServerCore(link, self.add_listener, self._server_gone, self.told)
+                    return ServerCore(link, self.add_listener, self._server_gone)
         self.connection = Connection("own", why)
         return self._own_core(settings)
 
@@ -133,7 +140,7 @@ class KernelRuntime:
             core = self._core
             if isinstance(core, DWCore):
                 return core
-            close, self._close_events = self._close_events, None
+            close, self._events = self._events, None
             log.warning("jupyter_dw: %s; this kernel connects to Kubernetes on its own", why)
             own = self._own_core(self._settings or load_settings())
             self._core = own
@@ -141,7 +148,7 @@ class KernelRuntime:
             listeners = list(self._listeners)
             resubscribe = bool(self._subscriptions)
         if close is not None:
-            close()
+            close.close()
         own.session.wait_ready()
         for listener in listeners:
             own.session.add_listener(listener)
@@ -161,15 +168,16 @@ class KernelRuntime:
             core, self._core = self._core, None
             ephemeral, self._ephemeral = set(self._ephemeral), set()
             remove, self._remove_listener = self._remove_listener, None
-            close, self._close_events = self._close_events, None
+            close, self._events = self._events, None
             self._server_feed = None
+            self._expanded.clear()
             self._subscriptions.clear()
             self._listeners.clear()
             self._feed = None
         if remove is not None:
             remove()
         if close is not None:
-            close()
+            close.close()
         self._changes.put(None)
         if core is None:
             return
@@ -221,18 +229,20 @@ class KernelRuntime:
         callback: Subscriber,
         loop: asyncio.AbstractEventLoop | None = None,
         *,
-        workloads: bool = False,
+        rows: bool = False,
     ) -> Callable[[], None]:
         """Call ``callback(message)`` on ``loop`` (default: the caller's, i.e. the kernel's)
-        for every change message; ``workloads``: the view shows Workloads (their
-        ``workload`` and ``positions`` messages; a kernel reading through its server is
-        sent them only while such a view is live). Returns an unsubscribe function."""
+        for every change message; ``rows``: the view shows queue rows of Workloads (a kernel
+        reading through its server is then sent the rows its server chose, as
+        ``RowsChanged`` messages, only while such a view is live: see :meth:`told_rows`; on
+        its own, the ``workload`` and ``positions`` messages). Returns an unsubscribe
+        function."""
         self.core  # noqa: B018  # connected first
         subscription = _Subscription(callback, loop or _current_loop())
         with self._lock:
             self._subscriptions.append(subscription)
         if isinstance(self._core, ServerCore):
-            self._open_events(workloads)
+            self._open_events("rows" if rows else "0")
         else:
             self._start_feed()
 
@@ -243,11 +253,36 @@ class KernelRuntime:
 
         return unsubscribe
 
-    def told(self) -> WorkloadList | None:
-        """Every Workload as this kernel's live views were told (the same records), or None
-        when its events socket is not sent them."""
+    def told_rows(self) -> tuple[Mapping[str, QueueShown] | None, DWError | None]:
+        """Each LocalQueue's rows as the server chose them for this kernel's rows views, by
+        queue (None before a rows subscription, or with the error reading the Workloads)."""
         feed = self._server_feed
-        return feed.told_workloads() if feed is not None and self._events_workloads else None
+        return feed.told_rows() if feed is not None else (None, None)
+
+    def expand_rows(self, view: object, queues: Iterable[str]) -> None:
+        """Rows view ``view`` shows ``queues`` whole (none: it is gone); the server is asked
+        for every view's, and answers with those queues' rows."""
+        with self._lock:
+            wanted = frozenset(queues)
+            if wanted:
+                self._expanded[view] = wanted
+            else:
+                self._expanded.pop(view, None)
+            union = frozenset().union(*self._expanded.values())
+            if union == self._expand_asked:
+                return
+            self._expand_asked = union
+            events = self._events
+        if events is not None:
+            events.send(self._expand_message())
+
+    def _expand_message(self) -> dict[str, Any]:
+        return {"type": "expand", "queues": sorted(self._expand_asked)}
+
+    def _greeting(self) -> list[dict[str, Any]]:
+        """What a new events socket is told first: the queues shown whole."""
+        with self._lock:
+            return [self._expand_message()] if self._expand_asked else []
 
     def _start_feed(self) -> None:
         """The own core's change feed, on its thread (once)."""
@@ -262,25 +297,28 @@ class KernelRuntime:
             )
             self._feed_thread.start()
 
-    def _open_events(self, workloads: bool = False) -> None:
+    def _open_events(self, mode: str = "0") -> None:
         """The server's events socket, followed on its thread: opened once, and again (told
-        against what the first one said) when a view that shows Workloads comes."""
+        against what the first one said) when a view that shows more Workloads comes
+        (``mode``, one of :data:`EVENTS_MODES`)."""
         with self._lock:
             core = self._core
             if not isinstance(core, ServerCore):
                 return
             before = self._server_feed
-            if self._close_events is None or (workloads and not self._events_workloads):
-                if self._close_events is not None:
-                    self._close_events()
+            more = EVENTS_MODES.index(mode) > EVENTS_MODES.index(self._events_mode)
+            if self._events is None or more:
+                if self._events is not None:
+                    self._events.close()
                 feed = ServerFeed(before)
                 self._server_feed = feed
-                self._events_workloads = workloads or self._events_workloads
+                self._events_mode = mode if more else self._events_mode
                 self._snapshot_seen.clear()
-                self._close_events = core.link.open_events(
+                self._events = core.link.open_events(
                     lambda data: self._on_server_message(feed, data),
                     self._events_gone,
-                    self._events_workloads,
+                    self._events_mode,
+                    self._greeting,
                 )
         # What a view reads after subscribing must not be older than the socket's first
         # snapshot: later changes then reach it as messages.

@@ -18,7 +18,7 @@ from ..core.kernel_calls import KIND_PREFIX, allowed
 from ..core.kind_service import KindService
 from ..core.queues import QueueService
 from ..core.ray_jobs import RayJobService
-from ..core.workloads import WorkloadList, WorkloadService
+from ..core.workloads import WorkloadService
 from ..domain.freshness import WatchHealth
 from ..domain.job_kind import Info
 from ..domain.json_decode import decode
@@ -114,15 +114,10 @@ class RemoteService:
 
 
 class RemoteWorkloads(RemoteService):
-    """The Workloads service; which of them this identity made is asked once per listing.
-    Every Workload, unfiltered, is read from what the live views were told when they are
-    (``told``): the same records, not a second copy."""
+    """The Workloads service; which of them this identity made is asked once per listing."""
 
-    def __init__(
-        self, link: ServerLink, gone: Gone, told: Callable[[], WorkloadList | None]
-    ) -> None:
+    def __init__(self, link: ServerLink, gone: Gone) -> None:
         super().__init__(link, gone, "workloads", WorkloadService)
-        self._told = told
         self._mine: dict[str, bool] = {}
 
     def follow_owners(self, timeout: float | None = None) -> None:
@@ -143,8 +138,7 @@ class RemoteWorkloads(RemoteService):
 
     def list(self, *args: Any, **kwargs: Any) -> Any:
         """``WorkloadService.list``; learns which are mine at the same time."""
-        told = self._told() if not (args or kwargs.get("queue") or kwargs.get("kind")) else None
-        answer = told if told is not None else self.__getattr__("list")(*args, **kwargs)
+        answer = self.__getattr__("list")(*args, **kwargs)
         self.know_mine(w.name for w in answer.workloads)
         return answer
 
@@ -218,12 +212,11 @@ class ServerCore:
         link: ServerLink,
         add_listener: Callable[..., Callable[[], None]],
         gone: Gone,
-        told: Callable[[], WorkloadList | None] = lambda: None,
     ) -> None:
         self.link = link
         self.queues = RemoteService(link, gone, "queues", QueueService)
         self.clusters = RemoteService(link, gone, "clusters", ClusterService)
-        self.workloads = RemoteWorkloads(link, gone, told)
+        self.workloads = RemoteWorkloads(link, gone)
         self.jobs = RemoteService(link, gone, "jobs", RayJobService)
         self.session = RemoteSession(link, gone, add_listener)
         self._kinds = {

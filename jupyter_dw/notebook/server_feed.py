@@ -21,10 +21,10 @@ from ..core.feed import (
     WorkloadChanged,
 )
 from ..core.feed_json import FeedState, message_from_json
-from ..core.workloads import WorkloadList
+from ..core.rows_feed import RowsChanged
 from ..domain.json_decode import DecodeError
 from ..domain.kinds import KINDS
-from ..domain.workloads import sorted_workloads
+from ..domain.workload_rows import QueueShown
 
 log = logging.getLogger(__name__)
 
@@ -46,17 +46,13 @@ class ServerFeed:
         """What the views were told last (``before``'s: a socket opened again to be sent the
         Workloads too tells its first snapshot against it)."""
 
-    def told_workloads(self) -> WorkloadList | None:
-        """Every Workload as the views were told (None before a snapshot with Workloads):
-        the same records, so a view that lists them holds no second copy."""
+    def told_rows(self) -> tuple[Mapping[str, QueueShown] | None, DWError | None]:
+        """Each LocalQueue's rows as the views were told, by queue (the same records: a view
+        that shows them holds no second copy), or None with the error reading them (None
+        too before a snapshot of rows)."""
         snapshot = self._snapshot
-        if snapshot is None or snapshot.workloads is None:
-            return None
-        return WorkloadList(
-            namespace=snapshot.namespace or "",
-            positions_visible=snapshot.positions_visible,
-            workloads=tuple(sorted_workloads(self._state.workloads.values())),
-        )
+        error = snapshot.workloads_error if snapshot is not None else None
+        return self._state.rows, error
 
     def messages(self, data: Mapping[str, Any]) -> list[Message]:
         """The typed messages one socket message makes."""
@@ -98,11 +94,30 @@ def resync(before: Snapshot, now: Snapshot) -> list[Message]:
     for event, name, workload in differences(before.workloads, now.workloads) if told else ():
         queue = workload.queue if workload is not None else None
         out.append(WorkloadChanged(event, name, queue, Cause(RESYNC, name, event), workload))
+    if before.queue_rows is not None and now.queue_rows is not None:
+        out.extend(rows_differences(before.queue_rows, now.queue_rows))
     for kind in KINDS:
         old, new = before.jobs.get(kind.plural), now.jobs.get(kind.plural)
         for event, name, job in differences(old[0] if old else None, new[0] if new else None):
             out.append(JobChanged(kind.word, event, name, Cause(RESYNC, name, event), job))
     return out
+
+
+def rows_differences(before: Iterable[QueueShown], now: Iterable[QueueShown]) -> list[RowsChanged]:
+    """The queues whose rows, count or mine differ between two rows snapshots, as the
+    ``rows`` messages that would have told them (a queue gone: count 0)."""
+    old = {shown.queue: shown for shown in before}
+    new = {shown.queue: shown for shown in now}
+    out = []
+    for queue in sorted(old.keys() | new.keys()):
+        was, shown = old.get(queue), new.get(queue, QueueShown(queue, 0, ()))
+        if was is None or _shown_json(was) != _shown_json(shown):
+            out.append(RowsChanged(shown, tuple(info.name for info in shown.rows)))
+    return out
+
+
+def _shown_json(shown: QueueShown) -> Any:
+    return (shown.count, shown.mine, [info.to_json() for info in shown.rows])
 
 
 def differences(

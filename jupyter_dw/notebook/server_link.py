@@ -183,34 +183,39 @@ class ServerLink:
         self,
         on_message: Callable[[dict[str, Any]], None],
         on_down: Callable[[str], None],
-        workloads: bool = True,
-    ) -> Callable[[], None]:
+        workloads: str = "1",
+        greeting: Callable[[], list[dict[str, Any]]] = list,
+    ) -> EventsFollow:
         """Follow the events socket on a thread of its own: ``on_message(json)`` for each
         message (a ``snapshot`` first, and again after each reconnection); ``on_down(why)``
-        once the server is gone for good; without ``workloads`` the server sends none (no
-        view of this kernel shows them). Returns a function that closes it."""
-        stop = threading.Event()
-        query = "" if workloads else "?workloads=0"
+        once the server is gone for good; ``workloads`` is the socket's ``?workloads=``
+        (``1`` every Workload, ``rows`` the queue rows, ``0`` none: no view of this kernel
+        shows them); ``greeting()`` the messages sent first on each socket opened (what the
+        reader asked of the last one). Returns the follow, to send on it and close it."""
+        follow = EventsFollow()
+        query = f"?workloads={workloads}" if workloads != "1" else ""
         thread = threading.Thread(
-            target=lambda: asyncio.run(self._follow(on_message, on_down, stop, query)),
+            target=lambda: asyncio.run(self._follow(on_message, on_down, follow, query, greeting)),
             name="dw-kernel-events",
             daemon=True,
         )
         thread.start()
-        return stop.set
+        return follow
 
     async def _follow(
         self,
         on_message: Callable[[dict[str, Any]], None],
         on_down: Callable[[str], None],
-        stop: threading.Event,
+        follow: EventsFollow,
         query: str,
+        greeting: Callable[[], list[dict[str, Any]]],
     ) -> None:
         from tornado.httpclient import HTTPRequest
         from tornado.websocket import websocket_connect
 
         failures = 0
         down_since: float | None = None
+        stop = follow.stopped
         while not stop.is_set():
             url = "ws" + self.url[len("http") :] + EVENTS_PATH + query
             try:
@@ -233,6 +238,9 @@ class ServerLink:
                 self._reread()
                 continue
             failures, down_since = 0, None
+            follow.opened(asyncio.get_running_loop(), socket)
+            for message in greeting():  # a new socket knows nothing the last one was asked
+                follow.send(message)
             while not stop.is_set():
                 try:
                     text = await asyncio.wait_for(socket.read_message(), 1.0)
@@ -241,9 +249,50 @@ class ServerLink:
                 if text is None:
                     break  # closed: reconnect (the server restarts, or found us too slow)
                 data = _json(text)
+                # Not kept while waiting for the next message: the snapshot's text and its
+                # JSON were 3 MiB of a kernel's board at 5,000 Workloads (1,000 rows).
+                text = None
                 if isinstance(data, dict):
                     on_message(data)
+                data = None
+            follow.opened(None, None)
             socket.close()
+
+
+class EventsFollow:
+    """The events socket a thread follows (:meth:`ServerLink.open_events`): what the kernel
+    sends on it, and its end."""
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._socket: Any = None
+
+    def opened(self, loop: asyncio.AbstractEventLoop | None, socket: Any) -> None:
+        """The socket now open on ``loop`` (None: none until the next)."""
+        with self._lock:
+            self._loop, self._socket = loop, socket
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Send ``message`` on the open socket (from any thread); with none open, nothing:
+        the next one's greeting says it."""
+        with self._lock:
+            loop, socket = self._loop, self._socket
+        if loop is not None and socket is not None and not loop.is_closed():
+            text = json.dumps(message)
+            loop.call_soon_threadsafe(lambda: _write(socket, text))
+
+    def close(self) -> None:
+        """Stop following (the socket closes within a second)."""
+        self.stopped.set()
+
+
+def _write(socket: Any, text: str) -> None:
+    try:
+        socket.write_message(text)
+    except Exception:  # closed meanwhile: the next socket's greeting says it
+        log.debug("jupyter_dw: a message to the server's events socket was not sent")
 
 
 class _Retry(Exception):

@@ -29,9 +29,10 @@ from ..core.feed import (
     WorkloadChanged,
 )
 from ..core.holdings import holdings
+from ..core.rows_feed import RowsChanged
 from ..domain.freshness import FRESH
 from ..domain.spec_policy import SIZE_OF, SIZES, SpecPolicy
-from ..domain.workload_rows import QueueRows
+from ..domain.workload_rows import QueueRows, QueueShown
 from .display import fit_html
 from .runtime import KernelRuntime, runtime
 
@@ -81,10 +82,10 @@ class _Live:
 
     _unsubscribe: Any = None
 
-    def _follow(self, on_change: Any, workloads: bool = False) -> KernelRuntime:
+    def _follow(self, on_change: Any, rows: bool = False) -> KernelRuntime:
         """Subscribe ``on_change`` (on the kernel's loop); returns the runtime."""
         rt = runtime()
-        self._unsubscribe = rt.subscribe(on_change, workloads=workloads)
+        self._unsubscribe = rt.subscribe(on_change, rows=rows)
         return rt
 
     def close(self) -> None:
@@ -269,7 +270,11 @@ class QueueBoard(_Live, anywidget.AnyWidget):
     it (whatever job owns them: Ray clusters, batch Jobs, ...), each with its state, position
     while waiting and Kueue's reason, live. A long queue shows its first
     :data:`~jupyter_dw.domain.workload_rows.WORKLOADS_SHOWN` and every one of yours until
-    "Show all" (``expanded``): a change syncs the rows shown, not the namespace's thousands."""
+    "Show all" (``expanded``): a change syncs the rows shown, not the namespace's thousands.
+
+    Reading through its Jupyter server, the kernel holds only those rows: the server chooses
+    them (:mod:`jupyter_dw.core.rows_feed`) and sends each queue's when they change; on its
+    own connection the board chooses them from every Workload (:class:`QueueRows`)."""
 
     _esm = esm("shared/usage_bar.js", "queues.js")
 
@@ -293,8 +298,11 @@ class QueueBoard(_Live, anywidget.AnyWidget):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._rows: QueueRows | None = None
+        """The rows chosen here (a kernel on its own connection)."""
+        self._told: dict[str, QueueShown] | None = None
+        """The rows the server chose (a kernel reading through it), by queue."""
         try:
-            rt = self._follow(self._on_change, workloads=True)
+            rt = self._follow(self._on_change, rows=True)
             self.queues = rt.core.queues.list().to_json()["queues"]
             self.freshness = rt.core.session.watch_health().freshness.to_json()
         except DWError as err:
@@ -305,6 +313,23 @@ class QueueBoard(_Live, anywidget.AnyWidget):
             self.holdings = {queue: h.to_json() for queue, h in mine.items()}
         except DWError as err:  # no RayCluster to read: no line, the queues still show
             log.info("jupyter_dw: holdings not shown: %s", err)
+        self._runtime = rt
+        if rt.connection is not None and rt.connection.mode == "server":
+            self._show_told(rt)
+        else:
+            self._choose_rows(rt)
+        self.observe(self._on_expanded, names="expanded")
+
+    def _show_told(self, rt: KernelRuntime) -> None:
+        told, error = rt.told_rows()
+        if told is None:
+            self.workloads_error = (error or DWError("The Workloads were not sent")).to_json()
+            return
+        self._told = dict(told)
+        rt.expand_rows(self, self.expanded)
+        self._show_workloads()
+
+    def _choose_rows(self, rt: KernelRuntime) -> None:
         try:
             rt.core.workloads.follow_owners()
             rows = QueueRows(rt.core.workloads.made_by_me)
@@ -314,29 +339,53 @@ class QueueBoard(_Live, anywidget.AnyWidget):
             self._show_workloads()
         except DWError as err:
             self.workloads_error = err.to_json()
-        self.observe(self._on_expanded, names="expanded")
 
     def _show_workloads(self) -> None:
-        assert self._rows is not None
-        self.workloads = [info.to_json() for info in self._rows.rows()]
-        self.workload_counts = self._rows.counts()
+        if self._rows is not None:
+            self.workloads = [info.to_json() for info in self._rows.rows()]
+            self.workload_counts = self._rows.counts()
+        elif self._told is not None:
+            told = [self._told[queue] for queue in sorted(self._told)]
+            expanded = set(self.expanded)
+            self.workloads = [
+                info.to_json() for shown in told for info in shown.visible(shown.queue in expanded)
+            ]
+            self.workload_counts = {shown.queue: shown.count for shown in told}
 
     def _on_expanded(self, change: dict[str, Any]) -> None:
         if self._rows is not None:
             self._rows.expand(change["new"])
-            self._show_workloads()
+        elif self._told is not None:  # the server answers with the rows of those queues
+            self._runtime.expand_rows(self, change["new"])
+        self._show_workloads()
+
+    def close(self) -> None:
+        """Stop following the queues; the server no longer shows this board's queues whole."""
+        if self._told is not None:
+            self._runtime.expand_rows(self, ())
+        super().close()
 
     def _on_change(self, message: Message) -> None:
         if isinstance(message, HealthChanged):
             self.freshness = message.health.freshness.to_json()
-        elif isinstance(message, WorkloadChanged):
-            if self._rows is not None:
-                self._rows.put(message.name, message.workload)
+        elif isinstance(message, RowsChanged):
+            if self._told is not None:
+                self._told.pop(message.shown.queue, None)
+                if message.shown.count:
+                    self._told[message.shown.queue] = message.shown
                 self._show_workloads()
-        elif isinstance(message, PositionsChanged):
-            if self._rows is not None:
-                for info in message.workloads:
-                    self._rows.put(info.name, info)
+        elif isinstance(message, (WorkloadChanged, PositionsChanged)):
+            if self._told is not None:  # the server went away: the kernel's own feed now
+                self._told = None
+                self._choose_rows(self._runtime)  # every Workload now, this change included
+            elif self._rows is not None:
+                changed = (
+                    [(message.name, message.workload)]
+                    if isinstance(message, WorkloadChanged)
+                    else [(info.name, info) for info in message.workloads]
+                )
+                for name, info in changed:
+                    self._rows.put(name, info)
                 self._show_workloads()
         elif isinstance(message, ClusterChanged) and message.holding is not None:
             queue, holding = message.holding

@@ -21,7 +21,9 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..core.backlog import DEFAULT_LIMIT, ChangeBacklog
 from ..core.errors import DWError
-from ..core.feed import PositionsChanged, WorkloadChanged
+from ..core.feed import Message, PositionsChanged, Snapshot, WorkloadChanged
+from ..core.rows_feed import RowsFeed
+from ..domain.workloads import WorkloadInfo
 from .handlers import AUTH_RESOURCE, KernelAuthMixin
 from .job_stream import JobWatches
 
@@ -44,7 +46,12 @@ that in a few milliseconds on the IO loop (docs/explanation/benchmarks.md); late
 compress against the ones before (the context is kept per socket)."""
 
 WORKLOAD_MESSAGES = (WorkloadChanged, PositionsChanged)
-"""What a socket opened with ``?workloads=0`` is not sent."""
+"""What a socket opened with ``?workloads=0`` or ``?workloads=rows`` is not sent."""
+ROWS = "rows"
+"""``?workloads=rows``: a reader that shows queue rows only (a kernel's QueueBoard) is sent
+each LocalQueue's rows and count, chosen here (:mod:`jupyter_dw.core.rows_feed`)."""
+MAX_EXPANDED = 1000
+"""LocalQueues an ``expand`` message may name (a namespace's, with room to spare)."""
 
 HANDSHAKE_HINT = "Open dw/api/events as a WebSocket (new WebSocket(url) in a browser)."
 _WEBSOCKET_VERSIONS = ("7", "8", "13")
@@ -119,18 +126,30 @@ class EventsHandler(
         self._feed = core.change_feed()
         # Registered before the snapshot is read, so no change between the two is lost.
         self._remove_listener = self._feed.listen(self._on_change)
+        self._rows = RowsFeed(core.workloads.made_by_me) if self._workloads_mode == ROWS else None
+        self._expand: frozenset[str] | None = None
+        """The queues the reader last asked to see whole, until the sending task tells it."""
         self._pump = asyncio.ensure_future(self._run())
         self._jobs = JobWatches(core, self.run_blocking, self._send_while_open)
         self.settings[SOCKETS_SETTING].add(self)
 
     def on_message(self, message: str | bytes) -> None:
-        """``watch_jobs`` (see :mod:`.job_stream`); anything else is ignored."""
+        """``watch_jobs`` (see :mod:`.job_stream`), ``expand`` (a rows reader's queues shown
+        whole); anything else is ignored."""
         try:
             decoded = json.loads(message)
         except ValueError:
             return
-        if isinstance(decoded, dict) and decoded.get("type") == "watch_jobs":
+        if not isinstance(decoded, dict):
+            return
+        if decoded.get("type") == "watch_jobs":
             self._jobs.update(decoded)
+        elif decoded.get("type") == "expand" and self._rows is not None:
+            queues = decoded.get("queues")
+            if isinstance(queues, list) and len(queues) <= MAX_EXPANDED:
+                # The sending task tells it, in order with the changes (it owns the rows).
+                self._expand = frozenset(q for q in queues if isinstance(q, str))
+                self._wake.set()
 
     def on_close(self) -> None:
         """Stop listening and stop the sending tasks."""
@@ -179,18 +198,30 @@ class EventsHandler(
     # -- the sending task ----------------------------------------------------------------
 
     @property
+    def _workloads_mode(self) -> str:
+        """``?workloads=``: ``0``, a reader that shows no Workload (a kernel's cluster
+        widgets), is sent none, neither in its snapshot nor after: at 5,000 Workloads that is
+        most of it; :data:`ROWS`, one that shows queue rows, only those; else every one."""
+        return self.get_query_argument("workloads", "1")
+
+    @property
     def _wants_workloads(self) -> bool:
-        """``?workloads=0``: a reader that shows no Workload (a kernel's cluster widgets) is
-        sent none, neither in its snapshot nor after: at 5,000 Workloads that is most of it."""
-        return self.get_query_argument("workloads", "1") != "0"
+        return self._workloads_mode not in ("0", ROWS)
 
     async def _run(self) -> None:
         try:
             snapshot = await self.run_blocking(self._feed.snapshot)
-            if not self._wants_workloads:
+            if self._rows is not None:
+                expand, self._expand = self._expand or frozenset(), None
+                snapshot = await self.run_blocking(self._rows_snapshot, snapshot, expand)
+            elif not self._wants_workloads:
                 snapshot = replace(snapshot, workloads=None, workloads_error=None)
             await self._send(snapshot.to_json())
             while True:
+                if self._expand is not None and self._rows is not None:
+                    expand, self._expand = self._expand, None
+                    for told in await self.run_blocking(self._rows.expand, expand):
+                        await self._send(told.to_json())
                 change = self.backlog.take()
                 if change is None:
                     self._wake.clear()
@@ -198,7 +229,10 @@ class EventsHandler(
                     if change is None:
                         await self._wake.wait()
                         continue
-                for message in await self.run_blocking(self._feed.messages, *change):
+                messages = await self.run_blocking(self._feed.messages, *change)
+                if self._rows is not None:
+                    messages = await self.run_blocking(self._rows_messages, messages)
+                for message in messages:
                     if self._wants_workloads or not isinstance(message, WORKLOAD_MESSAGES):
                         await self._send(message.to_json())
         except (WebSocketClosedError, asyncio.CancelledError):
@@ -206,6 +240,31 @@ class EventsHandler(
         except Exception as err:  # a bug: say so and close, rather than go silent
             log.exception("jupyter_dw events socket failed")
             await self._fail(DWError("The events stream failed", f"{type(err).__name__}: {err}"))
+
+    def _rows_snapshot(self, snapshot: Snapshot, expand: frozenset[str]) -> Snapshot:
+        """The snapshot a rows reader is sent: the rows of each queue (``expand`` whole)
+        instead of every Workload (the rows hold the snapshot's records: references)."""
+        assert self._rows is not None
+        if snapshot.workloads is None:  # its workloads_error says why; no rows follow
+            self._rows = None
+            return snapshot
+        self.core.workloads.follow_owners()  # what "mine" is read from
+        rows = self._rows.reset(snapshot.workloads, expand)
+        return replace(snapshot, workloads=None, queue_rows=rows)
+
+    def _rows_messages(self, messages: list[Message]) -> list[Message]:
+        """A rows reader's messages: its Workload changes as the queues' rows they change."""
+        assert self._rows is not None
+        changed: list[tuple[str, WorkloadInfo | None]] = []
+        for message in messages:
+            if isinstance(message, WorkloadChanged):
+                changed.append((message.name, message.workload))
+            elif isinstance(message, PositionsChanged):
+                changed.extend((info.name, info) for info in message.workloads)
+        if not changed:
+            return messages
+        kept = [m for m in messages if not isinstance(m, WORKLOAD_MESSAGES)]
+        return [*kept, *self._rows.put(changed)]
 
     async def _send(self, message: dict[str, Any]) -> None:
         # Awaiting the write makes a slow browser slow this socket down, not the server.

@@ -514,6 +514,9 @@ export class DWModel {
           this._workloads.set(message.name, message.workload);
         }
         break;
+      case 'rows':
+        // Only a socket opened with `?workloads=rows` (a kernel's QueueBoard) is sent these.
+        break;
       case 'error':
         this._socketError = {
           error: message.error,

@@ -447,7 +447,8 @@ export interface paths {
      *     watch (or Kueue's controller) becomes reconnecting, stale or live again; `error` before the server
      *     closes the socket. The browser may send `WatchJobsRequest` (the Ray jobs and the job
      *     log it shows); `jobs` and `job_logs` messages then follow them. Each message is one
-     *     of `EventMessage`. A request that is no
+     *     of `EventMessage`. A reader of queue rows (`?workloads=rows`) may send
+     *     `ExpandRequest`; `rows` messages then answer it. A request that is no
      *     WebSocket handshake gets 400 `websocket_required`; one from another site's page, 403
      *     `cross_origin_refused`.
      */
@@ -1480,7 +1481,7 @@ export interface components {
       submission_id: string;
       stopped: boolean;
     };
-    /** @description Sent by the browser on the events socket (the only message it sends): the clusters whose Ray jobs it shows (at most 8) and the one job whose log it shows. Each message replaces the previous one; `clusters: []` and `logs: null` stop everything. */
+    /** @description Sent by the browser on the events socket: the clusters whose Ray jobs it shows (at most 8) and the one job whose log it shows. Each message replaces the previous one; `clusters: []` and `logs: null` stop everything. */
     WatchJobsRequest: {
       /** @constant */
       type: 'watch_jobs';
@@ -1489,6 +1490,25 @@ export interface components {
         cluster: string;
         job: string;
       };
+    };
+    /** @description Sent by a reader of queue rows (`?workloads=rows`): the LocalQueues whose every Workload it shows (at most 1000; each message replaces the previous one, `[]` folds them all). The server answers with a `rows` message for each queue whose rows change. On another socket it is ignored. */
+    ExpandRequest: {
+      /** @constant */
+      type: 'expand';
+      queues: string[];
+    };
+    /** @description A reader of queue rows (`?workloads=rows`): LocalQueue `queue`'s rows or count changed (a Workload came, went, changed or moved; or the reader expanded or folded the queue). `names` are the rows shown now, in order (`GET workloads`' order); `workloads` carries only the records of those rows this socket did not send before or sent otherwise, the others being the ones it sent last for this queue. `count` is how many Workloads the queue holds, shown or not (0: none, the queue is gone from the rows); `mine` names the rows that are this identity's. */
+    RowsMessage: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'rows';
+      queue: string;
+      count: number;
+      names: string[];
+      mine: string[];
+      workloads: components['schemas']['Workload'][];
     };
     /** @description The job list of a cluster the browser follows (`watch_jobs`), sent when it (or the error reading it) changes; Ray's list is read every second. */
     JobsMessage: {
@@ -1523,6 +1543,7 @@ export interface components {
       | components['schemas']['ClusterMessage']
       | components['schemas']['WorkloadMessage']
       | components['schemas']['PositionsMessage']
+      | components['schemas']['RowsMessage']
       | components['schemas']['KubeRayJobMessage']
       | components['schemas']['TrainJobMessage']
       | components['schemas']['HealthMessage']
@@ -1559,9 +1580,16 @@ export interface components {
       queues_error: components['schemas']['NullableError'];
       clusters: null | components['schemas']['Cluster'][];
       clusters_error: components['schemas']['NullableError'];
-      /** @description Every Workload of the namespace, as `GET workloads` lists them. */
+      /** @description Every Workload of the namespace, as `GET workloads` lists them; with `?workloads=rows`, the rows shown of each queue (see `queue_rows`), queue by queue. */
       workloads: null | components['schemas']['Workload'][];
       workloads_error: components['schemas']['NullableError'];
+      /** @description Only with `?workloads=rows`: each LocalQueue holding any Workload, with `count` (how many it holds, shown or not) and `mine` (which of its rows are this identity's); its rows are the `workloads` naming it, in order. */
+      queue_rows?: {
+        [key: string]: {
+          count: number;
+          mine: string[];
+        };
+      };
       /** @description Every RayJob, as `GET rayjobs` lists them (null when not served). */
       rayjobs?: null | components['schemas']['KubeRayJob'][];
       rayjobs_error?: components['schemas']['NullableError'];
@@ -3063,7 +3091,7 @@ export interface operations {
   events: {
     parameters: {
       query?: {
-        /** @description `0`: send no Workload (the snapshot's `workloads` is null with no error, and no `workload` or `positions` message follows), for a reader that shows none (a kernel's cluster widgets). Anything else, or absent: every Workload. */
+        /** @description `0`: send no Workload (the snapshot's `workloads` is null with no error, and no `workload` or `positions` message follows), for a reader that shows none (a kernel's cluster widgets). `rows`: send the rows a queue view shows, chosen by the server (of each LocalQueue the first 5 in Kueue's order and every one of this identity's, or all of a queue the reader expanded with `ExpandRequest`), for a reader that shows only those (a kernel's QueueBoard): the snapshot's `workloads` are those rows, with `queue_rows` (each queue's count), and `rows` messages follow instead of `workload` and `positions`. Anything else, or absent: every Workload. */
         workloads?: string;
       };
       header: {

@@ -5,6 +5,7 @@ authentication, authorization and origin checks before the upgrade."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 
 import pytest
@@ -350,3 +351,57 @@ async def test_a_stopping_server_closes_each_socket_going_away(
     assert events.ws.close_code == 1001
     assert events.ws.close_reason == "the Jupyter server is stopping"
     assert not [r for r in caplog.records if "events socket failed" in r.getMessage()]
+
+
+async def test_a_rows_socket_is_sent_the_rows_shown_and_what_changes_them(
+    kueue, jp_fetch, jp_ws_fetch
+):
+    """``?workloads=rows``: a queue's first rows and its count, no ``workload`` message; an
+    ``expand`` answered with the queue's other rows only; a change, with its queue's."""
+    queue = make_queue(kueue, cpu="4", memory="8Gi")
+    names = [f"r-{i}" for i in range(7)]
+    for name in names:  # 1 CPU each on 4: four admitted, three waiting
+        kueue.custom.create_namespaced_custom_object(
+            "kueue.x-k8s.io", kueue.api_version, kueue.namespace, "workloads",
+            plain_workload(kueue.api_version, name, queue.local_queue, "1"),
+        )  # fmt: skip
+
+    async def listed() -> int:
+        code, answer = await call(jp_fetch, "GET", "workloads", params={"queue": queue.local_queue})
+        assert code == 200
+        return len(answer["workloads"])
+
+    deadline = asyncio.get_running_loop().time() + WAIT_TIMEOUT
+    while await listed() < len(names):  # the server's cache holds them all
+        assert asyncio.get_running_loop().time() < deadline, "the Workloads never listed"
+        await asyncio.sleep(0.1)
+
+    events = Events(await jp_ws_fetch("dw", "api", "events", params={"workloads": "rows"}))
+    snapshot = await events.next()
+    assert snapshot["queue_rows"] == {queue.local_queue: {"count": 7, "mine": []}}
+    shown = [w["name"] for w in snapshot["workloads"]]
+    assert len(shown) == 5 and set(shown) <= set(names)
+
+    await events.ws.write_message(json.dumps({"type": "expand", "queues": [queue.local_queue]}))
+    expanded = await events.until(
+        lambda m: m["type"] == "rows" and len(m["names"]) == 7, "the queue's every row"
+    )
+    # Only the rows not sent yet come as records; the five are named only.
+    assert {w["name"] for w in expanded["workloads"]} == set(names) - set(shown)
+    assert expanded["count"] == 7 and sorted(expanded["names"]) == names
+
+    kueue.custom.delete_namespaced_custom_object(
+        "kueue.x-k8s.io", kueue.api_version, kueue.namespace, "workloads", expanded["names"][-1]
+    )
+    gone = await events.until(
+        lambda m: m["type"] == "rows" and m["count"] == 6, "the queue once one is gone"
+    )
+    assert len(gone["names"]) == 6
+
+    await events.ws.write_message(json.dumps({"type": "expand", "queues": []}))
+    folded = await events.until(
+        lambda m: m["type"] == "rows" and len(m["names"]) == 5, "the queue folded again"
+    )
+    assert folded["count"] == 6 and folded["workloads"] == []  # all five were sent before
+    assert not [m for m in events.seen if m["type"] in ("workload", "positions")]
+    events.close()

@@ -100,12 +100,20 @@ def wait_for_cluster(messages: list[Any], arrived: threading.Event, name: str) -
 
 
 def test_a_restarted_server_is_found_again_and_live_views_catch_up(bench, kueue):
+    import jupyter_dw as dw
+    from jupyter_dw.notebook.runtime import set_runtime
+
     queue = make_queue(kueue)
     kernel = bench.kernel()
+    board_loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(board_loop)
+    previous = set_runtime(kernel)
     try:
         assert [q.name for q in kernel.core.queues.list()] == [queue.local_queue]
         assert kernel.connection is not None and kernel.connection.mode == "server"
         messages, arrived, loop = collect(kernel)
+        board = dw.QueueBoard()
+        board.expanded = [queue.local_queue]  # asked again of the new server's socket
         first_secret = bench.link.read_text()
 
         bench.stop()
@@ -118,19 +126,52 @@ def test_a_restarted_server_is_found_again_and_live_views_catch_up(bench, kueue)
         assert kernel.connection.mode == "server"
         seen = wait_for_cluster(messages, arrived, "after-restart")
         assert seen.cluster is not None and seen.cluster.queue == queue.local_queue
+        # The board's rows come from the new server's socket (still reading through it).
+        board_shows(kernel, board, board_loop, lambda c: c.get(queue.local_queue) == 1)
+        assert kernel.connection.mode == "server"
         kernel.core.clusters.delete("after-restart")
+        board_shows(kernel, board, board_loop, lambda c: not c.get(queue.local_queue))
+        board.close()
         loop.call_soon_threadsafe(loop.stop)
     finally:
+        set_runtime(previous)
+        board_loop.close()
         kernel.stop()
 
 
+def board_shows(kernel: KernelRuntime, board: Any, loop: Any, wanted: Any) -> dict[str, int]:
+    """``board``'s counts once ``wanted(counts)``, its messages delivered on ``loop`` (the
+    board's); woken by the kernel's change listener."""
+    changed = threading.Event()
+    remove = kernel.add_listener(lambda *_: changed.set())
+    deadline = time.monotonic() + WAIT_TIMEOUT
+    try:
+        while True:
+            changed.clear()
+            loop.run_until_complete(asyncio.sleep(0))
+            if wanted(board.workload_counts):
+                return dict(board.workload_counts)
+            assert time.monotonic() < deadline, board.workload_counts
+            changed.wait(0.5)  # its message may be queued on the loop just after the wake
+    finally:
+        remove()
+
+
 def test_a_server_gone_for_good_leaves_the_kernel_on_its_own_connection(bench, kueue, monkeypatch):
+    import jupyter_dw as dw
+    from jupyter_dw.notebook.runtime import set_runtime
+
     monkeypatch.setattr(server_link, "RETURN_GRACE", GRACE)
     queue = make_queue(kueue)
     kernel = bench.kernel()
+    board_loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(board_loop)
+    previous = set_runtime(kernel)
     try:
         before = kernel.core.queues.list().to_json()
         messages, arrived, loop = collect(kernel)
+        board = dw.QueueBoard()  # its rows chosen by the server, until it goes
+        assert board.workload_counts == {} and not board.workloads_error
         bench.stop()
 
         started = time.monotonic()
@@ -140,13 +181,18 @@ def test_a_server_gone_for_good_leaves_the_kernel_on_its_own_connection(bench, k
         assert "went away" in kernel.connection.why
         assert after == before
 
-        # The live views moved over to the kernel's own feed.
+        # The live views moved over to the kernel's own feed; the board chooses its rows.
         kernel.core.clusters.create(small_cluster("on-its-own", workers=1), None)
         seen = wait_for_cluster(messages, arrived, "on-its-own")
         assert seen.cluster is not None and seen.cluster.queue == queue.local_queue
+        board_shows(kernel, board, board_loop, lambda c: c.get(queue.local_queue) == 1)
         kernel.core.clusters.delete("on-its-own")
+        board_shows(kernel, board, board_loop, lambda c: not c.get(queue.local_queue))
+        board.close()
         loop.call_soon_threadsafe(loop.stop)
     finally:
+        set_runtime(previous)
+        board_loop.close()
         kernel.stop()
 
 

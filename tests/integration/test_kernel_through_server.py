@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from jupyter_dw.core.feed import ClusterChanged, QueuesChanged
+from jupyter_dw.domain.workload_rows import WORKLOADS_SHOWN
 from jupyter_dw.notebook.runtime import KernelRuntime
-from tests.cluster.fixtures import WAIT_TIMEOUT
+from tests.cluster.fixtures import WAIT_TIMEOUT, KueueObjects, plain_workload
 from tests.integration.clusters_support import make_queue, small_cluster
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
@@ -104,12 +105,14 @@ def scenario(own: KernelRuntime, through: KernelRuntime, queue: str) -> list[Any
         lambda view: view["state"] == "ready",
         "cluster a ready",
     )
-    # 3 of 4 CPUs held: b (3 CPUs) must wait, first in line.
-    waits = both.same(
+    # 3 of 4 CPUs held: b (3 CPUs) must wait, first in line. Once Kueue wrote the
+    # ClusterQueue's usage: a cluster's "ready" can come first (seen 2 in 10 under load, both
+    # kernels then saying "fits-now" alike).
+    both.same(
         lambda rt: rt.core.clusters.fit(small_cluster("b", workers=2)).to_json()["verdict"],
-        what="fit b",
+        lambda verdict: verdict == "must-wait",
+        "fit b",
     )
-    assert waits == "must-wait"
     own.core.clusters.create(small_cluster("b", workers=2), None)
     b = both.same(
         lambda rt: cluster_view(rt.core.clusters.get("b")),
@@ -195,7 +198,12 @@ async def test_errors_come_back_as_the_same_classes(server_kernel, kernel, kueue
     assert own.to_json() == through.to_json() and through.errors
 
 
-def boards_scenario(own: KernelRuntime, through: KernelRuntime, queue: str) -> None:
+def boards_scenario(
+    own: KernelRuntime, through: KernelRuntime, queue: str, kueue: KueueObjects
+) -> None:
+    """Two boards, one choosing its rows from every Workload (its own connection), one shown
+    the rows its server chose: the same rows and counts through creates, deletes, a queue
+    longer than the rows shown with one of mine at its end, and a "Show all" and back."""
     import jupyter_dw as dw
     from jupyter_dw.notebook.runtime import set_runtime
 
@@ -212,10 +220,25 @@ def boards_scenario(own: KernelRuntime, through: KernelRuntime, queue: str) -> N
         return (
             board.error or None,  # {} (the trait's default) and None say the same: no error
             board.workloads_error or None,
-            [(w["name"], w["state"], w["position_in_local_queue"]) for w in board.workloads],
+            [row(w) for w in board.workloads],
             board.workload_counts,
             [(q["name"], q["pending"], q["admitted"]) for q in board.queues],
         )
+
+    def row(w: dict[str, Any]) -> tuple[Any, ...]:
+        return (w["name"], w["state"], w["position_in_local_queue"], (w["owner"] or {}).get("name"))
+
+    def owners(view: tuple[Any, ...]) -> list[Any]:
+        return [row[3] for row in view[2]]
+
+    def folded(view: tuple[Any, ...]) -> bool:
+        """Fewer rows than the queue holds: the first five, then only clusters of mine."""
+        rest = owners(view)[WORKLOADS_SHOWN:]
+        return len(view[2]) < view[3].get(queue, 0) and all(rest)
+
+    def expand(queues: list[str]) -> None:
+        for board in boards.values():
+            board.expanded = queues
 
     both = Both(own, through)
     both.same(shown, what="boards at first")
@@ -225,10 +248,40 @@ def boards_scenario(own: KernelRuntime, through: KernelRuntime, queue: str) -> N
     assert [row[1] for row in rows[2]].count("queued") == 2
     through.core.clusters.delete("w-0")
     both.same(shown, lambda view: view[3].get(queue) == 2, "boards once one is gone")
-    for name in ("w-1", "w-2"):
+    # Six Workloads of no job (not mine), then w-3 (mine) after them: the queue holds more
+    # than the rows shown, which are the first five and w-3. Each its own priority, above
+    # the clusters' 0: Kueue's order of equal priorities created in the same second is not
+    # fixed (its scheduler's requeues reorder them), and two readers of the visibility API
+    # could then each be right at their moment and still differ.
+    plain = [f"p-{i}" for i in range(6)]
+    for i, name in enumerate(plain):
+        kueue.custom.create_namespaced_custom_object(
+            "kueue.x-k8s.io", kueue.api_version, kueue.namespace, "workloads",
+            plain_workload(kueue.api_version, name, queue, "2", priority=len(plain) - i),
+        )  # fmt: skip
+    both.same(shown, lambda view: view[3].get(queue) == 8, "boards with the plain ones")
+    through.core.clusters.create(small_cluster("w-3", workers=2), None)
+    rows = both.same(
+        shown,
+        lambda view: view[3].get(queue) == 9 and "w-3" in owners(view),
+        "boards with mine at the end of a long queue",
+    )
+    assert folded(rows) and owners(rows)[-1] == "w-3", rows[2]
+    expand([queue])
+    rows = both.same(shown, lambda view: len(view[2]) == 9, "boards with the queue expanded")
+    through.core.clusters.delete("w-1")
+    both.same(shown, lambda view: len(view[2]) == 8, "an expanded queue once one is gone")
+    expand([])
+    rows = both.same(shown, folded, "boards folded again")
+    assert owners(rows)[-1] == "w-3", rows[2]
+    for name in plain:
+        kueue.custom.delete_namespaced_custom_object(
+            "kueue.x-k8s.io", kueue.api_version, kueue.namespace, "workloads", name
+        )
+    for name in ("w-2", "w-3"):
         own.core.clusters.delete(name)
     both.same(shown, lambda view: not view[3].get(queue), "boards empty again")
-    # The board read every Workload from what its socket was told: no listing call.
+    # The board read no Workload listing: the rows came from its socket.
     assert through.core.link.calls["workloads.list"] == 0
     for board in boards.values():
         board.close()
@@ -239,4 +292,4 @@ async def test_a_queue_board_through_the_server_shows_what_an_own_one_shows(
     kernel, server_kernel, kueue
 ):
     queue = make_queue(kueue, cpu="4", memory="8Gi")
-    await asyncio.to_thread(boards_scenario, kernel, server_kernel, queue.local_queue)
+    await asyncio.to_thread(boards_scenario, kernel, server_kernel, queue.local_queue, kueue)

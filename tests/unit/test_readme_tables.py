@@ -67,6 +67,11 @@ RESULTS = {
         "pods": 5000,
         "jupyter_dw": {"added_mib": 41.5, "runs": [41.5, 42.0]},
         "baseline": {"added_mib": 98.0, "runs": [98.0]},
+        "kernels": {
+            "bare_mib": 95.0,
+            "server": {"added_mib": 9.5, "runs": [9.4, 9.6]},
+            "sockets": {"rows": {"snapshot_bytes": 843548, "server_mib_per_socket": 1.2}},
+        },
     },
     "startup": {
         "pairs": 10,
@@ -211,6 +216,8 @@ def test_every_table_is_rendered_between_its_markers(tmp_path: Path) -> None:
     assert "| (b) usage on, every 15 s | 60 s | 8.0 | 4.0 | 4.0 | 0.0 | 0 | 12.0 | 0.5 |" in text
     assert "(`idle_cluster_timeout = 3600`) | 60 s | 8.0 | 4.0 | 4.0 | 0.0 | 0 | 12.0 |" in text
     assert "| the kernel: decoded into the core's objects (added) | 111.8 ms |" in text
+    assert "through its server (over a bare kernel) | 9.5 MiB | 9.4, 9.6 |" in text
+    assert "(`?workloads=rows`) | 1.2 MiB | snapshot 843,548 bytes |" in text
     assert "| a `workload` message: `json.loads` / + decoded | 0.004 ms / 0.017 ms |" in text
 
 
