@@ -9,6 +9,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from jupyter_dw.core.feed import ClusterChanged, QueuesChanged
 from jupyter_dw.domain.workload_rows import WORKLOADS_SHOWN
 from jupyter_dw.notebook.runtime import KernelRuntime
-from tests.cluster.fixtures import WAIT_TIMEOUT, KueueObjects, plain_workload
+from tests.cluster.fixtures import WAIT_TIMEOUT, KueueObjects, plain_workload, watch_until
 from tests.integration.clusters_support import make_queue, small_cluster
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, namespace_rules
 
@@ -37,6 +38,15 @@ def cluster_view(info: Any) -> dict[str, Any]:
         "position_in_cluster_queue", "cluster_queue", "summary",
     )  # fmt: skip
     return {key: data.get(key) for key in keep}
+
+
+def past_second(timestamp: str) -> None:
+    """Return once the clock is past ``timestamp``'s second (RFC 3339, to the second), so that
+    what is created next has a later creation time. The API server runs on this machine's
+    clock: this waits for the clock, not for something a sleep would stand in for."""
+    second = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+    while (left := second + 1 - time.time()) > 0:
+        time.sleep(left)
 
 
 def workload_view(workloads: Any) -> list[tuple[Any, ...]]:
@@ -88,7 +98,14 @@ def scenario(own: KernelRuntime, through: KernelRuntime, queue: str) -> list[Any
 
     messages: list[Any] = []
     loop = asyncio.new_event_loop()
-    through.subscribe(messages.append, loop)
+    b_gone = asyncio.Event()  # set on the loop, by the last message the scenario owes
+
+    def told(message: Any) -> None:
+        messages.append(message)
+        if isinstance(message, ClusterChanged) and message.name == "b" and message.cluster is None:
+            b_gone.set()
+
+    through.subscribe(told, loop)
 
     queues = both.same(lambda rt: rt.core.queues.list().to_json(), what="queues")
     assert [q["name"] for q in queues["queues"]] == [queue]
@@ -142,7 +159,9 @@ def scenario(own: KernelRuntime, through: KernelRuntime, queue: str) -> list[Any
     own.core.clusters.delete("b")
     both.same(lambda rt: [c.name for c in rt.core.clusters.entries()], lambda n: n == [])
 
-    loop.run_until_complete(asyncio.sleep(0))  # deliver what the feed handed the loop
+    # The views' messages come on the loop, after the kernels' caches: run it until the
+    # last change's message came (the kernels agreeing does not mean it was delivered).
+    loop.run_until_complete(asyncio.wait_for(b_gone.wait(), WAIT_TIMEOUT))
     loop.close()
     return messages
 
@@ -244,6 +263,19 @@ def boards_scenario(
     both.same(shown, what="boards at first")
     for name in ("w-0", "w-1", "w-2"):  # 3 CPU each on 4: one runs, two wait in order
         through.core.clusters.create(small_cluster(name, workers=2), None)
+        # Kueue orders equal priorities by their Workloads' creation time, to the second, and
+        # a tie's order is not fixed: each Workload's second must be its own.
+        # Read by the administrator: the board's kernel must list no Workload (below).
+        workload = watch_until(
+            kueue.custom.list_namespaced_custom_object,
+            lambda w, name=name: any(
+                o.get("name") == name for o in w["metadata"].get("ownerReferences", [])
+            ),
+            what=f"{name}'s Workload",
+            group="kueue.x-k8s.io", version=kueue.api_version, namespace=kueue.namespace,
+            plural="workloads",
+        )  # fmt: skip
+        past_second(workload["metadata"]["creationTimestamp"])
     rows = both.same(shown, lambda view: view[3].get(queue) == 3, "boards with three")
     assert [row[1] for row in rows[2]].count("queued") == 2
     through.core.clusters.delete("w-0")
