@@ -314,6 +314,63 @@ def _fleet_projection(f: Result) -> str:
     return "\n".join(rows)
 
 
+SOAK_SERIES = {
+    "server_rss_mib": ("the Jupyter server: RSS (MiB)", "{:,.1f}"),
+    "server_threads": ("… threads", "{:,.0f}"),
+    "server_fds": ("… open file descriptors", "{:,.0f}"),
+    "kernel_rss_mib": ("the long-lived kernel: RSS (MiB)", "{:,.1f}"),
+    "kernel_threads": ("… threads", "{:,.0f}"),
+    "kernel_fds": ("… open file descriptors", "{:,.0f}"),
+}
+
+
+def _soak(what: Result) -> str:
+    f = what["figures"]
+    warmup = f["warmup_seconds"] / 60
+    rows = [
+        f"| after the warm-up ({warmup:g} of {f['seconds'] / 60:.0f} min, a sample every "
+        f"{f['interval_seconds']:g} s) | start (the baseline) | end | max | slope per hour "
+        "(± standard error) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, (title, form) in SOAK_SERIES.items():
+        t = f["series"][name]
+        se = f" ± {t['slope_se']:.2g}" if t["slope_se"] is not None else ""
+        noise = ", within the noise" if t.get("within_noise") else ""
+        rows.append(
+            f"| {title} | {form.format(t['start'])} | {form.format(t['end'])} | "
+            f"{form.format(t['max'])} | {t['slope_per_hour']:+.3g}{se}{noise} |"
+        )
+    views, watches, left = f["views"], f["watches"], f["left_behind"]
+    restarts = "; ".join(
+        f"{name} at {r['at_seconds'] / 60:.0f} min: down {r['down_seconds']:g} s, views "
+        f"{'marked ' + r['views_told'] + ', ' if r['views_told'] else ''}live again "
+        f"{r['live_again_seconds']:g} s after"
+        for name, r in f["restarts"].items()
+    )
+    objects = sum(len(left[k]) for k in ("rayclusters", "rayjobs", "workloads", "pods"))
+    rows += [
+        "",
+        "| the loop | |",
+        "| --- | --- |",
+        f"| cycles (median, longest) | {f['cycles']} ({f['cycle_seconds_median']:g} s, "
+        f"{f['cycle_seconds_max']:g} s) |",
+        f"| changes owed to the open views / missed | {views['changes_owed']:,} / "
+        f"**{views['misses']}** ({views['sockets_opened']} sockets and "
+        f"{views['kernels_started']} kernels opened and closed on the way) |",
+        f"| restarts | {restarts} |",
+        f"| REST calls / retried | {f['rest']['calls']:,} / {sum(f['rest']['retried'].values())} |",
+        f"| the server's watches after the warm-up / at the end | "
+        f"{watches['server_after_warmup']} / {watches['server_at_end']} (every client's: "
+        f"{watches['apiserver_after_warmup']} / {watches['apiserver_at_end']}) |",
+        f"| left behind: objects, kernel processes, link files after the server stopped | "
+        f"{objects}, {len(left['kernel_processes'])}, {len(left['link_files_after_stop'])} |",
+        f"| load average before / after | {f['load_average_before'][0]:g} / "
+        f"{f['load_average_after'][0]:g} |",
+    ]
+    return "\n".join(rows)
+
+
 TABLES: dict[str, Callable[[Result], str]] = {
     "load": _load,
     "memory": _memory,
@@ -322,6 +379,7 @@ TABLES: dict[str, Callable[[Result], str]] = {
     "fleet": _fleet,
     "usage": _usage,
     "decode": _decode,
+    "soak": _soak,
 }
 
 

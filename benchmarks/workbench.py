@@ -126,11 +126,17 @@ class JupyterServer:
         return f"http://127.0.0.1:{self.port}"
 
     def request(
-        self, path: str, timeout: float = 60, *, method: str = "GET", body: Any = None
+        self,
+        path: str,
+        timeout: float = 60,
+        *,
+        method: str = "GET",
+        body: Any = None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
-        """``method path`` (``body`` sent as JSON): the status and the JSON body (None when
-        not JSON)."""
-        headers = {"Authorization": f"token {self.token}"}
+        """``method path`` (``body`` sent as JSON, with ``headers``): the status and the JSON
+        body (None when not JSON)."""
+        headers = {**(headers or {}), "Authorization": f"token {self.token}"}
         data = None
         if body is not None:
             data = json.dumps(body).encode()
