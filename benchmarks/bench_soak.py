@@ -90,6 +90,8 @@ RECOVERY = 240.0
 VIEW_DEADLINE = 30.0
 """How long after the loop's view every other open view has to be told a cycle's changes."""
 SOCKET_EVERY, KERNEL_EVERY = 2, 3
+SETTLE = 60.0
+"""Seconds after the last restart left out of the trends after the restarts."""
 WARMUP = 0.2
 """The share of the time left out of the trends (caches filling, first imports)."""
 TOKEN_ROTATION = 1800.0
@@ -408,6 +410,7 @@ class Soak:
             "down_seconds": round(serving - stopped, 1),
             "views_told": next((s for s in states if s != "live"), None),
             "live_again_seconds": round(time.monotonic() - serving, 2),
+            "live_at_seconds": round(self.elapsed, 1),
         }
         print(f"  {component} restarted: {figures}", flush=True)
         return figures
@@ -468,6 +471,15 @@ class Soak:
         """jupyter_dw's files in the server's runtime directory (its kernel link)."""
         runtime = Path(self.kernel_environ[KERNEL_LINK_ENV]).parent
         return sorted(p.name for p in runtime.glob("*jupyter_dw-*")) if runtime.exists() else []
+
+
+def after_restarts(soak: Soak) -> dict[str, Any] | None:
+    """The trends from :data:`SETTLE` after the last restart on (a restart may step a figure
+    up once: reconnecting refills the connection pool), None with under 3 samples there."""
+    since = max(r["live_at_seconds"] for r in soak.restarts.values()) + SETTLE
+    if sum(1 for s in soak.samples if s["t"] >= since) < 3:
+        return None
+    return {"since_seconds": since, **trends(soak.samples, since, SERIES)}
 
 
 def uuid4() -> str:
@@ -643,6 +655,7 @@ async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
                     "link_file_expected": Path(soak.kernel_environ[KERNEL_LINK_ENV]).name,
                 },
                 "series": trends(soak.samples, WARMUP * soak.duration, SERIES),
+                "series_after_restarts": after_restarts(soak),
                 "samples": soak.samples,
                 "kueue": soak.plane.running.versions.get("kueue"),
                 "load_average_before": [round(x, 2) for x in load_before],
@@ -683,6 +696,13 @@ def report(results: dict[str, Any]) -> None:
             f"  {name:16s} start {t['start']:>9.1f}  end {t['end']:>9.1f}  max {t['max']:>9.1f}"
             f"  slope {t['slope_per_hour']:>+9.3f}{se} per hour ({t['samples']} samples)"
         )
+    calm = results["series_after_restarts"]
+    if calm is not None:
+        print(f"from {calm['since_seconds']:.0f} s on (after the restarts):")
+        for name in SERIES:
+            t = calm[name]
+            se = f" +- {t['slope_se']}" if t["slope_se"] is not None else ""
+            print(f"  {name:16s} slope {t['slope_per_hour']:>+9.3f}{se} per hour")
 
 
 def main() -> None:
