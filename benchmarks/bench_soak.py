@@ -425,7 +425,8 @@ class Soak:
         pids = {"server": self.server.process.pid, "kernel": kernel.kernel.process.pid}
         rotated = time.monotonic()
         while True:
-            sample = {"t": round(self.elapsed, 1)}
+            # The machine's load (noisy figures under load: the results say how noisy).
+            sample = {"t": round(self.elapsed, 1), "load1": os.getloadavg()[0]}
             for who, pid in pids.items():
                 sample[f"{who}_rss_mib"] = round(rss_mib(pid) or 0.0, 2)
                 sample[f"{who}_threads"] = float(threads(pid) or 0)
@@ -660,6 +661,11 @@ async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
                 "kueue": soak.plane.running.versions.get("kueue"),
                 "load_average_before": [round(x, 2) for x in load_before],
                 "load_average_after": [round(x, 2) for x in os.getloadavg()],
+                "load_average_during": {
+                    "min": min(s["load1"] for s in soak.samples),
+                    "median": statistics.median(s["load1"] for s in soak.samples),
+                    "max": max(s["load1"] for s in soak.samples),
+                },
             }
         )
     finally:
