@@ -314,6 +314,12 @@ def _fleet_projection(f: Result) -> str:
     return "\n".join(rows)
 
 
+def _slope(t: Result) -> str:
+    se = f" ± {t['slope_se']:.2g}" if t["slope_se"] is not None else ""
+    noise = ", within the noise" if t.get("within_noise") else ""
+    return f"{t['slope_per_hour']:+.3g}{se}{noise}"
+
+
 SOAK_SERIES = {
     "server_rss_mib": ("the Jupyter server: RSS (MiB)", "{:,.1f}"),
     "server_threads": ("… threads", "{:,.0f}"),
@@ -327,20 +333,20 @@ SOAK_SERIES = {
 def _soak(what: Result) -> str:
     f = what["figures"]
     warmup = f["warmup_seconds"] / 60
+    calm = f.get("series_after_restarts")
+    after = f" | slope per hour from {calm['since_seconds'] / 60:.0f} min (after the restarts)"
     rows = [
         f"| after the warm-up ({warmup:g} of {f['seconds'] / 60:.0f} min, a sample every "
         f"{f['interval_seconds']:g} s) | start (the baseline) | end | max | slope per hour "
-        "(± standard error) |",
-        "| --- | --- | --- | --- | --- |",
+        f"(± standard error){after if calm else ''} |",
+        "| --- | --- | --- | --- | --- |" + (" --- |" if calm else ""),
     ]
     for name, (title, form) in SOAK_SERIES.items():
         t = f["series"][name]
-        se = f" ± {t['slope_se']:.2g}" if t["slope_se"] is not None else ""
-        noise = ", within the noise" if t.get("within_noise") else ""
-        rows.append(
-            f"| {title} | {form.format(t['start'])} | {form.format(t['end'])} | "
-            f"{form.format(t['max'])} | {t['slope_per_hour']:+.3g}{se}{noise} |"
-        )
+        cells = [form.format(t[k]) for k in ("start", "end", "max")] + [_slope(t)]
+        if calm:
+            cells.append(_slope(calm[name]))
+        rows.append(f"| {title} | {' | '.join(cells)} |")
     views, watches, left = f["views"], f["watches"], f["left_behind"]
     restarts = "; ".join(
         f"{name} at {r['at_seconds'] / 60:.0f} min: down {r['down_seconds']:g} s, views "
@@ -365,10 +371,17 @@ def _soak(what: Result) -> str:
         f"{watches['apiserver_after_warmup']} / {watches['apiserver_at_end']}) |",
         f"| left behind: objects, kernel processes, link files after the server stopped | "
         f"{objects}, {len(left['kernel_processes'])}, {len(left['link_files_after_stop'])} |",
-        f"| load average before / after | {f['load_average_before'][0]:g} / "
-        f"{f['load_average_after'][0]:g} |",
+        f"| load average before / during (min, median, max) / after | "
+        f"{f['load_average_before'][0]:g} / {_during(f)} / {f['load_average_after'][0]:g} |",
     ]
     return "\n".join(rows)
+
+
+def _during(f: Result) -> str:
+    during = f.get("load_average_during")
+    if not during:
+        return "—"
+    return f"{during['min']:.1f}, {during['median']:.1f}, {during['max']:.1f}"
 
 
 TABLES: dict[str, Callable[[Result], str]] = {

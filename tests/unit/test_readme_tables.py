@@ -200,7 +200,15 @@ RESULTS = {
             "kernel_processes": [],
             "link_files_after_stop": [],
         },
+        "series_after_restarts": {
+            "since_seconds": 1290.0,
+            **{
+                name: {"slope_per_hour": -0.1, "slope_se": 0.4, "within_noise": True}
+                for name in readme_tables.SOAK_SERIES
+            },
+        },
         "load_average_before": [3.1, 2.0, 1.0],
+        "load_average_during": {"min": 2.0, "median": 5.5, "max": 20.25},
         "load_average_after": [4.2, 3.0, 2.0],
     },
 }
@@ -262,9 +270,12 @@ def test_every_table_is_rendered_between_its_markers(tmp_path: Path) -> None:
     assert "| the kernel: decoded into the core's objects (added) | 111.8 ms |" in text
     assert "| a `workload` message: `json.loads` / + decoded | 0.004 ms / 0.017 ms |" in text
     assert "| after the warm-up (6 of 30 min, a sample every 10 s) | start (the baseline) |" in text
+    assert "(± standard error) | slope per hour from 22 min (after the restarts) |" in text
     assert (
-        "| the Jupyter server: RSS (MiB) | 131.2 | 133.0 | 134.5 | +0.52 ± 0.31, within the noise |"
+        "| the Jupyter server: RSS (MiB) | 131.2 | 133.0 | 134.5 | +0.52 ± 0.31, within the noise "
+        "| -0.1 ± 0.4, within the noise |"
     ) in text
+    assert "| 3.1 / 2.0, 5.5, 20.2 / 4.2 |" in text
     assert "| changes owed to the open views / missed | 2,345 / **0** (60 sockets and 40" in text
     assert (
         "| restarts | kube-apiserver at 10 min: down 25.7 s, views marked reconnecting, live again "
