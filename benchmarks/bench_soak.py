@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
@@ -70,6 +70,7 @@ from benchmarks.soak_series import trends
 from benchmarks.soak_views import Cycle, Milestone, missed, owed_since, records
 from benchmarks.workbench import (
     JupyterServer,
+    audited_plane,
     pod_environment,
     run_in_temporary_directory,
     workbench,
@@ -548,12 +549,7 @@ async def watches_settled(soak: Soak, baseline: Counter[str]) -> Counter[str]:
 
 async def setup(args: argparse.Namespace, directory: Path) -> Soak:
     """The plane, the namespace and its queue, the workbench's server and long-lived views."""
-    plane = AuditedCluster(Path(args.cluster_dir) if args.cluster_dir else directory / "plane")
-    started = time.monotonic()
-    state = plane.up()
-    print(f"audited control plane ready in {time.monotonic() - started:.1f} s", flush=True)
-    kube = config.new_client_from_config(config_file=state.kubeconfig)
-    version = "v1beta2" if plane.versions.kueue_serves_v1beta2 else "v1beta1"
+    plane, state, kube, version = audited_plane(args.cluster_dir, directory)
     namespace = f"soak-{uuid.uuid4().hex[:6]}"
     identity = workbench(kube, state, namespace, directory)
     kueue = KueueObjects(kube, version, namespace, prefix=namespace)
