@@ -315,6 +315,8 @@ def _fleet_projection(f: Result) -> str:
 
 
 def _slope(t: Result) -> str:
+    if t["slope_per_hour"] == 0 and not t["slope_se"]:
+        return "0 (every sample the same)"
     se = f" ± {t['slope_se']:.2g}" if t["slope_se"] is not None else ""
     noise = ", within the noise" if t.get("within_noise") else ""
     return f"{t['slope_per_hour']:+.3g}{se}{noise}"

@@ -169,6 +169,16 @@ RESULTS = {
                 "within_noise": True,
             }
             for name in readme_tables.SOAK_SERIES
+        }
+        | {
+            "kernel_threads": {
+                "start": 4,
+                "end": 4,
+                "max": 4,
+                "slope_per_hour": 0.0,
+                "slope_se": 0.0,
+                "within_noise": False,
+            }
         },
         "views": {"changes_owed": 2345, "misses": 0, "sockets_opened": 60, "kernels_started": 40},
         "restarts": {
@@ -205,7 +215,8 @@ RESULTS = {
             **{
                 name: {"slope_per_hour": -0.1, "slope_se": 0.4, "within_noise": True}
                 for name in readme_tables.SOAK_SERIES
-            },
+            }
+            | {"kernel_threads": {"slope_per_hour": 0.0, "slope_se": 0.0, "within_noise": False}},
         },
         "load_average_before": [3.1, 2.0, 1.0],
         "load_average_during": {"min": 2.0, "median": 5.5, "max": 20.25},
@@ -276,6 +287,9 @@ def test_every_table_is_rendered_between_its_markers(tmp_path: Path) -> None:
         "| -0.1 ± 0.4, within the noise |"
     ) in text
     assert "| 3.1 / 2.0, 5.5, 20.2 / 4.2 |" in text
+    assert (
+        "| … threads | 4 | 4 | 4 | 0 (every sample the same) | 0 (every sample the same) |" in text
+    )
     assert "| changes owed to the open views / missed | 2,345 / **0** (60 sockets and 40" in text
     assert (
         "| restarts | kube-apiserver at 10 min: down 25.7 s, views marked reconnecting, live again "
