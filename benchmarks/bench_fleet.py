@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 from tornado.websocket import WebSocketClientConnection
 
 import jupyter_dw
@@ -77,6 +77,7 @@ from benchmarks.kernel_process import CLUSTERS, Kernel
 from benchmarks.process_stats import GroupSample, available_mib, rss_mib, sample
 from benchmarks.workbench import (
     JupyterServer,
+    audited_plane,
     pod_environment,
     run_in_temporary_directory,
     workbench,
@@ -781,12 +782,7 @@ async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
     # Every blocking wait (a server's first answer, a kernel's "ready", a REST call) takes a
     # thread: the default pool's few would serialise a batch of starting workbenches.
     loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(64))
-    audited = AuditedCluster(Path(args.cluster_dir) if args.cluster_dir else directory / "plane")
-    started = time.monotonic()
-    state = audited.up()
-    print(f"audited control plane ready in {time.monotonic() - started:.1f} s", flush=True)
-    kube = config.new_client_from_config(config_file=state.kubeconfig)
-    version = "v1beta2" if audited.versions.kueue_serves_v1beta2 else "v1beta1"
+    audited, state, kube, version = audited_plane(args.cluster_dir, directory)
     prefix = f"fleet-{uuid.uuid4().hex[:4]}"
     kueue = KueueObjects(kube, version, "default", prefix=prefix)
     plane = Plane(audited, state, kube, version, kueue)

@@ -49,13 +49,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from benchmarks.kernel_process import CLUSTERS, Kernel
 from benchmarks.workbench import (
     JupyterServer,
+    audited_plane,
     is_session_check,
     pod_environment,
     run_in_temporary_directory,
@@ -344,14 +345,9 @@ def runs(args: argparse.Namespace) -> list[Run]:
 
 
 async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
-    plane = AuditedCluster(Path(args.cluster_dir) if args.cluster_dir else directory / "plane")
-    started = time.monotonic()
-    state = plane.up()
-    print(f"audited control plane ready in {time.monotonic() - started:.1f} s")
-    kube = config.new_client_from_config(config_file=state.kubeconfig)
+    plane, state, kube, version = audited_plane(args.cluster_dir, directory)
     namespace = f"bench-load-{uuid.uuid4().hex[:6]}"
     identity = workbench(kube, state, namespace, directory)
-    version = "v1beta2" if plane.versions.kueue_serves_v1beta2 else "v1beta1"
     kueue = KueueObjects(kube, version, namespace, prefix=namespace)
     flavor = kueue.flavor("default")
     cq = kueue.cluster_queue("cq", {flavor: {"cpu": "4", "memory": "8Gi"}})

@@ -47,11 +47,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 from tornado.websocket import WebSocketClientConnection
 
 from benchmarks.bench_load import drain, open_socket, settled
-from benchmarks.workbench import JupyterServer, is_session_check, pod_environment
+from benchmarks.workbench import JupyterServer, audited_plane, is_session_check, pod_environment
 from tests.cluster.audit import AuditedCluster, Request, count, describe, received_between
 from tests.cluster.fixtures import KueueObjects, make_workbench, watch_until
 from tests.cluster.ray_standin import RayStandIn, ray_standin
@@ -276,11 +276,7 @@ async def make_clusters(
 
 
 async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
-    plane = AuditedCluster(Path(args.cluster_dir) if args.cluster_dir else directory / "plane")
-    started = time.monotonic()
-    state = plane.up()
-    print(f"audited control plane ready in {time.monotonic() - started:.1f} s", flush=True)
-    kube = config.new_client_from_config(config_file=state.kubeconfig)
+    plane, state, kube, version = audited_plane(args.cluster_dir, directory)
     namespace = f"bench-usage-{uuid.uuid4().hex[:6]}"
     client.CoreV1Api(kube).create_namespace({"metadata": {"name": namespace}})
     account = "workbench"
@@ -289,7 +285,6 @@ async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
         for file in (ROLE_FILE, CLUSTER_ROLE_FILE)
     )
     identity = make_workbench(kube, state, namespace, directory, role, cluster_role, account)
-    version = "v1beta2" if plane.versions.kueue_serves_v1beta2 else "v1beta1"
     kueue = KueueObjects(kube, version, namespace, prefix=namespace)
     flavor = kueue.flavor("default")
     room = {"cpu": str(args.clusters + 2), "memory": f"{args.clusters + 2}Gi"}

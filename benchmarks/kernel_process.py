@@ -6,12 +6,15 @@ benchmarks package: the process holds what a kernel holds (IPython, an asyncio l
 jupyter_dw, and nothing a benchmark imports (the Kubernetes client, pytest), so its memory
 and imports are a kernel's. ``add N`` shows N more widgets (a ``QueueBoard``, then a
 ``ClusterStatus`` of :data:`CLUSTERS`, alternately) and answers ``ready <total>`` once every
-widget is live and shows what it will; ``quit`` (or EOF) stops.
+widget is live and shows what it will; ``follow PATH`` subscribes to the kernel's change feed
+as a live view does and appends each cluster, job and health message to ``PATH`` (one JSON line
+each, the events socket's form), answering ``following``; ``quit`` (or EOF) stops.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -33,11 +36,16 @@ async def kernel_process() -> None:
     runtime = KernelRuntime(load_settings(paths=[]))
     set_runtime(runtime)
     widgets: list[Any] = []
+    followed: list[Any] = []
     loop = asyncio.get_running_loop()
     while True:
         line = (await loop.run_in_executor(None, sys.stdin.readline)).split()
         if not line or line[0] == "quit":
             break
+        if line[0] == "follow":
+            followed.append(follow(runtime, Path(line[1])))
+            print("following", flush=True)
+            continue
         for _ in range(int(line[1])):
             index = len(widgets)
             widget = (
@@ -59,7 +67,24 @@ async def kernel_process() -> None:
         print(f"ready {len(widgets)}", flush=True)
     for widget in widgets:
         widget.close()
+    for unsubscribe in followed:
+        unsubscribe()
     await asyncio.to_thread(runtime.stop)
+
+
+def follow(runtime: Any, path: Path) -> Any:
+    """Subscribe (on this loop) a view that writes each cluster, job and health message to
+    ``path``; returns the unsubscribe function."""
+    from jupyter_dw.core.feed import ClusterChanged, HealthChanged, JobChanged
+
+    out = path.open("a")
+
+    def write(message: Any) -> None:
+        if isinstance(message, ClusterChanged | JobChanged | HealthChanged):
+            out.write(json.dumps(message.to_json()) + "\n")
+            out.flush()
+
+    return runtime.subscribe(write)
 
 
 def _positions_settled(runtime: Any) -> bool:
@@ -100,6 +125,15 @@ class Kernel:
         assert self.process.stdout is not None
         answer = self.process.stdout.readline().split()
         if answer != ["ready", str(self.widgets)]:
+            raise RuntimeError(f"kernel answered {answer}; see {self._log.name}")
+
+    def follow(self, path: Path) -> None:
+        """``follow path``: once answered, every later change reaches ``path``."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"follow {path}\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline().split()
+        if answer != ["following"]:
             raise RuntimeError(f"kernel answered {answer}; see {self._log.name}")
 
     def stop(self) -> None:

@@ -1,5 +1,6 @@
 """What a running process holds and has spent, read from ``/proc`` (Linux, any PID this user
-may read): its CPU seconds, its resident memory (RSS) and its proportional share (PSS).
+may read): its CPU seconds, its resident memory (RSS) and its proportional share (PSS), its
+threads and open file descriptors.
 
 RSS counts every shared page (the Python interpreter, its libraries) in full in each process,
 so the RSS of 150 Python processes adds up to more than they take from the machine; PSS
@@ -8,6 +9,7 @@ divides each shared page among the processes that map it, so PSS figures add up.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -31,6 +33,26 @@ def _kib_field(path: str, name: str) -> float | None:
 def rss_mib(pid: int) -> float | None:
     """Resident memory of ``pid`` (``VmRSS``), MiB."""
     return _kib_field(f"/proc/{pid}/status", "VmRSS")
+
+
+def threads(pid: int) -> int | None:
+    """Threads of ``pid`` (``Threads`` of its ``status``)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def open_fds(pid: int) -> int | None:
+    """File descriptors ``pid`` holds open (sockets, pipes, files: its ``fd`` directory)."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
 
 
 def pss_mib(pid: int) -> float | None:

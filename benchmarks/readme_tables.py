@@ -332,6 +332,78 @@ def _fleet_projection(f: Result) -> str:
     return "\n".join(rows)
 
 
+def _slope(t: Result) -> str:
+    if t["slope_per_hour"] == 0 and not t["slope_se"]:
+        return "0 (every sample the same)"
+    se = f" ± {t['slope_se']:.2g}" if t["slope_se"] is not None else ""
+    noise = ", within the noise" if t.get("within_noise") else ""
+    return f"{t['slope_per_hour']:+.3g}{se}{noise}"
+
+
+SOAK_SERIES = {
+    "server_rss_mib": ("the Jupyter server: RSS (MiB)", "{:,.1f}"),
+    "server_threads": ("… threads", "{:,.0f}"),
+    "server_fds": ("… open file descriptors", "{:,.0f}"),
+    "kernel_rss_mib": ("the long-lived kernel: RSS (MiB)", "{:,.1f}"),
+    "kernel_threads": ("… threads", "{:,.0f}"),
+    "kernel_fds": ("… open file descriptors", "{:,.0f}"),
+}
+
+
+def _soak(what: Result) -> str:
+    f = what["figures"]
+    warmup = f["warmup_seconds"] / 60
+    calm = f.get("series_after_restarts")
+    after = f" | slope per hour from {calm['since_seconds'] / 60:.0f} min (after the restarts)"
+    rows = [
+        f"| after the warm-up ({warmup:g} of {f['seconds'] / 60:.0f} min, a sample every "
+        f"{f['interval_seconds']:g} s) | start (the baseline) | end | max | slope per hour "
+        f"(± standard error){after if calm else ''} |",
+        "| --- | --- | --- | --- | --- |" + (" --- |" if calm else ""),
+    ]
+    for name, (title, form) in SOAK_SERIES.items():
+        t = f["series"][name]
+        cells = [form.format(t[k]) for k in ("start", "end", "max")] + [_slope(t)]
+        if calm:
+            cells.append(_slope(calm[name]))
+        rows.append(f"| {title} | {' | '.join(cells)} |")
+    views, watches, left = f["views"], f["watches"], f["left_behind"]
+    restarts = "; ".join(
+        f"{name} at {r['at_seconds'] / 60:.0f} min: down {r['down_seconds']:g} s, views "
+        f"{'marked ' + r['views_told'] + ', ' if r['views_told'] else ''}live again "
+        f"{r['live_again_seconds']:g} s after"
+        for name, r in f["restarts"].items()
+    )
+    objects = sum(len(left[k]) for k in ("rayclusters", "rayjobs", "workloads", "pods"))
+    rows += [
+        "",
+        "| the loop | |",
+        "| --- | --- |",
+        f"| cycles (median, longest) | {f['cycles']} ({f['cycle_seconds_median']:g} s, "
+        f"{f['cycle_seconds_max']:g} s) |",
+        f"| changes owed to the open views / missed | {views['changes_owed']:,} / "
+        f"**{views['misses']}** ({views['sockets_opened']} sockets and "
+        f"{views['kernels_started']} kernels opened and closed on the way) |",
+        f"| restarts | {restarts} |",
+        f"| REST calls / retried | {f['rest']['calls']:,} / {sum(f['rest']['retried'].values())} |",
+        f"| the server's watches after the warm-up / at the end | "
+        f"{watches['server_after_warmup']} / {watches['server_at_end']} (every client's: "
+        f"{watches['apiserver_after_warmup']} / {watches['apiserver_at_end']}) |",
+        f"| left behind: objects, kernel processes, link files after the server stopped | "
+        f"{objects}, {len(left['kernel_processes'])}, {len(left['link_files_after_stop'])} |",
+        f"| load average before / during (min, median, max) / after | "
+        f"{f['load_average_before'][0]:g} / {_during(f)} / {f['load_average_after'][0]:g} |",
+    ]
+    return "\n".join(rows)
+
+
+def _during(f: Result) -> str:
+    during = f.get("load_average_during")
+    if not during:
+        return "—"
+    return f"{during['min']:.1f}, {during['median']:.1f}, {during['max']:.1f}"
+
+
 TABLES: dict[str, Callable[[Result], str]] = {
     "load": _load,
     "memory": _memory,
@@ -340,6 +412,7 @@ TABLES: dict[str, Callable[[Result], str]] = {
     "fleet": _fleet,
     "usage": _usage,
     "decode": _decode,
+    "soak": _soak,
 }
 
 

@@ -42,6 +42,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_startup": ["--pairs", "10"],
     "bench_codeflare": [],
     "bench_decode": [],
+    "bench_soak": [],
 }
 """Each benchmark and the arguments the benchmarks page's figures were measured with."""
 TAKES_JSON = {
@@ -52,6 +53,7 @@ TAKES_JSON = {
     "bench_startup",
     "bench_codeflare",
     "bench_decode",
+    "bench_soak",
 }
 TAKES_SMOKE = {"bench_queues", *TAKES_JSON}
 

@@ -17,10 +17,10 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client
+from kubernetes import client, config
 
 from jupyter_dw.names import ELASTIC_PROBE_PREFIX
-from tests.cluster.audit import Request
+from tests.cluster.audit import AuditedCluster, Request
 from tests.cluster.controlplane import ClusterState, free_port
 from tests.cluster.fixtures import WorkbenchIdentity, make_workbench
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, KUEUE, namespace_rules
@@ -30,6 +30,20 @@ PRIORITY_CLASSES = {
     "resources": ["workloadpriorityclasses"],
     "verbs": ["get", "list", "watch"],
 }
+
+
+def audited_plane(
+    cluster_dir: str | None, directory: Path
+) -> tuple[AuditedCluster, ClusterState, client.ApiClient, str]:
+    """An audited disposable control plane up (at ``cluster_dir``, reused or kept, else in
+    ``directory``): the plane, its state, an administrator's client and the Kueue API version
+    it serves (v1beta2 since 0.15, else v1beta1)."""
+    plane = AuditedCluster(Path(cluster_dir) if cluster_dir else directory / "plane")
+    started = time.monotonic()
+    state = plane.up()
+    print(f"audited control plane ready in {time.monotonic() - started:.1f} s", flush=True)
+    kube = config.new_client_from_config(config_file=state.kubeconfig)
+    return plane, state, kube, "v1beta2" if plane.versions.kueue_serves_v1beta2 else "v1beta1"
 
 
 def workbench(
@@ -126,11 +140,17 @@ class JupyterServer:
         return f"http://127.0.0.1:{self.port}"
 
     def request(
-        self, path: str, timeout: float = 60, *, method: str = "GET", body: Any = None
+        self,
+        path: str,
+        timeout: float = 60,
+        *,
+        method: str = "GET",
+        body: Any = None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
-        """``method path`` (``body`` sent as JSON): the status and the JSON body (None when
-        not JSON)."""
-        headers = {"Authorization": f"token {self.token}"}
+        """``method path`` (``body`` sent as JSON, with ``headers``): the status and the JSON
+        body (None when not JSON)."""
+        headers = {**(headers or {}), "Authorization": f"token {self.token}"}
         data = None
         if body is not None:
             data = json.dumps(body).encode()

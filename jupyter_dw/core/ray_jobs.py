@@ -108,9 +108,21 @@ class RayJobService:
         # The token Secret of a cluster on a worker is the worker's: its gateway authenticates.
         token = None if on_worker else self.token(raycluster)
         client = RayJobsClient(base, token, name, self.request_timeout)
+        now = time.monotonic()
         with self._lock:
-            self._clients[name] = (time.monotonic(), uid, client)
+            # A client older than any caller keeps one is never used again: without this, a
+            # deleted cluster's would stay for good (the soak's clusters come and go).
+            self._clients = {
+                other: entry for other, entry in self._clients.items() if now - entry[0] < keep
+            }
+            self._clients[name] = (now, uid, client)
         return client
+
+    @property
+    def clients_held(self) -> int:
+        """Jobs API clients cached (at most those made within the last ``keep``)."""
+        with self._lock:
+            return len(self._clients)
 
     def endpoint(self, name: str) -> RayEndpoint:
         """Where a kernel's own Ray clients (Ray Client, Ray's ``JobSubmissionClient``) reach

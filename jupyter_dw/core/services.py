@@ -95,12 +95,14 @@ class DWCore:
             settings.ray_client_url,
             settings.request_timeout,
         )
+        workloads = WorkloadService(session, positions)
+        session.add_listener(workloads.forget_deleted)
         return cls(
             session=session,
             queues=QueueService(session),
             clusters=clusters,
             jobs=jobs,
-            workloads=WorkloadService(session, positions),
+            workloads=workloads,
             kinds=tuple(KindService(session, clusters, kind) for kind in KINDS),
             positions=positions,
         )

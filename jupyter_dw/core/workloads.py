@@ -22,8 +22,9 @@ from ..domain.workloads import (
     sorted_workloads,
     workload_info,
 )
-from ..k8s.resources import JOB_RESOURCES, RAY_CLUSTER, Resource
+from ..k8s.resources import JOB_RESOURCES, RAY_CLUSTER, WORKLOAD, Resource
 from ..k8s.session import KubeSession
+from ..k8s.watch_events import DELETED
 from .cluster_objects import workloads_of_job
 from .errors import DWError, InvalidFilter
 from .listing import ByName
@@ -103,6 +104,14 @@ class WorkloadService:
             object.__setattr__(self, "positions", PositionBoard(self.session))
         if self.records is None:
             object.__setattr__(self, "records", RecordMemo(workload_info))
+
+    def forget_deleted(self, plural: str, event_type: str, obj: Object) -> None:
+        """Session listener: a deleted Workload's records leave the memo (the core registers
+        it once; a memo never read again for an object would hold it for good)."""
+        if plural == WORKLOAD.plural and event_type == DELETED:
+            uid = (obj.get("metadata") or {}).get("uid")
+            if uid:
+                self.records.forget(str(uid))
 
     def list(
         self,

@@ -158,6 +158,76 @@ RESULTS = {
         "cluster_parse_ms": 0.011,
         "cluster_decode_ms": 0.045,
     },
+    "soak": {
+        "seconds": 1812.0,
+        "interval_seconds": 10.0,
+        "warmup_seconds": 360.0,
+        "cycles": 120,
+        "cycle_seconds_median": 12.5,
+        "cycle_seconds_max": 48.0,
+        "series": {
+            name: {
+                "start": 131.2,
+                "end": 133.0,
+                "max": 134.5,
+                "slope_per_hour": 0.52,
+                "slope_se": 0.31,
+                "within_noise": True,
+            }
+            for name in readme_tables.SOAK_SERIES
+        }
+        | {
+            "kernel_threads": {
+                "start": 4,
+                "end": 4,
+                "max": 4,
+                "slope_per_hour": 0.0,
+                "slope_se": 0.0,
+                "within_noise": False,
+            }
+        },
+        "views": {"changes_owed": 2345, "misses": 0, "sockets_opened": 60, "kernels_started": 40},
+        "restarts": {
+            "kube-apiserver": {
+                "at_seconds": 610.0,
+                "down_seconds": 25.7,
+                "views_told": "reconnecting",
+                "live_again_seconds": 0.2,
+            },
+            "kueue": {
+                "at_seconds": 1210.0,
+                "down_seconds": 0.4,
+                "views_told": None,
+                "live_again_seconds": 0.0,
+            },
+        },
+        "rest": {"calls": 840, "retried": {}},
+        "watches": {
+            "server_after_warmup": 12,
+            "server_at_end": 12,
+            "apiserver_after_warmup": 212,
+            "apiserver_at_end": 212,
+        },
+        "left_behind": {
+            "rayclusters": [],
+            "rayjobs": [],
+            "workloads": [],
+            "pods": [],
+            "kernel_processes": [],
+            "link_files_after_stop": [],
+        },
+        "series_after_restarts": {
+            "since_seconds": 1290.0,
+            **{
+                name: {"slope_per_hour": -0.1, "slope_se": 0.4, "within_noise": True}
+                for name in readme_tables.SOAK_SERIES
+            }
+            | {"kernel_threads": {"slope_per_hour": 0.0, "slope_se": 0.0, "within_noise": False}},
+        },
+        "load_average_before": [3.1, 2.0, 1.0],
+        "load_average_during": {"min": 2.0, "median": 5.5, "max": 20.25},
+        "load_average_after": [4.2, 3.0, 2.0],
+    },
 }
 
 
@@ -219,6 +289,23 @@ def test_every_table_is_rendered_between_its_markers(tmp_path: Path) -> None:
     assert "through its server (over a bare kernel) | 9.5 MiB | 9.4, 9.6 |" in text
     assert "(`?workloads=rows`) | 1.2 MiB | snapshot 843,548 bytes |" in text
     assert "| a `workload` message: `json.loads` / + decoded | 0.004 ms / 0.017 ms |" in text
+    assert "| after the warm-up (6 of 30 min, a sample every 10 s) | start (the baseline) |" in text
+    assert "(± standard error) | slope per hour from 22 min (after the restarts) |" in text
+    assert (
+        "| the Jupyter server: RSS (MiB) | 131.2 | 133.0 | 134.5 | +0.52 ± 0.31, within the noise "
+        "| -0.1 ± 0.4, within the noise |"
+    ) in text
+    assert "| 3.1 / 2.0, 5.5, 20.2 / 4.2 |" in text
+    assert (
+        "| … threads | 4 | 4 | 4 | 0 (every sample the same) | 0 (every sample the same) |" in text
+    )
+    assert "| changes owed to the open views / missed | 2,345 / **0** (60 sockets and 40" in text
+    assert (
+        "| restarts | kube-apiserver at 10 min: down 25.7 s, views marked reconnecting, live again "
+        "0.2 s after; kueue at 20 min: down 0.4 s, views live again 0 s after |"
+    ) in text
+    assert "| 12 / 12 (every client's: 212 / 212) |" in text
+    assert "link files after the server stopped | 0, 0, 0 |" in text
 
 
 def test_a_failed_or_missing_run_leaves_its_table(tmp_path: Path) -> None:

@@ -3,10 +3,11 @@ again whenever either changes (a memo must never answer for an input it was not 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from jupyter_dw.core.record_memo import RecordMemo
 from jupyter_dw.core.shown_workloads import ShownWorkloads
+from jupyter_dw.core.workloads import WorkloadService
 from jupyter_dw.domain.workloads import WorkloadInfo, workload_info
 
 
@@ -63,10 +64,50 @@ def test_an_object_without_uid_or_version_is_never_remembered():
 
 def test_past_its_limit_the_memo_starts_again():
     memo: RecordMemo[WorkloadInfo | None] = RecordMemo(workload_info, limit=2)
-    for version in ("1", "2", "3"):
-        memo_get(memo, waiting("a", version), None)
-    first = memo_get(memo, waiting("a", "3"), None)
-    assert memo_get(memo, waiting("a", "3"), None) is first and memo.derived == 3
+    for name in ("a", "b", "c"):
+        memo_get(memo, waiting(name, "1"), None)
+    assert len(memo) == 1  # "c" alone: a third object started it again
+    first = memo_get(memo, waiting("c", "1"), None)
+    assert memo_get(memo, waiting("c", "1"), None) is first and memo.derived == 3
+
+
+def test_only_the_latest_version_of_each_object_is_held():
+    # A workbench whose clusters come and go for days: each Workload changes a few times and
+    # is deleted; the memo holds what the cache holds, not the history (the soak found it
+    # holding a record of every version ever seen, ~35 KiB more per cycle of changes).
+    memo: RecordMemo[WorkloadInfo | None] = RecordMemo(workload_info)
+    for cycle in range(100):
+        for version in range(5):
+            memo_get(memo, waiting(f"w-{cycle}", str(version)), item(f"w-{cycle}", version))
+        if cycle % 2:
+            memo.forget(f"uid-w-{cycle}")
+    assert len(memo) == 50 and memo.derived == 500  # one per object left, none deleted
+    older = memo.derived
+    memo_get(memo, waiting("w-0", "3"), item("w-0", 3))  # an older version: derived again
+    assert memo.derived == older + 1
+
+
+def test_an_object_version_holds_its_latest_positions_only():
+    memo: RecordMemo[WorkloadInfo | None] = RecordMemo(workload_info)
+    obj = waiting("a", "10")
+    for position in range(20):  # a waiting Workload moving up its queue: one version
+        memo_get(memo, obj, item("a", position))
+    derived = memo.derived
+    assert memo_get(memo, obj, item("a", 19)).position_in_local_queue == 19
+    assert memo.derived == derived  # the latest are held
+    memo_get(memo, obj, item("a", 0))  # the first is gone
+    assert memo.derived == derived + 1
+
+
+def test_a_deleted_workload_leaves_the_services_memo():
+    service = WorkloadService(cast(Any, None), positions=cast(Any, object()))
+    memo_get(service.records, waiting("a", "10"), None)
+    memo_get(service.records, waiting("b", "10"), None)
+    service.forget_deleted("pods", "DELETED", waiting("a", "10"))  # not a Workload
+    service.forget_deleted("workloads", "MODIFIED", waiting("a", "11"))
+    assert len(service.records) == 2
+    service.forget_deleted("workloads", "DELETED", waiting("a", "11"))
+    assert len(service.records) == 1
 
 
 def test_shown_workloads_index_the_waiting_ones_by_queue():
