@@ -42,6 +42,8 @@ WORKBENCH_CLUSTER_RULES = [
 ]
 
 DEFAULT_QUEUE = f"{KUEUE}/default-queue"
+MOVERS = frozenset({WORKLOAD.plural, CLUSTER_QUEUE.plural, LOCAL_QUEUE.plural})
+"""The kinds whose changes may move a waiting Workload's position (and so ask Kueue)."""
 
 
 def core_of(jp_serverapp: Any) -> Any:
@@ -144,8 +146,14 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
     assert board.calls == before, "a change that moves no position asked the visibility API"
 
     # A Workload leaves the pending list: every socket hears the others move, and the socket
-    # count does not multiply the calls (one for the Workload's change, at most one more for
-    # Kueue's status of the ClusterQueue).
+    # count does not multiply the calls: at most one per change the caches saw that may move
+    # a position (the Workload's deletion, Kueue's status of the ClusterQueue and LocalQueue,
+    # and the waiting Workloads' conditions Kueue may write again after it, more of them
+    # apart on a busy machine).
+    seen_changes: list[str] = []
+    stop_counting = session.add_listener(
+        lambda plural, _event, _obj: plural in MOVERS and seen_changes.append(plural)
+    )
     marks = [len(events.seen) for events in sockets]
     await asyncio.to_thread(
         custom.delete_namespaced_custom_object,
@@ -187,7 +195,9 @@ async def test_pending_changes_cost_one_visibility_call_for_every_reader(
     # The ClusterQueue's status change is in the cache: once the board has nothing left to
     # ask, every call it caused is counted.
     await eventually(lambda: board.settled, "no visibility call left")
-    assert board.calls - before <= 2, board.calls - before
+    stop_counting()
+    calls = board.calls - before
+    assert 1 <= calls <= len(seen_changes), (calls, seen_changes)
     for events in sockets:
         events.close()
 

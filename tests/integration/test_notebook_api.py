@@ -58,8 +58,13 @@ def test_fits_now_then_ready_with_timed_milestones_then_deleted(kernel, kueue, k
     h = dw.submit(spec("fits"))
     assert h.name == "fits"
     # The Workload's admission may reach its cache a moment after the pods' readiness reaches
-    # theirs (separate watches): wait for the whole timeline.
-    info = h.wait("ready", timeout=TIMEOUT, condition=lambda i: "Admitted" in names(i))
+    # theirs, and the pods' a moment after KubeRay's ready state (separate watches): wait for
+    # the whole timeline, each step's time read.
+    info = h.wait(
+        "ready",
+        timeout=TIMEOUT,
+        condition=lambda i: "Admitted" in names(i) and all(m.time for m in i.milestones),
+    )
     assert info.state == "ready" and info.workers_ready == 2
     steps = names(info)
     assert steps[:3] == ["Submitted", "QuotaReserved", "Admitted"], steps

@@ -32,11 +32,13 @@ import pytest
 from kubernetes import client
 from tornado.httpclient import HTTPClientError
 
+from jupyter_dw.k8s.resources import LOCAL_QUEUE
 from jupyter_dw.names import IDEMPOTENCY_KEY_ANNOTATION
 from tests.cluster.apiproxy import ApiProxy, Fault, Matcher, request_to
 from tests.cluster.fixtures import WAIT_TIMEOUT
 from tests.cluster.kubeapi import wait_for
 from tests.integration.clusters_support import call, make_queue, rayclusters, small_cluster
+from tests.integration.test_events_cost import core_of, wait_cache
 from tests.integration.workbench_rbac import namespace_rules
 
 # A workbench that may not read ClusterQueues (quota hidden): creating must not need them.
@@ -314,12 +316,24 @@ CLUSTER_QUEUE_POSITIONS = [
 
 @pytest.mark.parametrize("dw_config", [SHORT], indirect=True)
 @pytest.mark.parametrize("cluster_rules", [CLUSTER_QUEUE_POSITIONS], indirect=True)
-async def test_the_fit_check_answers_when_the_visibility_api_does_not(kueue, proxy, jp_fetch):
+async def test_the_fit_check_answers_when_the_visibility_api_does_not(
+    kueue, namespace, proxy, jp_serverapp, jp_fetch
+):
     """Positions are extra: a visibility call that never answers costs one
     ``request_timeout`` (the LocalQueue's list is then not asked), and the verdict comes
     from the caches."""
     queue = make_queue(kueue)
     assert (await call(jp_fetch, "GET", "queues"))[0] == 200
+    # The fit takes the default queue from the cache: once the cache holds it (under load,
+    # the second chance, a list within the short request_timeout, may time out).
+    session = core_of(jp_serverapp).session
+    await asyncio.to_thread(
+        wait_cache,
+        session,
+        LOCAL_QUEUE,
+        lambda c: c.get(queue.local_queue, namespace) is not None,
+        "the LocalQueue cached",
+    )
     held = proxy.hold(request_to("GET", r"/apis/visibility\.kueue\.x-k8s\.io/.*"))
 
     code, fit = await call(jp_fetch, "POST", "clusters", "fit", body=small_cluster("sized"))
