@@ -123,11 +123,14 @@ async def test_fits_now_then_admitted_and_scaled_out_in_order(
     assert labels[OWNER_LABEL] == owner_label_value(identity.username)
     assert raycluster["metadata"]["annotations"][OWNER_ANNOTATION] == identity.username
 
+    mark = len(events.seen)
     code, deleted = await call(jp_fetch, "DELETE", "clusters", "fits")
     assert (code, deleted) == (200, {"name": "fits", "namespace": namespace, "deleted": True})
     await events.cluster_state("fits", lambda state: state is None, "gone")
-    # Its Workload and pods go with it (owner references, background propagation).
-    await events.until(
+    # Its Workload and pods go with it (owner references, background propagation), the
+    # Workload before or after the RayCluster (Kueue's own cleanup may come first).
+    await events.since(
+        mark,
         lambda m: (
             m["type"] == "cluster"
             and m["cause"]
