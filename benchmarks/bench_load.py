@@ -43,7 +43,6 @@ import argparse
 import asyncio
 import json
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,11 +59,11 @@ from benchmarks.workbench import (
     is_session_check,
     pod_environment,
     run_in_temporary_directory,
-    workbench,
+    team_namespace,
 )
 from jupyter_dw.names import KERNEL_LINK_ENV
 from tests.cluster.audit import AuditedCluster, Request, count, describe, received_between
-from tests.cluster.fixtures import KueueObjects, WorkbenchIdentity, watch_until
+from tests.cluster.fixtures import WorkbenchIdentity, watch_until
 from tests.integration.clusters_support import suspended_raycluster
 
 TIMEOUT = 180.0
@@ -346,11 +345,10 @@ def runs(args: argparse.Namespace) -> list[Run]:
 
 async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
     plane, state, kube, version = audited_plane(args.cluster_dir, directory)
-    namespace = f"bench-load-{uuid.uuid4().hex[:6]}"
-    identity = workbench(kube, state, namespace, directory)
-    kueue = KueueObjects(kube, version, namespace, prefix=namespace)
-    flavor = kueue.flavor("default")
-    cq = kueue.cluster_queue("cq", {flavor: {"cpu": "4", "memory": "8Gi"}})
+    quota: dict[str, str | dict[str, str]] = {"cpu": "4", "memory": "8Gi"}
+    namespace, identity, kueue, cq = team_namespace(
+        kube, state, version, "bench-load", directory, quota
+    )
     kueue.local_queue("team", cq)
     bench = Bench(plane, kube, identity, namespace, version, directory, args)
     for name in CLUSTERS:

@@ -73,11 +73,11 @@ from benchmarks.workbench import (
     audited_plane,
     pod_environment,
     run_in_temporary_directory,
-    workbench,
+    team_namespace,
 )
 from jupyter_dw.names import KERNEL_LINK_ENV
 from tests.cluster.audit import AuditedCluster, AuditLog
-from tests.cluster.fixtures import KueueObjects, WorkbenchIdentity
+from tests.cluster.fixtures import WorkbenchIdentity
 from tests.integration.clusters_support import suspended_raycluster
 
 GROUP = "kueue.x-k8s.io"
@@ -550,11 +550,8 @@ async def watches_settled(soak: Soak, baseline: Counter[str]) -> Counter[str]:
 async def setup(args: argparse.Namespace, directory: Path) -> Soak:
     """The plane, the namespace and its queue, the workbench's server and long-lived views."""
     plane, state, kube, version = audited_plane(args.cluster_dir, directory)
-    namespace = f"soak-{uuid.uuid4().hex[:6]}"
-    identity = workbench(kube, state, namespace, directory)
-    kueue = KueueObjects(kube, version, namespace, prefix=namespace)
-    flavor = kueue.flavor("default")
-    cq = kueue.cluster_queue("cq", {flavor: {"cpu": "8", "memory": "32Gi"}})
+    quota: dict[str, str | dict[str, str]] = {"cpu": "8", "memory": "32Gi"}
+    namespace, identity, kueue, cq = team_namespace(kube, state, version, "soak", directory, quota)
     kueue.wait_active("clusterqueues", cq)
     kueue.wait_active("localqueues", kueue.local_queue(QUEUE, cq))
     client.CustomObjectsApi(kube).create_namespaced_custom_object(

@@ -13,6 +13,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from kubernetes import client, config
 from jupyter_dw.names import ELASTIC_PROBE_PREFIX
 from tests.cluster.audit import AuditedCluster, Request
 from tests.cluster.controlplane import ClusterState, free_port
-from tests.cluster.fixtures import WorkbenchIdentity, make_workbench
+from tests.cluster.fixtures import KueueObjects, WorkbenchIdentity, make_workbench
 from tests.integration.workbench_rbac import CLUSTER_READ_RULES, KUEUE, namespace_rules
 
 PRIORITY_CLASSES = {
@@ -63,6 +64,24 @@ def workbench(
     rules = [*namespace_rules(), *extra_rules]
     cluster_rules = [*CLUSTER_READ_RULES, PRIORITY_CLASSES]
     return make_workbench(kube, state, namespace, directory, rules, cluster_rules, name)
+
+
+def team_namespace(
+    kube: client.ApiClient,
+    state: ClusterState,
+    version: str,
+    prefix: str,
+    directory: Path,
+    quota: dict[str, str | dict[str, str]],
+) -> tuple[str, WorkbenchIdentity, KueueObjects, str]:
+    """A fresh namespace ``prefix-<random>`` with a workbench service account in it, and a
+    ClusterQueue ``cq`` of ``quota`` on flavor ``default`` (named after the namespace): the
+    namespace, the workbench, its Kueue objects and the ClusterQueue's name."""
+    namespace = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    identity = workbench(kube, state, namespace, directory)
+    kueue = KueueObjects(kube, version, namespace, prefix=namespace)
+    cluster_queue = kueue.cluster_queue("cq", {kueue.flavor("default"): quota})
+    return namespace, identity, kueue, cluster_queue
 
 
 def is_session_check(request: Request) -> bool:
