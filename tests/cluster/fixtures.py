@@ -22,9 +22,10 @@ import pytest
 from kubernetes import client, config, watch
 
 from .controlplane import ClusterState, LocalCluster
-from .kubeapi import AdminApi
+from .kubeapi import AdminApi, wait_for
 
 WAIT_TIMEOUT = 90
+RBAC_TIMEOUT = 30.0
 
 
 @pytest.fixture(scope="session")
@@ -333,6 +334,44 @@ class WorkbenchIdentity:
         return {"KUBERNETES_SERVICE_HOST": self.host, "KUBERNETES_SERVICE_PORT": self.port}
 
 
+def allowed(
+    identity: WorkbenchIdentity, verb: str, group: str, resource: str, namespaced: bool = True
+) -> bool:
+    """The API server's verdict (SelfSubjectAccessReview as ``identity``)."""
+    resource, _, subresource = resource.partition("/")
+    attributes = client.V1ResourceAttributes(
+        verb=verb,
+        group=group,
+        resource=resource,
+        subresource=subresource or None,
+        namespace=identity.namespace if namespaced else None,
+    )
+    review = client.AuthorizationV1Api(identity.api_client()).create_self_subject_access_review(
+        client.V1SelfSubjectAccessReview(
+            spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=attributes)
+        )
+    )
+    return bool(review.status.allowed)
+
+
+def wait_allowed(
+    identity: WorkbenchIdentity,
+    verb: str,
+    group: str,
+    resource: str,
+    *,
+    namespaced: bool = True,
+    expected: bool = True,
+) -> None:
+    """Wait until the authorizer's verdict is ``expected`` (its RBAC informer lags writes by a
+    few milliseconds; no watch exists for a verdict)."""
+    wait_for(
+        lambda: allowed(identity, verb, group, resource, namespaced) is expected,
+        timeout=RBAC_TIMEOUT,
+        what=f"{verb} {resource}.{group} {'allowed' if expected else 'denied'}",
+    )
+
+
 def mount_service_account(
     cluster: ClusterState, namespace: str, name: str, token: str, sa_dir: Path
 ) -> WorkbenchIdentity:
@@ -401,7 +440,31 @@ def make_workbench(
         ),
     ).status.token
     sa_dir = directory / f"serviceaccount-{name}"
-    return mount_service_account(cluster, namespace, name, token, sa_dir)
+    identity = mount_service_account(cluster, namespace, name, token, sa_dir)
+    # The authorizer learns bindings from its informers, a moment after they are written; a
+    # server started before then decides once what it may read (its next review is a minute
+    # away). One verdict per binding: Roles and ClusterRoles come through separate informers.
+    for granted, namespaced in ((rules, True), (cluster_rules, False)):
+        probe = next((r for r in granted or [] if checkable(r)), None)
+        if probe is not None:
+            wait_allowed(
+                identity,
+                probe["verbs"][0],
+                probe["apiGroups"][0],
+                probe["resources"][0],
+                namespaced=namespaced,
+            )
+    return identity
+
+
+def checkable(rule: dict[str, Any]) -> bool:
+    """Whether one access review can tell that ``rule`` is in effect: a resource rule with no
+    resource names and no wildcards."""
+    return (
+        bool(rule.get("resources") and rule.get("verbs") and rule.get("apiGroups"))
+        and not rule.get("resourceNames")
+        and "*" not in (rule["verbs"][0], rule["apiGroups"][0], rule["resources"][0])
+    )
 
 
 @pytest.fixture

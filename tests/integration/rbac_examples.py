@@ -14,15 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client
 
-from tests.cluster.fixtures import WorkbenchIdentity
-from tests.cluster.kubeapi import AdminApi, wait_for
+from tests.cluster.fixtures import WorkbenchIdentity, wait_allowed
+from tests.cluster.kubeapi import AdminApi
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "rbac"
 ROLE_FILE, CLUSTER_ROLE_FILE = "role.yaml", "clusterrole.yaml"
-RBAC_TIMEOUT = 30.0
 
 
 def example_objects(file: str, namespace: str, service_account: str) -> list[dict[str, Any]]:
@@ -67,44 +65,6 @@ def examples_applied(
         for obj in objects:
             if obj["kind"] == "ClusterRoleBinding":
                 admin.delete(obj)
-
-
-def allowed(
-    identity: WorkbenchIdentity, verb: str, group: str, resource: str, namespaced: bool = True
-) -> bool:
-    """The API server's verdict (SelfSubjectAccessReview as ``identity``)."""
-    resource, _, subresource = resource.partition("/")
-    attributes = client.V1ResourceAttributes(
-        verb=verb,
-        group=group,
-        resource=resource,
-        subresource=subresource or None,
-        namespace=identity.namespace if namespaced else None,
-    )
-    review = client.AuthorizationV1Api(identity.api_client()).create_self_subject_access_review(
-        client.V1SelfSubjectAccessReview(
-            spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=attributes)
-        )
-    )
-    return bool(review.status.allowed)
-
-
-def wait_allowed(
-    identity: WorkbenchIdentity,
-    verb: str,
-    group: str,
-    resource: str,
-    *,
-    namespaced: bool = True,
-    expected: bool = True,
-) -> None:
-    """Wait until the authorizer's verdict is ``expected`` (its RBAC informer lags writes by a
-    few milliseconds; no watch exists for a verdict)."""
-    wait_for(
-        lambda: allowed(identity, verb, group, resource, namespaced) is expected,
-        timeout=RBAC_TIMEOUT,
-        what=f"{verb} {resource}.{group} {'allowed' if expected else 'denied'}",
-    )
 
 
 def run_doctor(

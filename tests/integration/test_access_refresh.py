@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from tests.cluster.fixtures import WorkbenchIdentity
+from tests.cluster.fixtures import WorkbenchIdentity, wait_allowed
 from tests.integration.clusters_support import (
     call,
     create_suspended_raycluster,
@@ -25,7 +25,6 @@ from tests.integration.rbac_examples import (
     ROLE_FILE,
     example_objects,
     examples_applied,
-    wait_allowed,
 )
 
 pytestmark = pytest.mark.cluster

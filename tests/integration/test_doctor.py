@@ -13,6 +13,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from jupyter_dw.k8s.access import NEEDED_PERMISSIONS
+from tests.cluster.fixtures import wait_allowed
 from tests.cluster.kubeapi import FIELD_MANAGER, object_path
 from tests.integration.clusters_support import make_queue
 from tests.integration.rbac_examples import (
@@ -22,7 +23,6 @@ from tests.integration.rbac_examples import (
     doctor_json,
     examples_applied,
     run_doctor,
-    wait_allowed,
 )
 
 pytestmark = pytest.mark.cluster
