@@ -28,9 +28,9 @@ from collections.abc import Callable
 from typing import Any
 
 from jupyter_dw.core.cluster_results import ClusterInfo, PodInfo
-from jupyter_dw.core.feed import Cause, ClusterChanged, Snapshot, WorkloadChanged
 from jupyter_dw.core.feed_json import FeedState, message_from_json
-from jupyter_dw.core.queues import QueueList
+from jupyter_dw.core.feed_messages import Cause, ClusterChanged, Snapshot, WorkloadChanged
+from jupyter_dw.core.queue_results import QueueList
 from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.cluster_state import cluster_snapshot
 from jupyter_dw.domain.freshness import Freshness, WatchHealth

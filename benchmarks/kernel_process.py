@@ -75,7 +75,7 @@ async def kernel_process() -> None:
 def follow(runtime: Any, path: Path) -> Any:
     """Subscribe (on this loop) a view that writes each cluster, job and health message to
     ``path``; returns the unsubscribe function."""
-    from jupyter_dw.core.feed import ClusterChanged, HealthChanged, JobChanged
+    from jupyter_dw.core.feed_messages import ClusterChanged, HealthChanged, JobChanged
 
     out = path.open("a")
 

@@ -24,6 +24,7 @@ from ..domain.milestones import Milestone
 from ..domain.multikueue import Dispatcher, Placement
 from ..domain.priorities import PreemptedBy
 from ..domain.ray_auth import RayAuth
+from ..domain.scale_fit import ScaleFit
 from ..domain.slices import ScaleChange
 from ..domain.stop_record import StopRecord
 from ..domain.timeline import Timeline, cluster_timeline
@@ -447,3 +448,36 @@ class Deleted:
     def to_json(self) -> dict[str, Any]:
         """``{"name", "namespace", "deleted": true}``."""
         return {"name": self.name, "namespace": self.namespace, "deleted": True}
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    """A scale's answer: the cluster after the change (or as it is, for a dry run), the
+    scale-up's fit (None for a scale-down or a release), and whether anything changed."""
+
+    cluster: ClusterInfo
+    fit: ScaleFit | None
+    dry_run: bool
+    changed: bool
+
+    @property
+    def message(self) -> str:
+        """One sentence for a person: the fit's, or what was done."""
+        if self.fit is not None:
+            return self.fit.message
+        status = self.cluster.snapshot
+        if status.pinned_workers is None:
+            return (
+                f"The Ray autoscaler owns the size of {status.name} again "
+                f"({status.min_workers} to {status.max_workers} workers)."
+            )
+        return f"{status.name}: pinned at {status.pinned_workers} workers."
+
+    def to_json(self) -> dict[str, Any]:
+        """The REST ``ScaleResult`` shape."""
+        return {
+            "cluster": self.cluster.to_json(),
+            "fit": self.fit.to_json() if self.fit else None,
+            "dry_run": self.dry_run,
+            "changed": self.changed,
+        }

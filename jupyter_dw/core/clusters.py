@@ -6,16 +6,11 @@ every method blocks. What a request costs: docs/explanation/architecture.md.
 from __future__ import annotations
 
 import builtins  # in ClusterService, `list` is its method: the type is `builtins.list`
-import re
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
-
-if TYPE_CHECKING:
-    from .scaling import ScaleResult
 
 from ..domain.cluster_spec import (
     MAX_NAME_LENGTH,
@@ -29,6 +24,7 @@ from ..domain.cluster_state import ClusterSnapshot, cluster_snapshot
 from ..domain.fit import FITS_NOW, FitVerdict, PodSetRequest, assess_fit, pod_sets_for_spec
 from ..domain.fit_suggestion import Suggestion, suggest_workers
 from ..domain.freshness import WatchHealth
+from ..domain.idempotency import check_idempotency_key, new_idempotency_key
 from ..domain.idle_rule import RULE_OFF, IdleRule, IdleVerdict, judge, waiting_near
 from ..domain.kinds.rayjob import owning_rayjob
 from ..domain.kueue_model import ClusterQueueQuota, LocalQueueInfo, default_local_queue
@@ -66,12 +62,19 @@ from ..names import (
     RAY_NODE_TYPE_LABEL,
 )
 from .cluster_objects import kuberay_warnings, ray_cluster_by_uid, ray_pods, slices_of
-from .cluster_results import FIT_NAME, ClusterInfo, ClusterList, Deleted, FitResult, PodInfo
+from .cluster_results import (
+    FIT_NAME,
+    ClusterInfo,
+    ClusterList,
+    Deleted,
+    FitResult,
+    PodInfo,
+    ScaleResult,
+)
 from .elastic import ElasticSupport
 from .errors import (
     DWError,
     InvalidName,
-    InvalidRequest,
     InvalidSpec,
     KubeForbidden,
     KubeRejected,
@@ -89,31 +92,6 @@ Snapshot = tuple[Object, list[Object], ClusterSnapshot]
 
 CLUSTER_SOURCES = (RAY_CLUSTER.plural, WORKLOAD.plural, POD.plural)
 """The caches a cluster's state is read from."""
-
-IDEMPOTENCY_KEY_FIELD = "idempotency_key"
-"""The ``errors`` key of a malformed idempotency key (REST: the ``Idempotency-Key`` header)."""
-_IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
-
-
-def new_idempotency_key() -> str:
-    """A fresh key for one user action (a random UUID): made per click, kept for its retries."""
-    return str(uuid.uuid4())
-
-
-def check_idempotency_key(key: Any) -> str | None:
-    """``key`` if it can be an idempotency key (1 to 128 characters: letters, digits and
-    ``._:-``, as a UUID has), None if it is None or empty, else :class:`InvalidRequest`."""
-    if key is None or key == "":
-        return None
-    if isinstance(key, str) and _IDEMPOTENCY_KEY.fullmatch(key):
-        return key
-    problem = "must be 1 to 128 letters, digits or '._:-', starting with a letter or digit"
-    raise InvalidRequest(
-        "Invalid idempotency key",
-        problem,
-        "Send a fresh UUID per user action and the same one on its retries; nothing was created.",
-        {IDEMPOTENCY_KEY_FIELD: problem},
-    )
 
 
 def check_cluster_name(name: str) -> str:

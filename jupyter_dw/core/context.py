@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain.freshness import WatchHealth
+from ..domain.identity import Identity
 from ..domain.json_decode import decode_fields, decode_key
 from ..domain.spec_policy import PublishedPolicy, SpecPolicy
-from ..k8s.access import AccessResult, Identity
+from ..k8s.access import AccessResult
 from ..k8s.discovery import Discovery
 from ..k8s.elastic import NOT_PROBED, ElasticJobs
 from ..k8s.session import KubeSession

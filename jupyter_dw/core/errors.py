@@ -135,3 +135,14 @@ def _classes_by_code() -> dict[str, type[DWError]]:
         if cls.__module__.startswith(_SENT_FROM):
             found.update(dict.fromkeys(cls.codes, cls))
     return found
+
+
+def no_ray_client_on_worker(name: str, worker_cluster: str) -> RunsOnWorker:
+    """The refusal of a Ray Client address for cluster ``name``, which MultiKueue sent to
+    ``worker_cluster``: its head's address is that cluster's, unreachable from here."""
+    return RunsOnWorker(
+        f"Ray cluster {name} runs on worker cluster {worker_cluster}",
+        "its head is in that cluster: Ray Client reaches it only from there",
+        "Submit jobs instead (h.submit_job), through the worker's dashboard address if "
+        "an administrator set JupyterDW.multikueue_dashboard_url.",
+    )

@@ -22,7 +22,7 @@ from ..domain.workload_rows import QueueShown
 from ..domain.workloads import WorkloadInfo
 from .cluster_results import ClusterInfo
 from .errors import DWError, error_from_json
-from .feed import (
+from .feed_messages import (
     Cause,
     ClusterChanged,
     HealthChanged,
@@ -33,7 +33,7 @@ from .feed import (
     Snapshot,
     WorkloadChanged,
 )
-from .queues import QueueList
+from .queue_results import QueueList
 from .rows_feed import RowsChanged
 
 _TYPES = frozenset(

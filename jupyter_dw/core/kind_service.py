@@ -15,8 +15,6 @@ from typing import Any, Generic
 from ..domain.cluster_spec import REQUEST_ERROR_KEY, SpecError
 from ..domain.fit import PodSetRequest
 from ..domain.job_kind import Info, JobKind, MissingReference, QueueChoices, Request
-from ..domain.json_decode import DecodeError, decode_fields, decode_key
-from ..domain.kinds import KINDS
 from ..domain.kueue_model import default_local_queue
 from ..domain.workloads import is_replaced_slice
 from ..k8s.resources import Resource, by_kind, kind_resource
@@ -34,44 +32,12 @@ from .clusters import (
 )
 from .errors import InvalidName, InvalidSpec, KubeForbidden, KubeNotFound, KubeRejected
 from .job_environment import CoreEnvironment
-from .listing import ByName
+from .kind_results import JobList
 from .queue_state import QueueState, queue_state
 from .settings import refuse_writes
 from .workloads import WorkloadService
 
 Object = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class JobList(ByName[Info]):
-    """The ``GET <plural>`` answer: every job of one kind in ``namespace``, sorted by name."""
-
-    namespace: str
-    positions_visible: bool
-    jobs: tuple[Info, ...]
-    plural: str
-    """The kind's plural: the key of the jobs in :meth:`to_json` (``rayjobs``)."""
-
-    def _entries(self) -> tuple[Info, ...]:
-        return self.jobs
-
-    def to_json(self) -> dict[str, Any]:
-        """The REST shape."""
-        return {
-            "namespace": self.namespace,
-            "positions_visible": self.positions_visible,
-            self.plural: [j.to_json() for j in self.jobs],
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> JobList[Any]:
-        """What :meth:`to_json` made: the kind is the one whose plural keys the jobs."""
-        kind = next((k for k in KINDS if k.plural in data), None)
-        if kind is None:
-            plurals = ", ".join(k.plural for k in KINDS)
-            raise DecodeError(f"a job list has one of {plurals}")
-        jobs = decode_key(tuple[kind.record_type, ...], data, kind.plural)  # type: ignore[name-defined]
-        return decode_fields(cls, data, jobs=jobs, plural=kind.plural)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from ..names import CLIENT_PORT
 from ..ray_head.errors import ClusterNotReady, RayAuthRefused, RayError, RayTokenUnavailable
 from ..ray_head.jobs_api import RayJobsClient
 from .clusters import ClusterService, check_cluster_name
-from .errors import InvalidRequest, RunsOnWorker
+from .errors import InvalidRequest, no_ray_client_on_worker
 from .ray_token import ray_token
 
 ENDPOINT_TTL = 5.0
@@ -295,14 +295,3 @@ def _submission(request: Mapping[str, Any]) -> dict[str, Any]:
     if submission_id is not None:
         body["submission_id"] = check_job_id(submission_id)
     return body
-
-
-def no_ray_client_on_worker(name: str, worker_cluster: str) -> RunsOnWorker:
-    """The refusal of a Ray Client address for cluster ``name``, which MultiKueue sent to
-    ``worker_cluster``: its head's address is that cluster's, unreachable from here."""
-    return RunsOnWorker(
-        f"Ray cluster {name} runs on worker cluster {worker_cluster}",
-        "its head is in that cluster: Ray Client reaches it only from there",
-        "Submit jobs instead (h.submit_job), through the worker's dashboard address if "
-        "an administrator set JupyterDW.multikueue_dashboard_url.",
-    )

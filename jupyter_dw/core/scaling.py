@@ -20,7 +20,7 @@ from ..names import (
     PRIORITY_CLASS_LABEL,
 )
 from .cluster_objects import ray_pods
-from .cluster_results import ClusterInfo
+from .cluster_results import ScaleResult
 from .errors import InvalidRequest, InvalidScale, NotElastic
 from .queue_state import queue_state
 
@@ -30,39 +30,6 @@ if TYPE_CHECKING:
 Object = dict[str, Any]
 
 WORKERS_FIELD = "workers"
-
-
-@dataclass(frozen=True)
-class ScaleResult:
-    """A scale's answer: the cluster after the change (or as it is, for a dry run), the
-    scale-up's fit (None for a scale-down or a release), and whether anything changed."""
-
-    cluster: ClusterInfo
-    fit: ScaleFit | None
-    dry_run: bool
-    changed: bool
-
-    @property
-    def message(self) -> str:
-        """One sentence for a person: the fit's, or what was done."""
-        if self.fit is not None:
-            return self.fit.message
-        status = self.cluster.snapshot
-        if status.pinned_workers is None:
-            return (
-                f"The Ray autoscaler owns the size of {status.name} again "
-                f"({status.min_workers} to {status.max_workers} workers)."
-            )
-        return f"{status.name}: pinned at {status.pinned_workers} workers."
-
-    def to_json(self) -> dict[str, Any]:
-        """The REST ``ScaleResult`` shape."""
-        return {
-            "cluster": self.cluster.to_json(),
-            "fit": self.fit.to_json() if self.fit else None,
-            "dry_run": self.dry_run,
-            "changed": self.changed,
-        }
 
 
 def _escape(key: str) -> str:

@@ -27,9 +27,9 @@ from ..k8s.session import KubeSession
 from ..k8s.watch_events import DELETED
 from .cluster_objects import workloads_of_job
 from .errors import DWError, InvalidFilter
-from .listing import ByName
 from .positions import PositionBoard
 from .record_memo import RecordMemo
+from .workload_results import WorkloadList
 
 Object = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -56,36 +56,6 @@ def check_filters(queue: str | None, kind: str | None) -> None:
             "(kind=Job.batch, kind=RayCluster.ray.io).",
             errors,
         )
-
-
-@dataclass(frozen=True)
-class WorkloadList(ByName["WorkloadInfo"]):
-    """The ``GET workloads`` answer: the namespace's Workloads (those the filters ``queue`` and
-    ``kind`` let through), by queue, each queue's holding ones first, then the waiting ones in
-    Kueue's order. A sequence: iterate it, ``len()`` it, index it by position or name."""
-
-    namespace: str
-    positions_visible: bool
-    workloads: tuple[WorkloadInfo, ...]
-    queue: str | None = None
-    kind: str | None = None
-
-    def _entries(self) -> tuple[WorkloadInfo, ...]:
-        return self.workloads
-
-    def in_queue(self, queue: str) -> tuple[WorkloadInfo, ...]:
-        """The Workloads of LocalQueue ``queue``, in the list's order."""
-        return tuple(w for w in self.workloads if w.queue == queue)
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"namespace", "positions_visible", "queue", "kind", "workloads"}``."""
-        return {
-            "namespace": self.namespace,
-            "positions_visible": self.positions_visible,
-            "queue": self.queue,
-            "kind": self.kind,
-            "workloads": [w.to_json() for w in self.workloads],
-        }
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from jupyter_dw.domain.identity import Identity
 from jupyter_dw.domain.json_decode import decode_fields, decode_key
 from jupyter_dw.domain.rbac_rules import ResourceRule, rules_allow
 from jupyter_dw.names import qualified
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 _RBAC_DENIAL = re.compile(r'cannot (\S+) resource "([^"]+)" in API group "([^"]*)"')
 
 
@@ -316,33 +316,6 @@ def _review(api: KubeApi, namespace: str, permission: Permission) -> AccessResul
     status = review.get("status") or {}
     reason = status.get("reason") or status.get("evaluationError") or None
     return AccessResult(permission, bool(status.get("allowed")), reason)
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Who the API server thinks we are (SelfSubjectReview ``status.userInfo``)."""
-
-    username: str | None
-    groups: tuple[str, ...] = ()
-    uid: str | None = None
-
-    @property
-    def service_account(self) -> tuple[str, str] | None:
-        """``(namespace, name)`` when the identity is a service account."""
-        if self.username and self.username.startswith(SERVICE_ACCOUNT_PREFIX):
-            namespace, _, name = self.username[len(SERVICE_ACCOUNT_PREFIX) :].partition(":")
-            return namespace, name
-        return None
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"username", "groups", "kind", "service_account"}`` for ``GET context``."""
-        sa = self.service_account
-        return {
-            "username": self.username,
-            "groups": list(self.groups),
-            "kind": "ServiceAccount" if sa else ("User" if self.username else None),
-            "service_account": {"namespace": sa[0], "name": sa[1]} if sa else None,
-        }
 
 
 def who_am_i(api: KubeApi) -> Identity:

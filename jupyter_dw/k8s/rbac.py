@@ -10,7 +10,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .access import SERVICE_ACCOUNT_PREFIX, Identity, Permission
+from ..domain.identity import SERVICE_ACCOUNT_PREFIX, Identity
+from .access import Permission
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 RBAC_GROUP = "rbac.authorization.k8s.io"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from .access import AccessResult, Identity, Permission
+from ..domain.identity import Identity
+from .access import AccessResult, Permission
 from .auth import Credentials
 from .cache_set import CacheSet, Kind
 from .client import KubeApi

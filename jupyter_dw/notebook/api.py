@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..core.cluster_results import ClusterInfo, FitResult
+from ..core.cluster_results import ClusterInfo, FitResult, ScaleResult
 from ..core.errors import (
     DWError,
     InvalidScale,
@@ -23,11 +23,10 @@ from ..core.errors import (
     KubeUnreachable,
     NotElastic,
     NotInstalled,
+    no_ray_client_on_worker,
 )
-from ..core.queues import QueueList
-from ..core.ray_jobs import no_ray_client_on_worker
-from ..core.scaling import ScaleResult
-from ..core.workloads import WorkloadList
+from ..core.queue_results import QueueList
+from ..core.workload_results import WorkloadList
 from .job_waiting import wait_until
 from .jobs import RayJobHandle, list_jobs, submit_job
 from .kinds import calls_for

@@ -12,8 +12,8 @@ from html import escape
 from typing import Any
 
 from ..core.cluster_results import ClusterInfo, ClusterList, FitResult
-from ..core.queues import QueueList
-from ..core.workloads import WorkloadList
+from ..core.queue_results import QueueList
+from ..core.workload_results import WorkloadList
 from ..domain.cluster_state import AdmissionCheckStatus
 from ..domain.job_kind import JobInfo
 from ..domain.kueue_words import Summarized

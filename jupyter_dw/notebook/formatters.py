@@ -21,8 +21,8 @@ class HtmlFormatter(NamedTuple):
 
 
 HTML_FORMATTERS = (
-    HtmlFormatter("jupyter_dw.core.queues", "QueueList", ".display", "queues_html"),
-    HtmlFormatter("jupyter_dw.core.workloads", "WorkloadList", ".display", "workloads_html"),
+    HtmlFormatter("jupyter_dw.core.queue_results", "QueueList", ".display", "queues_html"),
+    HtmlFormatter("jupyter_dw.core.workload_results", "WorkloadList", ".display", "workloads_html"),
     HtmlFormatter("jupyter_dw.core.cluster_results", "ClusterList", ".display", "clusters_html"),
     HtmlFormatter("jupyter_dw.core.cluster_results", "ClusterInfo", ".display", "cluster_html"),
     HtmlFormatter("jupyter_dw.core.cluster_results", "FitResult", ".display", "fit_html"),

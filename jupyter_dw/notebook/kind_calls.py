@@ -7,14 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core.cluster_results import FitResult
-from ..core.kind_service import JobList, KindService
+from ..core.kind_results import JobList
 from ..domain.job_kind import JobKind
 from .job_waiting import JobHandle
 from .requests import create_with_key, request_body
 from .runtime import runtime
+
+if TYPE_CHECKING:
+    from ..core.kind_service import KindService
 
 Handle = TypeVar("Handle", bound=JobHandle)
 

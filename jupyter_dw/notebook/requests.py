@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ..core.clusters import new_idempotency_key
 from ..core.errors import InvalidSpec, KubeUnreachable
+from ..domain.idempotency import new_idempotency_key
 
 T = TypeVar("T")
 

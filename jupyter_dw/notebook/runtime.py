@@ -13,16 +13,21 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core.errors import DWError
-from ..core.feed import Change, ChangeFeed, Message
-from ..core.services import DWCore
+from ..core.feed_messages import Change, Message
 from ..core.settings import DWSettings, load_settings
 from ..domain.workload_rows import QueueShown
 from .server_core import ServerCore
 from .server_feed import ServerFeed
 from .server_link import CONNECT_GRACE, EventsFollow, ServerGone, ServerLink, find_link
+
+if TYPE_CHECKING:
+    # Imported when the kernel connects on its own (:meth:`KernelRuntime._own_core`): a
+    # kernel reading through its server never loads the Kubernetes layer.
+    from ..core.feed import ChangeFeed
+    from ..core.services import DWCore
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +114,7 @@ class KernelRuntime:
                 self._register_shutdown()
             core = self._core
         if isinstance(core, ServerCore):
-            return cast(DWCore, core)
+            return cast("DWCore", core)
         core.session.wait_ready()
         return core
 
@@ -131,6 +136,8 @@ class KernelRuntime:
         return self._own_core(settings)
 
     def _own_core(self, settings: DWSettings) -> DWCore:
+        from ..core.services import DWCore
+
         return DWCore.from_settings(settings, kernel_base_url() + "dw/ray", lazy_watches=True)
 
     def _server_gone(self, why: str) -> DWCore:
@@ -138,7 +145,7 @@ class KernelRuntime:
         and waits over. Returns the new core."""
         with self._lock:
             core = self._core
-            if isinstance(core, DWCore):
+            if core is not None and not isinstance(core, ServerCore):
                 return core
             close, self._events = self._events, None
             log.warning("jupyter_dw: %s; this kernel connects to Kubernetes on its own", why)
@@ -211,7 +218,7 @@ class KernelRuntime:
         """Call ``listener(...)`` (on another thread) after every change the watches see;
         what a wait wakes on. Returns a function that removes it."""
         core = self._core if self._core is not None else self.core
-        if isinstance(core, DWCore):
+        if not isinstance(core, ServerCore):
             return core.session.add_listener(listener)
         with self._lock:
             self._listeners.append(listener)
@@ -288,7 +295,7 @@ class KernelRuntime:
         """The own core's change feed, on its thread (once)."""
         with self._lock:
             core = self._core
-            if self._feed is not None or not isinstance(core, DWCore):
+            if self._feed is not None or core is None or isinstance(core, ServerCore):
                 return
             self._feed = core.change_feed()
             self._remove_listener = self._feed.listen(lambda *change: self._changes.put(change))

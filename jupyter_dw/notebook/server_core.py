@@ -1,25 +1,21 @@
 """The kernel's core when it reads through its Jupyter server: the same services, each method
-called on the server's core by name (:mod:`jupyter_dw.core.kernel_calls`) and its answer read
-back as the type the method declares. No cache, watch or session of its own.
+called on the server's core by name and its answer read back as the type
+:mod:`jupyter_dw.core.kernel_calls` declares for it. No cache, watch or session of its own,
+and none of the modules that make them: the Kubernetes layer is imported only if the server
+goes away and the kernel connects on its own.
 """
 
 from __future__ import annotations
 
-import importlib
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core.clusters import ClusterService
-from ..core.context import Identity
-from ..core.kernel_calls import KIND_PREFIX, allowed
-from ..core.kind_service import KindService
-from ..core.queues import QueueService
-from ..core.ray_jobs import RayJobService
-from ..core.workloads import WorkloadService
+from ..core.kernel_calls import KIND_PREFIX, allowed, calls_shape
 from ..domain.freshness import WatchHealth
+from ..domain.identity import Identity
 from ..domain.job_kind import Info
 from ..domain.json_decode import decode
 from ..domain.kinds import KINDS
@@ -30,26 +26,10 @@ if TYPE_CHECKING:
     from ..core.services import DWCore
 
 
-RESULT_MODULES = (
-    "jupyter_dw.core.cluster_results",
-    "jupyter_dw.core.scaling",
-    "jupyter_dw.core.kind_service",
-    "jupyter_dw.core.ray_jobs",
-    "jupyter_dw.domain.ray_jobs",
-)
-"""Where the result types live that a service names only for type checkers (imported under
-``TYPE_CHECKING`` to avoid an import cycle): they resolve its annotations here."""
-
-
 @cache
-def returns(owner: type, method: str) -> Any:
-    """What ``owner.method`` declares it returns (its string annotations resolved)."""
-    names: dict[str, Any] = {}
-    for module in RESULT_MODULES:
-        names.update(vars(importlib.import_module(module)))
-    function = getattr(owner, method)
-    module_names = vars(importlib.import_module(function.__module__))
-    return typing.get_type_hints(function, {**names, **module_names}).get("return", Any)
+def returns(shape: type, method: str) -> Any:
+    """What ``shape.method`` declares it returns (its string annotations resolved)."""
+    return typing.get_type_hints(getattr(shape, method)).get("return", Any)
 
 
 def _bound(hint: Any, types: dict[Any, Any]) -> Any:
@@ -87,19 +67,19 @@ class RemoteService:
         link: ServerLink,
         gone: Gone,
         service: str,
-        local: type,
         types: dict[Any, Any] | None = None,
     ) -> None:
         self._link = link
         self._gone = gone
         self._service = service
-        self._local = local
+        self._shape = calls_shape(service)
+        """The protocol that declares the service's calls: what each answer is read as."""
         self._types = types or {}
 
     def __getattr__(self, method: str) -> Callable[..., Any]:
         if method.startswith("_") or not allowed(self._service, method):
             raise AttributeError(f"{self._service}.{method} is not read through the server")
-        answer_type = _bound(returns(self._local, method), self._types)
+        answer_type = _bound(returns(self._shape, method), self._types)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
@@ -117,7 +97,7 @@ class RemoteWorkloads(RemoteService):
     """The Workloads service; which of them this identity made is asked once per listing."""
 
     def __init__(self, link: ServerLink, gone: Gone) -> None:
-        super().__init__(link, gone, "workloads", WorkloadService)
+        super().__init__(link, gone, "workloads")
         self._mine: dict[str, bool] = {}
 
     def follow_owners(self, timeout: float | None = None) -> None:
@@ -149,7 +129,7 @@ class RemoteSession:
     def __init__(
         self, link: ServerLink, gone: Gone, add_listener: Callable[..., Callable[[], None]]
     ) -> None:
-        self._remote = RemoteService(link, gone, "session", _SessionShape)
+        self._remote = RemoteService(link, gone, "session")
         self.add_listener = add_listener
         self._identity: Identity | None = None
 
@@ -177,21 +157,6 @@ class RemoteSession:
         return health
 
 
-class _SessionShape:
-    """The session methods a kernel reads through the server, with their types."""
-
-    def watch_health(self) -> WatchHealth:
-        raise NotImplementedError
-
-    def identity(self) -> Identity:
-        raise NotImplementedError
-
-
-class _CoreShape:
-    def context(self) -> dict[str, Any]:  # read as JSON: what dw.context() shows
-        raise NotImplementedError
-
-
 @dataclass(frozen=True)
 class ServerContext:
     """The server's ``GET context`` answer, as a kernel shows it."""
@@ -214,18 +179,18 @@ class ServerCore:
         gone: Gone,
     ) -> None:
         self.link = link
-        self.queues = RemoteService(link, gone, "queues", QueueService)
-        self.clusters = RemoteService(link, gone, "clusters", ClusterService)
+        self.queues = RemoteService(link, gone, "queues")
+        self.clusters = RemoteService(link, gone, "clusters")
         self.workloads = RemoteWorkloads(link, gone)
-        self.jobs = RemoteService(link, gone, "jobs", RayJobService)
+        self.jobs = RemoteService(link, gone, "jobs")
         self.session = RemoteSession(link, gone, add_listener)
         self._kinds = {
             kind.plural: RemoteService(
-                link, gone, KIND_PREFIX + kind.plural, KindService, {Info: kind.record_type}
+                link, gone, KIND_PREFIX + kind.plural, {Info: kind.record_type}
             )
             for kind in KINDS
         }
-        self._core = RemoteService(link, gone, "core", _CoreShape)
+        self._core = RemoteService(link, gone, "core")
 
     def kind(self, plural: str) -> RemoteService:
         """The service of the workload kind whose plural is ``plural``."""

@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..core.errors import DWError
-from ..core.feed import (
+from ..core.feed_json import FeedState, message_from_json
+from ..core.feed_messages import (
     Cause,
     ClusterChanged,
     HealthChanged,
@@ -20,7 +21,6 @@ from ..core.feed import (
     Snapshot,
     WorkloadChanged,
 )
-from ..core.feed_json import FeedState, message_from_json
 from ..core.rows_feed import RowsChanged
 from ..domain.json_decode import DecodeError
 from ..domain.kinds import KINDS

@@ -18,9 +18,8 @@ import ipywidgets as w
 from traitlets import Bool, Dict, Instance, Int, List, TraitType, Unicode
 
 from ..core.cluster_results import ClusterInfo, FitResult
-from ..core.clusters import new_idempotency_key
 from ..core.errors import DWError, InvalidRequest
-from ..core.feed import (
+from ..core.feed_messages import (
     ClusterChanged,
     HealthChanged,
     Message,
@@ -31,6 +30,7 @@ from ..core.feed import (
 from ..core.holdings import holdings
 from ..core.rows_feed import RowsChanged
 from ..domain.freshness import FRESH
+from ..domain.idempotency import new_idempotency_key
 from ..domain.spec_policy import SIZE_OF, SIZES, SpecPolicy
 from ..domain.workload_rows import QueueRows, QueueShown
 from .display import fit_html

@@ -21,7 +21,7 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..core.backlog import DEFAULT_LIMIT, ChangeBacklog
 from ..core.errors import DWError
-from ..core.feed import Message, PositionsChanged, Snapshot, WorkloadChanged
+from ..core.feed_messages import Message, PositionsChanged, Snapshot, WorkloadChanged
 from ..core.rows_feed import RowsFeed
 from ..domain.workloads import WorkloadInfo
 from .handlers import AUTH_RESOURCE, KernelAuthMixin

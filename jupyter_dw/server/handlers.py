@@ -26,8 +26,7 @@ from ..core.errors import DWError, InvalidRequest
 from .kernel_link import KERNEL_USER, KernelLink
 
 if TYPE_CHECKING:
-    from ..core.cluster_results import ClusterInfo
-    from ..core.scaling import ScaleResult
+    from ..core.cluster_results import ClusterInfo, ScaleResult
     from ..core.services import DWCore
 
 AUTH_RESOURCE = "jupyter_dw"

@@ -16,11 +16,11 @@ import pytest
 from jupyter_dw.core.cluster_results import ClusterInfo, ClusterList, Deleted, FitResult
 from jupyter_dw.core.context import SessionContext
 from jupyter_dw.core.errors import KubeNotFound, error_from_json
-from jupyter_dw.core.feed import ClusterChanged, JobChanged, QueuesChanged
 from jupyter_dw.core.feed_json import FeedState, message_from_json
-from jupyter_dw.core.kind_service import JobList
-from jupyter_dw.core.queues import QueueList
-from jupyter_dw.core.workloads import WorkloadList
+from jupyter_dw.core.feed_messages import ClusterChanged, JobChanged, QueuesChanged
+from jupyter_dw.core.kind_results import JobList
+from jupyter_dw.core.queue_results import QueueList
+from jupyter_dw.core.workload_results import WorkloadList
 from jupyter_dw.domain.json_decode import decode
 from jupyter_dw.domain.kinds.rayjob import RayJobInfo, ValidatedRayJob
 from tests.cluster.fixtures import WAIT_TIMEOUT

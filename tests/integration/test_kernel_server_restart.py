@@ -17,7 +17,7 @@ import pytest
 
 from benchmarks.workbench import JupyterServer, pod_environment
 from jupyter_dw._version import __version__
-from jupyter_dw.core.feed import ClusterChanged
+from jupyter_dw.core.feed_messages import ClusterChanged
 from jupyter_dw.core.settings import load_settings
 from jupyter_dw.names import KERNEL_LINK_ENV
 from jupyter_dw.notebook import server_link

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_dw.core.feed import ClusterChanged, QueuesChanged
+from jupyter_dw.core.feed_messages import ClusterChanged, QueuesChanged
 from jupyter_dw.domain.workload_rows import WORKLOADS_SHOWN
 from jupyter_dw.notebook.runtime import KernelRuntime
 from tests.cluster.fixtures import WAIT_TIMEOUT, KueueObjects, plain_workload, watch_until

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from jupyter_dw.core.queue_results import QueueList
 from jupyter_dw.core.queue_state import queue_state
-from jupyter_dw.core.queues import QueueList, QueueService
+from jupyter_dw.core.queues import QueueService
 from jupyter_dw.k8s.resources import (
     CLUSTER_QUEUE,
     COHORT,

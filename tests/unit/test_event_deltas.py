@@ -8,14 +8,10 @@ from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
-from jupyter_dw.core.feed import (
-    Cause,
-    ChangeFeed,
-    PositionsChanged,
-    QueuesChanged,
-    WorkloadChanged,
-)
-from jupyter_dw.core.queues import QueueList, QueueService
+from jupyter_dw.core.feed import ChangeFeed
+from jupyter_dw.core.feed_messages import Cause, PositionsChanged, QueuesChanged, WorkloadChanged
+from jupyter_dw.core.queue_results import QueueList
+from jupyter_dw.core.queues import QueueService
 from jupyter_dw.domain.priorities import PriorityClass
 from jupyter_dw.domain.quota import queue_summaries
 from jupyter_dw.domain.workloads import WorkloadInfo, workload_info

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from jupyter_dw.core.clusters import IDEMPOTENCY_KEY_FIELD, check_idempotency_key
+from jupyter_dw.domain.idempotency import IDEMPOTENCY_KEY_FIELD, check_idempotency_key
 from jupyter_dw.k8s.errors import InvalidRequest
 
 

@@ -14,7 +14,14 @@ from typing import Any, Literal
 
 import pytest
 
-from jupyter_dw.core.cluster_results import ClusterInfo, ClusterList, Deleted, FitResult, PodInfo
+from jupyter_dw.core.cluster_results import (
+    ClusterInfo,
+    ClusterList,
+    Deleted,
+    FitResult,
+    PodInfo,
+    ScaleResult,
+)
 from jupyter_dw.core.context import SessionContext
 from jupyter_dw.core.elastic import ASSUMED, AutoscalerQuota
 from jupyter_dw.core.errors import (
@@ -48,7 +55,13 @@ from jupyter_dw.core.errors import (
     _classes_by_code,
     error_from_json,
 )
-from jupyter_dw.core.feed import (
+from jupyter_dw.core.feed_json import (
+    FeedState,
+    apply_positions,
+    apply_queue_records,
+    message_from_json,
+)
+from jupyter_dw.core.feed_messages import (
     Cause,
     ClusterChanged,
     HealthChanged,
@@ -58,22 +71,16 @@ from jupyter_dw.core.feed import (
     Snapshot,
     WorkloadChanged,
 )
-from jupyter_dw.core.feed_json import (
-    FeedState,
-    apply_positions,
-    apply_queue_records,
-    message_from_json,
-)
 from jupyter_dw.core.kernel_calls import UnknownCall
-from jupyter_dw.core.kind_service import JobList
-from jupyter_dw.core.queues import QueueList
-from jupyter_dw.core.scaling import ScaleResult
-from jupyter_dw.core.workloads import WorkloadList
+from jupyter_dw.core.kind_results import JobList
+from jupyter_dw.core.queue_results import QueueList
+from jupyter_dw.core.workload_results import WorkloadList
 from jupyter_dw.domain.cluster_spec import ValidatedClusterSpec
 from jupyter_dw.domain.cluster_state import ClusterSnapshot, cluster_snapshot
 from jupyter_dw.domain.fit import assess_fit, pod_sets_for_spec
 from jupyter_dw.domain.fit_suggestion import suggest
 from jupyter_dw.domain.freshness import Freshness, WatchHealth
+from jupyter_dw.domain.identity import Identity
 from jupyter_dw.domain.idle_rule import judge
 from jupyter_dw.domain.json_decode import DecodeError, decode
 from jupyter_dw.domain.kinds import KINDS
@@ -98,7 +105,7 @@ from jupyter_dw.domain.usage import (
     pod_usages,
 )
 from jupyter_dw.domain.workloads import WorkloadInfo, workload_info
-from jupyter_dw.k8s.access import NEEDED_PERMISSIONS, AccessResult, Identity
+from jupyter_dw.k8s.access import NEEDED_PERMISSIONS, AccessResult
 from jupyter_dw.k8s.discovery import Discovery
 from jupyter_dw.k8s.elastic import ElasticJobs
 from jupyter_dw.k8s.errors import (

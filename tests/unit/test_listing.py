@@ -16,7 +16,7 @@ def test_an_empty_answer_is_an_empty_sequence_but_still_an_answer():
 
 
 def test_queues_iterate_count_and_look_up_by_name_or_position():
-    from jupyter_dw.core.queues import QueueList
+    from jupyter_dw.core.queue_results import QueueList
     from jupyter_dw.domain.quota import queue_summaries
     from tests.unit.test_fit import lq
 
@@ -39,7 +39,7 @@ def containers(value: object) -> list[object]:
 
 
 def test_queues_json_is_formatted_once_yet_every_call_gets_its_own_containers():
-    from jupyter_dw.core.queues import QueueList
+    from jupyter_dw.core.queue_results import QueueList
     from jupyter_dw.domain.quota import queue_summaries
     from tests.unit.test_quota import CPU, MEM, cq, lq
 
@@ -63,7 +63,7 @@ def test_queues_json_is_formatted_once_yet_every_call_gets_its_own_containers():
 
 
 def test_queues_json_reuses_what_was_formatted_for_an_equal_summary():
-    from jupyter_dw.core.queues import QueueList
+    from jupyter_dw.core.queue_results import QueueList
     from jupyter_dw.domain.quota import queue_summaries
     from tests.unit.test_quota import CPU, cq, lq
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from jupyter_dw.core.cluster_results import ClusterInfo
-from jupyter_dw.core.queues import QueueList
+from jupyter_dw.core.queue_results import QueueList
 from jupyter_dw.domain.cluster_state import cluster_snapshot
 from jupyter_dw.domain.kueue_model import ClusterQueueQuota, LocalQueueInfo
 from jupyter_dw.domain.multikueue import (

@@ -20,8 +20,8 @@ SHOW = """
 import json
 {setup}
 from jupyter_dw.core.cluster_results import ClusterInfo, ClusterList
-from jupyter_dw.core.queues import QueueList
-from jupyter_dw.core.workloads import WorkloadList
+from jupyter_dw.core.queue_results import QueueList
+from jupyter_dw.core.workload_results import WorkloadList
 from jupyter_dw.domain.cluster_state import cluster_snapshot
 from jupyter_dw.domain.kinds import TRAINJOB
 from jupyter_dw.domain.ray_jobs import JobList

@@ -10,7 +10,8 @@ from typing import Any
 import yaml
 
 from jupyter_dw.cli import example_rbac
-from jupyter_dw.k8s.access import NEEDED_PERMISSIONS, Identity, Permission
+from jupyter_dw.domain.identity import Identity
+from jupyter_dw.k8s.access import NEEDED_PERMISSIONS, Permission
 from jupyter_dw.k8s.rbac import Subject, render_rbac
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "rbac"

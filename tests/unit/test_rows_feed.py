@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from jupyter_dw.core.feed import Snapshot
 from jupyter_dw.core.feed_json import FeedState, message_from_json, snapshot_from_json
+from jupyter_dw.core.feed_messages import Snapshot
 from jupyter_dw.core.rows_feed import RowsChanged, RowsFeed
 from jupyter_dw.domain.json_decode import DecodeError
 from jupyter_dw.domain.workload_rows import (

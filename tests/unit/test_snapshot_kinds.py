@@ -3,7 +3,7 @@ plural, word, kind and group, and its jobs under its plural, as ``openapi.yaml``
 
 from __future__ import annotations
 
-from jupyter_dw.core.feed import Snapshot, kind_json
+from jupyter_dw.core.feed_messages import Snapshot, kind_json
 from jupyter_dw.domain.kinds import KINDS
 from tests.openapi_check import check_event
 
