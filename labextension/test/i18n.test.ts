@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 import { DeleteButton, QueuePosition } from '../src/components/card';
 import { WorkersView } from '../src/components/workers';
-import { TRANSLATION_DOMAIN, setTranslator } from '../src/i18n';
+import { TRANSLATION_DOMAIN, memoized, setTranslator } from '../src/i18n';
 import { Transition, noticesOf } from '../src/notices';
 import { cluster } from './fixtures';
 
@@ -106,5 +106,43 @@ describe('translations', () => {
       '<span>workers <strong data-workers-ready="2">2</strong>/2 ready · head ready</span>'
     );
     expect(readyNotices()).toEqual(['Ray cluster c is ready']);
+  });
+});
+
+describe('memoized translations', () => {
+  it('answers as the bundle does, asking it once per string and arguments', () => {
+    let calls = 0;
+    const counted: TranslationBundle = {
+      ...wrapped,
+      __: (msgid, ...args) => {
+        calls += 1;
+        return wrapped.__(msgid, ...args);
+      },
+      _n: (msgid, plural, n, ...args) => {
+        calls += 1;
+        return wrapped._n(msgid, plural, n, ...args);
+      }
+    };
+    const memo = memoized(counted);
+    expect(memo.__('queue %1', 'team')).toBe(wrapped.__('queue %1', 'team'));
+    expect(memo.__('queue %1', 'team')).toBe('«queue team»');
+    expect(calls).toBe(1);
+    expect(memo.__('queue %1', 'other')).toBe('«queue other»');
+    expect(memo._n('%1 worker', '%1 workers', 1, 1)).toBe(
+      wrapped._n('%1 worker', '%1 workers', 1, 1)
+    );
+    expect(memo._n('%1 worker', '%1 workers', 2, 2)).toBe(
+      wrapped._n('%1 worker', '%1 workers', 2, 2)
+    );
+    expect(calls).toBe(4);
+    // A number and the same digits as a string are different arguments.
+    memo.__('size %1', 1);
+    memo.__('size %1', '1');
+    expect(calls).toBe(6);
+    // Anything but plain values is passed through, every time.
+    const thing = { toString: () => 'x' };
+    memo.__('of %1', thing);
+    memo.__('of %1', thing);
+    expect(calls).toBe(8);
   });
 });

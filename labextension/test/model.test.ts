@@ -11,7 +11,8 @@ import type {
   TrainJob,
   KubeRayJobCreateRequest,
   KubeRayJobRequest,
-  Queues
+  Queues,
+  Workload
 } from '../src/api';
 import { DWRequestError } from '../src/api';
 import {
@@ -256,6 +257,54 @@ describe('events', () => {
       ['raycluster-a', 'admitted', null],
       ['second', 'queued', 0]
     ]);
+  });
+
+  it('regroups only the queues a Workload change touches, as grouping them all would', async () => {
+    const { model, sockets } = await started();
+    const names = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const records = new Map(
+      names.map((name, i) => [
+        name,
+        workload(name, { queue: i % 2 ? 'team' : 'other', position_in_local_queue: i })
+      ])
+    );
+    sockets[0].deliver({ ...snapshot([]), workloads: [...records.values()] } as EventMessage);
+    const untouched = model.workloadsIn('other');
+    const send = (name: string, record: Workload | null) => {
+      if (record === null) {
+        records.delete(name);
+      } else {
+        records.set(name, record);
+      }
+      sockets[0].deliver({
+        type: 'workload',
+        event: record === null ? 'DELETED' : 'MODIFIED',
+        name,
+        queue: record?.queue ?? null,
+        cause: { kind: 'Workload', name, event: 'MODIFIED' },
+        workload: record
+      });
+    };
+    send('b', { ...records.get('b')!, position_in_local_queue: 9 }); // moves back in team
+    expect(model.workloadsIn('other')).toBe(untouched); // its rows are not drawn again
+    send('d', { ...records.get('d')!, queue: 'third' }); // moves to a new queue
+    send('f', null); // gone
+    send('g', workload('g', { queue: 'other', quota_reserved: true, state: 'admitted' }));
+    send('a', { ...records.get('a')!, queue: 'team' });
+    send('c', null);
+    send('e', null);
+    send('g', null); // 'other' is empty now
+    // A second model, told the same records in one snapshot, groups them whole.
+    const again = await started();
+    again.sockets[0].deliver({ ...snapshot([]), workloads: [...records.values()] } as EventMessage);
+    for (const queue of ['team', 'other', 'third']) {
+      expect(model.workloadsIn(queue).map(w => w.name)).toEqual(
+        again.model.workloadsIn(queue).map(w => w.name)
+      );
+    }
+    expect(model.workloadQueues).toEqual(again.model.workloadQueues);
+    expect(model.workloadQueues).toEqual(['team', 'third']);
+    expect(model.workloadsIn('team').map(w => w.name)).toEqual(['a', 'b']);
   });
 
   it("replaces only a queue message's records, keeping the others' objects", async () => {
