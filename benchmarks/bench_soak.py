@@ -19,10 +19,11 @@ socket (the sidebar's). Then cycles until the time is up, each:
 
 Every 2nd cycle an events socket is opened once the cluster is ready and closed at the end of
 the next cycle; every 3rd a short-lived kernel process starts before the cycle and stops after
-it. In the first cycle past a third of the time the API server is stopped and started again
-once the cluster is ready, past two thirds Kueue; the loop waits for the views to be live
-again (a deadline, never a fixed sleep). REST calls answered 502/503/504 or not at all are
-retried until a deadline (counted).
+it. In the first cycle past a third of the time (of the first 30 minutes, in a longer run)
+the API server is stopped and started again once the cluster is ready, past two thirds Kueue:
+a longer run measures the trends after the restarts for longer. The loop waits for the views
+to be live again (a deadline, never a fixed sleep). REST calls answered 502/503/504 or not at
+all are retried until a deadline (counted).
 
 Measured:
 
@@ -93,6 +94,9 @@ VIEW_DEADLINE = 30.0
 SOCKET_EVERY, KERNEL_EVERY = 2, 3
 SETTLE = 60.0
 """Seconds after the last restart left out of the trends after the restarts."""
+RESTARTS_WITHIN = 30 * 60.0
+"""Seconds of a run its two restarts are placed in (at a third and two thirds of them, or of
+the whole run when it is shorter)."""
 WARMUP = 0.2
 """The share of the time left out of the trends (caches filling, first imports)."""
 TOKEN_ROTATION = 1800.0
@@ -379,9 +383,11 @@ class Soak:
         self.cycle_seconds.append(time.monotonic() - began)
 
     async def restart_when_due(self, index: int) -> None:
-        """The API server past a third of the time, Kueue past two thirds (once each)."""
+        """The API server past a third of the time, Kueue past two thirds (once each; of the
+        first :data:`RESTARTS_WITHIN` seconds of a longer run)."""
+        span = min(self.duration, RESTARTS_WITHIN)
         for component, share in (("kube-apiserver", 1 / 3), ("kueue", 2 / 3)):
-            if component not in self.restarts and self.elapsed >= share * self.duration:
+            if component not in self.restarts and self.elapsed >= share * span:
                 self.restarts[component] = await self.restart(component, index)
                 return
 
