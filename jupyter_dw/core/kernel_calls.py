@@ -28,8 +28,8 @@ KIND_PREFIX = "kind:"
 """``kind:<plural>`` names a workload kind's service (``kind:rayjobs``)."""
 
 # What a kernel may call, service by service: each method's signature as the core's service
-# has it (tests/unit/test_kernel_calls.py holds them equal). Declared here, apart from the
-# services, so that a kernel reading through its server reads each answer's type without
+# has it (tests/unit/test_server_core.py and mypy hold them equal). Declared here, apart from
+# the services, so that a kernel reading through its server reads each answer's type without
 # importing the services, and with them the Kubernetes client.
 
 
@@ -179,7 +179,9 @@ class UnknownCall(DWError, status=400, code="unknown_call"):
     jupyter_dw version: the versions are checked first, so this is a bug)."""
 
 
-def _target(core: DWCore, service: str) -> Any:
+def service_object(core: DWCore, service: str) -> Any:
+    """The object of ``core`` that answers what ``service`` names (a kernel's call on the
+    server, or on its own core once the server is gone); None for a name no kernel calls."""
     if service.startswith(KIND_PREFIX):
         try:
             return core.kind(service[len(KIND_PREFIX) :])
@@ -203,7 +205,7 @@ def kernel_call(
     """Run ``service.method(*args, **kwargs)`` on ``core`` (blocking, once its session is
     ready) and return its answer as JSON; DWErrors pass through. An attribute
     (``session.identity``) is read, not called."""
-    target = _target(core, service) if allowed(service, method) else None
+    target = service_object(core, service) if allowed(service, method) else None
     if target is None:
         raise UnknownCall(
             f"A kernel may not call {service}.{method}",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core.kernel_calls import KIND_PREFIX, allowed, calls_shape
+from ..core.kernel_calls import KIND_PREFIX, allowed, calls_shape, service_object
 from ..domain.freshness import WatchHealth
 from ..domain.identity import Identity
 from ..domain.job_kind import Info
@@ -51,13 +51,6 @@ Gone = Callable[[str], "DWCore"]
 """Called when the server is gone for good: the kernel's own core, which answers from then on."""
 
 
-def own_service(core: DWCore, service: str) -> Any:
-    """The own core's object that answers what ``service`` names on the server."""
-    if service.startswith(KIND_PREFIX):
-        return core.kind(service[len(KIND_PREFIX) :])
-    return core if service == "core" else getattr(core, service)
-
-
 class RemoteService:
     """One service of the server's core: ``service.method(...)`` for each allowed method.
     Once the server is gone, the same call goes to the kernel's own core."""
@@ -85,7 +78,7 @@ class RemoteService:
             try:
                 answer = self._link.call(self._service, method, list(args), kwargs)
             except ServerGone as err:
-                member = getattr(own_service(self._gone(str(err)), self._service), method)
+                member = getattr(service_object(self._gone(str(err)), self._service), method)
                 return member(*args, **kwargs) if callable(member) else member
             return decode(answer_type, answer)
 
