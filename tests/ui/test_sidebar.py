@@ -185,9 +185,12 @@ def test_sidebar_end_to_end(
     expect(first.locator(".jp-dw-workers")).to_have_text("workers 3/3 ready · head ready")
     expect(first.locator("[data-elastic]")).to_have_count(0)
     expect(first.get_by_role("group", name="Scale ui-first")).to_have_count(0)
+    # It fits, so Kueue may admit it before the panel draws its first state: the card is
+    # first drawn in whichever state before ready the feed brought, then turns ready live.
+    # (ui-second below, which must wait, is the one held to be seen queued.)
     states = page.evaluate("() => window.__dw.states['ui-first']")
-    assert states[0] in ("queued", "suspended"), states
-    assert states[-1] == "ready", states
+    assert states[0] in ("queued", "suspended", "admitted", "starting"), states
+    assert len(states) >= 2 and states[-1] == "ready", states
     ready = lab.api("GET", "clusters/ui-first")
     assert ready["state"] == "ready"
     # The timeline is the API's milestones, each with its time.
