@@ -553,6 +553,19 @@ async def watches_settled(soak: Soak, baseline: Counter[str]) -> Counter[str]:
 # -- the run -----------------------------------------------------------------------------------
 
 
+def memory_probe_environment(directory: Path, interval: float) -> dict[str, str]:
+    """What starts ``probe_site/sitecustomize.py`` in the server and the kernels: a snapshot
+    every ten samples."""
+    directory.mkdir(parents=True, exist_ok=True)
+    site = str(Path(__file__).with_name("probe_site"))
+    path = os.pathsep.join(p for p in (site, os.environ.get("PYTHONPATH", "")) if p)
+    return {
+        "PYTHONPATH": path,
+        "DW_MEMORY_PROBE": str(directory.resolve()),
+        "DW_MEMORY_PROBE_INTERVAL": str(interval * 10),
+    }
+
+
 async def setup(args: argparse.Namespace, directory: Path) -> Soak:
     """The plane, the namespace and its queue, the workbench's server and long-lived views."""
     plane, state, kube, version = audited_plane(args.cluster_dir, directory)
@@ -565,6 +578,8 @@ async def setup(args: argparse.Namespace, directory: Path) -> Soak:
     )
     runtime_dir = directory / "runtime"
     environ = {**pod_environment(identity), "JUPYTER_RUNTIME_DIR": str(runtime_dir)}
+    if args.memory_probe:
+        environ.update(memory_probe_environment(Path(args.memory_probe), args.interval))
     flags = (f"--JupyterDW.service_account_dir={identity.service_account_dir}",)
     server = JupyterServer(directory, environ, extra_args=flags)
     await asyncio.to_thread(server.wait_answer, "dw/api/queues", 200, STEP_TIMEOUT)
@@ -717,6 +732,12 @@ def main() -> None:
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--cluster-dir", help="reuse or keep an audited control plane here")
     parser.add_argument("--smoke", action="store_true", help="2 minutes: every figure measured")
+    parser.add_argument(
+        "--memory-probe",
+        metavar="DIR",
+        help="trace the server's and kernels' allocations into DIR (a diagnosis: slows them; "
+        "compare with benchmarks/memory_diff.py)",
+    )
     args = parser.parse_args()
     if args.smoke:
         args.minutes, args.interval = 2.0, 2.0

@@ -53,6 +53,11 @@ class _Answer(BaseHTTPRequestHandler):
 @pytest.fixture
 def gateway() -> Iterator[Gateway]:
     server = Gateway(("127.0.0.1", 0), _Answer)
+    # Never an accept() that waits for good: one that found no connection waiting after the
+    # selector said there was one held serve_forever, and with it shutdown() in teardown (a
+    # run hung here). socketserver takes the timeout as "none yet"; the accepted sockets
+    # are blocking as before (socket.accept makes them so).
+    server.socket.settimeout(1.0)
     server.seen = []
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
