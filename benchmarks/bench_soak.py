@@ -553,6 +553,14 @@ async def watches_settled(soak: Soak, baseline: Counter[str]) -> Counter[str]:
 # -- the run -----------------------------------------------------------------------------------
 
 
+def environment_setting(text: str) -> tuple[str, str]:
+    """``NAME=VALUE`` of ``--env``."""
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
 def memory_probe_environment(directory: Path, interval: float) -> dict[str, str]:
     """What starts ``probe_site/sitecustomize.py`` in the server and the kernels: a snapshot
     every ten samples."""
@@ -578,6 +586,7 @@ async def setup(args: argparse.Namespace, directory: Path) -> Soak:
     )
     runtime_dir = directory / "runtime"
     environ = {**pod_environment(identity), "JUPYTER_RUNTIME_DIR": str(runtime_dir)}
+    environ.update(args.env)
     if args.memory_probe:
         environ.update(memory_probe_environment(Path(args.memory_probe), args.interval))
     flags = (f"--JupyterDW.service_account_dir={identity.service_account_dir}",)
@@ -625,7 +634,11 @@ async def measure(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
     load_before = os.getloadavg()
     soak = await setup(args, directory)
     soak.duration = args.minutes * 60
-    results: dict[str, Any] = {"minutes": args.minutes, "interval_seconds": args.interval}
+    results: dict[str, Any] = {
+        "minutes": args.minutes,
+        "interval_seconds": args.interval,
+        "environment": dict(args.env),
+    }
     try:
         baseline = await run_loop(soak, args.interval)
         end_watches = await watches_settled(soak, baseline["server"])
@@ -732,6 +745,15 @@ def main() -> None:
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--cluster-dir", help="reuse or keep an audited control plane here")
     parser.add_argument("--smoke", action="store_true", help="2 minutes: every figure measured")
+    parser.add_argument(
+        "--env",
+        action="append",
+        type=environment_setting,
+        default=[],
+        metavar="NAME=VALUE",
+        help="set in the server's and the kernels' environment (e.g. MALLOC_ARENA_MAX=2); "
+        "repeatable, recorded with the figures",
+    )
     parser.add_argument(
         "--memory-probe",
         metavar="DIR",

@@ -354,18 +354,34 @@ def _soak(what: Result) -> str:
     f = what["figures"]
     warmup = f["warmup_seconds"] / 60
     calm = f.get("series_after_restarts")
-    after = f" | slope per hour from {calm['since_seconds'] / 60:.0f} min (after the restarts)"
+    since = f"from {calm['since_seconds'] / 60:.0f} min (after the restarts)" if calm else ""
+    after = (
+        f" | slope per hour {since} | median slope per hour {since} | largest rise between "
+        "two samples (at)"
+    )
     rows = [
         f"| after the warm-up ({warmup:g} of {f['seconds'] / 60:.0f} min, a sample every "
         f"{f['interval_seconds']:g} s) | start (the baseline) | end | max | slope per hour "
         f"(± standard error){after if calm else ''} |",
-        "| --- | --- | --- | --- | --- |" + (" --- |" if calm else ""),
+        "| --- | --- | --- | --- | --- |" + (" --- | --- | --- |" if calm else ""),
     ]
     for name, (title, form) in SOAK_SERIES.items():
         t = f["series"][name]
         cells = [form.format(t[k]) for k in ("start", "end", "max")] + [_slope(t)]
         if calm:
-            cells.append(_slope(calm[name]))
+            c = calm[name]
+            cells.append(_slope(c))
+            # Runs measured before the median slope and the rise were kept have neither.
+            median = c.get("median_slope_per_hour")
+            cells.append("" if median is None else f"{median:+.3g}")
+            rise, at = c.get("largest_rise"), c.get("largest_rise_at_seconds")
+            cells.append(
+                ""
+                if rise is None
+                else "none"
+                if at is None
+                else f"{form.format(rise)} ({at / 60:.0f} min)"
+            )
         rows.append(f"| {title} | {' | '.join(cells)} |")
     views, watches, left = f["views"], f["watches"], f["left_behind"]
     restarts = "; ".join(

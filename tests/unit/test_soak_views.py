@@ -107,6 +107,26 @@ def test_a_trend_after_the_warm_up() -> None:
     assert flat["slope_per_hour"] == 0.0 and flat["start"] == flat["end"] == 20.0
 
 
+def test_one_step_is_told_from_a_climb() -> None:
+    # Flat at 45 MiB for 34 minutes, one rise of 1.8 MiB, flat again: least squares reads a
+    # climb; the median slope stays near zero and the rise is named, with when.
+    points = [(t * 10.0, 45.0 + (1.8 if t * 10.0 >= 2040 else 0.0)) for t in range(330)]
+    stepped = trend(points)
+    assert stepped["slope_per_hour"] > 1.0
+    assert stepped["median_slope_per_hour"] == pytest.approx(0.0, abs=1e-9)
+    assert stepped["largest_rise"] == pytest.approx(1.8)
+    assert stepped["largest_rise_at_seconds"] == 2040.0
+    # A steady climb of the same total: both estimators see it, and no rise stands out.
+    climbing = trend([(t * 10.0, 45.0 + 1.8 * t / 329) for t in range(330)])
+    assert climbing["median_slope_per_hour"] == pytest.approx(climbing["slope_per_hour"], rel=1e-3)
+    assert climbing["largest_rise"] == pytest.approx(1.8 / 329, abs=1e-3)  # rounded to 0.001
+
+
+def test_a_series_that_never_rose_has_no_rise() -> None:
+    falling = trend([(t * 60.0, 50.0 - t) for t in range(10)])
+    assert falling["largest_rise"] == 0.0 and falling["largest_rise_at_seconds"] is None
+
+
 def test_noise_around_a_flat_line_is_within_it() -> None:
     noisy = trend([(t * 60.0, 50.0 + (1 if t % 2 else -1)) for t in range(30)])
     assert noisy["within_noise"] and noisy["slope_se"] is not None
