@@ -39,7 +39,9 @@ export function timelineCaption(bar: ITimelineBar): string | null {
   if (bar.ending) {
     return bar.ending;
   }
-  if (bar.segments.length > 0 && bar.segments.every(s => s.done) && bar.total > 0) {
+  // Every span done and timed: how long it took, "0s" included (a cluster whose milestones
+  // fell in one second started in 0s; a test bed saw it). A span of unknown length: nothing.
+  if (bar.segments.length > 0 && bar.segments.every(s => s.done && s.seconds !== null)) {
     return dwTrans().__('started in %1', durationText(bar.total));
   }
   return null;
