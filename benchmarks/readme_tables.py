@@ -373,7 +373,7 @@ def _soak(what: Result) -> str:
             cells.append(_slope(c))
             # Runs measured before the median slope and the rise were kept have neither.
             median = c.get("median_slope_per_hour")
-            cells.append("" if median is None else f"{median:+.3g}")
+            cells.append("" if median is None else f"{median:+.3g}" if median else "0")
             rise, at = c.get("largest_rise"), c.get("largest_rise_at_seconds")
             cells.append(
                 ""
