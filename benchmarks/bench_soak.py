@@ -588,7 +588,8 @@ async def setup(args: argparse.Namespace, directory: Path) -> Soak:
     environ = {**pod_environment(identity), "JUPYTER_RUNTIME_DIR": str(runtime_dir)}
     environ.update(args.env)
     if args.memory_probe:
-        environ.update(memory_probe_environment(Path(args.memory_probe), args.interval))
+        probe = memory_probe_environment(Path(args.memory_probe), args.interval)
+        environ.update(probe, DW_MEMORY_PROBE_TRACE="0" if args.untraced else "1")
     flags = (f"--JupyterDW.service_account_dir={identity.service_account_dir}",)
     server = JupyterServer(directory, environ, extra_args=flags)
     await asyncio.to_thread(server.wait_answer, "dw/api/queues", 200, STEP_TIMEOUT)
@@ -759,6 +760,12 @@ def main() -> None:
         metavar="DIR",
         help="trace the server's and kernels' allocations into DIR (a diagnosis: slows them; "
         "compare with benchmarks/memory_diff.py)",
+    )
+    parser.add_argument(
+        "--untraced",
+        action="store_true",
+        help="with --memory-probe: counts, largest containers and pymalloc arenas only, no "
+        "tracemalloc (a run at full speed, long enough for what comes late)",
     )
     args = parser.parse_args()
     if args.smoke:

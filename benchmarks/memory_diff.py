@@ -29,14 +29,32 @@ def probes(directory: Path) -> dict[str, list[Path]]:
 
 
 def diff(first: Path, last: Path, top: int) -> None:
+    """What grew from probe ``first`` to probe ``last`` (stems) of one process."""
     before, after = (json.loads(s.with_suffix(".json").read_text()) for s in (first, last))
     hours = (after["time"] - before["time"]) / 3600
     print(" ".join(Path(a).name for a in after["argv"][:3]))
+    traced = (
+        f", traced {before['traced_mib']:.2f} → {after['traced_mib']:.2f} MiB"
+        if after.get("traced_mib") is not None
+        else ""
+    )
     print(
         f"  {first.name} → {last.name} ({hours * 60:.1f} min): "
-        f"RSS {before['rss_mib']:.1f} → {after['rss_mib']:.1f} MiB, "
-        f"traced {before['traced_mib']:.2f} → {after['traced_mib']:.2f} MiB"
+        f"RSS {before['rss_mib']:.1f} → {after['rss_mib']:.1f} MiB{traced}"
     )
+    # Probes of the first version had neither.
+    for key, value in after.get("pymalloc", {}).items():
+        print(f"  pymalloc {key}: {before.get('pymalloc', {}).get(key)} → {value}")
+    lengths = {(c["type"], tuple(c["sample"])): c["length"] for c in before.get("largest", [])}
+    for container in after.get("largest", [])[:top]:
+        was = lengths.get((container["type"], tuple(container["sample"])))
+        print(
+            f"  {container['type']} of {was if was is not None else '?'} → "
+            f"{container['length']}: {', '.join(container['sample'])}"
+        )
+    if not first.with_suffix(".snap").exists() or not last.with_suffix(".snap").exists():
+        _objects(before, after, top)
+        return
     filters = [tracemalloc.Filter(False, pattern) for pattern in IGNORED]
     old, new = (
         tracemalloc.Snapshot.load(str(s.with_suffix(".snap"))).filter_traces(filters)
@@ -48,6 +66,11 @@ def diff(first: Path, last: Path, top: int) -> None:
         print(f"  +{stat.size_diff / 1024:.1f} KiB in {stat.count_diff:+d} blocks")
         for line in stat.traceback.format(limit=6, most_recent_first=True):
             print("     ", line)
+    _objects(before, after, top)
+
+
+def _objects(before: dict, after: dict, top: int) -> None:
+    """The object types whose counts grew most."""
     grown = {
         name: count - before["objects"].get(name, 0)
         for name, count in after["objects"].items()

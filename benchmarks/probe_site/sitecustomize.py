@@ -1,22 +1,31 @@
 """The soak's memory probe (``bench_soak --memory-probe DIR``), loaded by every Python process
 started with this directory on ``PYTHONPATH`` and ``DW_MEMORY_PROBE=DIR`` set: the Jupyter
-server and the kernels. It traces allocations (``tracemalloc``, 12 frames) and, every
-``DW_MEMORY_PROBE_INTERVAL`` s, writes a snapshot (``<pid>-<n>.snap``) and the process's
-object counts by type with its RSS (``<pid>-<n>.json``), for ``benchmarks/memory_diff.py``.
+server and the kernels. Every ``DW_MEMORY_PROBE_INTERVAL`` s it writes ``<pid>-<n>.json``: the
+RSS, the object counts by type, the largest dicts, lists and sets (with a few of their keys),
+and pymalloc's arenas (``sys._debugmallocstats``); and, unless ``DW_MEMORY_PROBE_TRACE=0``,
+a ``tracemalloc`` snapshot (12 frames) as ``<pid>-<n>.snap``, for
+``benchmarks/memory_diff.py``.
 
 A diagnosis, not a figure: tracing doubles a process's memory and slows it, so a soak run
-with the probe is never the one whose slopes the README gives. Self-contained on purpose
-(it runs before anything else is importable).
+with the probe is never the one whose slopes the README gives (without tracing, a probe
+costs a walk over the objects, a few hundred milliseconds, every ten samples).
+Self-contained on purpose (it runs before anything else is importable).
 """
 
 import gc
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
 import tracemalloc
 from collections import Counter
+
+LARGEST = 20
+"""Containers listed per probe (the longest)."""
+LONG = 1000
+"""A container shorter than this is never listed."""
 
 
 def _rss_mib() -> float:
@@ -27,35 +36,79 @@ def _rss_mib() -> float:
     return 0.0
 
 
-def _probe(directory: str, interval: float) -> None:
+def _largest(objects: list) -> list:
+    """The longest dicts, lists and sets: type, length, the first few keys or items. Among the
+    objects' referents too: a dict of strings and numbers only is not tracked by gc."""
+    found = {}
+    for o in objects:
+        for candidate in (o, *gc.get_referents(o)):
+            if type(candidate) in (dict, list, set) and len(candidate) >= LONG:
+                found[id(candidate)] = candidate
+    longest = sorted(found.values(), key=len, reverse=True)
+    return [
+        {
+            "type": type(o).__name__,
+            "length": len(o),
+            "sample": [repr(item)[:80] for item in list(o)[:3]],
+        }
+        for o in longest[:LARGEST]
+    ]
+
+
+def _pymalloc() -> dict:
+    """pymalloc's arenas now and at most, from ``sys._debugmallocstats`` (C writes it to fd 2,
+    so fd 2 points at a file meanwhile: another thread's line to stderr would go there too)."""
+    with tempfile.TemporaryFile("w+") as out:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        stats = {}
+        for line in out:
+            for key in ("arenas allocated current", "arenas highwater mark", "Total"):
+                if line.lstrip("# ").startswith(key):
+                    stats[key] = line.rsplit("=", 1)[-1].strip().replace(",", "")
+        return stats
+
+
+def _probe(directory: str, interval: float, traced: bool) -> None:
     index = 0
     while True:
         time.sleep(interval)
         stem = os.path.join(directory, f"{os.getpid()}-{index:03d}")
-        tracemalloc.take_snapshot().dump(stem + ".snap")
+        if traced:
+            tracemalloc.take_snapshot().dump(stem + ".snap")
+        objects = gc.get_objects()
         # f-strings: a type's __module__ may be a descriptor, not a string.
-        counts = Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.get_objects())
-        traced = tracemalloc.get_traced_memory()[0]
+        counts = Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in objects)
+        record = {
+            "argv": sys.argv,
+            "time": time.time(),
+            "rss_mib": _rss_mib(),
+            "traced_mib": tracemalloc.get_traced_memory()[0] / 2**20 if traced else None,
+            "pymalloc": _pymalloc(),
+            "largest": _largest(objects),
+            "objects": dict(counts.most_common(400)),
+        }
+        del objects
         with open(stem + ".json", "w") as out:
-            json.dump(
-                {
-                    "argv": sys.argv,
-                    "time": time.time(),
-                    "rss_mib": _rss_mib(),
-                    "traced_mib": traced / 2**20,
-                    "objects": dict(counts.most_common(400)),
-                },
-                out,
-            )
+            json.dump(record, out)
         index += 1
 
 
 _directory = os.environ.get("DW_MEMORY_PROBE")
 if _directory:
-    tracemalloc.start(12)
+    _traced = os.environ.get("DW_MEMORY_PROBE_TRACE", "1") != "0"
+    if _traced:
+        tracemalloc.start(12)
     threading.Thread(
         target=_probe,
-        args=(_directory, float(os.environ.get("DW_MEMORY_PROBE_INTERVAL", "120"))),
+        args=(_directory, float(os.environ.get("DW_MEMORY_PROBE_INTERVAL", "120")), _traced),
         name="memory-probe",
         daemon=True,
     ).start()
