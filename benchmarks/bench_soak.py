@@ -561,9 +561,9 @@ def environment_setting(text: str) -> tuple[str, str]:
     return name, value
 
 
-def memory_probe_environment(directory: Path, interval: float) -> dict[str, str]:
-    """What starts ``probe_site/sitecustomize.py`` in the server and the kernels: a snapshot
-    every ten samples."""
+def memory_probe_environment(directory: Path, interval: float, traced: bool) -> dict[str, str]:
+    """What starts ``probe_site/sitecustomize.py`` in the server and the kernels: a probe
+    every ten samples (with a tracemalloc snapshot when ``traced``)."""
     directory.mkdir(parents=True, exist_ok=True)
     site = str(Path(__file__).with_name("probe_site"))
     path = os.pathsep.join(p for p in (site, os.environ.get("PYTHONPATH", "")) if p)
@@ -571,6 +571,7 @@ def memory_probe_environment(directory: Path, interval: float) -> dict[str, str]
         "PYTHONPATH": path,
         "DW_MEMORY_PROBE": str(directory.resolve()),
         "DW_MEMORY_PROBE_INTERVAL": str(interval * 10),
+        "DW_MEMORY_PROBE_TRACE": "1" if traced else "0",
     }
 
 
@@ -588,8 +589,9 @@ async def setup(args: argparse.Namespace, directory: Path) -> Soak:
     environ = {**pod_environment(identity), "JUPYTER_RUNTIME_DIR": str(runtime_dir)}
     environ.update(args.env)
     if args.memory_probe:
-        probe = memory_probe_environment(Path(args.memory_probe), args.interval)
-        environ.update(probe, DW_MEMORY_PROBE_TRACE="0" if args.untraced else "1")
+        environ.update(
+            memory_probe_environment(Path(args.memory_probe), args.interval, not args.untraced)
+        )
     flags = (f"--JupyterDW.service_account_dir={identity.service_account_dir}",)
     server = JupyterServer(directory, environ, extra_args=flags)
     await asyncio.to_thread(server.wait_answer, "dw/api/queues", 200, STEP_TIMEOUT)

@@ -340,6 +340,14 @@ def _slope(t: Result) -> str:
     return f"{t['slope_per_hour']:+.3g}{se}{noise}"
 
 
+def _rise(t: Result, form: str) -> str:
+    """A trend's largest rise between two samples, with when ("none": it never rose)."""
+    rise, at = t.get("largest_rise"), t.get("largest_rise_at_seconds")
+    if rise is None:  # runs measured before the rise was kept
+        return ""
+    return "none" if at is None else f"{form.format(rise)} ({at / 60:.0f} min)"
+
+
 SOAK_SERIES = {
     "server_rss_mib": ("the Jupyter server: RSS (MiB)", "{:,.1f}"),
     "server_threads": ("… threads", "{:,.0f}"),
@@ -354,15 +362,17 @@ def _soak(what: Result) -> str:
     f = what["figures"]
     warmup = f["warmup_seconds"] / 60
     calm = f.get("series_after_restarts")
-    since = f"from {calm['since_seconds'] / 60:.0f} min (after the restarts)" if calm else ""
-    after = (
-        f" | slope per hour {since} | median slope per hour {since} | largest rise between "
-        "two samples (at)"
-    )
+    after = ""
+    if calm:
+        since = f"from {calm['since_seconds'] / 60:.0f} min (after the restarts)"
+        after = (
+            f" | slope per hour {since} | median slope per hour {since} | largest rise between "
+            "two samples (at)"
+        )
     rows = [
         f"| after the warm-up ({warmup:g} of {f['seconds'] / 60:.0f} min, a sample every "
         f"{f['interval_seconds']:g} s) | start (the baseline) | end | max | slope per hour "
-        f"(± standard error){after if calm else ''} |",
+        f"(± standard error){after} |",
         "| --- | --- | --- | --- | --- |" + (" --- | --- | --- |" if calm else ""),
     ]
     for name, (title, form) in SOAK_SERIES.items():
@@ -374,14 +384,7 @@ def _soak(what: Result) -> str:
             # Runs measured before the median slope and the rise were kept have neither.
             median = c.get("median_slope_per_hour")
             cells.append("" if median is None else f"{median:+.3g}" if median else "0")
-            rise, at = c.get("largest_rise"), c.get("largest_rise_at_seconds")
-            cells.append(
-                ""
-                if rise is None
-                else "none"
-                if at is None
-                else f"{form.format(rise)} ({at / 60:.0f} min)"
-            )
+            cells.append(_rise(c, form))
         rows.append(f"| {title} | {' | '.join(cells)} |")
     views, watches, left = f["views"], f["watches"], f["left_behind"]
     restarts = "; ".join(

@@ -70,7 +70,7 @@ def _pymalloc() -> dict:
         out.seek(0)
         stats = {}
         for line in out:
-            for key in ("arenas allocated current", "arenas highwater mark", "Total"):
+            for key in ("arenas allocated current", "arenas highwater mark"):
                 if line.lstrip("# ").startswith(key):
                     stats[key] = line.rsplit("=", 1)[-1].strip().replace(",", "")
         return stats
