@@ -36,6 +36,7 @@ from jupyter_dw.names import (
     AUTOSCALING_MIN_ANNOTATION,
     DASHBOARD_PORT,
     ELASTIC_JOB_ANNOTATION,
+    ELASTIC_JOB_SCHEDULING_GATE,
     JOB_UID_LABEL,
     QUEUE_LABEL,
     RAY_NODE_TYPE_LABEL,
@@ -428,6 +429,22 @@ def live_worker_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any
     ]
 
 
+def _past_the_gate(workers: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The worker pods Kueue let through: a pod still behind its elastic-job gate never ran and
+    holds no quota, so it is never one a scale-down removes. It is also how a scale-up first
+    shows itself: KubeRay makes the new pods (gated) from the raised ``replicas``, and the pods'
+    watch may tell of them before the RayCluster's does (a CI run saw "scaling down 5 → 4"
+    for a person's 4 → 6 that way)."""
+    return [
+        pod
+        for pod in workers
+        if not any(
+            _map(gate).get("name") == ELASTIC_JOB_SCHEDULING_GATE
+            for gate in _map(pod.get("spec")).get("schedulingGates") or ()
+        )
+    ]
+
+
 def _scale(
     chain: SliceChain,
     facts: _Facts,
@@ -439,7 +456,9 @@ def _scale(
         chain,
         workers_desired=facts.workers_desired,
         # Pods not readable: the running count is unknown, never a scale-down.
-        workers_running=len(live_worker_pods(pods)) if pods else facts.workers_desired,
+        workers_running=len(_past_the_gate(live_worker_pods(pods)))
+        if pods
+        else facts.workers_desired,
         workers_ready=facts.workers_ready,
         pinned_workers=size.pinned,
         pending_entry=pending,

@@ -256,7 +256,8 @@ def scale_change(
     """The change of size in flight, or None when the cluster is at the size it asks for.
 
     ``workers_desired`` is what the RayCluster asks for now (its ``replicas``),
-    ``workers_running`` its worker pods not being deleted, ``workers_ready`` those ready.
+    ``workers_running`` its worker pods not being deleted and past Kueue's elastic-job gate,
+    ``workers_ready`` those ready.
     ``pending_entry`` is the pending slice's item from the visibility API (its positions).
 
     - ``queued``: a scale-up's slice waits for quota (Kueue's words from its

@@ -193,6 +193,24 @@ def test_a_scale_down_is_in_flight_until_the_extra_pods_are_gone():
     assert gone.scale is None and gone.state == "ready"
 
 
+def test_gated_pods_are_never_a_scale_down():
+    # A person asks for 6: KubeRay makes the 5th pod (gated) and the pods' watch tells of it
+    # before the RayCluster's (still at 4 replicas, no pin): no "scaling down 5 -> 4".
+    pods = [worker_pod(f"w{i}") for i in range(4)] + [worker_pod("w4", gated=True)]
+    early = cluster_snapshot(ready(elastic_cluster(4), 4), slices=[FIRST], pods=pods)
+    assert early.scale is None and early.state == "ready"
+    # Pinned back to 4 while the slice for 6 waited: the gated pods go, 4 workers are held.
+    back = cluster_snapshot(
+        ready(elastic_cluster(4), 4), slices=[FIRST], pods=[*pods, worker_pod("w5", gated=True)]
+    )
+    assert back.scale is None
+    # A pod past the gate beyond what is asked for is a scale-down.
+    ungated = [*pods[:4], worker_pod("w4")]
+    down = cluster_snapshot(ready(elastic_cluster(4), 5), slices=[FIRST], pods=ungated)
+    assert down.scale is not None and down.scale.state == "scaling-down"
+    assert (down.scale.from_workers, down.scale.to_workers) == (5, 4)
+
+
 def test_a_fixed_size_cluster_has_no_scale():
     spec = ValidatedClusterSpec.from_request({"name": "fixed", "queue": "team-a", "workers": 2})
     obj = spec.to_raycluster("ns")
