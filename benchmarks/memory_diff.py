@@ -45,6 +45,9 @@ def diff(first: Path, last: Path, top: int) -> None:
     # Probes of the first version had neither.
     for key, value in after.get("pymalloc", {}).items():
         print(f"  pymalloc {key}: {before.get('pymalloc', {}).get(key)} → {value}")
+    for key, value in after.get("malloc_mib", {}).items():
+        was = before.get("malloc_mib", {}).get(key)
+        print(f"  malloc {key}: {'?' if was is None else f'{was:.2f}'} → {value:.2f} MiB")
     lengths = {(c["type"], tuple(c["sample"])): c["length"] for c in before.get("largest", [])}
     for container in after.get("largest", [])[:top]:
         was = lengths.get((container["type"], tuple(container["sample"])))

@@ -2,9 +2,9 @@
 started with this directory on ``PYTHONPATH`` and ``DW_MEMORY_PROBE=DIR`` set: the Jupyter
 server and the kernels. Every ``DW_MEMORY_PROBE_INTERVAL`` s it writes ``<pid>-<n>.json``: the
 RSS, the object counts by type, the largest dicts, lists and sets (with a few of their keys),
-and pymalloc's arenas (``sys._debugmallocstats``); and, unless ``DW_MEMORY_PROBE_TRACE=0``,
-a ``tracemalloc`` snapshot (12 frames) as ``<pid>-<n>.snap``, for
-``benchmarks/memory_diff.py``.
+pymalloc's arenas (``sys._debugmallocstats``) and glibc's heap (``mallinfo2``); and, unless
+``DW_MEMORY_PROBE_TRACE=0``, a ``tracemalloc`` snapshot (12 frames) as ``<pid>-<n>.snap``,
+for ``benchmarks/memory_diff.py``.
 
 A diagnosis, not a figure: tracing doubles a process's memory and slows it, so a soak run
 with the probe is never the one whose slopes the README gives (without tracing, a probe
@@ -12,6 +12,7 @@ costs a walk over the objects, a few hundred milliseconds, every ten samples).
 Self-contained on purpose (it runs before anything else is importable).
 """
 
+import ctypes
 import gc
 import json
 import os
@@ -76,6 +77,45 @@ def _pymalloc() -> dict:
         return stats
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def _malloc() -> dict:
+    """glibc's heap in MiB, every arena summed (``mallinfo2``): ``in_use`` (blocks handed out:
+    Python's large objects and pymalloc's arenas, and every C library's, OpenSSL's included),
+    ``free`` (held by malloc, not given back: fragmentation) and ``mmapped`` (large blocks).
+    RSS growing with ``in_use`` flat and Python's heap flat is fragmentation; ``in_use``
+    growing while Python's heap is flat is memory a C library holds. Empty off glibc."""
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return {}
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    mib = 2**20
+    return {
+        "in_use": info.uordblks / mib,
+        "free": info.fordblks / mib,
+        "mmapped": info.hblkhd / mib,
+        "arena": info.arena / mib,
+    }
+
+
 def _probe(directory: str, interval: float, traced: bool) -> None:
     index = 0
     while True:
@@ -92,6 +132,7 @@ def _probe(directory: str, interval: float, traced: bool) -> None:
             "rss_mib": _rss_mib(),
             "traced_mib": tracemalloc.get_traced_memory()[0] / 2**20 if traced else None,
             "pymalloc": _pymalloc(),
+            "malloc_mib": _malloc(),
             "largest": _largest(objects),
             "objects": dict(counts.most_common(400)),
         }
