@@ -95,18 +95,29 @@ class _MallInfo2(ctypes.Structure):
     ]
 
 
+def _mallinfo2():
+    """libc's ``mallinfo2``, looked up once: each ``ctypes.CDLL`` makes classes of its own,
+    which a probe per call would count as the process's growth."""
+    try:
+        function = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return None
+    function.restype = _MallInfo2
+    return function
+
+
+_MALLINFO2 = _mallinfo2()
+
+
 def _malloc() -> dict:
     """glibc's heap in MiB, every arena summed (``mallinfo2``): ``in_use`` (blocks handed out:
     Python's large objects and pymalloc's arenas, and every C library's, OpenSSL's included),
     ``free`` (held by malloc, not given back: fragmentation) and ``mmapped`` (large blocks).
     RSS growing with ``in_use`` flat and Python's heap flat is fragmentation; ``in_use``
     growing while Python's heap is flat is memory a C library holds. Empty off glibc."""
-    try:
-        mallinfo2 = ctypes.CDLL(None).mallinfo2
-    except (OSError, AttributeError):
+    if _MALLINFO2 is None:
         return {}
-    mallinfo2.restype = _MallInfo2
-    info = mallinfo2()
+    info = _MALLINFO2()
     mib = 2**20
     return {
         "in_use": info.uordblks / mib,
