@@ -111,7 +111,8 @@ _MALLINFO2 = _mallinfo2()
 
 def _malloc() -> dict:
     """glibc's heap in MiB, every arena summed (``mallinfo2``): ``in_use`` (blocks handed out:
-    Python's large objects and pymalloc's arenas, and every C library's, OpenSSL's included),
+    Python's objects above 512 bytes, its dicts' tables, and every C library's, OpenSSL's
+    included; pymalloc maps its arenas itself),
     ``free`` (held by malloc, not given back: fragmentation) and ``mmapped`` (large blocks).
     RSS growing with ``in_use`` flat and Python's heap flat is fragmentation; ``in_use``
     growing while Python's heap is flat is memory a C library holds. Empty off glibc."""

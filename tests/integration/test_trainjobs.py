@@ -122,6 +122,20 @@ async def test_a_trainjob_runs_through_kueue_to_its_end(
     assert ended.state == "succeeded", ended
     assert ended.jobs_succeeded == 1 and ended.end_time, ended  # one Job of 2 pods
 
+    # The socket followed it too, with the same records: running, then succeeded. The server's
+    # caches are their own watches, a moment behind or ahead of the kernel's: REST answers
+    # from them, so it is asked once the server has told the end.
+    def trainjob_in(state: str) -> Any:
+        return lambda m: m["type"] == "trainjob" and (m["trainjob"] or {}).get("state") == state
+
+    shown = [m["trainjob"]["state"] for m in events.seen if m["type"] == "trainjob"]
+    for state in ("running", "succeeded"):
+        if state not in shown:
+            await events.until(trainjob_in(state), f"the trainjob message: {state}")
+    message = next(m for m in events.seen if trainjob_in("succeeded")(m))
+    assert message["name"] == "tj-1" and message["trainjob"]["owner"] == identity.username
+    assert message["cause"]["kind"] in ("TrainJob", "Workload"), message
+
     code, got = await call(jp_fetch, "GET", "trainjobs", "tj-1")
     assert code == 200 and got["state"] == "succeeded" and got["final"] is True, got
     # Its life as a bar: waited from its creation to Kueue's admission, ran to its end.
@@ -136,18 +150,6 @@ async def test_a_trainjob_runs_through_kueue_to_its_end(
     assert not wait["current"] and not run["current"]
     code, listed = await call(jp_fetch, "GET", "trainjobs")
     assert code == 200 and [j["name"] for j in listed["trainjobs"]] == ["tj-1"], listed
-
-    # The socket followed it too, with the same records: running, then succeeded.
-    def trainjob_in(state: str) -> Any:
-        return lambda m: m["type"] == "trainjob" and (m["trainjob"] or {}).get("state") == state
-
-    shown = [m["trainjob"]["state"] for m in events.seen if m["type"] == "trainjob"]
-    for state in ("running", "succeeded"):
-        if state not in shown:
-            await events.until(trainjob_in(state), f"the trainjob message: {state}")
-    message = next(m for m in events.seen if trainjob_in("succeeded")(m))
-    assert message["name"] == "tj-1" and message["trainjob"]["owner"] == identity.username
-    assert message["cause"]["kind"] in ("TrainJob", "Workload"), message
 
     code, deleted = await call(jp_fetch, "DELETE", "trainjobs", "tj-1")
     assert code == 200 and deleted["deleted"] is True
