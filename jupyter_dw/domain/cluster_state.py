@@ -48,6 +48,7 @@ __all__ = [
     "ClusterSnapshot",
     "ClusterState",
     "Dashboard",
+    "behind_elastic_gate",
     "cluster_snapshot",
     "live_worker_pods",
     "transition",
@@ -429,20 +430,25 @@ def live_worker_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any
     ]
 
 
-def _past_the_gate(workers: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The worker pods Kueue let through: a pod still behind its elastic-job gate never ran and
-    holds no quota, so it is never one a scale-down removes. It is also how a scale-up first
-    shows itself: KubeRay makes the new pods (gated) from the raised ``replicas``, and the pods'
-    watch may tell of them before the RayCluster's does (a CI run saw "scaling down 5 → 4"
-    for a person's 4 → 6 that way)."""
-    return [
-        pod
-        for pod in workers
-        if not any(
-            _map(gate).get("name") == ELASTIC_JOB_SCHEDULING_GATE
-            for gate in _map(pod.get("spec")).get("schedulingGates") or ()
-        )
-    ]
+def behind_elastic_gate(pod_spec: Any) -> bool:
+    """Whether a pod spec (a pod's, or a template's) carries Kueue's elastic-job scheduling
+    gate: a pod behind it waits for its slice's admission, never ran and holds no quota."""
+    gates = _map(pod_spec).get("schedulingGates")
+    return any(
+        _map(gate).get("name") == ELASTIC_JOB_SCHEDULING_GATE
+        for gate in (gates if isinstance(gates, list) else ())
+    )
+
+
+def _running_workers(pods: list[Mapping[str, Any]], desired: int) -> int:
+    """The worker pods past Kueue's gate: a gated one is never one a scale-down removes. It
+    is also how a scale-up first shows itself: KubeRay makes the new pods (gated) from the
+    raised ``replicas``, and the pods' watch may tell of them before the RayCluster's does (a
+    CI run saw "scaling down 5 → 4" for a person's 4 → 6 that way). Pods not readable: the
+    count is unknown, never a scale-down (``desired``)."""
+    if not pods:
+        return desired
+    return sum(not behind_elastic_gate(pod.get("spec")) for pod in live_worker_pods(pods))
 
 
 def _scale(
@@ -455,10 +461,7 @@ def _scale(
     return scale_change(
         chain,
         workers_desired=facts.workers_desired,
-        # Pods not readable: the running count is unknown, never a scale-down.
-        workers_running=len(_past_the_gate(live_worker_pods(pods)))
-        if pods
-        else facts.workers_desired,
+        workers_running=_running_workers(pods, facts.workers_desired),
         workers_ready=facts.workers_ready,
         pinned_workers=size.pinned,
         pending_entry=pending,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..domain.cluster_spec import SpecPolicy, ValidatedClusterSpec
+from ..domain.cluster_state import behind_elastic_gate
 from ..names import ELASTIC_JOB_SCHEDULING_GATE, ELASTIC_PROBE_PREFIX
 from .errors import KubeError, KubeForbidden, KubeRejected
 from .kuberay import DRY_RUN
@@ -65,8 +66,7 @@ def _probe_object(namespace: str, queue: str) -> dict[str, Any]:
 
 def _gated(obj: dict[str, Any]) -> bool:
     template = ((obj.get("spec") or {}).get("headGroupSpec") or {}).get("template") or {}
-    gates = (template.get("spec") or {}).get("schedulingGates") or []
-    return any(isinstance(g, dict) and g.get("name") == ELASTIC_JOB_SCHEDULING_GATE for g in gates)
+    return behind_elastic_gate(template.get("spec"))
 
 
 def probe_elastic_jobs(api: KubeApi, namespace: str, queue: str | None) -> ElasticJobs:
