@@ -59,20 +59,44 @@ fi
 # Each of these modules is built as its own main module, from its source in the module cache,
 # so its own go.mod and go.sum decide every dependency (none of them uses replace directives).
 # Not `go install module@version`: that also lists the module's versions, which the proxy refuses.
-build_module() { # name version module package binary
-  local dir="$cache/$1-$2" src
-  if [[ ! -x "$dir/$5" ]]; then
-    echo "building $1 $2" >&2
-    src="$(go mod download -json "$3@$2" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+module_dir() { go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'; }
+# A sixth argument builds from that directory instead of the module's (a patched copy); it is
+# recorded beside the binary, so a binary cached from another source is rebuilt.
+build_module() { # name version module package binary [source directory]
+  local dir="$cache/$1-$2" src="${6:-}" from
+  if [[ ! -x "$dir/$5" || "$(cat "$dir/source" 2>/dev/null)" != "$src" ]]; then
+    echo "building $1 $2${src:+ from $src}" >&2
+    from="${src:-$(module_dir "$3@$2")}"
+    [[ -d "$from" ]] || { echo "build.sh: no source for $3@$2" >&2; exit 1; }
     mkdir -p "$dir.tmp"
-    (cd "$src" && GOFLAGS=-mod=readonly go build -o "$dir.tmp/$5" "$4")
+    (cd "$from" && GOFLAGS=-mod=readonly go build -o "$dir.tmp/$5" "$4")
+    printf '%s' "$src" >"$dir.tmp/source"
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
   fi
 }
-build_module kueue "$kueue_version" sigs.k8s.io/kueue ./cmd/kueue kueue
+kueue_src="$(module_dir "sigs.k8s.io/kueue@$kueue_version")"
+# Kueue 0.14 serves its visibility API on port 8082 of every address: the port is hard-coded
+# and the address is the apiserver library's default, 0.0.0.0, which no setting of 0.14 changes
+# (later releases read both from their configuration). Everything the test bed runs listens on
+# 127.0.0.1 only, so such a release is built from a copy of its module with one line added
+# after that port: bind address 127.0.0.1. The copy is kept beside the binaries, named by a
+# hash of the patched file (the module cache is read-only, and `go build -overlay` refuses
+# files in it). Cold cost: copying 18 MB; the build is Kueue's own.
+kueue_copy=""
+visibility_go="pkg/visibility/server.go"
+if grep -q $'^\to.SecureServing.BindPort = 8082$' "$kueue_src/$visibility_go" 2>/dev/null; then
+  patched="$(sed $'s/^\to.SecureServing.BindPort = 8082$/&\\\n\to.SecureServing.BindAddress = net.ParseIP("127.0.0.1")/' "$kueue_src/$visibility_go")"
+  kueue_copy="$cache/src/kueue-$kueue_version-$(printf '%s' "$patched" | sha256sum | cut -c1-12)"
+  if [[ ! -f "$kueue_copy/go.mod" ]]; then
+    rm -rf "$kueue_copy.tmp" && mkdir -p "$cache/src"
+    cp -r "$kueue_src" "$kueue_copy.tmp" && chmod -R u+w "$kueue_copy.tmp"
+    printf '%s\n' "$patched" >"$kueue_copy.tmp/$visibility_go"
+    mv "$kueue_copy.tmp" "$kueue_copy"
+  fi
+fi
+build_module kueue "$kueue_version" sigs.k8s.io/kueue ./cmd/kueue kueue "$kueue_copy"
 # The ProvisioningRequest CRD the test bed applies comes from the cluster autoscaler's API module
 # at the version Kueue's go.mod requires (its build fetches it; a cached binary may not have).
-kueue_src="$(go mod download -json "sigs.k8s.io/kueue@$kueue_version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
 autoscaler_apis="k8s.io/autoscaler/cluster-autoscaler/apis"
 autoscaler_version="$(sed -n "s#^[[:space:]]*\(require[[:space:]]\+\)\?$autoscaler_apis \(v[^[:space:]]*\).*#\2#p" "$kueue_src/go.mod" | head -1)"
 [[ -n "$autoscaler_version" ]] || { echo "build.sh: Kueue's go.mod does not require $autoscaler_apis" >&2; exit 1; }

@@ -30,7 +30,8 @@ from .pki import CertificateAuthority, KeyPair, write_service_account_keys
 from .versions import HERE, Versions
 
 STARTUP_TIMEOUT = 120.0
-# Kueue 0.14 binds its visibility server to this port; newer releases take it from config.
+# Kueue 0.14 binds its visibility server to this port (on 127.0.0.1: build.sh adds the
+# address, which 0.14 hard-codes to 0.0.0.0); newer releases take both from config.
 LEGACY_VISIBILITY_PORT = 8082
 FAKE_NODES = 4
 

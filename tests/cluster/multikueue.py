@@ -19,9 +19,9 @@ status back.
 
 Neither plane runs Kubeflow Trainer or JobSet (nothing here dispatches TrainJobs). A Kueue
 0.14.8 bed (``DW_KUEUE_VERSION=legacy``) runs its planes without Kueue's visibility server:
-0.14 binds it on port 8082 of every address, which only one Kueue on the machine can hold (the
-shared legacy cluster's); the pending-workloads API is then absent there, as on a cluster whose
-administrator turned ``VisibilityOnDemand`` off.
+0.14 binds it on a fixed port, 8082 (on 127.0.0.1: see build.sh), which only one Kueue on the
+machine can hold (the shared legacy cluster's); the pending-workloads API is then absent there,
+as on a cluster whose administrator turned ``VisibilityOnDemand`` off.
 """
 
 from __future__ import annotations

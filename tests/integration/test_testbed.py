@@ -1,17 +1,21 @@
 """Proof that the local control plane is real: Kueue admits, KubeRay scales out, KWOK runs pods,
-the visibility API answers, metrics-server reports the pods' usage, and RBAC denies what a Role
-does not allow."""
+the visibility API answers, metrics-server reports the pods' usage, RBAC denies what a Role
+does not allow, and every component listens on 127.0.0.1 only."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import os
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
 from jupyter_dw.domain.quantity import parse_quantity
+from tests.cluster.controlplane import ClusterState
 from tests.cluster.fixtures import KueueObjects, condition, watch_until
 from tests.cluster.kubeapi import wait_for
 from tests.cluster.manifests import USAGE_CPU_ANNOTATION, USAGE_MEMORY_ANNOTATION
@@ -337,3 +341,71 @@ def test_pod_usage_is_served_by_the_metrics_api(kube, namespace, small_queue, wo
     assert denied.value.status == 403
     message = json.loads(denied.value.body)["message"]
     assert 'cannot list resource "pods" in API group "metrics.k8s.io"' in message
+
+
+def _process_group(leader: int) -> list[int]:
+    """Every live process in ``leader``'s process group (each component is started as the
+    leader of a session of its own)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # pgrp is the 3rd field after the parenthesised command (which may hold spaces)
+            if int(stat.rsplit(")", 1)[1].split()[2]) == leader:
+                members.append(int(entry.name))
+    return members
+
+
+def _socket_owners(pids: dict[str, int]) -> dict[str, str]:
+    """Socket inode → the component whose process group holds it."""
+    owners = {}
+    for name, pid in pids.items():
+        for member in _process_group(pid):
+            try:
+                fds = list(Path(f"/proc/{member}/fd").iterdir())
+            except OSError:
+                continue
+            for fd in fds:
+                try:
+                    target = os.readlink(fd)
+                except OSError:
+                    continue
+                if target.startswith("socket:["):
+                    owners[target[len("socket:[") : -1]] = name
+    return owners
+
+
+def _address(hex_address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """/proc/net/tcp{,6}'s local address: 32-bit words in host (little-endian) order."""
+    raw = bytes.fromhex(hex_address)
+    if len(raw) == 4:
+        return ipaddress.IPv4Address(raw[::-1])
+    return ipaddress.IPv6Address(b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4)))
+
+
+def test_every_component_listens_on_loopback_only(cluster: ClusterState) -> None:
+    """Nothing of the test bed can be reached from another machine: each socket a component
+    listens on is bound to a loopback address (Kueue 0.14's visibility server would be on
+    0.0.0.0:8082 but for build.sh's one line)."""
+    owners = _socket_owners(cluster.pids)
+    listening: list[tuple[str, str, int]] = []
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and inode in owners:  # 0A: TCP_LISTEN
+                host, port = local.split(":")
+                listening.append((owners[inode], str(_address(host)), int(port, 16)))
+
+    def loopback(host: str) -> bool:
+        address = ipaddress.ip_address(host)
+        mapped = getattr(address, "ipv4_mapped", None)
+        return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+    # The scan finds what it must: the API server's port, and a listener of each controller.
+    assert ("kube-apiserver", "127.0.0.1", cluster.ports["apiserver"]) in listening
+    assert {"kueue", "kuberay-operator"} <= {name for name, _, _ in listening}
+    assert [entry for entry in listening if not loopback(entry[1])] == []
