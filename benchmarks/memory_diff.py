@@ -48,6 +48,12 @@ def diff(first: Path, last: Path, top: int) -> None:
     for key, value in after.get("malloc_mib", {}).items():
         was = before.get("malloc_mib", {}).get(key)
         print(f"  malloc {key}: {'?' if was is None else f'{was:.2f}'} → {value:.2f} MiB")
+    trims = after.get("trims")
+    if trims and trims["count"]:
+        print(
+            f"  malloc_trim: {trims['count']} calls, {trims['seconds'] * 1000:.0f} ms in all, "
+            f"longest {trims['longest'] * 1000:.1f} ms"
+        )
     lengths = {(c["type"], tuple(c["sample"])): c["length"] for c in before.get("largest", [])}
     for container in after.get("largest", [])[:top]:
         was = lengths.get((container["type"], tuple(container["sample"])))

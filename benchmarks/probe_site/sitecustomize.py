@@ -6,6 +6,12 @@ pymalloc's arenas (``sys._debugmallocstats``) and glibc's heap (``mallinfo2``); 
 ``DW_MEMORY_PROBE_TRACE=0``, a ``tracemalloc`` snapshot (12 frames) as ``<pid>-<n>.snap``,
 for ``benchmarks/memory_diff.py``.
 
+An experiment, never the product: with ``DW_MEMORY_PROBE_TRIM=SECONDS`` it also calls glibc's
+``malloc_trim(0)`` every SECONDS (which gives the free pages inside the heap back to the
+kernel, not only its top), and each record says how many trims ran and how long they took;
+``bench_soak --env DW_MEMORY_PROBE_TRIM=60`` beside a run without it tells whether RSS that
+grows with glibc's free memory is given back.
+
 A diagnosis, not a figure: tracing doubles a process's memory and slows it, so a soak run
 with the probe is never the one whose slopes the README gives (without tracing, a probe
 costs a walk over the objects, a few hundred milliseconds, every ten samples).
@@ -128,6 +134,23 @@ def _malloc() -> dict:
     }
 
 
+_TRIMS = {"count": 0, "seconds": 0.0, "longest": 0.0}
+"""What the trimming thread did so far (read by the probe; one writer)."""
+
+
+def _trim(interval: float) -> None:
+    trim = ctypes.CDLL(None).malloc_trim
+    trim.argtypes = [ctypes.c_size_t]
+    while True:
+        time.sleep(interval)
+        start = time.perf_counter()
+        trim(0)
+        took = time.perf_counter() - start
+        _TRIMS["count"] += 1
+        _TRIMS["seconds"] += took
+        _TRIMS["longest"] = max(_TRIMS["longest"], took)
+
+
 def _probe(directory: str, interval: float, traced: bool) -> None:
     index = 0
     while True:
@@ -145,6 +168,7 @@ def _probe(directory: str, interval: float, traced: bool) -> None:
             "traced_mib": tracemalloc.get_traced_memory()[0] / 2**20 if traced else None,
             "pymalloc": _pymalloc(),
             "malloc_mib": _malloc(),
+            "trims": dict(_TRIMS),
             "largest": _largest(objects),
             "objects": dict(counts.most_common(400)),
         }
@@ -165,3 +189,6 @@ if _directory:
         name="memory-probe",
         daemon=True,
     ).start()
+    _trim_every = float(os.environ.get("DW_MEMORY_PROBE_TRIM", "0"))
+    if _trim_every > 0 and _MALLINFO2 is not None:
+        threading.Thread(target=_trim, args=(_trim_every,), name="memory-trim", daemon=True).start()
